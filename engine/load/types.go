@@ -1,0 +1,95 @@
+package load
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Options describe one load (the flags of `benchflow load`, the attributes of
+// a load or warm step). Zero values take the documented defaults (see
+// Defaults).
+type Options struct {
+	Targets     []Target
+	Connections int           // -c
+	Threads     int           // -t
+	Duration    time.Duration // -d; 0 with Requests > 0 means "until Requests"
+	Requests    int64         // -n; 0 means unbounded (Duration applies)
+	Rate        float64       // -R, requests/s in total; 0 = closed loop
+	Timeout     time.Duration // per request, default 2s
+	Close       bool          // a new connection per request
+	Interval    time.Duration // timeseries interval, default 1s
+	// Progress, when set, is called about once a second from a single
+	// goroutine with the totals so far. It must not block.
+	Progress func(Progress)
+	// Requester, when set, supplies requests instead of Targets (request
+	// scripts). See the Requester interface.
+	Requester Requester
+}
+
+// Target is one request template; several targets are picked by weight.
+type Target struct {
+	URL     string // http://, https:// or unix:/path.sock:/path
+	Method  string // default GET
+	Headers [][2]string
+	Body    []byte
+	Weight  int // default 1
+}
+
+// Progress is a running total for live status lines.
+type Progress struct {
+	Elapsed  time.Duration
+	Requests int64
+	Errors   int64
+	RPS      float64 // over the last interval
+}
+
+// Requester supplies prebuilt requests (e.g. from a Starlark script). Pool is
+// called once before the load starts; the generator cycles over the result.
+type Requester interface {
+	Pool() ([]Target, error)
+}
+
+// Result is everything measured by one load.
+type Result struct {
+	Started  time.Time
+	Duration time.Duration // wall time of the measured phase
+	Requests int64         // completed responses (any status)
+	Errors   int64         // every request that failed, any class, plus HTTP >= 400
+	Bytes    int64         // bytes read (headers and bodies)
+
+	// Latency is the latency histogram in microseconds. In open-loop mode it
+	// is corrected (measured from the intended send time).
+	Latency *hdrhistogram.Histogram
+	// Uncorrected is measured from the actual send; nil in closed loop
+	// (where it equals Latency).
+	Uncorrected *hdrhistogram.Histogram
+	// Connect holds connect times (µs) of new connections.
+	Connect *hdrhistogram.Histogram
+
+	Status      map[int]int64    // responses by status code
+	ErrorsBy    map[string]int64 // "connect", "timeout", "read", "write", "parse", "http"
+	Intervals   []Interval
+	TargetRate  float64       // Options.Rate
+	MaxBehind   time.Duration // how far behind schedule the latest send was
+	Warning     string        // e.g. "achieved 812 req/s, below 95% of -R 1000"
+	Connections int
+	Threads     int
+}
+
+// Interval is one timeseries row.
+type Interval struct {
+	Start    time.Duration // offset from Result.Started
+	Requests int64
+	Errors   int64
+	Bytes    int64
+	Latency  *hdrhistogram.Histogram
+}
+
+// RPS is requests per second over the measured phase.
+func (r *Result) RPS() float64 {
+	if r == nil || r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Duration.Seconds()
+}

@@ -1,0 +1,138 @@
+package pipeline
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Step kinds, in the order of the phases they belong to.
+const (
+	KindProvision = "provision"
+	KindTune      = "tune"
+	KindCheck     = "check"
+	KindExec      = "exec"
+	KindWarm      = "warm"
+	KindLoad      = "load"
+	KindCollect   = "collect"
+)
+
+// Kinds lists every step kind a pipeline may declare.
+var Kinds = []string{KindProvision, KindTune, KindWarm, KindLoad, KindCollect, KindCheck, KindExec}
+
+// Trial orders.
+const (
+	OrderInterleaved = "interleaved"
+	OrderSequential  = "sequential"
+	OrderRandom      = "random"
+)
+
+// Pipeline is one study as written by a user: the fixed structure is decoded,
+// everything that may depend on a trial (matrix values, service addresses) is
+// kept as HCL bodies and expressions and evaluated by engine/plan per trial.
+//
+// Both front ends (engine/hclconf and engine/starconf) produce this model.
+type Pipeline struct {
+	Name        string
+	Description string
+	Repetitions int    // >= 1
+	Order       string // OrderInterleaved (default), OrderSequential, OrderRandom
+	Seed        int64  // seed for OrderRandom; 0 means "pick one and record it"
+	OnFailure   string // "continue" (default) or "abort"
+
+	Variables []*Variable
+	Locals    []*Local
+	Matrix    *Matrix // never nil after decoding; may have no axes
+	Providers []*Provider
+	Services  []*Service
+	Steps     []*Step
+	Output    OutputSettings
+
+	// File is the path of the pipeline file as given; Dir is the folder that
+	// file() and templatefile() resolve against.
+	File   string
+	Dir    string
+	Source []byte
+	// Format is "hcl" or "star".
+	Format string
+
+	DeclRange hcl.Range
+}
+
+// Variable is an input variable (`variable "name" {}`), set with --var or
+// --var-file or taken from its default.
+type Variable struct {
+	Name        string
+	Description string
+	Type        cty.Type  // cty.DynamicPseudoType when not constrained
+	Default     cty.Value // cty.NilVal when the variable is required
+	Validations []*Validation
+	DeclRange   hcl.Range
+}
+
+// Validation is a `validation {}` block of a variable.
+type Validation struct {
+	Condition    hcl.Expression
+	ErrorMessage string
+	DeclRange    hcl.Range
+}
+
+// Local is one entry of a `locals {}` block.
+type Local struct {
+	Name      string
+	Expr      hcl.Expression
+	DeclRange hcl.Range
+}
+
+// Matrix holds the parameter axes. A trial is one point of the cartesian
+// product of the axes (minus Exclude, plus Include) times one repetition.
+type Matrix struct {
+	Axes []*Axis
+	// Exclude removes every combination that matches all the keys of one of
+	// its objects; Include adds combinations (objects with every axis set).
+	Exclude   hcl.Expression // list of objects, or nil
+	Include   hcl.Expression // list of objects, or nil
+	DeclRange hcl.Range
+}
+
+// Axis is one named list of values, in declaration order.
+type Axis struct {
+	Name      string
+	Expr      hcl.Expression // evaluates to a non-empty list/tuple of primitives
+	DeclRange hcl.Range
+}
+
+// Provider is a named, configured backend (`provider "docker" "nat" {}`). Its
+// body is decoded per trial with the provider type's own schema.
+type Provider struct {
+	Type      string
+	Name      string
+	Config    hcl.Body
+	DeclRange hcl.Range
+	TypeRange hcl.Range
+}
+
+// Service is a system under test. Its body is decoded per trial into a
+// ServiceConfig (see schema.go).
+type Service struct {
+	Name      string
+	Body      hcl.Body
+	DeclRange hcl.Range
+}
+
+// Step is one node of the step DAG. Its body is decoded per trial with the
+// schema of its kind (see schema.go).
+type Step struct {
+	Kind      string
+	Name      string
+	Body      hcl.Body
+	DeclRange hcl.Range
+}
+
+// Addr is the address used in references: "load.wrk".
+func (s *Step) Addr() string { return s.Kind + "." + s.Name }
+
+// OutputSettings is the `output {}` block: where and how results are written.
+type OutputSettings struct {
+	Dir    string // default "results"
+	Format string // "parquet" (default) or "arrow"
+}

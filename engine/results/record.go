@@ -1,0 +1,97 @@
+package results
+
+import (
+	"time"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// TrialRecord is everything one finished (or failed, or interrupted) trial
+// produced. The executor hands it to Writer.CommitTrial when the trial ends.
+type TrialRecord struct {
+	TrialID    string
+	Index      int // 0-based position in execution order
+	Repetition int // 1-based
+	Params     []Param
+	// Provider is the provider name (or "type.name" list joined by ",")
+	// that deployed the trial's services.
+	Provider   string
+	Status     string // StatusOK, StatusFailed, StatusInterrupted, StatusSkipped
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Steps      []StepRecord
+	Processes  []ProcessSample
+	System     []SystemSample
+	Network    []NetSample
+	// ServiceVersions maps service name to the output of its
+	// version_command (first line), when given.
+	ServiceVersions map[string]string
+}
+
+// Trial statuses.
+const (
+	StatusOK          = "ok"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+	StatusSkipped     = "skipped"
+	StatusPending     = "pending"
+)
+
+// Param is one matrix axis value of a trial. Value is string, int64,
+// float64 or bool, the same Go type for every trial of an axis.
+type Param struct {
+	Name  string
+	Value any
+}
+
+// StepRecord is the measurement of one load or warm step.
+type StepRecord struct {
+	Name   string // step name ("wrk")
+	Kind   string // "load" or "warm"
+	Status string
+	Error  string
+	Result *load.Result // nil when the step failed before measuring
+}
+
+// ProcessSample is one sample of one process during a collect step.
+type ProcessSample struct {
+	Step      string  // the collect step's name
+	T         float64 // seconds since the load started
+	Process   string
+	PID       int
+	Role      string  // "service", "infra", "loader", "named"
+	CPUPct    float64 // user+system, 100 = one core
+	UserPct   float64
+	SystemPct float64
+	RSSBytes  int64
+	Threads   int64
+	CtxSwitchesVoluntary    int64 // since the previous sample
+	CtxSwitchesNonvoluntary int64
+}
+
+// SystemSample is one sample of /proc/stat (percent of all CPUs).
+type SystemSample struct {
+	Step      string
+	T         float64
+	UserPct   float64
+	NicePct   float64
+	SystemPct float64
+	IdlePct   float64
+	IOWaitPct float64
+	IRQPct    float64
+	SoftIRQPct float64
+	StealPct  float64
+}
+
+// NetSample is one sample of one interface from /proc/net/dev (deltas since
+// the previous sample).
+type NetSample struct {
+	Step      string
+	T         float64
+	Interface string
+	RxBytes   int64
+	TxBytes   int64
+	RxPackets int64
+	TxPackets int64
+}

@@ -1,0 +1,248 @@
+// Package providers defines the interface every deployment backend implements
+// and the registry the engine finds them in.
+//
+// A provider type (local, docker, k8s, nomad) registers itself in init() with
+// Register. For each trial the engine decodes the pipeline's provider block
+// with the type's config struct (NewConfig, gohcl tags), calls New, then
+// Provision for each service that names the provider, and Teardown on the
+// returned Deployment in reverse order — on success, failure and Ctrl-C.
+//
+// Capabilities beyond Provision are optional interfaces found by type
+// assertion: ProcessReporter (for collect), Renderer (for `benchflow render`),
+// ListenPorter (which port a service listens
+// on inside its namespace), Liveness (early-exit detection during health
+// waits), ServiceDirer (where self.dir is inside the service).
+//
+// Providers know nothing of HCL files or the pipeline model: they receive an
+// evaluated ServiceSpec.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Type describes one provider type for the registry.
+type Type struct {
+	// Name is the first label of the provider block: "docker".
+	Name string
+	// NewConfig returns a pointer to a fresh config struct with gohcl tags
+	// (`hcl:"network,optional"`). The engine decodes the provider block
+	// into it per trial. nil means the block must be empty.
+	NewConfig func() any
+	// New builds a provider from a decoded config (the value NewConfig
+	// returned, filled in).
+	New func(req *NewRequest) (Provider, error)
+	// GC, when set, removes what a crashed run left behind: every object
+	// labelled LabelManaged (and LabelRun = runID when runID is not
+	// empty), using default connection settings (environment variables).
+	// It returns a description of each removed object, and an error
+	// wrapping ErrUnavailable when the backend cannot be reached.
+	GC func(ctx context.Context, runID string) ([]string, error)
+}
+
+// NewRequest carries what New needs.
+type NewRequest struct {
+	Name   string // the second label: "nat"
+	Config any    // the decoded config struct, or nil
+}
+
+// Provider deploys services for one trial.
+type Provider interface {
+	// Provision starts the service and returns once it is started (the
+	// engine runs the health check afterwards). On error nothing it
+	// started may be left behind.
+	Provision(ctx context.Context, req *ProvisionRequest) (Deployment, error)
+}
+
+// Deployment is one provisioned service.
+type Deployment interface {
+	// Endpoint tells where the service can be reached from the host
+	// running benchflow.
+	Endpoint() Endpoint
+	// Teardown stops and removes everything Provision created. It is
+	// called exactly once, with a fresh context, even after Ctrl-C; it
+	// must be safe after a partially failed Provision.
+	Teardown(ctx context.Context) error
+}
+
+// ProvisionRequest is the evaluated service for one trial.
+type ProvisionRequest struct {
+	RunID   string // sortable run id; also the value of LabelRun
+	TrialID string
+	Service ServiceSpec
+	// LogDir is a folder in the results directory for the service's
+	// stdout/stderr or container logs (created by the engine).
+	LogDir string
+	// Logf writes a progress line (shown with --verbose).
+	Logf func(format string, args ...any)
+}
+
+// Labels every provider puts on what it creates (containers, networks, k8s
+// objects, nomad jobs) so leftovers can be found by `benchflow gc`.
+const (
+	LabelManaged = "dev.benchflow.managed" // "true"
+	LabelRun     = "dev.benchflow.run"     // run id
+	LabelTrial   = "dev.benchflow.trial"   // trial id
+	LabelService = "dev.benchflow.service" // service name
+)
+
+// ServiceSpec is a service evaluated for one trial.
+type ServiceSpec struct {
+	Name    string
+	Image   string   // container image (docker, k8s, nomad docker driver)
+	Command []string // argv; for containers it overrides the image's command
+	Env     map[string]string
+	// Dir is the host folder where the service's files were rendered.
+	Dir   string
+	Files []File
+	Ports []Port
+	// Replicas is the number of instances (orchestrators); 0 means 1.
+	Replicas int
+	Health   Health
+}
+
+// File is a rendered file of the service.
+type File struct {
+	Name     string // base name, also the file name under Dir
+	HostPath string // Dir/Name
+	Mount    string // absolute path inside a container, or ""
+	Mode     uint32
+}
+
+// Port is a port of the service. The engine fills Host before Provision:
+// with the number the pipeline gave or a free loopback port.
+type Port struct {
+	Name      string
+	Container int // 0 when the pipeline gave none
+	Host      int
+}
+
+// Health is how the engine decides the service is ready.
+type Health struct {
+	HTTPPath string // "" unless an HTTP check
+	TCP      bool
+	PortName string
+	Status   int // 0 = any 2xx/3xx
+	Timeout  time.Duration
+	Interval time.Duration
+}
+
+// Endpoint is where a deployment answers.
+type Endpoint struct {
+	Scheme string // "http" (default) or "https"
+	Host   string // e.g. "127.0.0.1"
+	Port   int    // the primary port
+	// Ports maps port names to host-reachable port numbers.
+	Ports map[string]int
+	// Attrs are extra values exposed as service.<name>.<attr> in the
+	// pipeline, e.g. "gateway_url", "namespace", "job".
+	Attrs map[string]string
+}
+
+// URL returns scheme://host:port.
+func (e Endpoint) URL() string {
+	s := e.Scheme
+	if s == "" {
+		s = "http"
+	}
+	return fmt.Sprintf("%s://%s", s, hostPort(e.Host, e.Port))
+}
+
+func hostPort(h string, p int) string {
+	for _, c := range h {
+		if c == ':' {
+			return fmt.Sprintf("[%s]:%d", h, p)
+		}
+	}
+	return fmt.Sprintf("%s:%d", h, p)
+}
+
+// Process is one OS process of a deployment, as a host pid.
+type Process struct {
+	PID  int
+	Name string // e.g. "nginx", "docker-proxy"
+	// Role says why it is reported: "service" (the service's own
+	// processes) or "infra" (docker-proxy, dockerd, containerd-shim, an
+	// ingress controller, …).
+	Role string
+}
+
+// ProcessReporter is implemented by deployments whose processes can be
+// sampled by collect steps.
+type ProcessReporter interface {
+	Processes(ctx context.Context) ([]Process, error)
+}
+
+// Liveness is implemented by deployments that can tell, while the engine
+// waits for health, that the service has already died. The error should
+// quote the exit status and the last lines of the service's output.
+type Liveness interface {
+	Alive(ctx context.Context) error
+}
+
+// ListenPorter is implemented by providers whose services listen on a
+// different port than the host-reachable one (a container behind NAT
+// listens on the container port). The engine exposes the result as
+// self.port.<name> to templates. Without it the host port is used.
+type ListenPorter interface {
+	ListenPort(p Port) int
+}
+
+// ServiceDirer is implemented by providers that mount the service's files at
+// another path than the host folder; the result is self.dir in templates.
+type ServiceDirer interface {
+	ServiceDir(service string) string
+}
+
+// Renderer is implemented by providers that can print what they would
+// create (e.g. Kubernetes manifests) without contacting anything.
+type Renderer interface {
+	Render(req *ProvisionRequest) ([]byte, error)
+}
+
+// ErrUnavailable reports that a provider's backend cannot be reached (no
+// Docker engine, no kubeconfig). Tests skip on it; gc ignores it.
+var ErrUnavailable = errors.New("provider backend unavailable")
+
+var (
+	mu    sync.RWMutex
+	types = map[string]*Type{}
+)
+
+// Register adds a provider type. It panics on a duplicate or empty name.
+func Register(t *Type) {
+	mu.Lock()
+	defer mu.Unlock()
+	if t == nil || t.Name == "" || t.New == nil {
+		panic("providers: Register with an incomplete Type")
+	}
+	if _, dup := types[t.Name]; dup {
+		panic("providers: duplicate provider type " + t.Name)
+	}
+	types[t.Name] = t
+}
+
+// Lookup returns the registered type with that name.
+func Lookup(name string) (*Type, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	t, ok := types[name]
+	return t, ok
+}
+
+// Names lists the registered provider types, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for n := range types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
