@@ -56,32 +56,32 @@ type StepRecord struct {
 
 // ProcessSample is one sample of one process during a collect step.
 type ProcessSample struct {
-	Step      string  // the collect step's name
-	T         float64 // seconds since the load started
-	Process   string
-	PID       int
-	Role      string  // "service", "infra", "loader", "named"
-	CPUPct    float64 // user+system, 100 = one core
-	UserPct   float64
-	SystemPct float64
-	RSSBytes  int64
-	Threads   int64
+	Step                    string  // the collect step's name
+	T                       float64 // seconds since the load started
+	Process                 string
+	PID                     int
+	Role                    string  // "service", "infra", "loader", "named"
+	CPUPct                  float64 // user+system, 100 = one core
+	UserPct                 float64
+	SystemPct               float64
+	RSSBytes                int64
+	Threads                 int64
 	CtxSwitchesVoluntary    int64 // since the previous sample
 	CtxSwitchesNonvoluntary int64
 }
 
 // SystemSample is one sample of /proc/stat (percent of all CPUs).
 type SystemSample struct {
-	Step      string
-	T         float64
-	UserPct   float64
-	NicePct   float64
-	SystemPct float64
-	IdlePct   float64
-	IOWaitPct float64
-	IRQPct    float64
+	Step       string
+	T          float64
+	UserPct    float64
+	NicePct    float64
+	SystemPct  float64
+	IdlePct    float64
+	IOWaitPct  float64
+	IRQPct     float64
 	SoftIRQPct float64
-	StealPct  float64
+	StealPct   float64
 }
 
 // NetSample is one sample of one interface from /proc/net/dev (deltas since
