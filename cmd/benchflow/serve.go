@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/serve"
+)
+
+func init() {
+	var (
+		cfg    serve.Config
+		size   string
+		status int
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the built-in HTTP/1.1 target server",
+		Long: `serve runs a small, fast HTTP/1.1 server to benchmark against, so a first
+pipeline needs nothing installed. Every path answers a generated body of --size
+bytes ("hello\n" repeated), or the files of --dir; /bytes/<n> always answers n
+bytes (n may carry a unit: /bytes/4KiB). It can misbehave on purpose: --delay
+waits before each answer, --stall/--stall-every freeze it periodically (for
+coordinated-omission tests), --status sets the response code.
+
+It prints "listening on http://ADDR" once ready and stops gracefully on
+SIGINT or SIGTERM.`,
+		Example: `  benchflow serve
+  benchflow serve --addr 127.0.0.1:0 --size 4KiB
+  benchflow serve --dir ./www
+  benchflow serve --stall 200ms --stall-every 2s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := serve.ParseSize(size)
+			if err != nil {
+				return fmt.Errorf("--size: %w", err)
+			}
+			cfg.Size = n
+			cfg.Status = status
+			if !serve.IsLoopback(cfg.Addr) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not a loopback address: anyone who can reach this host can load this server\n", cfg.Addr)
+			}
+			out := cmd.OutOrStdout()
+			cfg.Ready = func(a net.Addr) { fmt.Fprintf(out, "listening on http://%s\n", a) }
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve.ListenAndServe(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", serve.DefaultAddr, "`host:port` to listen on (port 0 picks a free one)")
+	f.StringVar(&cfg.Dir, "dir", "", "serve the files under `DIR` instead of a generated body")
+	f.StringVar(&size, "size", "6", "generated body `size` (6, 4KiB, 1MiB, 1k, 1MB)")
+	f.DurationVar(&cfg.Delay, "delay", 0, "wait `DUR` before answering each request")
+	f.DurationVar(&cfg.Stall, "stall", 0, "stall every request for up to `DUR` once per --stall-every period")
+	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "the stall `period`")
+	f.IntVar(&status, "status", 200, "status `code` of every response")
+	rootCmd.AddCommand(cmd)
+}

@@ -1,0 +1,17 @@
+// Package serve is benchflow's built-in HTTP/1.1 target server, the program
+// behind `benchflow serve`. It lets the quickstart and the tests load a real
+// server without installing one, and it can misbehave on purpose (a fixed
+// delay, periodic stalls, an error status) to exercise the load generator.
+//
+// Entry points:
+//
+//   - New builds the http.Handler from a Config (bodies are computed once,
+//     here, not per request).
+//   - Serve runs it on a listener you own; ListenAndServe opens Config.Addr
+//     first. Both return when the context ends, after a graceful shutdown.
+//   - ParseSize reads sizes such as "6", "4KiB", "2.5MiB", "1k" or "1MB".
+//
+// Sibling packages own the rest: engine/load drives load against this server
+// (or any other), providers/local runs `benchflow serve` as a process, and
+// cmd/benchflow/serve.go maps the command-line flags onto Config.
+package serve

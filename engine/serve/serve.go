@@ -1,0 +1,359 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultAddr is where ListenAndServe listens when Config.Addr is empty.
+const DefaultAddr = "127.0.0.1:8080"
+
+// MaxBytesPath is the largest body a /bytes/<n> request may ask for (1 GiB).
+const MaxBytesPath int64 = 1 << 30
+
+// Limits of the in-memory cache of a served directory: files up to
+// maxCachedFile bytes are read at start while the total stays under
+// maxCacheTotal; everything else is served from disk.
+const (
+	maxCachedFile = 16 << 20
+	maxCacheTotal = 256 << 20
+)
+
+// Pattern is what generated bodies are made of: the pattern repeated and
+// cut to the requested length. A 6-byte body is exactly "hello\n".
+const Pattern = "hello\n"
+
+// Config describes the server. The zero value serves an empty 200 response
+// on every path (and n bytes on /bytes/<n>).
+type Config struct {
+	// Addr is host:port for ListenAndServe; "" means DefaultAddr. Port 0
+	// picks a free port (Ready tells which).
+	Addr string
+	// Dir, when set, serves the files under it: regular files are read
+	// into memory once, at start (up to 16 MiB each, 256 MiB in all);
+	// larger, later-added and missing files go through http.FileServer.
+	Dir string
+	// Size is the length of the generated body answered on every path
+	// when Dir is empty.
+	Size int64
+	// Delay is waited before answering each request.
+	Delay time.Duration
+	// Stall and StallEvery make the server stall every request that
+	// arrives during the last Stall of each StallEvery period (counted
+	// from start) until that period ends: a server that freezes for
+	// Stall every StallEvery, the classic coordinated-omission test.
+	Stall, StallEvery time.Duration
+	// Status is the status code of every response (200 when 0). 204 and
+	// 304 responses carry no body.
+	Status int
+	// Ready, when set, is called once the listener accepts connections,
+	// with its address.
+	Ready func(addr net.Addr)
+	// ShutdownTimeout bounds the graceful shutdown when the context ends
+	// (5s when 0); connections still open after it are closed.
+	ShutdownTimeout time.Duration
+}
+
+// handler is the http.Handler New returns. Everything a response needs is
+// computed in New; ServeHTTP only picks and writes.
+type handler struct {
+	status   int
+	noBody   bool
+	size     int64
+	sizeLen  []string // Content-Length of the generated body
+	block    []byte   // Pattern repeated, a whole number of times
+	files    map[string]*file
+	fallback http.Handler
+	delay    time.Duration
+	stall    time.Duration
+	every    time.Duration
+	start    time.Time
+	stopping <-chan struct{}
+}
+
+type file struct {
+	body  []byte
+	ctype []string
+	clen  []string
+}
+
+var (
+	textPlain  = []string{"text/plain; charset=utf-8"}
+	closeValue = []string{"close"}
+)
+
+// New validates cfg and returns the handler, with bodies (and the files of
+// cfg.Dir) loaded.
+func New(cfg Config) (http.Handler, error) {
+	return newHandler(cfg, nil)
+}
+
+func newHandler(cfg Config, stopping <-chan struct{}) (*handler, error) {
+	h := &handler{
+		status:   cfg.Status,
+		size:     cfg.Size,
+		delay:    cfg.Delay,
+		stall:    cfg.Stall,
+		every:    cfg.StallEvery,
+		start:    time.Now(),
+		stopping: stopping,
+	}
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	switch {
+	case h.status < 200 || h.status > 599:
+		return nil, fmt.Errorf("status %d: want a code from 200 to 599", cfg.Status)
+	case cfg.Size < 0 || cfg.Size > MaxSize:
+		return nil, fmt.Errorf("size %d: want 0 to %d bytes", cfg.Size, MaxSize)
+	case cfg.Delay < 0:
+		return nil, fmt.Errorf("delay %s: must not be negative", cfg.Delay)
+	case cfg.Stall < 0 || cfg.StallEvery < 0:
+		return nil, fmt.Errorf("stall %s every %s: must not be negative", cfg.Stall, cfg.StallEvery)
+	case cfg.Stall > 0 && cfg.StallEvery == 0:
+		return nil, fmt.Errorf("stall %s: needs a period (StallEvery, --stall-every)", cfg.Stall)
+	case cfg.StallEvery > 0 && cfg.Stall == 0:
+		return nil, fmt.Errorf("stall every %s: needs a stall duration (Stall, --stall)", cfg.StallEvery)
+	case cfg.Stall > 0 && cfg.Stall >= cfg.StallEvery:
+		return nil, fmt.Errorf("stall %s every %s: the stall must be shorter than the period", cfg.Stall, cfg.StallEvery)
+	}
+	h.noBody = h.status == http.StatusNoContent || h.status == http.StatusNotModified
+	h.sizeLen = []string{strconv.FormatInt(cfg.Size, 10)}
+	h.block = []byte(strings.Repeat(Pattern, (64<<10)/len(Pattern)))
+	if cfg.Dir != "" {
+		if err := h.loadDir(cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// loadDir reads the regular files under dir into h.files, keyed by URL
+// path; a directory's index.html also answers for the directory.
+func (h *handler) loadDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("serving directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("serving directory %q: not a directory", dir)
+	}
+	h.files = map[string]*file{}
+	h.fallback = http.FileServer(http.Dir(dir))
+	var total int64
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > maxCachedFile || total+info.Size() > maxCacheTotal {
+			return nil // served from disk
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		total += int64(len(body))
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		urlPath := "/" + filepath.ToSlash(rel)
+		ctype := mime.TypeByExtension(path.Ext(urlPath))
+		if ctype == "" {
+			ctype = http.DetectContentType(body)
+		}
+		f := &file{body: body, ctype: []string{ctype}, clen: []string{strconv.Itoa(len(body))}}
+		h.files[urlPath] = f
+		if path.Base(urlPath) == "index.html" {
+			h.files[strings.TrimSuffix(urlPath, "index.html")] = f
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.delay > 0 || h.every > 0 {
+		if !h.pause(r.Context()) {
+			w.Header()["Connection"] = closeValue
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	p := r.URL.Path
+	if n, ok := strings.CutPrefix(p, "/bytes/"); ok {
+		size, err := ParseSize(n)
+		if err == nil && size > MaxBytesPath {
+			err = fmt.Errorf("%d bytes is more than the %d a /bytes/ path may ask for", size, MaxBytesPath)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.generated(w, r, size, []string{strconv.FormatInt(size, 10)})
+		return
+	}
+	if h.files != nil {
+		f := h.files[p]
+		if f == nil {
+			h.fallback.ServeHTTP(w, r)
+			return
+		}
+		hdr := w.Header()
+		hdr["Content-Type"] = f.ctype
+		if h.noBody {
+			w.WriteHeader(h.status)
+			return
+		}
+		hdr["Content-Length"] = f.clen
+		w.WriteHeader(h.status)
+		if r.Method != http.MethodHead {
+			w.Write(f.body)
+		}
+		return
+	}
+	h.generated(w, r, h.size, h.sizeLen)
+}
+
+// generated writes n bytes of Pattern.
+func (h *handler) generated(w http.ResponseWriter, r *http.Request, n int64, clen []string) {
+	hdr := w.Header()
+	hdr["Content-Type"] = textPlain
+	if h.noBody {
+		w.WriteHeader(h.status)
+		return
+	}
+	hdr["Content-Length"] = clen
+	w.WriteHeader(h.status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	for n > 0 {
+		c := int64(len(h.block))
+		if n < c {
+			c = n
+		}
+		if _, err := w.Write(h.block[:c]); err != nil {
+			return
+		}
+		n -= c
+	}
+}
+
+// pause waits the configured delay and, inside a stall window, until the
+// window ends. It reports false when the request or the server ended first.
+func (h *handler) pause(ctx context.Context) bool {
+	d := h.delay
+	if h.every > 0 {
+		phase := time.Since(h.start) % h.every
+		if phase >= h.every-h.stall {
+			d += h.every - phase
+		}
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-h.stopping:
+		return false
+	}
+}
+
+// ListenAndServe listens on cfg.Addr (DefaultAddr when empty) and serves
+// until ctx ends; see Serve.
+func ListenAndServe(ctx context.Context, cfg Config) error {
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	return Serve(ctx, ln, cfg)
+}
+
+// Serve serves HTTP/1.1 on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, ends delayed and stalled requests with 503, waits up
+// to cfg.ShutdownTimeout for the requests in flight and closes the rest.
+// It closes ln. cfg.Addr is ignored. It returns nil after a shutdown caused
+// by ctx, and the error otherwise.
+func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
+	stopping := make(chan struct{})
+	h, err := newHandler(cfg, stopping)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	close(stopping)
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// IsLoopback reports whether addr (host:port) binds only loopback
+// addresses: 127.0.0.0/8, ::1 or "localhost". An empty host binds every
+// interface and is not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
