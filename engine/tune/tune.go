@@ -1,0 +1,539 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Settings is a tune step evaluated for one trial.
+type Settings struct {
+	Sysctl      map[string]string // "net.core.somaxconn" -> "4096"
+	Rlimits     map[string]uint64 // "nofile", "nproc", "memlock", "core", ... applied to PIDs with prlimit(2)
+	ServiceCPUs []int             // sched_setaffinity for every thread of every PID
+	LoaderCPUs  []int             // affinity of the current process (benchflow, which runs the load generator): every thread (/proc/self/task)
+	Nice        *int              // setpriority for PIDs
+	PIDs        []int             // the service processes (host pids) the provider reported
+	Optional    bool              // a setting that cannot be applied becomes a warning instead of an error
+}
+
+// procRoot is where /proc is read from; tests point it elsewhere.
+var procRoot = "/proc"
+
+// hint is appended to errors caused by missing privileges.
+const hint = "run as root, or mark the tune step optional = true"
+
+// SettingError is the error of one setting that could not be applied or
+// verified. Its message names the setting and the reason:
+//
+//	setting sysctl net.core.somaxconn=65535: open /proc/sys/net/core/somaxconn: read-only file system (run as root, or mark the tune step optional = true)
+type SettingError struct {
+	Setting string // "sysctl net.core.somaxconn=65535", "rlimit nofile=65535 for pid 42"
+	Err     error
+}
+
+func (e *SettingError) Error() string {
+	msg := "setting " + e.Setting + ": " + e.Err.Error()
+	if isPermission(e.Err) {
+		msg += " (" + hint + ")"
+	}
+	return msg
+}
+
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// ErrMismatch reports that a value read back differs from the value written
+// (the kernel clamped or ignored it).
+var ErrMismatch = errors.New("value read back differs")
+
+func isPermission(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EROFS)
+}
+
+// Undo restores what Apply changed.
+type Undo struct {
+	mu      sync.Mutex
+	steps   []undoStep
+	done    bool
+	err     error
+	applied []string
+}
+
+type undoStep struct {
+	what string
+	fn   func() error
+}
+
+func (u *Undo) push(what string, fn func() error) {
+	u.mu.Lock()
+	u.steps = append(u.steps, undoStep{what, fn})
+	u.applied = append(u.applied, what)
+	u.mu.Unlock()
+}
+
+// Applied lists the settings Apply changed, in the order it changed them
+// ("sysctl net.core.somaxconn=4096 (was 128)", …), for progress lines.
+func (u *Undo) Applied() []string {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.applied...)
+}
+
+// Restore puts every old value back, in reverse order of application. It
+// tries every step even when one fails and returns the failures joined. It
+// is idempotent and safe for concurrent use: later calls return the first
+// call's result.
+func (u *Undo) Restore() error {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return u.err
+	}
+	u.done = true
+	var errs []error
+	for i := len(u.steps) - 1; i >= 0; i-- {
+		if err := u.steps[i].fn(); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s: %w", u.steps[i].what, err))
+		}
+	}
+	u.steps = nil
+	u.err = errors.Join(errs...)
+	return u.err
+}
+
+// Apply applies, reads back to verify, and returns an Undo that restores
+// every old value (sysctls, limits, affinity, nice) in reverse order. On
+// error, whatever was applied is already restored. warn receives warnings
+// (optional settings that failed); it may be nil.
+//
+// The order is: sysctls (sorted by key), rlimits (sorted by name, per pid),
+// nice, service CPU affinity, loader CPU affinity.
+func Apply(ctx context.Context, s Settings, warn func(string)) (*Undo, error) {
+	if warn == nil {
+		warn = func(string) {}
+	}
+	u := &Undo{}
+	fail := func(err error) (*Undo, error) {
+		if rerr := u.Restore(); rerr != nil {
+			err = fmt.Errorf("%w; rolling back: %w", err, rerr)
+		}
+		return nil, err
+	}
+	// step runs one setting; an optional failure becomes a warning.
+	step := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		if s.Optional && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			warn(err.Error() + " (optional, skipped)")
+			return nil
+		}
+		return err
+	}
+	if err := validate(s); err != nil {
+		return nil, err
+	}
+
+	keys := make([]string, 0, len(s.Sysctl))
+	for k := range s.Sysctl {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := step(applySysctl(u, k, s.Sysctl[k])); err != nil {
+			return fail(err)
+		}
+	}
+
+	names := make([]string, 0, len(s.Rlimits))
+	for n := range s.Rlimits {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, pid := range s.PIDs {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+			if err := step(applyRlimit(u, pid, n, s.Rlimits[n])); err != nil {
+				return fail(err)
+			}
+		}
+	}
+
+	if s.Nice != nil {
+		for _, pid := range s.PIDs {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+			if err := step(applyNice(u, pid, *s.Nice)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+
+	if len(s.ServiceCPUs) > 0 {
+		for _, pid := range s.PIDs {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+			if err := step(applyAffinity(u, "service", pid, s.ServiceCPUs)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if len(s.LoaderCPUs) > 0 {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := step(applyAffinity(u, "loader", os.Getpid(), s.LoaderCPUs)); err != nil {
+			return fail(err)
+		}
+	}
+	return u, nil
+}
+
+// validate rejects settings that can never work, whatever the privileges.
+// These are errors even when Optional is set: they are mistakes in the
+// pipeline, not properties of the machine.
+func validate(s Settings) error {
+	for k := range s.Sysctl {
+		if _, err := sysctlPath(k); err != nil {
+			return &SettingError{Setting: "sysctl " + k, Err: err}
+		}
+	}
+	for n := range s.Rlimits {
+		if _, ok := rlimitResources[n]; !ok {
+			return &SettingError{Setting: "rlimit " + n, Err: fmt.Errorf("unknown limit (known: %s)", strings.Join(RlimitNames(), ", "))}
+		}
+	}
+	if s.Nice != nil && (*s.Nice < -20 || *s.Nice > 19) {
+		return &SettingError{Setting: fmt.Sprintf("nice %d", *s.Nice), Err: errors.New("out of range -20…19")}
+	}
+	for _, c := range append(append([]int(nil), s.ServiceCPUs...), s.LoaderCPUs...) {
+		if c < 0 || c > MaxCPU {
+			return &SettingError{Setting: "cpu affinity", Err: fmt.Errorf("cpu %d out of range 0…%d", c, MaxCPU)}
+		}
+	}
+	needPIDs := len(s.Rlimits) > 0 || s.Nice != nil || len(s.ServiceCPUs) > 0
+	if needPIDs && len(s.PIDs) == 0 && !s.Optional {
+		return &SettingError{Setting: "process settings", Err: errors.New("no service processes to apply them to (the provider reported no host pids)")}
+	}
+	for _, p := range s.PIDs {
+		if p <= 0 {
+			return &SettingError{Setting: "process settings", Err: fmt.Errorf("invalid pid %d", p)}
+		}
+	}
+	return nil
+}
+
+// sysctlPath maps "net.core.somaxconn" to /proc/sys/net/core/somaxconn. A
+// key containing "/" is taken as a path below /proc/sys (so interface names
+// with dots can be written "net/ipv4/conf/eth0.1/rp_filter").
+func sysctlPath(key string) (string, error) {
+	k := strings.TrimSpace(key)
+	if k == "" {
+		return "", errors.New("empty sysctl name")
+	}
+	for _, r := range k {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/:@", r)
+		if !ok {
+			return "", fmt.Errorf("invalid character %q in sysctl name", r)
+		}
+	}
+	rel := k
+	if !strings.Contains(k, "/") {
+		rel = strings.ReplaceAll(k, ".", "/")
+	}
+	rel = strings.Trim(rel, "/")
+	for part := range strings.SplitSeq(rel, "/") {
+		if part == "" || part == "." || part == ".." {
+			return "", fmt.Errorf("invalid sysctl name %q", key)
+		}
+	}
+	return filepath.Join(procRoot, "sys", rel), nil
+}
+
+// normalize makes values comparable: the kernel separates fields with tabs
+// ("32768\t60999"), users write spaces.
+func normalize(v string) string { return strings.Join(strings.Fields(v), " ") }
+
+// ReadSysctl returns the current value of a sysctl, fields separated by a
+// single space.
+func ReadSysctl(key string) (string, error) {
+	p, err := sysctlPath(key)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return normalize(string(b)), nil
+}
+
+func writeSysctl(path, v string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(v); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func applySysctl(u *Undo, key, value string) error {
+	setting := fmt.Sprintf("sysctl %s=%s", key, value)
+	p, err := sysctlPath(key)
+	if err != nil {
+		return &SettingError{Setting: setting, Err: err}
+	}
+	want := normalize(value)
+	if want == "" {
+		return &SettingError{Setting: setting, Err: errors.New("empty value")}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return &SettingError{Setting: setting, Err: err}
+	}
+	old := normalize(string(b))
+	if old == want {
+		return nil // nothing to change, nothing to undo
+	}
+	if err := writeSysctl(p, want); err != nil {
+		return &SettingError{Setting: setting, Err: err}
+	}
+	restore := func() error { return writeSysctl(p, old) }
+	got, err := os.ReadFile(p)
+	if err != nil || normalize(string(got)) != want {
+		rerr := restore()
+		if err == nil {
+			err = fmt.Errorf("%w: wrote %q, read %q", ErrMismatch, want, normalize(string(got)))
+		}
+		return &SettingError{Setting: setting, Err: errors.Join(err, rerr)}
+	}
+	u.push(fmt.Sprintf("sysctl %s=%s (was %s)", key, want, old), restore)
+	return nil
+}
+
+func applyRlimit(u *Undo, pid int, name string, v uint64) error {
+	setting := fmt.Sprintf("rlimit %s=%s for pid %d", name, formatLimit(v), pid)
+	res := rlimitResources[name]
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, res, nil, &old); err != nil {
+		return &SettingError{Setting: setting, Err: fmt.Errorf("reading the current limit: %w", err)}
+	}
+	// The soft limit takes the value; the hard limit is raised only when
+	// needed, so that lowering and restoring a soft limit works without
+	// privileges.
+	nl := unix.Rlimit{Cur: v, Max: max(old.Max, v)}
+	if nl == old {
+		return nil
+	}
+	if err := unix.Prlimit(pid, res, &nl, nil); err != nil {
+		return &SettingError{Setting: setting, Err: fmt.Errorf("prlimit: %w", err)}
+	}
+	restore := func() error {
+		err := unix.Prlimit(pid, res, &old, nil)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil // the process is gone: nothing to restore
+		}
+		return err
+	}
+	var got unix.Rlimit
+	if err := unix.Prlimit(pid, res, nil, &got); err != nil || got != nl {
+		rerr := restore()
+		if err == nil {
+			err = fmt.Errorf("%w: soft %s hard %s", ErrMismatch, formatLimit(got.Cur), formatLimit(got.Max))
+		}
+		return &SettingError{Setting: setting, Err: errors.Join(err, rerr)}
+	}
+	u.push(fmt.Sprintf("rlimit %s=%s for pid %d (was %s/%s)", name, formatLimit(v), pid, formatLimit(old.Cur), formatLimit(old.Max)), restore)
+	return nil
+}
+
+// tasks lists the thread ids of a process.
+func tasks(pid int) ([]int, error) {
+	ents, err := os.ReadDir(filepath.Join(procRoot, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if t, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// threadNice reads the nice value of one thread from /proc/PID/task/TID/stat
+// (field 19).
+func threadNice(pid, tid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("unparsable stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 17 {
+		return 0, errors.New("short stat")
+	}
+	return strconv.Atoi(f[16])
+}
+
+// applyNice sets the nice value of every thread of pid (on Linux
+// setpriority(PRIO_PROCESS) acts on one thread).
+func applyNice(u *Undo, pid, nice int) error {
+	setting := fmt.Sprintf("nice %d for pid %d", nice, pid)
+	tids, err := tasks(pid)
+	if err != nil {
+		return &SettingError{Setting: setting, Err: err}
+	}
+	type prev struct{ tid, nice int }
+	var changed []prev
+	restore := func() error {
+		var errs []error
+		for i := len(changed) - 1; i >= 0; i-- {
+			err := unix.Setpriority(unix.PRIO_PROCESS, changed[i].tid, changed[i].nice)
+			if err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("thread %d: %w", changed[i].tid, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, tid := range tids {
+		old, err := threadNice(pid, tid)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // thread exited
+			}
+			return &SettingError{Setting: setting, Err: errors.Join(err, restore())}
+		}
+		if old == nice {
+			continue
+		}
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("setpriority thread %d: %w", tid, err), restore())}
+		}
+		changed = append(changed, prev{tid, old})
+		if got, err := threadNice(pid, tid); err == nil && got != nice {
+			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("%w: thread %d has nice %d", ErrMismatch, tid, got), restore())}
+		}
+	}
+	if len(changed) > 0 {
+		u.push(fmt.Sprintf("nice %d for pid %d (was %d)", nice, pid, changed[0].nice), restore)
+	}
+	return nil
+}
+
+func cpuSet(cpus []int) unix.CPUSet {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	return set
+}
+
+// onlineCPUs returns the CPUs the kernel lists as online, or nil when that
+// is unknown.
+func onlineCPUs() []int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil
+	}
+	c, err := ParseCPUList(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// applyAffinity pins every thread of pid to cpus.
+func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
+	setting := fmt.Sprintf("%s cpu affinity %s for pid %d", role, FormatCPUList(cpus), pid)
+	if online := onlineCPUs(); online != nil {
+		on := map[int]bool{}
+		for _, c := range online {
+			on[c] = true
+		}
+		for _, c := range cpus {
+			if !on[c] {
+				return &SettingError{Setting: setting, Err: fmt.Errorf("cpu %d is not online (online: %s)", c, FormatCPUList(online))}
+			}
+		}
+	}
+	want := cpuSet(cpus)
+	tids, err := tasks(pid)
+	if err != nil {
+		return &SettingError{Setting: setting, Err: err}
+	}
+	type prev struct {
+		tid int
+		set unix.CPUSet
+	}
+	var changed []prev
+	restore := func() error {
+		var errs []error
+		for i := len(changed) - 1; i >= 0; i-- {
+			err := unix.SchedSetaffinity(changed[i].tid, &changed[i].set)
+			if err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("thread %d: %w", changed[i].tid, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, tid := range tids {
+		var old unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &old); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+			return &SettingError{Setting: setting, Err: errors.Join(err, restore())}
+		}
+		if old == want {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &want); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("sched_setaffinity thread %d: %w", tid, err), restore())}
+		}
+		changed = append(changed, prev{tid, old})
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &got); err == nil && got != want {
+			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("%w: thread %d", ErrMismatch, tid), restore())}
+		}
+	}
+	if len(changed) > 0 {
+		u.push(setting, restore)
+	}
+	return nil
+}
