@@ -264,13 +264,7 @@ func (h *handler) generated(w http.ResponseWriter, r *http.Request, n int64, cle
 // pause waits the configured delay and, inside a stall window, until the
 // window ends. It reports false when the request or the server ended first.
 func (h *handler) pause(ctx context.Context) bool {
-	d := h.delay
-	if h.every > 0 {
-		phase := time.Since(h.start) % h.every
-		if phase >= h.every-h.stall {
-			d += h.every - phase
-		}
-	}
+	d := h.wait(time.Now())
 	if d <= 0 {
 		return true
 	}
@@ -284,6 +278,19 @@ func (h *handler) pause(ctx context.Context) bool {
 	case <-h.stopping:
 		return false
 	}
+}
+
+// wait is how long a request arriving at now waits: the delay plus, inside
+// a stall window, the rest of the window.
+func (h *handler) wait(now time.Time) time.Duration {
+	d := h.delay
+	if h.every > 0 {
+		phase := now.Sub(h.start) % h.every
+		if phase >= h.every-h.stall {
+			d += h.every - phase
+		}
+	}
+	return d
 }
 
 // ListenAndServe listens on cfg.Addr (DefaultAddr when empty) and serves

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -47,6 +48,14 @@ func ParseSize(s string) (int64, error) {
 	mult, ok := units[unit]
 	if !ok {
 		return 0, fmt.Errorf("parsing size %q: unknown unit %q (use B, k, KiB, KB, M, MiB, MB, G, GiB, GB, T, TiB or TB)", s, in[i:])
+	}
+	if !strings.Contains(num, ".") {
+		// The common case, without allocating: a whole number.
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || v > MaxSize/mult {
+			return 0, fmt.Errorf("parsing size %q: larger than the maximum %d bytes (1 TiB)", s, MaxSize)
+		}
+		return v * mult, nil
 	}
 	r, ok := new(big.Rat).SetString(num)
 	if !ok {

@@ -1,0 +1,85 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{
+		"0":        0,
+		"6":        6,
+		"6B":       6,
+		"4KiB":     4096,
+		"4 KiB":    4096,
+		"4kib":     4096,
+		"4Ki":      4096,
+		"1MiB":     1 << 20,
+		"2.5MiB":   2621440,
+		"1k":       1024,
+		"1K":       1024,
+		"1M":       1 << 20,
+		"1MB":      1000000,
+		"1kB":      1000,
+		"1.5KB":    1500,
+		"1.1KB":    1100,
+		"1GiB":     1 << 30,
+		"1TiB":     1 << 40,
+		" 12 ":     12,
+		"0.5k":     512,
+		"007":      7,
+		".5k":      512,
+		"1.000000": 1,
+	}
+	for in, want := range good {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":                        "empty",
+		"   ":                     "empty",
+		"-1":                      "non-negative number",
+		"abc":                     "non-negative number",
+		"KiB":                     "non-negative number",
+		"1.5":                     "not a whole number",
+		"0.1k":                    "not a whole number",
+		"4XB":                     `unknown unit "XB"`,
+		"4 KiB B":                 "unknown unit",
+		"1.2.3":                   "non-negative number",
+		".":                       "non-negative number",
+		"1e3":                     "unknown unit",
+		"2TiB":                    "larger than the maximum",
+		"99999999999999999999999": "larger than the maximum",
+		"NaN":                     "non-negative number",
+		"4  KiB":                  "unknown unit",
+	}
+	for in, want := range bad {
+		got, err := ParseSize(in)
+		if err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error containing %q", in, got, want)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) {
+			t.Errorf("ParseSize(%q) error %q: want it to quote the input and contain %q", in, err, want)
+		}
+	}
+}
+
+func ExampleParseSize() {
+	for _, s := range []string{"6", "4KiB", "2.5MiB", "1k", "1MB"} {
+		n, _ := ParseSize(s)
+		fmt.Println(s, n)
+	}
+	_, err := ParseSize("0.1k")
+	fmt.Println(err)
+	// Output:
+	// 6 6
+	// 4KiB 4096
+	// 2.5MiB 2621440
+	// 1k 1024
+	// 1MB 1000000
+	// parsing size "0.1k": 102.400 bytes is not a whole number of bytes
+}
