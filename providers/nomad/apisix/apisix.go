@@ -1,0 +1,279 @@
+// Package apisix is a small client for the Apache APISIX Admin API (v3):
+// upstreams and routes, authenticated with the X-API-KEY header.
+//
+// Entry points: New builds a Client; PutUpstream, PutRoute, Get, Delete and
+// List manage objects; WaitRoute polls the proxy until a route answers.
+// The admin key is held by the client and never appears in an error.
+//
+// Sibling packages: providers/nomad (the provider that uses this client),
+// providers/nomad/consul (service health), providers/nomad/fake (httptest
+// fakes of Nomad, Consul and APISIX).
+package apisix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Kinds of admin objects this client manages.
+const (
+	KindUpstreams = "upstreams"
+	KindRoutes    = "routes"
+)
+
+// ErrNotFound is returned (wrapped) when the admin API answers 404.
+var ErrNotFound = errors.New("apisix: key not found")
+
+// ErrUnauthorized is returned (wrapped) when the admin API rejects the key.
+var ErrUnauthorized = errors.New("apisix: admin key rejected")
+
+// Upstream is the subset of an APISIX upstream object benchflow writes.
+type Upstream struct {
+	ID            string            `json:"id,omitempty"`
+	Name          string            `json:"name,omitempty"`
+	Type          string            `json:"type,omitempty"` // "roundrobin"
+	Nodes         []Node            `json:"nodes,omitempty"`
+	ServiceName   string            `json:"service_name,omitempty"`
+	DiscoveryType string            `json:"discovery_type,omitempty"` // "consul"
+	Scheme        string            `json:"scheme,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+}
+
+// Node is one explicit upstream node.
+type Node struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Weight int    `json:"weight"`
+}
+
+// Route is the subset of an APISIX route object benchflow writes.
+type Route struct {
+	ID         string            `json:"id,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	URI        string            `json:"uri,omitempty"`
+	Methods    []string          `json:"methods,omitempty"`
+	UpstreamID string            `json:"upstream_id,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// Item is one admin object as returned in the v3 envelope:
+// {"key": "/apisix/routes/1", "value": {…}}.
+type Item struct {
+	Key           string          `json:"key"`
+	Value         json.RawMessage `json:"value"`
+	CreatedIndex  uint64          `json:"createdIndex,omitempty"`
+	ModifiedIndex uint64          `json:"modifiedIndex,omitempty"`
+}
+
+// Labels decodes the labels of an item's value.
+func (it Item) Labels() map[string]string {
+	var v struct {
+		Labels map[string]string `json:"labels"`
+	}
+	_ = json.Unmarshal(it.Value, &v)
+	return v.Labels
+}
+
+// ID is the last element of the item's key.
+func (it Item) ID() string {
+	if i := strings.LastIndexByte(it.Key, '/'); i >= 0 {
+		return it.Key[i+1:]
+	}
+	return it.Key
+}
+
+// Client talks to one APISIX admin endpoint.
+type Client struct {
+	base string
+	key  string
+	http *http.Client
+}
+
+// New returns a client for the admin API at base (e.g.
+// "http://127.0.0.1:9180"). key is sent as X-API-KEY and never printed.
+func New(base, key string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("parsing APISIX admin URL %q: want http(s)://host:port", base)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(base, "/"), key: key, http: hc}, nil
+}
+
+// String describes the client without its key.
+func (c *Client) String() string { return "apisix admin " + c.base }
+
+var idRE = regexp.MustCompile(`^[a-zA-Z0-9-_.]{1,64}$`)
+
+// ValidID reports whether id is accepted by APISIX as an object id.
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// PutUpstream creates or replaces the upstream u.ID.
+func (c *Client) PutUpstream(ctx context.Context, u *Upstream) error {
+	return c.put(ctx, KindUpstreams, u.ID, u)
+}
+
+// PutRoute creates or replaces the route r.ID.
+func (c *Client) PutRoute(ctx context.Context, r *Route) error {
+	return c.put(ctx, KindRoutes, r.ID, r)
+}
+
+func (c *Client) put(ctx context.Context, kind, id string, v any) error {
+	if !ValidID(id) {
+		return fmt.Errorf("putting %s %q: invalid id", kind, id)
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s %q: %w", kind, id, err)
+	}
+	if _, err := c.do(ctx, http.MethodPut, kind+"/"+id, body); err != nil {
+		return fmt.Errorf("putting %s %q: %w", kind, id, err)
+	}
+	return nil
+}
+
+// Get returns one object; the error wraps ErrNotFound when it does not exist.
+func (c *Client) Get(ctx context.Context, kind, id string) (*Item, error) {
+	b, err := c.do(ctx, http.MethodGet, kind+"/"+id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("getting %s %q: %w", kind, id, err)
+	}
+	var it Item
+	if err := json.Unmarshal(b, &it); err != nil {
+		return nil, fmt.Errorf("decoding %s %q: %w", kind, id, err)
+	}
+	return &it, nil
+}
+
+// Delete removes one object; the error wraps ErrNotFound when it does not
+// exist.
+func (c *Client) Delete(ctx context.Context, kind, id string) error {
+	if _, err := c.do(ctx, http.MethodDelete, kind+"/"+id, nil); err != nil {
+		return fmt.Errorf("deleting %s %q: %w", kind, id, err)
+	}
+	return nil
+}
+
+// List returns every object of a kind.
+func (c *Client) List(ctx context.Context, kind string) ([]Item, error) {
+	b, err := c.do(ctx, http.MethodGet, kind, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", kind, err)
+	}
+	var l struct {
+		Total int    `json:"total"`
+		List  []Item `json:"list"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("decoding %s list: %w", kind, err)
+	}
+	return l.List, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+"/apisix/admin/"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-API-KEY", c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// *url.Error quotes the URL only; the key is in a header.
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading response: %w", err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return b, nil
+	}
+	msg := errorMessage(b)
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return nil, fmt.Errorf("%w (404 %s)", ErrNotFound, msg)
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("%w (401 %s)", ErrUnauthorized, msg)
+	}
+	return nil, fmt.Errorf("admin API answered %d: %s", resp.StatusCode, msg)
+}
+
+// errorMessage extracts error_msg or message from an APISIX error body.
+func errorMessage(b []byte) string {
+	var e struct {
+		ErrorMsg string `json:"error_msg"`
+		Message  string `json:"message"`
+	}
+	if json.Unmarshal(b, &e) == nil {
+		if e.ErrorMsg != "" {
+			return e.ErrorMsg
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// WaitRoute polls url (a URL through the gateway) until it answers with a
+// status below 400, every interval, until ctx ends. The error quotes the
+// last status and body when the route never answered.
+func WaitRoute(ctx context.Context, hc *http.Client, target string, interval time.Duration) error {
+	if hc == nil {
+		hc = &http.Client{Timeout: 5 * time.Second}
+	}
+	if interval <= 0 {
+		interval = 200 * time.Millisecond
+	}
+	var last string
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return fmt.Errorf("probing %s: %w", target, err)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode < 400 {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, errorMessage(b))
+		} else if ctx.Err() == nil {
+			last = err.Error()
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if last == "" {
+				last = "no answer"
+			}
+			return fmt.Errorf("waiting for the gateway to answer %s: last answer %s: %w", target, last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package fake holds httptest servers that replay the subset of the Nomad,
+// Consul and Apache APISIX HTTP APIs that providers/nomad uses, following
+// their public API documentation: paths, query parameters (index, wait,
+// passing, purge, namespace, region), headers (X-Nomad-Index,
+// X-Consul-Index, X-API-KEY, X-Nomad-Token, X-Consul-Token), JSON shapes,
+// status codes and error bodies.
+//
+// The fakes carry real traffic. NewNomad "runs" each allocation as an
+// in-process HTTP server on 127.0.0.1 and registers it in a Consul fake,
+// whose health checks are real HTTP requests to the allocation; NewAPISIX
+// serves a gateway that proxies matching routes round-robin to the nodes of
+// the route's upstream (explicit, or resolved from the Consul fake for
+// discovery_type "consul"). A load step through the gateway therefore
+// measures a real proxy hop on loopback.
+//
+// Entry points: NewConsul, NewNomad, NewAPISIX, and Stack, which starts the
+// three wired together. Every fake exposes its state (jobs, running
+// allocations, services, routes, upstreams) so tests can assert that nothing
+// was left registered.
+package fake

@@ -1,0 +1,52 @@
+package fake
+
+import "context"
+
+// Stack is a Consul, a Nomad and an APISIX fake wired together, as in
+// study S3: Nomad registers allocations in Consul and APISIX discovers them
+// there.
+type Stack struct {
+	Consul *Consul
+	Nomad  *Nomad
+	APISIX *APISIX
+}
+
+// NewStack starts the three fakes; adminKey is APISIX's admin key.
+func NewStack(adminKey string) *Stack {
+	c := NewConsul()
+	return &Stack{Consul: c, Nomad: NewNomad(c), APISIX: NewAPISIX(adminKey, c)}
+}
+
+// Close stops everything, gateway first.
+func (s *Stack) Close() {
+	s.APISIX.Close()
+	s.Nomad.Close()
+	s.Consul.Close()
+}
+
+// Empty reports what is still registered anywhere: jobs, running
+// allocations, Consul instances, APISIX routes and upstreams. An empty
+// result means nothing was left behind.
+func (s *Stack) Empty() []string {
+	var out []string
+	for _, j := range s.Nomad.Jobs() {
+		out = append(out, "nomad job "+j)
+	}
+	for _, a := range s.Nomad.RunningAllocs() {
+		out = append(out, "nomad allocation at "+a)
+	}
+	for _, in := range s.Consul.Instances() {
+		out = append(out, "consul instance "+in.ID)
+	}
+	for _, r := range s.APISIX.Routes() {
+		out = append(out, "apisix route "+r)
+	}
+	for _, u := range s.APISIX.Upstreams() {
+		out = append(out, "apisix upstream "+u)
+	}
+	return out
+}
+
+func contextWith(ctx context.Context, v any) context.Context {
+	return context.WithValue(ctx, targetKey{}, v)
+}
