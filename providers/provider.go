@@ -37,6 +37,10 @@ type Type struct {
 	// New builds a provider from a decoded config (the value NewConfig
 	// returned, filled in).
 	New func(req *NewRequest) (Provider, error)
+	// Attrs lists the extra endpoint attributes (Endpoint.Attrs keys) the
+	// type may expose, e.g. "gateway_url"; pipelines may refer to them as
+	// service.<name>.<attr>, and validation accepts those names.
+	Attrs []string
 	// GC, when set, removes what a crashed run left behind: every object
 	// labelled LabelManaged (and LabelRun = runID when runID is not
 	// empty), using default connection settings (environment variables).
