@@ -1,0 +1,144 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/benchflow/benchflow/providers"
+)
+
+// Process roles reported by Processes.
+const (
+	RoleService = "service"
+	RoleInfra   = "infra"
+)
+
+// Processes lists the container's processes as host pids (role "service",
+// from the engine's `top`), and, when the engine runs on this machine, the
+// processes that carry its traffic and manage it (role "infra"): the
+// docker-proxy processes of its published ports, dockerd, and the
+// containerd-shim of this container.
+func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error) {
+	top, err := d.cli.ContainerTop(ctx, d.id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes of %s: %w", d.name, unavailable(err))
+	}
+	pidCol, cmdCol := -1, -1
+	for i, t := range top.Titles {
+		switch t {
+		case "PID":
+			pidCol = i
+		case "CMD", "COMMAND":
+			cmdCol = i
+		}
+	}
+	if pidCol < 0 {
+		return nil, fmt.Errorf("listing processes of %s: the engine's top output has no PID column (titles %q)", d.name, top.Titles)
+	}
+	var out []providers.Process
+	for _, row := range top.Processes {
+		if pidCol >= len(row) {
+			continue
+		}
+		pid, err := strconv.Atoi(row[pidCol])
+		if err != nil {
+			continue
+		}
+		name := ""
+		if d.local {
+			name = procComm(pid)
+		}
+		if name == "" && cmdCol >= 0 && cmdCol < len(row) {
+			name = filepath.Base(strings.Fields(row[cmdCol] + " ?")[0])
+		}
+		out = append(out, providers.Process{PID: pid, Name: name, Role: RoleService})
+	}
+	if d.local {
+		out = append(out, d.infraProcesses("/proc")...)
+	}
+	return out, nil
+}
+
+// infraProcesses scans procRoot for docker-proxy processes of this
+// container's published ports, dockerd and this container's shim.
+func (d *Deployment) infraProcesses(procRoot string) []providers.Process {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil
+	}
+	var out []providers.Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm := readTrim(filepath.Join(procRoot, e.Name(), "comm"))
+		switch {
+		case comm == "dockerd":
+			out = append(out, providers.Process{PID: pid, Name: "dockerd", Role: RoleInfra})
+		case comm == "docker-proxy":
+			if d.proxyMatches(cmdline(filepath.Join(procRoot, e.Name(), "cmdline"))) {
+				out = append(out, providers.Process{PID: pid, Name: "docker-proxy", Role: RoleInfra})
+			}
+		case strings.HasPrefix(comm, "containerd-shim"):
+			if d.id != "" && hasArgPair(cmdline(filepath.Join(procRoot, e.Name(), "cmdline")), "-id", d.id) {
+				out = append(out, providers.Process{PID: pid, Name: "containerd-shim", Role: RoleInfra})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// proxyMatches reports whether a docker-proxy command line
+// ("-proto tcp -host-ip 127.0.0.1 -host-port 18080 -container-ip 172.17.0.2
+// -container-port 80") forwards one of this container's published ports.
+func (d *Deployment) proxyMatches(args []string) bool {
+	if d.containerIP != "" && !hasArgPair(args, "-container-ip", d.containerIP) {
+		return false
+	}
+	for _, p := range d.published {
+		if p.host != 0 && hasArgPair(args, "-host-port", strconv.Itoa(p.host)) &&
+			hasArgPair(args, "-container-port", p.container.Port()) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasArgPair(args []string, flag, value string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag && args[i+1] == value {
+			return true
+		}
+	}
+	return false
+}
+
+func procComm(pid int) string {
+	return readTrim(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func cmdline(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
