@@ -1,0 +1,200 @@
+package results
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// fillSummary copies a load result's totals and percentiles into a trials
+// row.
+func fillSummary(row *TrialRow, res *load.Result) {
+	row.DurationS = res.Duration.Seconds()
+	row.Requests = res.Requests
+	row.Errors = res.Errors
+	row.RPS = res.RPS()
+	row.Bytes = res.Bytes
+	if !res.Started.IsZero() {
+		row.StartedAt = res.Started.UTC()
+	}
+	if h := res.Latency; h != nil && h.TotalCount() > 0 {
+		row.LatencyP50US = float64(h.ValueAtQuantile(50))
+		row.LatencyP90US = float64(h.ValueAtQuantile(90))
+		row.LatencyP99US = float64(h.ValueAtQuantile(99))
+		row.LatencyP999US = float64(h.ValueAtQuantile(99.9))
+		row.LatencyMaxUS = float64(h.Max())
+		row.LatencyMeanUS = h.Mean()
+		row.LatencyUncorrectedP99US = row.LatencyP99US
+	}
+	if h := res.Uncorrected; h != nil && h.TotalCount() > 0 {
+		row.LatencyUncorrectedP99US = float64(h.ValueAtQuantile(99))
+	}
+	if h := res.Connect; h != nil && h.TotalCount() > 0 {
+		row.ConnectP50US = float64(h.ValueAtQuantile(50))
+	}
+	row.TargetRate = res.TargetRate
+	row.RateWarning = res.Warning
+	row.Connections = int64(res.Connections)
+	row.Threads = int64(res.Threads)
+	row.ErrorsConnect = res.ErrorsBy["connect"]
+	row.ErrorsTimeout = res.ErrorsBy["timeout"]
+	row.ErrorsRead = res.ErrorsBy["read"]
+	row.ErrorsWrite = res.ErrorsBy["write"]
+	row.ErrorsParse = res.ErrorsBy["parse"]
+	row.ErrorsHTTP = res.ErrorsBy["http"]
+	for code, n := range res.Status {
+		switch code / 100 {
+		case 1:
+			row.Status1xx += n
+		case 2:
+			row.Status2xx += n
+		case 3:
+			row.Status3xx += n
+		case 4:
+			row.Status4xx += n
+		case 5:
+			row.Status5xx += n
+		}
+	}
+}
+
+// latencyRows lists the non-empty buckets of the result's latency
+// histogram.
+func latencyRows(runID, trialID, step string, res *load.Result) []LatencyRow {
+	h := res.Latency
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	var rows []LatencyRow
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		rows = append(rows, LatencyRow{RunID: runID, TrialID: trialID, Step: step,
+			LowerUS: float64(b.From), UpperUS: float64(b.To), Count: b.Count})
+	}
+	return rows
+}
+
+// timeseriesRows lists the result's intervals. An interval lasts until the
+// next one starts; the last one until the end of the measured phase.
+func timeseriesRows(runID, trialID, step string, res *load.Result) []TimeseriesRow {
+	rows := make([]TimeseriesRow, 0, len(res.Intervals))
+	for i, iv := range res.Intervals {
+		var length float64
+		if i+1 < len(res.Intervals) {
+			length = (res.Intervals[i+1].Start - iv.Start).Seconds()
+		} else {
+			length = (res.Duration - iv.Start).Seconds()
+			if length <= 0 && i > 0 {
+				length = (iv.Start - res.Intervals[i-1].Start).Seconds()
+			}
+		}
+		r := TimeseriesRow{RunID: runID, TrialID: trialID, Step: step, TS: iv.Start.Seconds(), IntervalS: length,
+			Requests: iv.Requests, Errors: iv.Errors, Bytes: iv.Bytes}
+		if length > 0 {
+			r.RPS = float64(iv.Requests) / length
+		}
+		if h := iv.Latency; h != nil && h.TotalCount() > 0 {
+			r.LatencyP50US = float64(h.ValueAtQuantile(50))
+			r.LatencyP99US = float64(h.ValueAtQuantile(99))
+			r.LatencyMaxUS = float64(h.Max())
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// Bucket is one histogram bucket: Count values in [Lower, Upper] µs.
+type Bucket struct {
+	Lower, Upper float64
+	Count        int64
+}
+
+// Histogram is a latency distribution as a list of buckets, sorted by
+// Upper. It is what latency.parquet stores per trial × step; buckets of
+// several trials merge by adding counts.
+type Histogram []Bucket
+
+// BucketsOf converts an HDR histogram into its non-empty buckets.
+func BucketsOf(h *hdrhistogram.Histogram) Histogram {
+	var out Histogram
+	if h == nil {
+		return nil
+	}
+	for _, b := range h.Distribution() {
+		if b.Count > 0 {
+			out = append(out, Bucket{Lower: float64(b.From), Upper: float64(b.To), Count: b.Count})
+		}
+	}
+	return out
+}
+
+// MergeHistograms adds the counts of equal buckets and sorts the result.
+func MergeHistograms(hs ...Histogram) Histogram {
+	type key struct{ l, u float64 }
+	sum := map[key]int64{}
+	for _, h := range hs {
+		for _, b := range h {
+			sum[key{b.Lower, b.Upper}] += b.Count
+		}
+	}
+	out := make(Histogram, 0, len(sum))
+	for k, c := range sum {
+		out = append(out, Bucket{Lower: k.l, Upper: k.u, Count: c})
+	}
+	out.sort()
+	return out
+}
+
+func (h Histogram) sort() {
+	sort.Slice(h, func(i, j int) bool {
+		if h[i].Upper != h[j].Upper {
+			return h[i].Upper < h[j].Upper
+		}
+		return h[i].Lower < h[j].Lower
+	})
+}
+
+// Total is the number of values counted.
+func (h Histogram) Total() int64 {
+	var n int64
+	for _, b := range h {
+		n += b.Count
+	}
+	return n
+}
+
+// Percentile returns the value at percentile p (0 < p <= 100) the way
+// HdrHistogram's ValueAtQuantile does: the upper bound of the bucket that
+// holds the ⌊p/100·total+0.5⌋-th value. h must be sorted (as
+// MergeHistograms and ReadRun return it). It returns 0 for an empty
+// histogram.
+func (h Histogram) Percentile(p float64) float64 {
+	total := h.Total()
+	if total == 0 {
+		return 0
+	}
+	if p > 100 {
+		p = 100
+	}
+	target := int64(p/100*float64(total) + 0.5)
+	if target < 1 {
+		target = 1
+	}
+	var n int64
+	for _, b := range h {
+		n += b.Count
+		if n >= target {
+			return b.Upper
+		}
+	}
+	return h[len(h)-1].Upper
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func joinComma(s []string) string { return strings.Join(s, ", ") }

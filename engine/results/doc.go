@@ -1,0 +1,19 @@
+// Package results is the results store: it writes a run's tables
+// (trials, latency, timeseries, processes, system, network) as Parquet
+// (zstd) or Arrow IPC files plus manifest.json and the pipeline source,
+// and reads them back.
+//
+// Entry points:
+//
+//   - Create starts a run directory; Writer.CommitTrial records each trial
+//     as it ends (atomically: temporary file, fsync, rename); Writer.Finish
+//     records the run's status. Resume reopens a run for `apply --resume`.
+//   - ReadRun reads a run directory back (engine/report uses it).
+//   - WriteLoadFile writes the result of a one-off `benchflow load --out`.
+//
+// The input is TrialRecord (record.go), filled by the executor in
+// engine/run from engine/load results and engine/collect samples. The
+// tables are defined once, in schema.go; docs/results.md documents every
+// column. engine/report owns the summaries, charts and comparisons built
+// on top of Run.
+package results

@@ -1,0 +1,66 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// LoadFilePaths returns the three files WriteLoadFile writes for path:
+// path itself (the trials row), and the latency and timeseries tables
+// next to it ("out.parquet" → "out.latency.parquet",
+// "out.timeseries.parquet").
+func LoadFilePaths(path string) (trials, latency, timeseries string) {
+	ext := filepath.Ext(path)
+	base := strings.TrimSuffix(path, ext)
+	if ext == "" {
+		ext = ".parquet"
+	}
+	return path, base + ".latency" + ext, base + ".timeseries" + ext
+}
+
+// WriteLoadFile writes the result of a one-off load (`benchflow load --out
+// FILE.parquet`): FILE.parquet holds one trials row (the columns of
+// trials.parquet, no param_ columns, trial_id "load"), and
+// FILE.latency.parquet and FILE.timeseries.parquet hold its histogram
+// buckets and intervals, with the same columns as the run tables. A
+// ".arrow" extension writes Arrow IPC files instead.
+func WriteLoadFile(path string, step string, res *load.Result) error {
+	return writeLoadFile(memory.DefaultAllocator, path, step, res)
+}
+
+func writeLoadFile(mem memory.Allocator, path, step string, res *load.Result) error {
+	if res == nil {
+		return errors.New("writing load results: nil result")
+	}
+	if step == "" {
+		step = "load"
+	}
+	format := FormatParquet
+	if strings.EqualFold(filepath.Ext(path), ".arrow") {
+		format = FormatArrow
+	}
+	rec := &TrialRecord{TrialID: "load", Repetition: 1, Provider: "none", Status: StatusOK,
+		StartedAt: res.Started, FinishedAt: res.Started.Add(res.Duration),
+		Steps: []StepRecord{{Name: step, Kind: "load", Status: StatusOK, Result: res}}}
+	d, err := rowsOf("", rec)
+	if err != nil {
+		return fmt.Errorf("writing load results: %w", err)
+	}
+	tp, lp, sp := LoadFilePaths(path)
+	if err := writeTable(mem, tp, format, trialColumns(nil), d.trials); err != nil {
+		return fmt.Errorf("writing load results: %w", err)
+	}
+	if err := writeTable(mem, lp, format, latencyColumns, d.latency); err != nil {
+		return fmt.Errorf("writing load results: %w", err)
+	}
+	if err := writeTable(mem, sp, format, timeseriesColumns, d.timeseries); err != nil {
+		return fmt.Errorf("writing load results: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package results
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion is written to manifest.json and to the key-value metadata
+// (key MetadataKeySchemaVersion) of every table. It changes when a column is
+// renamed or removed or changes meaning; adding columns keeps it.
+const SchemaVersion = "1"
+
+// MetadataKeySchemaVersion is the Parquet/Arrow key-value metadata key that
+// carries SchemaVersion.
+const MetadataKeySchemaVersion = "benchflow.schema_version"
+
+// Output formats (Manifest.OutputFormat).
+const (
+	FormatParquet = "parquet"
+	FormatArrow   = "arrow"
+)
+
+// Run statuses (Manifest.Status). Trial statuses are the Status* constants
+// in record.go.
+const (
+	RunRunning     = "running"
+	RunOK          = "ok"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+)
+
+// ErrPipelineChanged is returned by Manifest.CheckResumable when the
+// pipeline source or its variables differ from the recorded run.
+var ErrPipelineChanged = errors.New("pipeline changed since the run started")
+
+// NewRunID returns a run id for a run started at t: the UTC time in compact
+// ISO 8601 form and a random 4-hex-digit suffix, e.g.
+// "20261130T044500Z-3f9c". Ids sort by start time.
+func NewRunID(t time.Time) string {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; keep ids valid regardless.
+		b[0], b[1] = byte(t.Nanosecond()>>8), byte(t.Nanosecond())
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Manifest is manifest.json: what ran, where, and the status of every
+// trial. The JSON field names are part of the results contract
+// (docs/results.md).
+type Manifest struct {
+	SchemaVersion    string         `json:"schema_version"`
+	RunID            string         `json:"run_id"`
+	Pipeline         PipelineInfo   `json:"pipeline"`
+	BenchflowVersion string         `json:"benchflow_version"`
+	StartedAt        time.Time      `json:"started_at"`
+	FinishedAt       *time.Time     `json:"finished_at"`
+	Status           string         `json:"status"`
+	Order            string         `json:"order"`
+	Seed             int64          `json:"seed"`
+	Repetitions      int            `json:"repetitions"`
+	Matrix           map[string]any `json:"matrix"` // axis -> list of values
+	// Axes is the matrix axis order (the order of the param_<axis>
+	// columns). When empty, the order of the first committed trial's
+	// Params is used.
+	Axes []string `json:"axes,omitempty"`
+	// Environment is filled by the executor from engine/envinfo; the
+	// "fingerprint" key (a string) identifies the machine and software.
+	Environment  map[string]any `json:"environment"`
+	OutputFormat string         `json:"output_format"` // FormatParquet (default) or FormatArrow
+	Trials       []TrialEntry   `json:"trials"`
+}
+
+// PipelineInfo identifies the pipeline that ran.
+type PipelineInfo struct {
+	Name   string `json:"name"`
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+	Format string `json:"format"` // "hcl" or "star"
+	// Variables are the effective variable values, secrets redacted by
+	// the executor.
+	Variables map[string]any `json:"variables"`
+}
+
+// TrialEntry is one trial in manifest.json.
+type TrialEntry struct {
+	TrialID    string         `json:"trial_id"`
+	Index      int            `json:"index"`
+	Repetition int            `json:"repetition"`
+	Params     map[string]any `json:"params"`
+	Provider   string         `json:"provider"`
+	Status     string         `json:"status"`
+	Error      string         `json:"error,omitempty"`
+	StartedAt  *time.Time     `json:"started_at"`
+	FinishedAt *time.Time     `json:"finished_at"`
+}
+
+// Fingerprint returns Environment["fingerprint"] or "".
+func (m *Manifest) Fingerprint() string {
+	if m == nil || m.Environment == nil {
+		return ""
+	}
+	s, _ := m.Environment["fingerprint"].(string)
+	return s
+}
+
+// Trial returns the entry of trialID, or nil.
+func (m *Manifest) Trial(trialID string) *TrialEntry {
+	for i := range m.Trials {
+		if m.Trials[i].TrialID == trialID {
+			return &m.Trials[i]
+		}
+	}
+	return nil
+}
+
+// Done reports whether trialID completed (status "ok" or "skipped") and
+// need not run again on resume.
+func (m *Manifest) Done(trialID string) bool {
+	t := m.Trial(trialID)
+	return t != nil && (t.Status == StatusOK || t.Status == StatusSkipped)
+}
+
+// CheckResumable compares the recorded pipeline with the one about to
+// resume it. It returns an error wrapping ErrPipelineChanged that names
+// what differs (source hash, or which variables), or nil.
+func (m *Manifest) CheckResumable(sha256 string, variables map[string]any) error {
+	if m.Pipeline.SHA256 != sha256 {
+		return fmt.Errorf("%w: source sha256 %.12s… was %.12s…", ErrPipelineChanged, sha256, m.Pipeline.SHA256)
+	}
+	// Compare through JSON so that numbers read back from manifest.json
+	// (float64) equal the ints the executor passes.
+	norm := func(v map[string]any) (map[string]json.RawMessage, error) {
+		out := map[string]json.RawMessage{}
+		for k, x := range v {
+			b, err := json.Marshal(x)
+			if err != nil {
+				return nil, fmt.Errorf("encoding variable %q: %w", k, err)
+			}
+			var y any
+			_ = json.Unmarshal(b, &y)
+			b, _ = json.Marshal(y)
+			out[k] = b
+		}
+		return out, nil
+	}
+	a, err := norm(m.Pipeline.Variables)
+	if err != nil {
+		return err
+	}
+	b, err := norm(variables)
+	if err != nil {
+		return err
+	}
+	var diff []string
+	for k, va := range a {
+		if vb, ok := b[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s removed", k))
+		} else if !bytes.Equal(va, vb) {
+			diff = append(diff, fmt.Sprintf("%s: %s → %s", k, va, vb))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s added", k))
+		}
+	}
+	if len(diff) > 0 {
+		sortStrings(diff)
+		return fmt.Errorf("%w: variables differ (%s)", ErrPipelineChanged, joinComma(diff))
+	}
+	return nil
+}
+
+// ReadManifest reads dir/manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+func writeManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding manifest: %w", err)
+	}
+	b = append(b, '\n')
+	return writeFileAtomic(filepath.Join(dir, "manifest.json"), func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
+}
+
+// writeFileAtomic writes path through a temporary file in the same folder,
+// fsyncs it, renames it into place and fsyncs the folder, so readers see
+// the old or the new content, never a truncated file.
+func writeFileAtomic(path string, write func(f *os.File) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}

@@ -1,0 +1,135 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Run is a run directory read back: the manifest and every table.
+type Run struct {
+	Dir        string
+	Manifest   *Manifest
+	Format     string   // FormatParquet or FormatArrow, as found on disk
+	Axes       []string // matrix axes, in param_<axis> column order
+	Trials     []TrialRow
+	Latency    []LatencyRow
+	Timeseries []TimeseriesRow
+	Processes  []ProcessRow
+	System     []SystemRow
+	Network    []NetworkRow
+
+	axes []axis
+	hist map[[2]string]Histogram
+}
+
+// ReadRun reads a run directory. dir may also be a results folder with a
+// "latest" link, which is followed. Tables not written yet (no trial
+// committed) read as empty.
+func ReadRun(dir string) (*Run, error) {
+	return readRun(dir, memory.DefaultAllocator)
+}
+
+func readRun(dir string, mem memory.Allocator) (*Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
+		if _, err2 := os.Stat(filepath.Join(dir, "latest", "manifest.json")); err2 == nil {
+			dir = filepath.Join(dir, "latest")
+		}
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	format := m.OutputFormat
+	if format == "" {
+		format = FormatParquet
+	}
+	if _, err := os.Stat(filepath.Join(dir, TableFile(TableTrials, format))); errors.Is(err, os.ErrNotExist) {
+		other := FormatArrow
+		if format == FormatArrow {
+			other = FormatParquet
+		}
+		if _, err := os.Stat(filepath.Join(dir, TableFile(TableTrials, other))); err == nil {
+			format = other
+		}
+	}
+	r := &Run{Dir: dir, Manifest: m, Format: format}
+	p := func(t string) string { return filepath.Join(dir, TableFile(t, format)) }
+	if r.Trials, err = readTable(mem, p(TableTrials), format, trialColumnsFor); err != nil {
+		return nil, err
+	}
+	if r.Latency, err = readTable(mem, p(TableLatency), format, fixed(latencyColumns)); err != nil {
+		return nil, err
+	}
+	if r.Timeseries, err = readTable(mem, p(TableTimeseries), format, fixed(timeseriesColumns)); err != nil {
+		return nil, err
+	}
+	if r.Processes, err = readTable(mem, p(TableProcesses), format, fixed(processColumns)); err != nil {
+		return nil, err
+	}
+	if r.System, err = readTable(mem, p(TableSystem), format, fixed(systemColumns)); err != nil {
+		return nil, err
+	}
+	if r.Network, err = readTable(mem, p(TableNetwork), format, fixed(networkColumns)); err != nil {
+		return nil, err
+	}
+	if err := r.loadAxes(p(TableTrials), format, mem); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// loadAxes reads the param_<axis> columns from the trials schema (so that
+// axes survive even when every value is null).
+func (r *Run) loadAxes(path, format string, mem memory.Allocator) error {
+	if _, err := os.Stat(path); err != nil {
+		for _, a := range r.Manifest.Axes {
+			r.Axes = append(r.Axes, a)
+		}
+		return nil
+	}
+	s, err := readSchema(mem, path, format)
+	if err != nil {
+		return err
+	}
+	r.axes = axesOf(s)
+	for _, a := range r.axes {
+		r.Axes = append(r.Axes, a.Name)
+	}
+	return nil
+}
+
+// Histogram returns the latency buckets of one trial × step, sorted.
+func (r *Run) Histogram(trialID, step string) Histogram {
+	if r.hist == nil {
+		r.hist = map[[2]string]Histogram{}
+		for _, l := range r.Latency {
+			k := [2]string{l.TrialID, l.Step}
+			r.hist[k] = append(r.hist[k], Bucket{Lower: l.LowerUS, Upper: l.UpperUS, Count: l.Count})
+		}
+		for _, h := range r.hist {
+			h.sort()
+		}
+	}
+	return r.hist[[2]string{trialID, step}]
+}
+
+// Param returns the value of axis in a trials row, or nil.
+func (t *TrialRow) Param(axis string) any {
+	for _, p := range t.Params {
+		if p.Name == axis {
+			return p.Value
+		}
+	}
+	return nil
+}
+
+func (r *Run) String() string {
+	return fmt.Sprintf("run %s (%d trial rows)", r.Manifest.RunID, len(r.Trials))
+}

@@ -1,0 +1,451 @@
+package results
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// The tables of a run. Each is defined once here, as a list of columns with
+// an accessor into its row struct; the same definition writes Parquet and
+// Arrow IPC and reads both back. docs/results.md documents every column.
+
+// TrialRow is one row of trials.parquet: one trial × one load or warm step
+// (a trial that failed before any step has one row with an empty step).
+type TrialRow struct {
+	RunID      string
+	TrialID    string
+	Index      int64
+	Repetition int64
+	Step       string
+	StepKind   string // "load" or "warm" ("" when the trial has no step)
+	Params     []Param
+	Provider   string
+	StartedAt  time.Time
+	DurationS  float64
+	Requests   int64
+	Errors     int64
+	RPS        float64
+	Bytes      int64
+
+	LatencyP50US  float64
+	LatencyP90US  float64
+	LatencyP99US  float64
+	LatencyP999US float64
+	LatencyMaxUS  float64
+	LatencyMeanUS float64
+	// LatencyUncorrectedP99US is the p99 measured from the actual send
+	// (open loop); equals LatencyP99US in closed loop.
+	LatencyUncorrectedP99US float64
+	ConnectP50US            float64
+	TargetRate              float64
+	RateWarning             string
+	Connections             int64
+	Threads                 int64
+
+	ErrorsConnect int64
+	ErrorsTimeout int64
+	ErrorsRead    int64
+	ErrorsWrite   int64
+	ErrorsParse   int64
+	ErrorsHTTP    int64
+	Status1xx     int64
+	Status2xx     int64
+	Status3xx     int64
+	Status4xx     int64
+	Status5xx     int64
+
+	Status          string // the step's status, or the trial's when it has no step
+	Error           string
+	ServiceVersions string // JSON object: service name -> version line
+}
+
+// LatencyRow is one non-empty HDR histogram bucket of one trial × step
+// (latency.parquet). Values v with LowerUS <= v <= UpperUS were counted.
+type LatencyRow struct {
+	RunID   string
+	TrialID string
+	Step    string
+	LowerUS float64
+	UpperUS float64
+	Count   int64
+}
+
+// TimeseriesRow is one interval of one trial × step (timeseries.parquet).
+type TimeseriesRow struct {
+	RunID        string
+	TrialID      string
+	Step         string
+	TS           float64 // interval start, seconds since the step started
+	IntervalS    float64
+	Requests     int64
+	Errors       int64
+	Bytes        int64
+	RPS          float64
+	LatencyP50US float64
+	LatencyP99US float64
+	LatencyMaxUS float64
+}
+
+// ProcessRow is one sample of one process (processes.parquet).
+type ProcessRow struct {
+	RunID                   string
+	TrialID                 string
+	Step                    string
+	TS                      float64
+	Process                 string
+	PID                     int64
+	Role                    string
+	CPUPct                  float64
+	UserPct                 float64
+	SystemPct               float64
+	RSSBytes                int64
+	Threads                 int64
+	CtxSwitchesVoluntary    int64
+	CtxSwitchesNonvoluntary int64
+}
+
+// SystemRow is one /proc/stat sample (system.parquet).
+type SystemRow struct {
+	RunID      string
+	TrialID    string
+	Step       string
+	TS         float64
+	UserPct    float64
+	NicePct    float64
+	SystemPct  float64
+	IdlePct    float64
+	IOWaitPct  float64
+	IRQPct     float64
+	SoftIRQPct float64
+	StealPct   float64
+}
+
+// NetworkRow is one /proc/net/dev sample of one interface (network.parquet).
+type NetworkRow struct {
+	RunID     string
+	TrialID   string
+	Step      string
+	TS        float64
+	Interface string
+	RxBytes   int64
+	TxBytes   int64
+	RxPackets int64
+	TxPackets int64
+}
+
+// column describes one column of a table of rows R.
+type column[R any] struct {
+	name string
+	typ  arrow.DataType
+	put  func(b array.Builder, r *R)
+	get  func(a arrow.Array, i int, r *R)
+}
+
+var tsType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+func str[R any](name string, p func(*R) *string) column[R] {
+	return column[R]{name, arrow.BinaryTypes.String,
+		func(b array.Builder, r *R) { b.(*array.StringBuilder).Append(*p(r)) },
+		func(a arrow.Array, i int, r *R) {
+			switch a := a.(type) {
+			case *array.String:
+				*p(r) = a.Value(i)
+			case *array.LargeString:
+				*p(r) = a.Value(i)
+			case *array.Dictionary:
+				*p(r) = a.Dictionary().(*array.String).Value(a.GetValueIndex(i))
+			}
+		}}
+}
+
+func i64[R any](name string, p func(*R) *int64) column[R] {
+	return column[R]{name, arrow.PrimitiveTypes.Int64,
+		func(b array.Builder, r *R) { b.(*array.Int64Builder).Append(*p(r)) },
+		func(a arrow.Array, i int, r *R) {
+			if a, ok := a.(*array.Int64); ok {
+				*p(r) = a.Value(i)
+			}
+		}}
+}
+
+func f64[R any](name string, p func(*R) *float64) column[R] {
+	return column[R]{name, arrow.PrimitiveTypes.Float64,
+		func(b array.Builder, r *R) { b.(*array.Float64Builder).Append(*p(r)) },
+		func(a arrow.Array, i int, r *R) {
+			if a, ok := a.(*array.Float64); ok {
+				*p(r) = a.Value(i)
+			}
+		}}
+}
+
+func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
+	return column[R]{name, tsType,
+		func(b array.Builder, r *R) {
+			t := *p(r)
+			if t.IsZero() {
+				b.AppendNull()
+				return
+			}
+			b.(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
+		},
+		func(a arrow.Array, i int, r *R) {
+			if a, ok := a.(*array.Timestamp); ok && a.IsValid(i) {
+				*p(r) = time.UnixMicro(int64(a.Value(i))).UTC()
+			}
+		}}
+}
+
+// Column lists. Required contract columns come first, in the order of
+// ../shared/design.md; TrialRow.Params is inserted after "step_kind".
+
+var trialColumnsHead = []column[TrialRow]{
+	str("run_id", func(r *TrialRow) *string { return &r.RunID }),
+	str("trial_id", func(r *TrialRow) *string { return &r.TrialID }),
+	i64("trial_index", func(r *TrialRow) *int64 { return &r.Index }),
+	i64("repetition", func(r *TrialRow) *int64 { return &r.Repetition }),
+	str("step", func(r *TrialRow) *string { return &r.Step }),
+	str("step_kind", func(r *TrialRow) *string { return &r.StepKind }),
+}
+
+var trialColumnsTail = []column[TrialRow]{
+	str("provider", func(r *TrialRow) *string { return &r.Provider }),
+	tstamp("started_at", func(r *TrialRow) *time.Time { return &r.StartedAt }),
+	f64("duration_s", func(r *TrialRow) *float64 { return &r.DurationS }),
+	i64("requests", func(r *TrialRow) *int64 { return &r.Requests }),
+	i64("errors", func(r *TrialRow) *int64 { return &r.Errors }),
+	f64("rps", func(r *TrialRow) *float64 { return &r.RPS }),
+	i64("bytes", func(r *TrialRow) *int64 { return &r.Bytes }),
+	f64("latency_p50_us", func(r *TrialRow) *float64 { return &r.LatencyP50US }),
+	f64("latency_p90_us", func(r *TrialRow) *float64 { return &r.LatencyP90US }),
+	f64("latency_p99_us", func(r *TrialRow) *float64 { return &r.LatencyP99US }),
+	f64("latency_p999_us", func(r *TrialRow) *float64 { return &r.LatencyP999US }),
+	f64("latency_max_us", func(r *TrialRow) *float64 { return &r.LatencyMaxUS }),
+	f64("latency_mean_us", func(r *TrialRow) *float64 { return &r.LatencyMeanUS }),
+	f64("latency_uncorrected_p99_us", func(r *TrialRow) *float64 { return &r.LatencyUncorrectedP99US }),
+	f64("connect_p50_us", func(r *TrialRow) *float64 { return &r.ConnectP50US }),
+	f64("target_rate", func(r *TrialRow) *float64 { return &r.TargetRate }),
+	str("rate_warning", func(r *TrialRow) *string { return &r.RateWarning }),
+	i64("connections", func(r *TrialRow) *int64 { return &r.Connections }),
+	i64("threads", func(r *TrialRow) *int64 { return &r.Threads }),
+	i64("errors_connect", func(r *TrialRow) *int64 { return &r.ErrorsConnect }),
+	i64("errors_timeout", func(r *TrialRow) *int64 { return &r.ErrorsTimeout }),
+	i64("errors_read", func(r *TrialRow) *int64 { return &r.ErrorsRead }),
+	i64("errors_write", func(r *TrialRow) *int64 { return &r.ErrorsWrite }),
+	i64("errors_parse", func(r *TrialRow) *int64 { return &r.ErrorsParse }),
+	i64("errors_http", func(r *TrialRow) *int64 { return &r.ErrorsHTTP }),
+	i64("status_1xx", func(r *TrialRow) *int64 { return &r.Status1xx }),
+	i64("status_2xx", func(r *TrialRow) *int64 { return &r.Status2xx }),
+	i64("status_3xx", func(r *TrialRow) *int64 { return &r.Status3xx }),
+	i64("status_4xx", func(r *TrialRow) *int64 { return &r.Status4xx }),
+	i64("status_5xx", func(r *TrialRow) *int64 { return &r.Status5xx }),
+	str("status", func(r *TrialRow) *string { return &r.Status }),
+	str("error", func(r *TrialRow) *string { return &r.Error }),
+	str("service_versions", func(r *TrialRow) *string { return &r.ServiceVersions }),
+}
+
+var latencyColumns = []column[LatencyRow]{
+	str("run_id", func(r *LatencyRow) *string { return &r.RunID }),
+	str("trial_id", func(r *LatencyRow) *string { return &r.TrialID }),
+	str("step", func(r *LatencyRow) *string { return &r.Step }),
+	f64("lower_us", func(r *LatencyRow) *float64 { return &r.LowerUS }),
+	f64("upper_us", func(r *LatencyRow) *float64 { return &r.UpperUS }),
+	i64("count", func(r *LatencyRow) *int64 { return &r.Count }),
+}
+
+var timeseriesColumns = []column[TimeseriesRow]{
+	str("run_id", func(r *TimeseriesRow) *string { return &r.RunID }),
+	str("trial_id", func(r *TimeseriesRow) *string { return &r.TrialID }),
+	str("step", func(r *TimeseriesRow) *string { return &r.Step }),
+	f64("t_s", func(r *TimeseriesRow) *float64 { return &r.TS }),
+	f64("interval_s", func(r *TimeseriesRow) *float64 { return &r.IntervalS }),
+	i64("requests", func(r *TimeseriesRow) *int64 { return &r.Requests }),
+	i64("errors", func(r *TimeseriesRow) *int64 { return &r.Errors }),
+	i64("bytes", func(r *TimeseriesRow) *int64 { return &r.Bytes }),
+	f64("rps", func(r *TimeseriesRow) *float64 { return &r.RPS }),
+	f64("latency_p50_us", func(r *TimeseriesRow) *float64 { return &r.LatencyP50US }),
+	f64("latency_p99_us", func(r *TimeseriesRow) *float64 { return &r.LatencyP99US }),
+	f64("latency_max_us", func(r *TimeseriesRow) *float64 { return &r.LatencyMaxUS }),
+}
+
+var processColumns = []column[ProcessRow]{
+	str("run_id", func(r *ProcessRow) *string { return &r.RunID }),
+	str("trial_id", func(r *ProcessRow) *string { return &r.TrialID }),
+	str("step", func(r *ProcessRow) *string { return &r.Step }),
+	f64("t_s", func(r *ProcessRow) *float64 { return &r.TS }),
+	str("process", func(r *ProcessRow) *string { return &r.Process }),
+	i64("pid", func(r *ProcessRow) *int64 { return &r.PID }),
+	str("role", func(r *ProcessRow) *string { return &r.Role }),
+	f64("cpu_pct", func(r *ProcessRow) *float64 { return &r.CPUPct }),
+	f64("user_pct", func(r *ProcessRow) *float64 { return &r.UserPct }),
+	f64("system_pct", func(r *ProcessRow) *float64 { return &r.SystemPct }),
+	i64("rss_bytes", func(r *ProcessRow) *int64 { return &r.RSSBytes }),
+	i64("threads", func(r *ProcessRow) *int64 { return &r.Threads }),
+	i64("ctx_switches_voluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesVoluntary }),
+	i64("ctx_switches_nonvoluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesNonvoluntary }),
+}
+
+var systemColumns = []column[SystemRow]{
+	str("run_id", func(r *SystemRow) *string { return &r.RunID }),
+	str("trial_id", func(r *SystemRow) *string { return &r.TrialID }),
+	str("step", func(r *SystemRow) *string { return &r.Step }),
+	f64("t_s", func(r *SystemRow) *float64 { return &r.TS }),
+	f64("user_pct", func(r *SystemRow) *float64 { return &r.UserPct }),
+	f64("nice_pct", func(r *SystemRow) *float64 { return &r.NicePct }),
+	f64("system_pct", func(r *SystemRow) *float64 { return &r.SystemPct }),
+	f64("idle_pct", func(r *SystemRow) *float64 { return &r.IdlePct }),
+	f64("iowait_pct", func(r *SystemRow) *float64 { return &r.IOWaitPct }),
+	f64("irq_pct", func(r *SystemRow) *float64 { return &r.IRQPct }),
+	f64("softirq_pct", func(r *SystemRow) *float64 { return &r.SoftIRQPct }),
+	f64("steal_pct", func(r *SystemRow) *float64 { return &r.StealPct }),
+}
+
+var networkColumns = []column[NetworkRow]{
+	str("run_id", func(r *NetworkRow) *string { return &r.RunID }),
+	str("trial_id", func(r *NetworkRow) *string { return &r.TrialID }),
+	str("step", func(r *NetworkRow) *string { return &r.Step }),
+	f64("t_s", func(r *NetworkRow) *float64 { return &r.TS }),
+	str("interface", func(r *NetworkRow) *string { return &r.Interface }),
+	i64("rx_bytes", func(r *NetworkRow) *int64 { return &r.RxBytes }),
+	i64("tx_bytes", func(r *NetworkRow) *int64 { return &r.TxBytes }),
+	i64("rx_packets", func(r *NetworkRow) *int64 { return &r.RxPackets }),
+	i64("tx_packets", func(r *NetworkRow) *int64 { return &r.TxPackets }),
+}
+
+// Param value kinds (the type of a param_<axis> column).
+const (
+	kindString = "string"
+	kindInt    = "int64"
+	kindFloat  = "float64"
+	kindBool   = "bool"
+)
+
+// axis is one matrix axis as a typed param_<axis> column.
+type axis struct {
+	Name string
+	Kind string
+}
+
+// ParamColumn is the column name of a matrix axis in trials.parquet.
+func ParamColumn(axisName string) string { return "param_" + axisName }
+
+// normParam converts a param value to its column kind and canonical Go
+// type (string, int64, float64, bool).
+func normParam(v any) (any, string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, kindString, nil
+	case bool:
+		return x, kindBool, nil
+	case int:
+		return int64(x), kindInt, nil
+	case int32:
+		return int64(x), kindInt, nil
+	case int64:
+		return x, kindInt, nil
+	case uint:
+		return int64(x), kindInt, nil
+	case uint32:
+		return int64(x), kindInt, nil
+	case float32:
+		return float64(x), kindFloat, nil
+	case float64:
+		return x, kindFloat, nil
+	default:
+		return nil, "", fmt.Errorf("unsupported param type %T (want string, int64, float64 or bool)", v)
+	}
+}
+
+func paramColumn(a axis) column[TrialRow] {
+	find := func(r *TrialRow) *Param {
+		for i := range r.Params {
+			if r.Params[i].Name == a.Name {
+				return &r.Params[i]
+			}
+		}
+		return nil
+	}
+	var typ arrow.DataType
+	switch a.Kind {
+	case kindInt:
+		typ = arrow.PrimitiveTypes.Int64
+	case kindFloat:
+		typ = arrow.PrimitiveTypes.Float64
+	case kindBool:
+		typ = arrow.FixedWidthTypes.Boolean
+	default:
+		typ = arrow.BinaryTypes.String
+	}
+	return column[TrialRow]{ParamColumn(a.Name), typ,
+		func(b array.Builder, r *TrialRow) {
+			p := find(r)
+			if p == nil || p.Value == nil {
+				b.AppendNull()
+				return
+			}
+			switch b := b.(type) {
+			case *array.Int64Builder:
+				b.Append(p.Value.(int64))
+			case *array.Float64Builder:
+				b.Append(p.Value.(float64))
+			case *array.BooleanBuilder:
+				b.Append(p.Value.(bool))
+			case *array.StringBuilder:
+				b.Append(fmt.Sprint(p.Value))
+			}
+		},
+		func(arr arrow.Array, i int, r *TrialRow) {
+			if arr.IsNull(i) {
+				return
+			}
+			var v any
+			switch arr := arr.(type) {
+			case *array.Int64:
+				v = arr.Value(i)
+			case *array.Float64:
+				v = arr.Value(i)
+			case *array.Boolean:
+				v = arr.Value(i)
+			case *array.String:
+				v = arr.Value(i)
+			case *array.LargeString:
+				v = arr.Value(i)
+			default:
+				return
+			}
+			r.Params = append(r.Params, Param{Name: a.Name, Value: v})
+		}}
+}
+
+func kindOf(t arrow.DataType) string {
+	switch t.ID() {
+	case arrow.INT64:
+		return kindInt
+	case arrow.FLOAT64:
+		return kindFloat
+	case arrow.BOOL:
+		return kindBool
+	default:
+		return kindString
+	}
+}
+
+func trialColumns(axes []axis) []column[TrialRow] {
+	cols := make([]column[TrialRow], 0, len(trialColumnsHead)+len(axes)+len(trialColumnsTail))
+	cols = append(cols, trialColumnsHead...)
+	for _, a := range axes {
+		cols = append(cols, paramColumn(a))
+	}
+	return append(cols, trialColumnsTail...)
+}
+
+func schemaOf[R any](cols []column[R]) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
+	}
+	md := arrow.NewMetadata([]string{MetadataKeySchemaVersion}, []string{SchemaVersion})
+	return arrow.NewSchema(fields, &md)
+}

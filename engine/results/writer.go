@@ -1,0 +1,440 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Writer owns one run directory while a run executes. It keeps every
+// committed trial's rows in memory and, on each CommitTrial, rewrites the
+// tables and manifest.json atomically, so a run killed at any moment keeps
+// every trial committed before and manifest.json always parses.
+//
+// A Writer is safe for concurrent use.
+type Writer struct {
+	mu     sync.Mutex
+	dir    string
+	m      *Manifest
+	mem    memory.Allocator
+	axes   []axis
+	trials map[string]*trialData
+	done   bool
+}
+
+// trialData is every row one trial contributes to the tables.
+type trialData struct {
+	index      int
+	trials     []TrialRow
+	latency    []LatencyRow
+	timeseries []TimeseriesRow
+	processes  []ProcessRow
+	system     []SystemRow
+	network    []NetworkRow
+}
+
+// Create makes outDir/<m.RunID>/, writes manifest.json (status "running",
+// every trial "pending"), the pipeline source as pipeline.hcl or
+// pipeline.star (sourceName's extension) and points outDir/latest at the
+// run (a relative symlink, replaced atomically).
+func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writer, error) {
+	if m == nil {
+		return nil, errors.New("creating run: nil manifest")
+	}
+	if m.RunID == "" || strings.ContainsAny(m.RunID, `/\`) || m.RunID == "." || m.RunID == ".." || m.RunID == "latest" {
+		return nil, fmt.Errorf("creating run: invalid run id %q", m.RunID)
+	}
+	switch m.OutputFormat {
+	case "":
+		m.OutputFormat = FormatParquet
+	case FormatParquet, FormatArrow:
+	default:
+		return nil, fmt.Errorf("creating run: unknown output format %q (want %q or %q)", m.OutputFormat, FormatParquet, FormatArrow)
+	}
+	dir := filepath.Join(outDir, m.RunID)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating results folder: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	m.SchemaVersion = SchemaVersion
+	m.Status = RunRunning
+	m.FinishedAt = nil
+	for i := range m.Trials {
+		m.Trials[i].Status = StatusPending
+	}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	ext := strings.ToLower(filepath.Ext(sourceName))
+	name := "pipeline.hcl"
+	if ext == ".star" || m.Pipeline.Format == "star" {
+		name = "pipeline.star"
+	}
+	if err := writeFileAtomic(filepath.Join(dir, name), func(f *os.File) error {
+		_, err := f.Write(source)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("creating run: %w", err)
+	}
+	if err := writeManifest(dir, m); err != nil {
+		return nil, fmt.Errorf("creating run: %w", err)
+	}
+	if err := pointLatest(outDir, m.RunID); err != nil {
+		return nil, fmt.Errorf("creating run: %w", err)
+	}
+	return w, nil
+}
+
+// pointLatest makes outDir/latest a symlink to runID, atomically.
+func pointLatest(outDir, runID string) error {
+	link := filepath.Join(outDir, "latest")
+	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("pointing %s at the run: it exists and is not a symlink", link)
+	}
+	tmp := filepath.Join(outDir, fmt.Sprintf(".latest.tmp-%s", runID))
+	os.Remove(tmp)
+	if err := os.Symlink(runID, tmp); err != nil {
+		return fmt.Errorf("pointing %s at the run: %w", link, err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("pointing %s at the run: %w", link, err)
+	}
+	syncDir(outDir)
+	return nil
+}
+
+// Resume reopens an existing run directory (for `apply --resume`): it
+// loads manifest.json and every committed trial's rows, and sets the run's
+// status back to "running". The executor skips the trials for which
+// Manifest().Done reports true; call Manifest().CheckResumable first.
+func Resume(runDir string) (*Writer, error) {
+	run, err := readRun(runDir, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	w.axes = run.axes
+	td := func(id string) *trialData {
+		d := w.trials[id]
+		if d == nil {
+			d = &trialData{index: -1}
+			if e := w.m.Trial(id); e != nil {
+				d.index = e.Index
+			}
+			w.trials[id] = d
+		}
+		return d
+	}
+	for _, r := range run.Trials {
+		d := td(r.TrialID)
+		if d.index < 0 {
+			d.index = int(r.Index)
+		}
+		d.trials = append(d.trials, r)
+	}
+	for _, r := range run.Latency {
+		td(r.TrialID).latency = append(td(r.TrialID).latency, r)
+	}
+	for _, r := range run.Timeseries {
+		td(r.TrialID).timeseries = append(td(r.TrialID).timeseries, r)
+	}
+	for _, r := range run.Processes {
+		td(r.TrialID).processes = append(td(r.TrialID).processes, r)
+	}
+	for _, r := range run.System {
+		td(r.TrialID).system = append(td(r.TrialID).system, r)
+	}
+	for _, r := range run.Network {
+		td(r.TrialID).network = append(td(r.TrialID).network, r)
+	}
+	w.m.Status = RunRunning
+	w.m.FinishedAt = nil
+	if err := writeManifest(w.dir, w.m); err != nil {
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	return w, nil
+}
+
+// Dir is the run directory (outDir/<run-id>).
+func (w *Writer) Dir() string { return w.dir }
+
+// Manifest is the run's manifest. The executor may read it (trial
+// statuses on resume); it must not modify it while CommitTrial or Finish
+// may run concurrently.
+func (w *Writer) Manifest() *Manifest { return w.m }
+
+// CommitTrial records one trial: it converts rec to rows, replaces any rows
+// of the same TrialID, rewrites every table (temporary file, fsync,
+// rename) and then manifest.json with the trial's status. Calling it again
+// for the same trial replaces the trial.
+func (w *Writer) CommitTrial(rec *TrialRecord) error {
+	if rec == nil {
+		return errors.New("committing trial: nil record")
+	}
+	if rec.TrialID == "" {
+		return errors.New("committing trial: empty trial id")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return fmt.Errorf("committing trial %q: run already finished", rec.TrialID)
+	}
+	axes, err := mergeAxes(w.axes, w.m.Axes, rec.Params)
+	if err != nil {
+		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	}
+	d, err := rowsOf(w.m.RunID, rec)
+	if err != nil {
+		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	}
+	prev := w.trials[rec.TrialID]
+	w.trials[rec.TrialID] = d
+	w.axes = axes
+	if err := w.writeTables(); err != nil {
+		if prev != nil {
+			w.trials[rec.TrialID] = prev
+		} else {
+			delete(w.trials, rec.TrialID)
+		}
+		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	}
+	e := w.m.Trial(rec.TrialID)
+	if e == nil {
+		w.m.Trials = append(w.m.Trials, TrialEntry{TrialID: rec.TrialID})
+		e = &w.m.Trials[len(w.m.Trials)-1]
+	}
+	e.Index = rec.Index
+	e.Repetition = rec.Repetition
+	if len(rec.Params) > 0 {
+		e.Params = map[string]any{}
+		for _, p := range rec.Params {
+			e.Params[p.Name] = p.Value
+		}
+	}
+	e.Provider = rec.Provider
+	e.Status = rec.Status
+	if e.Status == "" {
+		e.Status = StatusOK
+	}
+	e.Error = rec.Error
+	e.StartedAt = timePtr(rec.StartedAt)
+	e.FinishedAt = timePtr(rec.FinishedAt)
+	if err := writeManifest(w.dir, w.m); err != nil {
+		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	}
+	return nil
+}
+
+// Finish records the run's final status ("ok", "failed", "interrupted")
+// and finish time in manifest.json. The Writer accepts no more trials.
+func (w *Writer) Finish(status string, finished time.Time) error {
+	switch status {
+	case RunOK, RunFailed, RunInterrupted:
+	default:
+		return fmt.Errorf("finishing run: unknown status %q", status)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m.Status = status
+	w.m.FinishedAt = timePtr(finished)
+	w.done = true
+	if err := writeManifest(w.dir, w.m); err != nil {
+		return fmt.Errorf("finishing run: %w", err)
+	}
+	return nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// mergeAxes adds the params of one trial to the known axes, checking that
+// every axis keeps one type.
+func mergeAxes(have []axis, order []string, params []Param) ([]axis, error) {
+	out := append([]axis(nil), have...)
+	for _, p := range params {
+		if p.Name == "" {
+			return nil, errors.New("param with an empty name")
+		}
+		_, kind, err := normParam(p.Value)
+		if err != nil {
+			return nil, fmt.Errorf("param %q: %w", p.Name, err)
+		}
+		found := false
+		for _, a := range out {
+			if a.Name == p.Name {
+				found = true
+				if a.Kind != kind {
+					return nil, fmt.Errorf("param %q is %s here but %s in earlier trials", p.Name, kind, a.Kind)
+				}
+			}
+		}
+		if !found {
+			out = append(out, axis{Name: p.Name, Kind: kind})
+		}
+	}
+	if len(order) > 0 {
+		pos := map[string]int{}
+		for i, n := range order {
+			pos[n] = i
+		}
+		sort.SliceStable(out, func(i, j int) bool {
+			pi, oki := pos[out[i].Name]
+			pj, okj := pos[out[j].Name]
+			if oki && okj {
+				return pi < pj
+			}
+			return oki && !okj
+		})
+	}
+	return out, nil
+}
+
+// writeTables rewrites every table from the in-memory rows, trials in
+// execution order. system.parquet and network.parquet are written only
+// once some trial has such samples.
+func (w *Writer) writeTables() error {
+	ids := make([]string, 0, len(w.trials))
+	for id := range w.trials {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := w.trials[ids[i]], w.trials[ids[j]]
+		if a.index != b.index {
+			return a.index < b.index
+		}
+		return ids[i] < ids[j]
+	})
+	var (
+		tr []TrialRow
+		la []LatencyRow
+		ts []TimeseriesRow
+		pr []ProcessRow
+		sy []SystemRow
+		nw []NetworkRow
+	)
+	for _, id := range ids {
+		d := w.trials[id]
+		tr = append(tr, d.trials...)
+		la = append(la, d.latency...)
+		ts = append(ts, d.timeseries...)
+		pr = append(pr, d.processes...)
+		sy = append(sy, d.system...)
+		nw = append(nw, d.network...)
+	}
+	f := w.m.OutputFormat
+	p := func(t string) string { return filepath.Join(w.dir, TableFile(t, f)) }
+	if err := writeTable(w.mem, p(TableTrials), f, trialColumns(w.axes), tr); err != nil {
+		return err
+	}
+	if err := writeTable(w.mem, p(TableLatency), f, latencyColumns, la); err != nil {
+		return err
+	}
+	if err := writeTable(w.mem, p(TableTimeseries), f, timeseriesColumns, ts); err != nil {
+		return err
+	}
+	if err := writeTable(w.mem, p(TableProcesses), f, processColumns, pr); err != nil {
+		return err
+	}
+	if len(sy) > 0 {
+		if err := writeTable(w.mem, p(TableSystem), f, systemColumns, sy); err != nil {
+			return err
+		}
+	}
+	if len(nw) > 0 {
+		if err := writeTable(w.mem, p(TableNetwork), f, networkColumns, nw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowsOf converts a trial record into table rows.
+func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
+	d := &trialData{index: rec.Index}
+	params := make([]Param, 0, len(rec.Params))
+	for _, p := range rec.Params {
+		v, _, err := normParam(p.Value)
+		if err != nil {
+			return nil, fmt.Errorf("param %q: %w", p.Name, err)
+		}
+		params = append(params, Param{Name: p.Name, Value: v})
+	}
+	versions := ""
+	if len(rec.ServiceVersions) > 0 {
+		b, err := json.Marshal(rec.ServiceVersions)
+		if err != nil {
+			return nil, fmt.Errorf("encoding service versions: %w", err)
+		}
+		versions = string(b)
+	}
+	status := rec.Status
+	if status == "" {
+		status = StatusOK
+	}
+	base := TrialRow{
+		RunID: runID, TrialID: rec.TrialID, Index: int64(rec.Index), Repetition: int64(rec.Repetition),
+		Params: params, Provider: rec.Provider, StartedAt: rec.StartedAt.UTC(),
+		Status: status, Error: rec.Error, ServiceVersions: versions,
+	}
+	if rec.StartedAt.IsZero() {
+		base.StartedAt = time.Time{}
+	}
+	if len(rec.Steps) == 0 {
+		d.trials = append(d.trials, base)
+	}
+	for _, s := range rec.Steps {
+		row := base
+		row.Step, row.StepKind = s.Name, s.Kind
+		if row.StepKind == "" {
+			row.StepKind = "load"
+		}
+		row.Status = s.Status
+		if row.Status == "" {
+			row.Status = status
+		}
+		if s.Error != "" {
+			row.Error = s.Error
+		}
+		if res := s.Result; res != nil {
+			fillSummary(&row, res)
+			d.latency = append(d.latency, latencyRows(runID, rec.TrialID, s.Name, res)...)
+			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
+		}
+		d.trials = append(d.trials, row)
+	}
+	for _, p := range rec.Processes {
+		d.processes = append(d.processes, ProcessRow{
+			RunID: runID, TrialID: rec.TrialID, Step: p.Step, TS: p.T, Process: p.Process, PID: int64(p.PID),
+			Role: p.Role, CPUPct: p.CPUPct, UserPct: p.UserPct, SystemPct: p.SystemPct, RSSBytes: p.RSSBytes,
+			Threads: p.Threads, CtxSwitchesVoluntary: p.CtxSwitchesVoluntary, CtxSwitchesNonvoluntary: p.CtxSwitchesNonvoluntary,
+		})
+	}
+	for _, s := range rec.System {
+		d.system = append(d.system, SystemRow{
+			RunID: runID, TrialID: rec.TrialID, Step: s.Step, TS: s.T, UserPct: s.UserPct, NicePct: s.NicePct,
+			SystemPct: s.SystemPct, IdlePct: s.IdlePct, IOWaitPct: s.IOWaitPct, IRQPct: s.IRQPct,
+			SoftIRQPct: s.SoftIRQPct, StealPct: s.StealPct,
+		})
+	}
+	for _, n := range rec.Network {
+		d.network = append(d.network, NetworkRow{
+			RunID: runID, TrialID: rec.TrialID, Step: n.Step, TS: n.T, Interface: n.Interface,
+			RxBytes: n.RxBytes, TxBytes: n.TxBytes, RxPackets: n.RxPackets, TxPackets: n.TxPackets,
+		})
+	}
+	return d, nil
+}
