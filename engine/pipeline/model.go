@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"io/fs"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -38,6 +40,10 @@ type Pipeline struct {
 	Order       string // OrderInterleaved (default), OrderSequential, OrderRandom
 	Seed        int64  // seed for OrderRandom; 0 means "pick one and record it"
 	OnFailure   string // "continue" (default) or "abort"
+	// ReuseServices keeps a service running between consecutive trials
+	// whose service inputs are identical (default false: every trial
+	// provisions afresh).
+	ReuseServices bool
 
 	Variables []*Variable
 	Locals    []*Local
@@ -51,6 +57,7 @@ type Pipeline struct {
 	// file() and templatefile() resolve against.
 	File   string
 	Dir    string
+	FS     fs.FS // rooted at Dir; file(), templatefile() and file blocks read from it
 	Source []byte
 	// Format is "hcl" or "star".
 	Format string
@@ -65,6 +72,8 @@ type Variable struct {
 	Description string
 	Type        cty.Type  // cty.DynamicPseudoType when not constrained
 	Default     cty.Value // cty.NilVal when the variable is required
+	// Sensitive values are redacted in plan output, manifest.json and logs.
+	Sensitive   bool
 	Validations []*Validation
 	DeclRange   hcl.Range
 }

@@ -1,0 +1,9 @@
+// Package pipeline is the model of a benchmark study: the pipeline, its
+// variables, matrix, providers, services and steps (model.go), and the
+// per-trial schemas of service and step bodies (schema.go).
+//
+// Front ends build it: engine/hclconf from .hcl files, engine/starconf from
+// .star files. engine/plan expands it into trials and evaluates bodies per
+// trial; engine/run executes the result. This package has no behaviour of its
+// own beyond small helpers, so every other engine package can import it.
+package pipeline

@@ -1,0 +1,352 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// StepNode is a step in the DAG.
+type StepNode struct {
+	Step *pipeline.Step
+	// Deps are the addresses ("tune.kernel") this step waits for: its
+	// explicit dependencies (references, depends_on) and the implicit
+	// phase order provision → tune → check/exec → warm → load, with warm
+	// and load steps run one at a time in declaration order.
+	Deps []string
+	// Explicit marks which of Deps came from the pipeline text.
+	Explicit map[string]bool
+	// During is set for collect steps: the load or warm step they sample.
+	During string
+	// Level is the step's effective phase (0 provision … 4 load).
+	Level int
+}
+
+// Addr returns "kind.name".
+func (n *StepNode) Addr() string { return n.Step.Addr() }
+
+var phase = map[string]int{
+	pipeline.KindProvision: 0,
+	pipeline.KindTune:      1,
+	pipeline.KindCheck:     2,
+	pipeline.KindExec:      2,
+	pipeline.KindWarm:      3,
+	pipeline.KindLoad:      4,
+	pipeline.KindCollect:   4,
+}
+
+// bodyTraversals returns every variable traversal in a body, with the
+// attribute name it appears in (nested blocks included).
+func bodyTraversals(body hcl.Body) map[string][]hcl.Traversal {
+	out := map[string][]hcl.Traversal{}
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for name, a := range b.Attributes {
+			out[name] = append(out[name], a.Expr.Variables()...)
+		}
+		for _, blk := range b.Blocks {
+			walk(blk.Body)
+		}
+	}
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		walk(sb)
+		return out
+	}
+	if attrs, diags := body.JustAttributes(); !diags.HasErrors() {
+		for name, a := range attrs {
+			out[name] = a.Expr.Variables()
+		}
+	}
+	return out
+}
+
+// stepRef parses step.<kind>.<name> from a traversal.
+func stepRef(tr hcl.Traversal) (kind, name string, ok bool) {
+	if tr.RootName() != "step" || len(tr) < 3 {
+		return "", "", false
+	}
+	k, ok1 := tr[1].(hcl.TraverseAttr)
+	n, ok2 := tr[2].(hcl.TraverseAttr)
+	if !ok1 || !ok2 {
+		return "", "", false
+	}
+	return k.Name, n.Name, true
+}
+
+func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	byAddr := map[string]*StepNode{}
+	var nodes []*StepNode
+	var addrs []string
+	for _, s := range p.Steps {
+		n := &StepNode{Step: s, Explicit: map[string]bool{}}
+		nodes = append(nodes, n)
+		byAddr[s.Addr()] = n
+		addrs = append(addrs, s.Addr())
+	}
+	explicit := map[*StepNode][]*StepNode{}
+	addEdge := func(from, to *StepNode) {
+		for _, e := range explicit[to] {
+			if e == from {
+				return
+			}
+		}
+		explicit[to] = append(explicit[to], from)
+	}
+	resolve := func(n *StepNode, tr hcl.Traversal) *StepNode {
+		kind, name, ok := stepRef(tr)
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid step reference",
+				Detail:  "A step is referred to as step.<kind>.<name>, for example step.load.main.",
+				Subject: tr.SourceRange().Ptr()})
+			return nil
+		}
+		target, ok := byAddr[kind+"."+name]
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared step",
+				Detail:  fmt.Sprintf("There is no step %q %q in this pipeline.%s", kind, name, Suggest(kind+"."+name, addrs)),
+				Subject: tr.SourceRange().Ptr()})
+			return nil
+		}
+		if target == n {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Self-referencing step",
+				Detail: fmt.Sprintf("Step %s refers to itself.", n.Addr()), Subject: tr.SourceRange().Ptr()})
+			return nil
+		}
+		return target
+	}
+	for _, n := range nodes {
+		refs := bodyTraversals(n.Step.Body)
+		attrNames := make([]string, 0, len(refs))
+		for k := range refs {
+			attrNames = append(attrNames, k)
+		}
+		sort.Strings(attrNames)
+		for _, attr := range attrNames {
+			for _, tr := range refs[attr] {
+				if tr.RootName() != "step" {
+					continue
+				}
+				target := resolve(n, tr)
+				if target == nil {
+					continue
+				}
+				if n.Step.Kind == pipeline.KindCollect && attr == "during" {
+					if target.Step.Kind != pipeline.KindLoad && target.Step.Kind != pipeline.KindWarm {
+						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid collect target",
+							Detail:  fmt.Sprintf("A collect step runs during a load or warm step; %s is a %s step.", target.Addr(), target.Step.Kind),
+							Subject: tr.SourceRange().Ptr()})
+						continue
+					}
+					n.During = target.Addr()
+					continue
+				}
+				addEdge(target, n)
+				n.Explicit[target.Addr()] = true
+			}
+		}
+		if sb, ok := n.Step.Body.(*hclsyntax.Body); ok {
+			if a, ok := sb.Attributes["depends_on"]; ok {
+				exprs, d := hcl.ExprList(a.Expr)
+				if d.HasErrors() {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
+						Detail: "depends_on is a list of step references, like [step.tune.kernel].", Subject: a.Expr.Range().Ptr()})
+				}
+				for _, e := range exprs {
+					tr, d := hcl.AbsTraversalForExpr(e)
+					if d.HasErrors() {
+						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
+							Detail: "Each depends_on entry must be a plain reference like step.tune.kernel, not an expression.", Subject: e.Range().Ptr()})
+						continue
+					}
+					if tr.RootName() == "service" {
+						continue // services are provisioned before steps anyway
+					}
+					if target := resolve(n, tr); target != nil {
+						addEdge(target, n)
+						n.Explicit[target.Addr()] = true
+					}
+				}
+			}
+		}
+		if n.Step.Kind == pipeline.KindCollect && n.During == "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing collect target",
+				Detail:  `A collect step needs during = step.load.<name>: the load it samples.`,
+				Subject: n.Step.DeclRange.Ptr()})
+		}
+	}
+	if diags.HasErrors() {
+		return nodes, diags
+	}
+
+	// Topological order of explicit edges, preferring declaration order;
+	// what remains unsorted is on a cycle.
+	indeg := map[*StepNode]int{}
+	succ := map[*StepNode][]*StepNode{}
+	for _, n := range nodes {
+		for _, d := range explicit[n] {
+			indeg[n]++
+			succ[d] = append(succ[d], n)
+		}
+	}
+	var topo []*StepNode
+	done := map[*StepNode]bool{}
+	for len(topo) < len(nodes) {
+		progressed := false
+		for _, n := range nodes {
+			if !done[n] && indeg[n] == 0 {
+				done[n] = true
+				topo = append(topo, n)
+				for _, s := range succ[n] {
+					indeg[s]--
+				}
+				progressed = true
+				break
+			}
+		}
+		if !progressed {
+			diags = append(diags, cycleDiag(nodes, explicit, done))
+			return nodes, diags
+		}
+	}
+	// Effective level: a step is at least at the level of what it
+	// explicitly waits for.
+	topoIdx := map[*StepNode]int{}
+	for i, n := range topo {
+		topoIdx[n] = i
+		n.Level = phase[n.Step.Kind]
+		for _, d := range explicit[n] {
+			if d.Level > n.Level {
+				n.Level = d.Level
+			}
+		}
+	}
+	sequenced := func(n *StepNode) bool { return n.Step.Kind != pipeline.KindCollect }
+	deps := map[*StepNode]map[*StepNode]bool{}
+	for _, n := range nodes {
+		deps[n] = map[*StepNode]bool{}
+		for _, d := range explicit[n] {
+			deps[n][d] = true
+		}
+	}
+	// Implicit edges from the nearest lower level that has steps.
+	for _, n := range nodes {
+		if !sequenced(n) {
+			continue
+		}
+		best := -1
+		for _, m := range nodes {
+			if sequenced(m) && m.Level < n.Level && m.Level > best {
+				best = m.Level
+			}
+		}
+		for _, m := range nodes {
+			if sequenced(m) && m.Level == best {
+				deps[n][m] = true
+			}
+		}
+	}
+	// Warm and load steps never overlap: chain them.
+	var chain []*StepNode
+	for _, n := range topo {
+		if n.Step.Kind == pipeline.KindWarm || n.Step.Kind == pipeline.KindLoad {
+			chain = append(chain, n)
+		}
+	}
+	sort.SliceStable(chain, func(i, j int) bool {
+		if chain[i].Level != chain[j].Level {
+			return chain[i].Level < chain[j].Level
+		}
+		return topoIdx[chain[i]] < topoIdx[chain[j]]
+	})
+	for i := 1; i < len(chain); i++ {
+		deps[chain[i]][chain[i-1]] = true
+	}
+	// Order the result: by (level, topological index).
+	ordered := append([]*StepNode(nil), topo...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		if ordered[i].Level != ordered[j].Level {
+			return ordered[i].Level < ordered[j].Level
+		}
+		return topoIdx[ordered[i]] < topoIdx[ordered[j]]
+	})
+	pos := map[*StepNode]int{}
+	for i, n := range ordered {
+		pos[n] = i
+	}
+	for _, n := range ordered {
+		var ds []*StepNode
+		for d := range deps[n] {
+			ds = append(ds, d)
+		}
+		sort.Slice(ds, func(i, j int) bool { return pos[ds[i]] < pos[ds[j]] })
+		for _, d := range ds {
+			n.Deps = append(n.Deps, d.Addr())
+		}
+	}
+	return ordered, diags
+}
+
+func cycleDiag(nodes []*StepNode, explicit map[*StepNode][]*StepNode, done map[*StepNode]bool) *hcl.Diagnostic {
+	// Walk back from the first unsorted node (declaration order) until a
+	// node repeats: that loop is the cycle.
+	var start *StepNode
+	for _, n := range nodes {
+		if !done[n] {
+			start = n
+			break
+		}
+	}
+	seenAt := map[*StepNode]int{}
+	var path []*StepNode
+	cur := start
+	for {
+		if i, ok := seenAt[cur]; ok {
+			path = path[i:]
+			break
+		}
+		seenAt[cur] = len(path)
+		path = append(path, cur)
+		var next *StepNode
+		for _, d := range explicit[cur] {
+			if !done[d] {
+				next = d
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		cur = next
+	}
+	// Print the cycle starting at its first-declared member.
+	first := 0
+	idx := map[*StepNode]int{}
+	for i, n := range nodes {
+		idx[n] = i
+	}
+	for i := range path {
+		if idx[path[i]] < idx[path[first]] {
+			first = i
+		}
+	}
+	path = append(path[first:], path[:first]...)
+	// path follows "waits for" edges; print in execution direction.
+	var names []string
+	for i := len(path) - 1; i >= 0; i-- {
+		n := path[i]
+		names = append(names, fmt.Sprintf("%s (%s:%d)", n.Addr(), n.Step.DeclRange.Filename, n.Step.DeclRange.Start.Line))
+	}
+	names = append(names, names[0])
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Dependency cycle between steps",
+		Detail:   "These steps wait for each other: " + strings.Join(names, " → ") + ". Remove one of the references or depends_on entries.",
+		Subject:  path[0].Step.DeclRange.Ptr(),
+	}
+}

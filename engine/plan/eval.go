@@ -1,0 +1,519 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// Version is benchflow's version, exposed as benchflow.version; set by the CLI.
+var Version = "dev"
+
+// ImplicitLocal is the provider a service gets when the pipeline declares none.
+const ImplicitLocal = "local"
+
+// TrialEval evaluates bodies for one trial. In dry mode services are not
+// provisioned and service.<name> attributes are placeholders such as
+// "${service.nginx.url}"; otherwise the executor sets each service's
+// endpoint with SetEndpoint as it comes up.
+type TrialEval struct {
+	plan     *Plan
+	Trial    *Trial
+	dry      bool
+	locals   map[string]cty.Value
+	services map[string]cty.Value
+}
+
+// NewTrialEval prepares evaluation for trial t.
+func (p *Plan) NewTrialEval(t *Trial, dry bool) *TrialEval {
+	te := &TrialEval{plan: p, Trial: t, dry: dry, services: map[string]cty.Value{}}
+	for _, s := range p.Pipeline.Services {
+		te.services[s.Name] = te.placeholderService(s.Name)
+	}
+	return te
+}
+
+func (te *TrialEval) placeholderService(name string) cty.Value {
+	ph := func(attr string) cty.Value { return cty.StringVal("${service." + name + "." + attr + "}") }
+	attrs := map[string]cty.Value{
+		"name":  cty.StringVal(name),
+		"url":   ph("url"),
+		"host":  ph("host"),
+		"port":  cty.NumberIntVal(0),
+		"ports": cty.EmptyObjectVal,
+	}
+	for _, a := range te.plan.providerAttrs() {
+		if _, ok := attrs[a]; !ok {
+			attrs[a] = ph(a)
+		}
+	}
+	return cty.ObjectVal(attrs)
+}
+
+// providerAttrs lists the extra service attributes the provider types used
+// by the pipeline expose.
+func (p *Plan) providerAttrs() []string {
+	set := map[string]bool{}
+	for _, pv := range p.Pipeline.Providers {
+		if t, ok := providers.Lookup(pv.Type); ok {
+			for _, a := range t.Attrs {
+				set[a] = true
+			}
+		}
+	}
+	var out []string
+	for a := range set {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SetEndpoint records a provisioned service's endpoint, making
+// service.<name>.* known to later evaluations.
+func (te *TrialEval) SetEndpoint(name string, ep providers.Endpoint) {
+	ports := map[string]cty.Value{}
+	for k, v := range ep.Ports {
+		ports[k] = cty.NumberIntVal(int64(v))
+	}
+	attrs := map[string]cty.Value{
+		"name":  cty.StringVal(name),
+		"url":   cty.StringVal(ep.URL()),
+		"host":  cty.StringVal(ep.Host),
+		"port":  cty.NumberIntVal(int64(ep.Port)),
+		"ports": cty.ObjectVal(ports),
+	}
+	for _, a := range te.plan.providerAttrs() {
+		attrs[a] = cty.StringVal("")
+	}
+	for k, v := range ep.Attrs {
+		attrs[k] = cty.StringVal(v)
+	}
+	te.services[name] = cty.ObjectVal(attrs)
+}
+
+func (te *TrialEval) paramsObject() cty.Value {
+	m := map[string]cty.Value{}
+	for _, p := range te.Trial.Params {
+		m[p.Name] = p.Value
+	}
+	return cty.ObjectVal(m)
+}
+
+func (te *TrialEval) baseVars() map[string]cty.Value {
+	exe, _ := os.Executable()
+	steps := map[string]cty.Value{}
+	byKind := map[string]map[string]cty.Value{}
+	for _, s := range te.plan.Pipeline.Steps {
+		if byKind[s.Kind] == nil {
+			byKind[s.Kind] = map[string]cty.Value{}
+		}
+		byKind[s.Kind][s.Name] = cty.StringVal(s.Addr())
+	}
+	for k, m := range byKind {
+		steps[k] = cty.ObjectVal(m)
+	}
+	return map[string]cty.Value{
+		"var":    cty.ObjectVal(te.plan.Vars),
+		"matrix": te.paramsObject(),
+		"trial": cty.ObjectVal(map[string]cty.Value{
+			"id":         cty.StringVal(te.Trial.ID),
+			"index":      cty.NumberIntVal(int64(te.Trial.Index)),
+			"cell":       cty.NumberIntVal(int64(te.Trial.Cell)),
+			"repetition": cty.NumberIntVal(int64(te.Trial.Repetition)),
+		}),
+		"benchflow": cty.ObjectVal(map[string]cty.Value{
+			"bin":     cty.StringVal(exe),
+			"version": cty.StringVal(Version),
+		}),
+		"step": cty.ObjectVal(steps),
+	}
+}
+
+// Locals evaluates the locals for this trial (they may use var, matrix and
+// trial, and each other).
+func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
+	if te.locals != nil {
+		return te.locals, nil
+	}
+	var diags hcl.Diagnostics
+	vars := te.baseVars()
+	done := map[string]cty.Value{}
+	pending := append([]*pipeline.Local(nil), te.plan.Pipeline.Locals...)
+	for len(pending) > 0 {
+		var next []*pipeline.Local
+		for _, l := range pending {
+			ready := true
+			for _, tr := range l.Expr.Variables() {
+				if tr.RootName() == "local" && len(tr) > 1 {
+					if a, ok := tr[1].(hcl.TraverseAttr); ok {
+						if _, ok := done[a.Name]; !ok {
+							ready = false
+						}
+					}
+				}
+			}
+			if !ready {
+				next = append(next, l)
+				continue
+			}
+			vars["local"] = cty.ObjectVal(done)
+			v, d := l.Expr.Value(&hcl.EvalContext{Variables: vars, Functions: te.plan.functions})
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				v = cty.DynamicVal
+			}
+			done[l.Name] = v
+		}
+		if len(next) == len(pending) {
+			var names []string
+			for _, l := range next {
+				names = append(names, "local."+l.Name)
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Dependency cycle between local values",
+				Detail: "These local values refer to each other: " + strings.Join(names, ", ") + ".", Subject: next[0].DeclRange.Ptr()})
+			for _, l := range next {
+				done[l.Name] = cty.DynamicVal
+			}
+			break
+		}
+		pending = next
+	}
+	te.locals = done
+	return done, diags
+}
+
+// Context returns the evaluation context; self may be cty.NilVal.
+func (te *TrialEval) Context(self cty.Value) *hcl.EvalContext {
+	vars := te.baseVars()
+	locals, _ := te.Locals()
+	vars["local"] = cty.ObjectVal(locals)
+	vars["service"] = cty.ObjectVal(te.services)
+	if self != cty.NilVal {
+		vars["self"] = self
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: te.plan.functions}
+}
+
+// Provider finds the provider block a service uses in this trial. A nil
+// block with no errors means the implicit local provider.
+func (te *TrialEval) Provider(s *pipeline.Service) (*pipeline.Provider, hcl.Diagnostics) {
+	p := te.plan.Pipeline
+	sb, _ := s.Body.(*hclsyntax.Body)
+	var name string
+	var rng *hcl.Range
+	if sb != nil {
+		if a, ok := sb.Attributes["provider"]; ok {
+			rng = a.Expr.Range().Ptr()
+			v, d := a.Expr.Value(te.Context(cty.NilVal))
+			if d.HasErrors() {
+				return nil, d
+			}
+			if v.IsNull() || v.Type() != cty.String {
+				return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid provider",
+					Detail: "provider must be the name of a provider block (a string).", Subject: rng}}
+			}
+			name = v.AsString()
+		}
+	}
+	var names []string
+	for _, pv := range p.Providers {
+		names = append(names, pv.Name)
+		if pv.Name == name {
+			return pv, nil
+		}
+	}
+	if name == "" {
+		switch len(p.Providers) {
+		case 0:
+			return nil, nil
+		case 1:
+			return p.Providers[0], nil
+		}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Missing provider",
+			Detail:  fmt.Sprintf("Service %q must say which provider deploys it (provider = …); the pipeline declares %s.", s.Name, strings.Join(names, ", ")),
+			Subject: s.DeclRange.Ptr()}}
+	}
+	if name == ImplicitLocal && len(p.Providers) == 0 {
+		return nil, nil
+	}
+	if rng == nil {
+		rng = s.DeclRange.Ptr()
+	}
+	return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared provider",
+		Detail:  fmt.Sprintf("Service %q uses provider %q in trial %s (%s), but no provider block has that name.%s Declared: %s.", s.Name, name, te.Trial.ID, te.Trial.ParamString(), Suggest(name, names), listOrNone(names)),
+		Subject: rng}}
+}
+
+// ProviderType resolves a provider block's registered type.
+func ProviderType(pv *pipeline.Provider) (*providers.Type, hcl.Diagnostics) {
+	typeName := ImplicitLocal
+	if pv != nil {
+		typeName = pv.Type
+	}
+	t, ok := providers.Lookup(typeName)
+	if !ok {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown provider type",
+			Detail: fmt.Sprintf("There is no provider type %q.%s Available types: %s.", typeName, Suggest(typeName, providers.Names()), listOrNone(providers.Names()))}
+		if pv != nil {
+			d.Subject = pv.TypeRange.Ptr()
+		}
+		return nil, hcl.Diagnostics{d}
+	}
+	return t, nil
+}
+
+// ProviderConfig decodes a provider block for this trial into its type's
+// config struct. pv nil means the implicit local provider.
+func (te *TrialEval) ProviderConfig(pv *pipeline.Provider) (*providers.Type, any, hcl.Diagnostics) {
+	t, diags := ProviderType(pv)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	if t.NewConfig == nil {
+		if pv != nil {
+			_, d := pv.Config.Content(&hcl.BodySchema{})
+			diags = append(diags, d...)
+		}
+		return t, nil, diags
+	}
+	cfg := t.NewConfig()
+	if pv != nil {
+		diags = append(diags, gohcl.DecodeBody(pv.Config, te.Context(cty.NilVal), cfg)...)
+	}
+	return t, cfg, diags
+}
+
+// Ports evaluates a service's port blocks (they may not use self.*).
+func (te *TrialEval) Ports(s *pipeline.Service) ([]pipeline.PortConfig, hcl.Diagnostics) {
+	sb, ok := s.Body.(*hclsyntax.Body)
+	if !ok {
+		return nil, nil
+	}
+	var out []pipeline.PortConfig
+	var diags hcl.Diagnostics
+	for _, b := range sb.Blocks {
+		if b.Type != "port" {
+			continue
+		}
+		pc := pipeline.PortConfig{}
+		if len(b.Labels) > 0 {
+			pc.Name = b.Labels[0]
+		}
+		var tmp struct {
+			Container int    `hcl:"container,optional"`
+			Host      string `hcl:"host,optional"`
+		}
+		d := gohcl.DecodeBody(b.Body, te.Context(cty.NilVal), &tmp)
+		diags = append(diags, d...)
+		pc.Container, pc.Host = tmp.Container, tmp.Host
+		if pc.Host != "" && pc.Host != "auto" {
+			n, err := strconv.Atoi(pc.Host)
+			if err != nil || n < 1 || n > 65535 {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid port",
+					Detail: fmt.Sprintf("host must be \"auto\" or a port number (1-65535), not %q.", pc.Host), Subject: b.Body.SrcRange.Ptr()})
+			}
+		}
+		if pc.Container < 0 || pc.Container > 65535 {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid port",
+				Detail: fmt.Sprintf("container must be a port number (1-65535), not %d.", pc.Container), Subject: b.Body.SrcRange.Ptr()})
+		}
+		out = append(out, pc)
+	}
+	return out, diags
+}
+
+// Self builds the self object of a service: name, dir and port.<name>.
+func Self(name, dir string, listen map[string]int) cty.Value {
+	ports := map[string]cty.Value{}
+	for k, v := range listen {
+		ports[k] = cty.NumberIntVal(int64(v))
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"name": cty.StringVal(name),
+		"dir":  cty.StringVal(dir),
+		"port": cty.ObjectVal(ports),
+	})
+}
+
+// Service decodes a service body for this trial.
+func (te *TrialEval) Service(s *pipeline.Service, self cty.Value) (*pipeline.ServiceConfig, hcl.Diagnostics) {
+	var cfg pipeline.ServiceConfig
+	diags := gohcl.DecodeBody(s.Body, te.Context(self), &cfg)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	diags = append(diags, validateService(&cfg, s)...)
+	return &cfg, diags
+}
+
+// RenderFile produces the content of one file block.
+func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte, error) {
+	set := 0
+	for _, b := range []bool{fc.Template != "", fc.Content != "", fc.Source != "", fc.RandomBytes != ""} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, fmt.Errorf("file %q needs exactly one of template, content, source or random_bytes", fc.Name)
+	}
+	switch {
+	case fc.Content != "":
+		return []byte(fc.Content), nil
+	case fc.Source != "":
+		return readFile(te.plan.Pipeline.FS, fc.Source)
+	case fc.RandomBytes != "":
+		n, err := ParseSize(fc.RandomBytes)
+		if err != nil {
+			return nil, fmt.Errorf("file %q: random_bytes: %w", fc.Name, err)
+		}
+		if n > 1<<30 {
+			return nil, fmt.Errorf("file %q: random_bytes %s is over the 1 GiB limit", fc.Name, fc.RandomBytes)
+		}
+		return seededBytes(fc.Name, n), nil
+	}
+	vars := te.Context(self).Variables
+	all := map[string]cty.Value{}
+	for k, v := range vars {
+		all[k] = v
+	}
+	if fc.Vars != cty.NilVal && !fc.Vars.IsNull() {
+		if !(fc.Vars.Type().IsObjectType() || fc.Vars.Type().IsMapType()) {
+			return nil, fmt.Errorf("file %q: vars must be an object", fc.Name)
+		}
+		for k, v := range fc.Vars.AsValueMap() {
+			all[k] = v
+		}
+	}
+	v, err := RenderTemplate(fc.Name, fc.Template, all, te.plan.functions)
+	if err != nil {
+		return nil, fmt.Errorf("rendering file %q: %w", fc.Name, err)
+	}
+	return []byte(v.AsString()), nil
+}
+
+// Step decodes a step body for this trial into its kind's config struct
+// and validates durations, sizes and enums.
+func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
+	cfg := pipeline.NewStepConfig(st.Kind)
+	diags := gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	diags = append(diags, validateStep(st, cfg)...)
+	return cfg, diags
+}
+
+// dryRun evaluates everything of the trial that can be evaluated before
+// provisioning.
+func (te *TrialEval) dryRun() hcl.Diagnostics {
+	_, diags := te.Locals()
+	p := te.plan.Pipeline
+	for _, pv := range p.Providers {
+		_, _, d := te.ProviderConfig(pv)
+		diags = append(diags, d...)
+	}
+	if len(p.Providers) == 0 {
+		_, d := ProviderType(nil)
+		diags = append(diags, d...)
+	}
+	for _, s := range p.Services {
+		_, d := te.Provider(s)
+		diags = append(diags, d...)
+		ports, d := te.Ports(s)
+		diags = append(diags, d...)
+		listen := map[string]int{}
+		for _, pc := range ports {
+			n, _ := strconv.Atoi(pc.Host)
+			if pc.Container > 0 && n == 0 {
+				n = pc.Container
+			}
+			listen[pc.Name] = n
+		}
+		self := Self(s.Name, "${self.dir}", listen)
+		cfg, d := te.Service(s, self)
+		diags = append(diags, d...)
+		if cfg != nil {
+			for i := range cfg.Files {
+				if _, err := te.RenderFile(&cfg.Files[i], self); err != nil {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
+						Detail: err.Error() + ".", Subject: fileRange(s, cfg.Files[i].Name)})
+				}
+			}
+		}
+	}
+	for _, st := range p.Steps {
+		_, d := te.Step(st)
+		diags = append(diags, d...)
+	}
+	return diags
+}
+
+func fileRange(s *pipeline.Service, name string) *hcl.Range {
+	if sb, ok := s.Body.(*hclsyntax.Body); ok {
+		for _, b := range sb.Blocks {
+			if b.Type == "file" && len(b.Labels) > 0 && b.Labels[0] == name {
+				return b.DefRange().Ptr()
+			}
+		}
+	}
+	return s.DeclRange.Ptr()
+}
+
+// trialServices summarises which provider serves each service, with a
+// fingerprint of its evaluated inputs (for reuse between trials).
+func (te *TrialEval) trialServices() []TrialService {
+	var out []TrialService
+	for _, s := range te.plan.Pipeline.Services {
+		ts := TrialService{Name: s.Name, Provider: ImplicitLocal, ProviderType: ImplicitLocal}
+		pv, d := te.Provider(s)
+		if d.HasErrors() {
+			out = append(out, ts)
+			continue
+		}
+		h := sha256.New()
+		if pv != nil {
+			ts.Provider, ts.ProviderType = pv.Name, pv.Type
+			_, cfg, _ := te.ProviderConfig(pv)
+			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, cfg)
+		}
+		ports, _ := te.Ports(s)
+		listen := map[string]int{}
+		for _, pc := range ports {
+			listen[pc.Name] = pc.Container
+		}
+		self := Self(s.Name, "", listen)
+		if cfg, d := te.Service(s, self); !d.HasErrors() && cfg != nil {
+			fmt.Fprintf(h, "%q %q %v %d %v\n", cfg.Image, cfg.Command, sortedMap(cfg.Env), cfg.Replicas, ports)
+			for i := range cfg.Files {
+				b, _ := te.RenderFile(&cfg.Files[i], self)
+				fmt.Fprintf(h, "%s %x\n", cfg.Files[i].Name, sha256.Sum256(b))
+			}
+			ts.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+func sortedMap(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

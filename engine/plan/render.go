@@ -1,0 +1,340 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// JSONPlan is the machine-readable form printed by `benchflow plan --json`.
+type JSONPlan struct {
+	Pipeline    string      `json:"pipeline"`
+	Description string      `json:"description,omitempty"`
+	Order       string      `json:"order"`
+	Seed        int64       `json:"seed,omitempty"`
+	Repetitions int         `json:"repetitions"`
+	Axes        []JSONAxis  `json:"matrix"`
+	Trials      []JSONTrial `json:"trials"`
+	Steps       []JSONStep  `json:"steps"`
+}
+
+// JSONAxis is a matrix axis.
+type JSONAxis struct {
+	Name   string `json:"name"`
+	Values []any  `json:"values"`
+}
+
+// JSONTrial is one trial with its evaluated services and steps.
+type JSONTrial struct {
+	ID         string                    `json:"id"`
+	Index      int                       `json:"index"`
+	Cell       int                       `json:"cell"`
+	Repetition int                       `json:"repetition"`
+	Params     map[string]any            `json:"params"`
+	Services   []JSONService             `json:"services"`
+	Steps      map[string]map[string]any `json:"steps"`
+}
+
+// JSONService is a service's deployment in one trial.
+type JSONService struct {
+	Name         string         `json:"name"`
+	Provider     string         `json:"provider"`
+	ProviderType string         `json:"provider_type"`
+	Reuse        bool           `json:"reuse"`
+	Config       map[string]any `json:"config,omitempty"`
+}
+
+// JSONStep is a node of the step DAG.
+type JSONStep struct {
+	Address   string   `json:"address"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	DependsOn []string `json:"depends_on"`
+	During    string   `json:"during,omitempty"`
+}
+
+// GoValue converts a primitive cty value to string, int64, float64 or bool.
+func GoValue(v cty.Value) any {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	switch v.Type() {
+	case cty.String:
+		return v.AsString()
+	case cty.Bool:
+		return v.True()
+	case cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if i, acc := bf.Int64(); acc == 0 {
+				return i
+			}
+		}
+		f, _ := bf.Float64()
+		return f
+	}
+	b, _ := ctyjson.Marshal(v, v.Type())
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// JSON builds the JSON form of the plan, with each trial's services and
+// steps evaluated in dry mode (service addresses are placeholders).
+func (p *Plan) JSON() *JSONPlan {
+	jp := &JSONPlan{
+		Pipeline:    p.Pipeline.Name,
+		Description: p.Pipeline.Description,
+		Order:       p.Order,
+		Repetitions: p.Pipeline.Repetitions,
+		Axes:        []JSONAxis{},
+		Trials:      []JSONTrial{},
+		Steps:       []JSONStep{},
+	}
+	if p.Order == "random" {
+		jp.Seed = p.Seed
+	}
+	if len(p.Trials) > 0 {
+		max := 0
+		for _, t := range p.Trials {
+			if t.Repetition > max {
+				max = t.Repetition
+			}
+		}
+		jp.Repetitions = max
+	}
+	for _, a := range p.Axes {
+		ja := JSONAxis{Name: a.Name}
+		for _, v := range a.Values {
+			ja.Values = append(ja.Values, GoValue(v))
+		}
+		jp.Axes = append(jp.Axes, ja)
+	}
+	for _, t := range p.Trials {
+		jt := JSONTrial{ID: t.ID, Index: t.Index, Cell: t.Cell, Repetition: t.Repetition,
+			Params: map[string]any{}, Services: []JSONService{}, Steps: map[string]map[string]any{}}
+		for _, pr := range t.Params {
+			jt.Params[pr.Name] = GoValue(pr.Value)
+		}
+		te := p.NewTrialEval(t, true)
+		for i, s := range p.Pipeline.Services {
+			js := JSONService{Name: s.Name}
+			if i < len(t.Services) {
+				ts := t.Services[i]
+				js.Provider, js.ProviderType, js.Reuse = ts.Provider, ts.ProviderType, ts.Reuse
+			}
+			ports, _ := te.Ports(s)
+			listen := map[string]int{}
+			for _, pc := range ports {
+				n, _ := strconv.Atoi(pc.Host)
+				if pc.Container > 0 && n == 0 {
+					n = pc.Container
+				}
+				listen[pc.Name] = n
+			}
+			if cfg, d := te.Service(s, Self(s.Name, "${self.dir}", listen)); !d.HasErrors() {
+				js.Config = structMap(reflect.ValueOf(cfg).Elem())
+			}
+			jt.Services = append(jt.Services, js)
+		}
+		for _, st := range p.Pipeline.Steps {
+			if cfg, d := te.Step(st); !d.HasErrors() {
+				jt.Steps[st.Addr()] = structMap(reflect.ValueOf(cfg).Elem())
+			}
+		}
+		jp.Trials = append(jp.Trials, jt)
+	}
+	for _, n := range p.Steps {
+		js := JSONStep{Address: n.Addr(), Kind: n.Step.Kind, Name: n.Step.Name, DependsOn: n.Deps, During: n.During}
+		if js.DependsOn == nil {
+			js.DependsOn = []string{}
+		}
+		jp.Steps = append(jp.Steps, js)
+	}
+	return jp
+}
+
+var exprType = reflect.TypeOf((*hcl.Expression)(nil)).Elem()
+var ctyValueType = reflect.TypeOf(cty.Value{})
+
+// structMap turns a decoded config struct into a map keyed by hcl tag
+// names, leaving out zero values and expressions.
+func structMap(v reflect.Value) map[string]any {
+	out := map[string]any{}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("hcl")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" || f.Type == exprType || strings.Contains(tag, ",label") {
+			continue
+		}
+		if x := plainValue(v.Field(i)); x != nil {
+			out[name] = x
+		}
+	}
+	return out
+}
+
+func plainValue(fv reflect.Value) any {
+	if fv.Type() == ctyValueType {
+		cv := fv.Interface().(cty.Value)
+		if cv == cty.NilVal || cv.IsNull() {
+			return nil
+		}
+		return GoValue(cv)
+	}
+	switch fv.Kind() {
+	case reflect.Pointer:
+		if fv.IsNil() {
+			return nil
+		}
+		if fv.Elem().Kind() == reflect.Struct {
+			return structMap(fv.Elem())
+		}
+		return fv.Elem().Interface()
+	case reflect.Slice:
+		if fv.Len() == 0 {
+			return nil
+		}
+		var items []any
+		for j := 0; j < fv.Len(); j++ {
+			e := fv.Index(j)
+			if e.Kind() == reflect.Struct {
+				m := structMap(e)
+				// keep the label
+				for k := 0; k < e.NumField(); k++ {
+					if tag := e.Type().Field(k).Tag.Get("hcl"); strings.HasSuffix(tag, ",label") {
+						n, _, _ := strings.Cut(tag, ",")
+						m[n] = e.Field(k).Interface()
+					}
+				}
+				items = append(items, m)
+			} else {
+				items = append(items, e.Interface())
+			}
+		}
+		return items
+	case reflect.Map:
+		if fv.Len() == 0 {
+			return nil
+		}
+		return fv.Interface()
+	case reflect.Struct:
+		return structMap(fv)
+	default:
+		if fv.IsZero() {
+			return nil
+		}
+		return fv.Interface()
+	}
+}
+
+// WriteJSON prints the plan as indented JSON.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p.JSON())
+}
+
+// WriteText prints the plan for people: trials in execution order, then
+// the step DAG.
+func (p *Plan) WriteText(w io.Writer) error {
+	pp := p.Pipeline
+	fmt.Fprintf(w, "Pipeline %q", pp.Name)
+	if pp.Description != "" {
+		fmt.Fprintf(w, ": %s", pp.Description)
+	}
+	fmt.Fprintln(w)
+	cells := len(p.Cells)
+	reps := 0
+	if cells > 0 {
+		reps = len(p.Trials) / cells
+	}
+	order := p.Order
+	if order == "random" {
+		order = fmt.Sprintf("random, seed %d", p.Seed)
+	}
+	fmt.Fprintf(w, "%d trials = %d matrix cells × %d repetitions, order %s\n\n", len(p.Trials), cells, reps, order)
+
+	// Trials table.
+	header := []string{"#", "trial"}
+	for _, a := range p.Axes {
+		header = append(header, a.Name)
+	}
+	header = append(header, "services")
+	rows := [][]string{header}
+	for _, t := range p.Trials {
+		row := []string{strconv.Itoa(t.Index + 1), t.ID}
+		for _, pr := range t.Params {
+			row = append(row, ValueString(pr.Value))
+		}
+		var svcs []string
+		for _, s := range t.Services {
+			x := fmt.Sprintf("%s@%s(%s)", s.Name, s.Provider, s.ProviderType)
+			if s.Reuse {
+				x += " kept running"
+			}
+			svcs = append(svcs, x)
+		}
+		row = append(row, strings.Join(svcs, ", "))
+		rows = append(rows, row)
+	}
+	writeTable(w, rows)
+
+	fmt.Fprintln(w, "\nSteps (each trial):")
+	fmt.Fprintln(w, "  provision  services:", p.serviceNames())
+	for _, n := range p.Steps {
+		switch {
+		case n.During != "":
+			fmt.Fprintf(w, "  %-28s runs during %s\n", n.Addr(), n.During)
+		case len(n.Deps) > 0:
+			fmt.Fprintf(w, "  %-28s after %s\n", n.Addr(), strings.Join(n.Deps, ", "))
+		default:
+			fmt.Fprintf(w, "  %-28s after provisioning\n", n.Addr())
+		}
+	}
+	fmt.Fprintln(w, "  teardown   everything provisioned or changed, in reverse order")
+	return nil
+}
+
+func (p *Plan) serviceNames() string {
+	var s []string
+	for _, sv := range p.Pipeline.Services {
+		s = append(s, sv.Name)
+	}
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return strings.Join(s, ", ")
+}
+
+func writeTable(w io.Writer, rows [][]string) {
+	widths := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			if len(c) > widths[i] {
+				widths[i] = len(c)
+			}
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		b.WriteString("  ")
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+			} else {
+				b.WriteString(c + strings.Repeat(" ", widths[i]-len(c)+2))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

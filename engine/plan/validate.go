@@ -1,0 +1,387 @@
+package plan
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+func levenshteinDistance(a, b string) int { return levenshtein.Distance(a, b, nil) }
+
+// attrRange returns the range of an attribute's value, or of the body.
+func attrRange(body hcl.Body, name string) *hcl.Range {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		if a, ok := sb.Attributes[name]; ok {
+			return a.Expr.Range().Ptr()
+		}
+		return sb.SrcRange.Ptr()
+	}
+	return nil
+}
+
+func attrErr(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: attrRange(body, name)}
+}
+
+// ParseDuration parses a Go duration ("30s", "1m30s") or a bare number of
+// seconds ("30").
+func ParseDuration(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 30s, 2m)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
+
+var sizeRe = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$`)
+
+// ParseSize parses a byte size: 6, 4KiB, 1MiB, 2.5MiB, 1k (=1024), 1KB (=1000).
+func ParseSize(s string) (int64, error) {
+	m := sizeRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size (examples: 6, 4KiB, 1MiB)", s)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	mult := map[string]float64{
+		"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1e3, "m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	}[strings.ToLower(m[2])]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q has an unknown unit %q (use B, KiB, MiB, GiB, KB, MB, GB)", s, m[2])
+	}
+	return int64(n * mult), nil
+}
+
+// ParseCPUList parses "0", "1-3", "0,2-3".
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q is not a CPU list (examples: 0, 1-3, 0,2)", s)
+		}
+		b := a
+		if isRange {
+			b, err = strconv.Atoi(hi)
+			if err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a CPU list (examples: 0, 1-3, 0,2)", s)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func seededBytes(name string, n int64) []byte {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 42))
+	b := make([]byte, n)
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for i := len(b) &^ 7; i < len(b); i++ {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+func validateService(cfg *pipeline.ServiceConfig, s *pipeline.Service) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if cfg.Image == "" && len(cfg.Command) == 0 {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Nothing to run",
+			Detail: fmt.Sprintf("Service %q needs an image (container providers) or a command (local provider).", s.Name), Subject: s.DeclRange.Ptr()})
+	}
+	if cfg.Replicas < 0 {
+		diags = append(diags, attrErr(s.Body, "replicas", "Invalid replicas", "replicas must be 0 or more."))
+	}
+	seen := map[string]bool{}
+	for _, f := range cfg.Files {
+		if seen[f.Name] || f.Name == "" || strings.ContainsAny(f.Name, "/\\") || f.Name == "." || f.Name == ".." {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file name",
+				Detail: fmt.Sprintf("File %q: names must be unique plain file names (no slashes); use mount = … for the path inside a container.", f.Name), Subject: fileRange(s, f.Name)})
+		}
+		seen[f.Name] = true
+		if f.Mode != "" {
+			if _, err := strconv.ParseUint(f.Mode, 8, 32); err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file mode",
+					Detail: fmt.Sprintf("File %q: mode must be octal like \"0644\", not %q.", f.Name, f.Mode), Subject: fileRange(s, f.Name)})
+			}
+		}
+	}
+	if h := cfg.Health; h != nil {
+		for name, v := range map[string]string{"timeout": h.Timeout, "interval": h.Interval} {
+			if v != "" {
+				if _, err := ParseDuration(v); err != nil {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid duration",
+						Detail: fmt.Sprintf("health %s: %s.", name, err), Subject: s.DeclRange.Ptr()})
+				}
+			}
+		}
+		if h.HTTP != "" && !strings.HasPrefix(h.HTTP, "/") {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid health check",
+				Detail: fmt.Sprintf("health http must be a path starting with /, not %q.", h.HTTP), Subject: s.DeclRange.Ptr()})
+		}
+		if h.Port != "" {
+			found := false
+			for _, p := range cfg.Ports {
+				found = found || p.Name == h.Port
+			}
+			if !found {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown port",
+					Detail: fmt.Sprintf("health port %q is not a port block of service %q.", h.Port, s.Name), Subject: s.DeclRange.Ptr()})
+			}
+		}
+	}
+	return diags
+}
+
+func checkDuration(body hcl.Body, name, v string) *hcl.Diagnostic {
+	if v == "" {
+		return nil
+	}
+	if _, err := ParseDuration(v); err != nil {
+		return attrErr(body, name, "Invalid duration", err.Error()+".")
+	}
+	return nil
+}
+
+func checkURL(body hcl.Body, name, v string) *hcl.Diagnostic {
+	if v == "" || strings.Contains(v, "${") {
+		return nil // placeholder: known after provisioning
+	}
+	if strings.HasPrefix(v, "unix:") {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return attrErr(body, name, "Invalid URL", fmt.Sprintf("%q is not an http:// or https:// URL (or unix:/path.sock:/path).", v))
+	}
+	return nil
+}
+
+func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(d *hcl.Diagnostic) {
+		if d != nil {
+			diags = append(diags, d)
+		}
+	}
+	body := st.Body
+	switch c := cfg.(type) {
+	case *pipeline.LoadConfig:
+		add(checkDuration(body, "duration", c.Duration))
+		add(checkDuration(body, "timeout", c.Timeout))
+		add(checkDuration(body, "interval", c.Interval))
+		add(checkURL(body, "target", c.Target))
+		if c.Target == "" && len(c.URLs) == 0 {
+			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
+				Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})
+		}
+		if c.Target != "" && len(c.URLs) > 0 {
+			add(attrErr(body, "target", "Conflicting targets", "Use either target or url blocks, not both."))
+		}
+		for _, u := range c.URLs {
+			if u.Weight < 0 {
+				add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid weight", Detail: "url weights must be 0 or more.", Subject: st.DeclRange.Ptr()})
+			}
+		}
+		if c.Connections < 0 || c.Connections > 1000000 {
+			add(attrErr(body, "connections", "Invalid connections", fmt.Sprintf("connections must be between 1 and 1000000, not %d.", c.Connections)))
+		}
+		if c.Threads < 0 || c.Threads > 4096 {
+			add(attrErr(body, "threads", "Invalid threads", fmt.Sprintf("threads must be between 1 and 4096, not %d.", c.Threads)))
+		}
+		if c.Requests < 0 {
+			add(attrErr(body, "requests", "Invalid requests", "requests must be 0 (unbounded) or more."))
+		}
+		if c.Rate < 0 {
+			add(attrErr(body, "rate", "Invalid rate", "rate must be 0 (closed loop) or a number of requests per second."))
+		}
+		if c.Body != "" && c.BodyFile != "" {
+			add(attrErr(body, "body_file", "Conflicting body", "Use either body or body_file, not both."))
+		}
+	case *pipeline.TuneConfig:
+		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
+			if kv.v != "" {
+				if _, err := ParseCPUList(kv.v); err != nil {
+					add(attrErr(body, kv.name, "Invalid CPU list", err.Error()+"."))
+				}
+			}
+		}
+		if c.Nice != nil && (*c.Nice < -20 || *c.Nice > 19) {
+			add(attrErr(body, "nice", "Invalid nice value", fmt.Sprintf("nice must be between -20 and 19, not %d.", *c.Nice)))
+		}
+		if c.Nofile < 0 {
+			add(attrErr(body, "nofile", "Invalid nofile", "nofile must be a positive number of file descriptors."))
+		}
+		for k := range c.Sysctl {
+			if k == "" || strings.ContainsAny(k, " /\\") && !strings.Contains(k, ".") {
+				add(attrErr(body, "sysctl", "Invalid sysctl name", fmt.Sprintf("%q is not a sysctl name like net.core.somaxconn.", k)))
+			}
+		}
+	case *pipeline.CollectConfig:
+		add(checkDuration(body, "interval", c.Interval))
+		for _, p := range c.Processes {
+			if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
+				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
+					add(attrErr(body, "processes", "Invalid process pattern", fmt.Sprintf("%s: %s.", p, err)))
+				}
+			}
+		}
+	case *pipeline.CheckConfig:
+		add(checkURL(body, "url", c.URL))
+		add(checkDuration(body, "timeout", c.Timeout))
+		if c.BodyMatches != "" {
+			if _, err := regexp.Compile(c.BodyMatches); err != nil {
+				add(attrErr(body, "body_matches", "Invalid regular expression", err.Error()+"."))
+			}
+		}
+		if c.Status != 0 && (c.Status < 100 || c.Status > 599) {
+			add(attrErr(body, "status", "Invalid status", fmt.Sprintf("status must be an HTTP status code, not %d.", c.Status)))
+		}
+	case *pipeline.ExecConfig:
+		add(checkDuration(body, "timeout", c.Timeout))
+		if len(c.Command) == 0 {
+			add(attrErr(body, "command", "Empty command", "command needs at least the program to run."))
+		}
+	case *pipeline.ProvisionConfig:
+		if len(c.Services) == 0 {
+			add(attrErr(body, "services", "No services", "A provision step names at least one service."))
+		}
+	}
+	return diags
+}
+
+// checkServices validates references between blocks (var, local, matrix,
+// service, self) so mistakes are reported with suggestions, once.
+func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	names := func(kind string) []string {
+		var out []string
+		switch kind {
+		case "var":
+			for _, v := range p.Variables {
+				out = append(out, v.Name)
+			}
+		case "local":
+			for _, l := range p.Locals {
+				out = append(out, l.Name)
+			}
+		case "matrix":
+			for _, a := range p.Matrix.Axes {
+				out = append(out, a.Name)
+			}
+		case "service":
+			for _, s := range p.Services {
+				out = append(out, s.Name)
+			}
+		}
+		return out
+	}
+	declared := map[string]map[string]bool{}
+	for _, k := range []string{"var", "local", "matrix", "service"} {
+		declared[k] = map[string]bool{}
+		for _, n := range names(k) {
+			declared[k][n] = true
+		}
+	}
+	roots := []string{"var", "local", "matrix", "service", "step", "trial", "benchflow", "self"}
+	what := map[string]string{"var": "input variable", "local": "local value", "matrix": "matrix axis", "service": "service"}
+	check := func(tr hcl.Traversal, allowSelf bool, ctxName string) {
+		root := tr.RootName()
+		switch root {
+		case "var", "local", "matrix", "service":
+			if len(tr) < 2 {
+				return
+			}
+			a, ok := tr[1].(hcl.TraverseAttr)
+			if !ok {
+				return
+			}
+			if !declared[root][a.Name] {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+					Summary: "Reference to undeclared " + what[root],
+					Detail:  fmt.Sprintf("%s.%s is not declared.%s", root, a.Name, Suggest(a.Name, names(root))),
+					Subject: tr.SourceRange().Ptr()})
+			}
+		case "self":
+			if !allowSelf {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference to self",
+					Detail: "self.* (dir, port, name) is only available inside a service block.", Subject: tr.SourceRange().Ptr()})
+			}
+		case "step", "trial", "benchflow":
+		default:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown variable",
+				Detail:  fmt.Sprintf("There is no variable named %q in %s.%s Available: %s.", root, ctxName, Suggest(root, roots), strings.Join(roots, ", ")),
+				Subject: tr.SourceRange().Ptr()})
+		}
+	}
+	for _, s := range p.Services {
+		for attr, trs := range bodyTraversals(s.Body) {
+			for _, tr := range trs {
+				check(tr, true, "service "+s.Name)
+				if tr.RootName() == "service" {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Service refers to a service",
+						Detail:  fmt.Sprintf("Service %q argument %q refers to another service; services are provisioned independently. Pass addresses to steps instead.", s.Name, attr),
+						Subject: tr.SourceRange().Ptr()})
+				}
+			}
+		}
+	}
+	for _, st := range p.Steps {
+		for _, trs := range bodyTraversals(st.Body) {
+			for _, tr := range trs {
+				check(tr, false, "step "+st.Addr())
+			}
+		}
+	}
+	for _, pv := range p.Providers {
+		for _, trs := range bodyTraversals(pv.Config) {
+			for _, tr := range trs {
+				check(tr, false, "provider "+pv.Name)
+				if tr.RootName() == "service" {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Provider refers to a service",
+						Detail: "Provider blocks are evaluated before services exist.", Subject: tr.SourceRange().Ptr()})
+				}
+			}
+		}
+	}
+	for _, l := range p.Locals {
+		for _, tr := range l.Expr.Variables() {
+			check(tr, false, "locals")
+			if r := tr.RootName(); r == "service" || r == "step" {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference in local value",
+					Detail: "Local values are evaluated before services exist; use var, matrix, trial and other locals.", Subject: tr.SourceRange().Ptr()})
+			}
+		}
+	}
+	return diags
+}
