@@ -1,0 +1,94 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// GC stops the service processes a crashed run left behind: every process
+// whose environment holds BENCHFLOW_RUN (equal to runID when runID is not
+// empty) and BENCHFLOW_SERVICE, except benchflow itself and its own process
+// group, and the rest of its process group when the group's leader is
+// such a process or gone. They get SIGTERM, and SIGKILL two seconds later. It returns one line per process found. Processes of other users
+// are only visible to root.
+func GC(ctx context.Context, runID string) ([]string, error) {
+	table, err := processTable()
+	if err != nil {
+		return nil, fmt.Errorf("collecting local processes: %w", err)
+	}
+	self := os.Getpid()
+	selfPgid := syscall.Getpgrp()
+	alive := map[int]bool{}
+	for _, p := range table {
+		if p.state != 'Z' {
+			alive[p.pid] = true
+		}
+	}
+	marked := map[int]bool{}
+	groups := map[int]bool{}
+	var found []string
+	for _, p := range table {
+		if p.pid == self || p.pgid == selfPgid || p.state == 'Z' {
+			continue
+		}
+		run, ok := environValue(p.pid, EnvRun)
+		svc, ok2 := environValue(p.pid, EnvService)
+		if !ok || !ok2 || (runID != "" && run != runID) {
+			continue
+		}
+		found = append(found, fmt.Sprintf("process %d (%s) of service %q, run %s", p.pid, p.comm, svc, run))
+		marked[p.pid] = true
+		groups[p.pgid] = true
+	}
+	// A group is the service's when its leader is marked or gone (killed
+	// with benchflow by Pdeathsig): its unmarked members are then workers
+	// that dropped the environment (nginx does).
+	for g := range groups {
+		if alive[g] && !marked[g] {
+			delete(groups, g)
+		}
+	}
+	for pid := range marked {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	for g := range groups {
+		syscall.Kill(-g, syscall.SIGTERM)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	for pid := range marked {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for g := range groups {
+		syscall.Kill(-g, syscall.SIGKILL)
+	}
+	return found, nil
+}
+
+// environValue reads one variable of a process's environment.
+func environValue(pid int, key string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(key + "=")
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v), true
+		}
+	}
+	return "", false
+}
