@@ -1,0 +1,291 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/benchflow/benchflow/providers"
+)
+
+// cleanupTimeout bounds the teardown Provision runs itself after a failure.
+const cleanupTimeout = 90 * time.Second
+
+// podsGoneTimeout bounds how long Teardown waits for the pods to exit.
+const podsGoneTimeout = gracePeriod*time.Second + 40*time.Second
+
+// Deployment is one service provisioned on the cluster. Teardown deletes
+// what Provision created in reverse order.
+type Deployment struct {
+	p    *Provider
+	cs   kubernetes.Interface
+	objs *objects
+	logf func(format string, args ...any)
+
+	nsHeld   bool
+	endpoint providers.Endpoint
+	fwd      forwarder
+	ingress  string // the ingress address from its status, host only
+
+	once  sync.Once
+	tdErr error
+}
+
+// Provision creates the service's objects, waits for the rollout and opens
+// the way in chosen by expose. On error (including a cancelled ctx) it
+// deletes whatever it created before returning.
+func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionRequest) (providers.Deployment, error) {
+	name := req.Service.Name
+	o, err := p.cfg.build(req)
+	if err != nil {
+		return nil, fmt.Errorf("provisioning %q: %w", name, err)
+	}
+	cs, err := p.clientset()
+	if err != nil {
+		return nil, fmt.Errorf("provisioning %q: %w", name, err)
+	}
+	logf := req.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	d := &Deployment{p: p, cs: cs, objs: o, logf: logf}
+	if err := d.provision(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if terr := d.Teardown(cctx); terr != nil {
+			err = errors.Join(err, fmt.Errorf("cleaning up: %w", terr))
+		}
+		return nil, fmt.Errorf("provisioning %q in namespace %q: %w", name, o.ns, err)
+	}
+	return d, nil
+}
+
+func (d *Deployment) provision(ctx context.Context) error {
+	o := d.objs
+	if o.Namespace != nil {
+		d.nsHeld = true
+		if err := d.p.acquireNamespace(ctx, d.cs, o.Namespace); err != nil {
+			return err
+		}
+	}
+	api := &apiObjects{cs: d.cs, ns: o.ns}
+	for _, obj := range o.list() {
+		if obj == o.Namespace {
+			continue
+		}
+		kind, name := kindName(obj)
+		d.logf("k8s: creating %s %s/%s", kind, o.ns, name)
+		if err := api.create(ctx, obj); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %q: %w (left by an earlier run? `benchflow gc` removes leftovers)", kind, name, err)
+			}
+			return fmt.Errorf("creating %s %q: %w", kind, name, err)
+		}
+	}
+	d.logf("k8s: waiting for %s/%s to be ready (up to %s)", o.ns, o.name, d.p.cfg.readyTimeout)
+	if err := d.waitReady(ctx); err != nil {
+		return err
+	}
+	return d.expose(ctx)
+}
+
+// Endpoint is where the service answers from the benchflow host.
+func (d *Deployment) Endpoint() providers.Endpoint { return d.endpoint }
+
+// Namespace is where the service's objects live.
+func (d *Deployment) Namespace() string { return d.objs.ns }
+
+// Teardown closes the port-forward, deletes the Ingress, Service,
+// Deployment, pods and ConfigMap, waits (bounded) for the pods to exit and
+// deletes the run's namespace once its last service is gone. It is safe
+// after a partial Provision and runs once; later calls return the first
+// result.
+func (d *Deployment) Teardown(ctx context.Context) error {
+	d.once.Do(func() { d.tdErr = d.teardown(ctx) })
+	return d.tdErr
+}
+
+func (d *Deployment) teardown(ctx context.Context) error {
+	o := d.objs
+	var errs []error
+	if d.fwd != nil {
+		d.fwd.Close()
+	}
+	api := &apiObjects{cs: d.cs, ns: o.ns}
+	objs := o.list()
+	for i := len(objs) - 1; i >= 0; i-- {
+		obj := objs[i]
+		if obj == o.Namespace {
+			continue
+		}
+		kind, name := kindName(obj)
+		d.logf("k8s: deleting %s %s/%s", kind, o.ns, name)
+		if err := api.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s %q: %w", kind, name, err))
+		}
+		if obj == o.Deployment {
+			if err := d.deletePods(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if d.nsHeld {
+		if err := d.p.releaseNamespace(ctx, d.cs, o.ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tearing down %q in namespace %q: %w", o.name, o.ns, err)
+	}
+	return nil
+}
+
+// deletePods deletes the trial's pods (the Deployment's garbage collection
+// would too, later) and waits for them to be gone, so the next trial does
+// not share the node with exiting pods.
+func (d *Deployment) deletePods(ctx context.Context) error {
+	sel := metav1.ListOptions{LabelSelector: selectorString(d.objs.selector)}
+	pods := d.cs.CoreV1().Pods(d.objs.ns)
+	list, err := pods.List(ctx, sel)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	var errs []error
+	for _, pod := range list.Items {
+		if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %q: %w", pod.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	wctx, cancel := context.WithTimeout(ctx, podsGoneTimeout)
+	defer cancel()
+	for {
+		list, err := pods.List(wctx, sel)
+		if err == nil && len(list.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			if err == nil {
+				var names []string
+				for _, p := range list.Items {
+					names = append(names, p.Name)
+				}
+				d.logf("k8s: pods still exiting after %s: %s", podsGoneTimeout, strings.Join(names, ", "))
+			}
+			return nil
+		case <-time.After(d.p.pollInterval):
+		}
+	}
+}
+
+// Namespaces per run are shared by the services of a trial; the last one
+// torn down deletes it. The count is per process and per cluster.
+var nsUsers = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// acquireNamespace makes sure the run's namespace exists and counts one
+// more user of it. A namespace still terminating from the previous trial is
+// waited for (bounded by ready_timeout) and created again.
+func (p *Provider) acquireNamespace(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace) error {
+	nsUsers.Lock()
+	nsUsers.n[p.key+"/"+ns.Name]++
+	nsUsers.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.readyTimeout)
+	defer cancel()
+	for {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, ns.DeepCopy(), metav1.CreateOptions{})
+		if err == nil || !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("creating namespace %q: %w", ns.Name, err)
+			}
+			return nil
+		}
+		cur, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // deleted in between: create it again
+		case err != nil:
+			return fmt.Errorf("reading namespace %q: %w", ns.Name, err)
+		case cur.DeletionTimestamp == nil && cur.Status.Phase != corev1.NamespaceTerminating:
+			return nil // another service of the run made it
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for namespace %q to finish terminating: %w", ns.Name, ctx.Err())
+		case <-time.After(p.pollInterval):
+		}
+	}
+}
+
+// releaseNamespace counts one user less and deletes the namespace when it
+// was the last. It does not wait for the deletion to finish.
+func (p *Provider) releaseNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	key := p.key + "/" + ns
+	nsUsers.Lock()
+	nsUsers.n[key]--
+	last := nsUsers.n[key] <= 0
+	if last {
+		delete(nsUsers.n, key)
+	}
+	nsUsers.Unlock()
+	if !last {
+		return nil
+	}
+	bg := metav1.DeletePropagationBackground
+	err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %q: %w", ns, err)
+	}
+	return nil
+}
+
+// nodeAddress picks the address of a Ready node: InternalIP, else
+// ExternalIP, else the node's hostname.
+func nodeAddress(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing nodes (set node_address to skip this): %w", err)
+	}
+	items := nodes.Items
+	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+	for _, pass := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
+		for _, n := range items {
+			if !nodeReady(&n) {
+				continue
+			}
+			for _, a := range n.Status.Addresses {
+				if a.Type == pass && a.Address != "" {
+					return a.Address, nil
+				}
+			}
+		}
+	}
+	return "", errors.New("no Ready node has an address (set node_address)")
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
