@@ -1,0 +1,3 @@
+package main
+
+import _ "github.com/benchflow/benchflow/providers/standard" // built-in providers
