@@ -59,7 +59,9 @@ func writeTable[R any](mem memory.Allocator, path, format string, cols []column[
 				parquet.WithCompression(compress.Codecs.Zstd),
 				parquet.WithMaxRowGroupLength(1<<20),
 			)
-			w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+			// The writer closes an io.Closer on Close; the file must stay
+			// open for the fsync, so hide its Close method.
+			w, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
 			if err != nil {
 				return err
 			}
