@@ -25,6 +25,9 @@ type Options struct {
 	// Requester, when set, supplies requests instead of Targets (request
 	// scripts). See the Requester interface.
 	Requester Requester
+	// Tag labels the result ("warm" or "load"); it is copied to
+	// Result.Tag so warm-up results are never mistaken for measurements.
+	Tag string
 }
 
 // Target is one request template; several targets are picked by weight.
@@ -75,6 +78,23 @@ type Result struct {
 	Warning     string        // e.g. "achieved 812 req/s, below 95% of -R 1000"
 	Connections int
 	Threads     int
+
+	// Tag is Options.Tag ("warm" or "load").
+	Tag string
+	// Targets are the URLs the load was sent to.
+	Targets []string
+	// Close reports a new connection per request (--close).
+	Close bool
+	// ErrorSample holds the first error message seen per class of ErrorsBy
+	// (no entry for "http").
+	ErrorSample map[string]string
+	// MeanBehind is the mean delay of sends behind their intended time
+	// (open loop); LateSends counts sends more than 1 ms late.
+	MeanBehind time.Duration
+	LateSends  int64
+	// Reconnects counts connections re-established in keep-alive mode
+	// (the server closed the previous one, or it failed).
+	Reconnects int64
 }
 
 // Interval is one timeseries row.
@@ -84,6 +104,9 @@ type Interval struct {
 	Errors   int64
 	Bytes    int64
 	Latency  *hdrhistogram.Histogram
+	// Duration is the interval's length: Options.Interval, except for the
+	// last one, which ends with the load.
+	Duration time.Duration
 }
 
 // RPS is requests per second over the measured phase.
@@ -93,3 +116,7 @@ func (r *Result) RPS() float64 {
 	}
 	return float64(r.Requests) / r.Duration.Seconds()
 }
+
+// Achieved reports whether an open-loop load held its target rate (at least
+// 95% of it); closed loops always do.
+func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+func init() {
+	var (
+		opts                         load.Options
+		duration, timeout            string
+		headers                      []string
+		method, body, bodyFile, out  string
+		latency, jsonOut, closeConns bool
+	)
+	cmd := &cobra.Command{
+		Use:   "load URL[@WEIGHT]...",
+		Short: "Drive HTTP load at a URL, like wrk (closed loop) or wrk2 (-R, open loop)",
+		Long: `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
+in wrk's shape ("Requests/sec:", and with --latency the percentile lines).
+
+Closed loop (default, like wrk and ab): -c connections each send a request as
+soon as the previous response arrived, for -d or until -n requests in total.
+
+Open loop (-R, like wrk2 or oha --latency-correction): requests are scheduled
+at -R per second in total, spread over the connections, and latency is
+measured from the time each request should have been sent ("corrected" for
+coordinated omission); the latency from the actual send is reported too. When
+the rate could not be held (below 95% of -R) the summary says so.
+
+Connections are kept alive unless --close (or -H 'Connection: close') asks
+for a new connection per request; connect time is then part of the latency
+and is also reported on its own.
+
+URLs are http://, https:// (certificates are not verified) or
+unix:/path/to.sock:/request-path. Several URLs are picked at random by weight:
+append @N to a URL to give it weight N (default 1).
+
+Exit status is 0 when at least one request succeeded, 1 when every request
+failed (with the reason) or a flag is wrong.`,
+		Example: `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
+  benchflow load -t 2 -c 100 -d 30s --latency http://127.0.0.1:8080/index.html
+  benchflow load -c 16 -R 2000 -d 20s --latency http://127.0.0.1:8080/   # open loop, corrected latency
+  benchflow load -c 4 -n 10000 --close http://127.0.0.1:8080/big.jpg      # new connection per request
+  benchflow load -m POST -H 'Content-Type: application/json' --body '{"a":1}' http://127.0.0.1:8080/api
+  benchflow load http://127.0.0.1:8080/a@3 http://127.0.0.1:8080/b@1      # 75% /a, 25% /b
+  benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
+  benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("load needs at least one URL (e.g. benchflow load -c 64 -d 10s http://127.0.0.1:8080/)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if cmd.Flags().Changed("duration") || opts.Requests == 0 {
+				if opts.Duration, err = parseLoadDuration(duration); err != nil {
+					return fmt.Errorf("-d/--duration: %w", err)
+				}
+			}
+			if opts.Timeout, err = parseLoadDuration(timeout); err != nil {
+				return fmt.Errorf("--timeout: %w", err)
+			}
+			switch {
+			case opts.Connections <= 0:
+				return fmt.Errorf("-c/--connections %d: must be at least 1", opts.Connections)
+			case opts.Threads <= 0:
+				return fmt.Errorf("-t/--threads %d: must be at least 1", opts.Threads)
+			case opts.Requests < 0:
+				return fmt.Errorf("-n/--requests %d: must not be negative", opts.Requests)
+			case opts.Rate < 0:
+				return fmt.Errorf("-R/--rate %g: must not be negative", opts.Rate)
+			case body != "" && bodyFile != "":
+				return errors.New("--body and --body-file are mutually exclusive")
+			}
+			var hs [][2]string
+			for _, h := range headers {
+				k, v, ok := strings.Cut(h, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("-H %q: want 'Name: value'", h)
+				}
+				hs = append(hs, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+			}
+			var payload []byte
+			if body != "" {
+				payload = []byte(body)
+			}
+			if bodyFile != "" {
+				if payload, err = os.ReadFile(bodyFile); err != nil {
+					return fmt.Errorf("--body-file: %w", err)
+				}
+			}
+			for _, a := range args {
+				u, w, err := load.ParseWeightedURL(a)
+				if err != nil {
+					return err
+				}
+				opts.Targets = append(opts.Targets, load.Target{URL: u, Method: strings.ToUpper(method), Headers: hs, Body: payload, Weight: w})
+			}
+			opts.Close = opts.Close || closeConns
+			opts.Tag = "load"
+			opts = load.Defaults(opts)
+			if err := load.Validate(opts); err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			live := !jsonOut && isTerminal(stderr)
+			if live {
+				opts.Progress = func(p load.Progress) {
+					fmt.Fprintf(stderr, "\r  %5.0fs  %d requests  %d errors  %.0f req/s   ", p.Elapsed.Seconds(), p.Requests, p.Errors, p.RPS)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, runErr := load.Run(ctx, opts)
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if res == nil {
+				return runErr
+			}
+			stdout := cmd.OutOrStdout()
+			if jsonOut {
+				err = load.WriteJSON(stdout, res)
+			} else {
+				err = load.WriteText(stdout, res, latency)
+			}
+			if err != nil {
+				return err
+			}
+			if out != "" && runErr == nil {
+				if err := results.WriteLoadFile(out, "load", res); err != nil {
+					return fmt.Errorf("writing %s: %w", out, err)
+				}
+			}
+			if runErr != nil {
+				return runErr
+			}
+			if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
+				return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400", res.Requests)}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.IntVarP(&opts.Connections, "connections", "c", 10, "connections to keep open (`N`)")
+	f.IntVarP(&opts.Threads, "threads", "t", 2, "worker threads (`N`, at most -c)")
+	f.StringVarP(&duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
+	f.Int64VarP(&opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
+	f.Float64VarP(&opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
+	f.StringArrayVarP(&headers, "header", "H", nil, "add a request header ('Name: value'; repeatable)")
+	f.StringVarP(&method, "method", "m", "GET", "request `METHOD`")
+	f.StringVar(&body, "body", "", "request body (`TEXT`)")
+	f.StringVar(&bodyFile, "body-file", "", "request body read from `FILE`")
+	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
+	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
+	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
+	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
+	rootCmd.AddCommand(cmd)
+}
+
+// parseLoadDuration accepts Go durations ("10s", "1m30s") and, like wrk,
+// a bare number of seconds.
+func parseLoadDuration(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q: must not be negative", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a duration like 10s, 2m or 500ms", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q: must not be negative", s)
+	}
+	return d, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# compare-wrk.sh BENCHFLOW_BIN — run wrk and `benchflow load` alternately
+# against Debian's nginx on loopback and print the median ratio of req/s
+# (benchflow / wrk) per case. A ratio >= 1.0 means benchflow is at least as
+# fast as wrk on this machine.
+#
+# Environment: PAIRS (default 5), DURATION (default 5s), CONNS (default 64),
+#   THREADS (default 1), CASES (default "6b 6b-close 1k 1k-close 1m 1m-close"),
+#   NGINX (default /usr/sbin/nginx), WRK (default wrk).
+set -euo pipefail
+
+BF=${1:?usage: compare-wrk.sh path/to/benchflow}
+BF=$(cd "$(dirname "$BF")" && pwd)/$(basename "$BF")
+PAIRS=${PAIRS:-5}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-1}
+CASES=${CASES:-"6b 6b-close 1k 1k-close 1m 1m-close"}
+NGINX=${NGINX:-/usr/sbin/nginx}
+WRK=${WRK:-wrk}
+
+command -v "$WRK" >/dev/null || { echo "compare-wrk: wrk not found (apt-get install wrk)" >&2; exit 1; }
+[ -x "$NGINX" ] || { echo "compare-wrk: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
+[ -x "$BF" ] || { echo "compare-wrk: $BF is not executable (run make build)" >&2; exit 1; }
+
+DIR=$(mktemp -d /tmp/benchflow-compare.XXXXXX)
+NGINX_PID=
+cleanup() {
+	if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+		kill "$NGINX_PID" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -rf "$DIR"
+}
+trap cleanup EXIT INT TERM
+
+# A free loopback port: bind to 0 and read what the kernel picked.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+
+mkdir -p "$DIR/www" "$DIR/logs"
+printf 'hello\n' >"$DIR/www/6b"
+head -c 1024 /dev/urandom >"$DIR/www/1k"
+head -c 1048576 /dev/urandom >"$DIR/www/1m"
+cat >"$DIR/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $DIR/nginx.pid;
+error_log $DIR/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path $DIR/tmp;
+    proxy_temp_path $DIR/tmp;
+    fastcgi_temp_path $DIR/tmp;
+    uwsgi_temp_path $DIR/tmp;
+    scgi_temp_path $DIR/tmp;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $DIR/www;
+    }
+}
+CONF
+mkdir -p "$DIR/tmp"
+"$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
+NGINX_PID=$!
+for _ in $(seq 50); do
+	curl -fs -o /dev/null "http://127.0.0.1:$PORT/6b" 2>/dev/null && break
+	sleep 0.1
+done
+curl -fs -o /dev/null "http://127.0.0.1:$PORT/6b" || { echo "compare-wrk: nginx did not start:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
+
+rps_of() { awk '/^Requests\/sec:/ {print $2}'; }
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs"
+printf '%-10s %12s %12s %8s\n' case wrk_rps bf_rps ratio
+for c in $CASES; do
+	file=${c%-close}
+	extra=()
+	bfextra=()
+	if [ "$c" != "$file" ]; then
+		extra=(-H 'Connection: close')
+		bfextra=(--close)
+	fi
+	url="http://127.0.0.1:$PORT/$file"
+	ratios=()
+	w_all=()
+	b_all=()
+	for i in $(seq "$PAIRS"); do
+		w=$("$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url" | rps_of)
+		b=$("$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "$url" | rps_of)
+		w_all+=("$w")
+		b_all+=("$b")
+		ratios+=("$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}')")
+	done
+	wm=$(printf '%s\n' "${w_all[@]}" | median)
+	bm=$(printf '%s\n' "${b_all[@]}" | median)
+	rm_=$(printf '%s\n' "${ratios[@]}" | median)
+	printf '%-10s %12.0f %12.0f %8.3f   (pair ratios: %s)\n' "$c" "$wm" "$bm" "$rm_" "${ratios[*]}"
+done

@@ -1,0 +1,324 @@
+package load
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Error classes, in the order they are reported.
+const (
+	classConnect = iota
+	classTimeout
+	classRead
+	classWrite
+	classParse
+	classHTTP
+	numClasses
+)
+
+// ErrorClasses are the keys of Result.ErrorsBy, in report order.
+var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http"}
+
+// maxStatus bounds the status codes counted (three digits).
+const maxStatus = 1000
+
+// conn is one connection slot: a goroutine that sends a request, reads the
+// response and records it, forever (closed loop) or on a schedule (open
+// loop). Everything it records lives in the slot and is read by the
+// interval collector under mu, which only the slot and the collector take,
+// so it is never contended per request.
+type conn struct {
+	r     *runner
+	id    int
+	ncs   []net.Conn // one per endpoint, nil until dialed
+	cur   int        // endpoint the reader is attached to, -1 for none
+	rd    *reader
+	rng   uint64
+	quota int64 // requests left from the last claim (-n)
+
+	// Open loop: intended send times as offsets from runner.start.
+	period time.Duration
+	next   time.Duration
+	timer  *time.Timer
+
+	mu         sync.Mutex
+	active     net.Conn // the connection in use, for interruption
+	lat, unc   *hdrhistogram.Histogram
+	connect    *hdrhistogram.Histogram
+	ival       *hdrhistogram.Histogram
+	requests   int64
+	errors     int64
+	bytes      int64
+	status     [maxStatus]int64
+	errs       [numClasses]int64
+	errSample  [numClasses]string
+	maxBehind  time.Duration
+	sumBehind  time.Duration
+	lateSends  int64
+	reconnects int64
+}
+
+// outcome of one exchange.
+type outcome struct {
+	status  int
+	class   int // valid when err != nil
+	err     error
+	connect time.Duration // > 0 when a connection was established
+}
+
+func (c *conn) loop(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer c.closeAll()
+	r := c.r
+	for {
+		if r.stop.Load() {
+			return
+		}
+		if r.bounded {
+			if c.quota == 0 {
+				if c.quota = r.claim(); c.quota == 0 {
+					return
+				}
+			}
+			c.quota--
+		}
+		var intended time.Duration
+		if r.openLoop {
+			intended = c.next
+			c.next += c.period
+			if r.hasEnd && intended >= r.endOff {
+				return
+			}
+			if d := intended - time.Since(r.start); d > 0 && !c.sleep(d) {
+				return
+			}
+		}
+		req := &r.reqs[c.pick()]
+		sent := time.Since(r.start)
+		o, sentAfterDial := c.exchange(req, sent)
+		if !r.opts.Close {
+			sent = sentAfterDial // keep-alive: connect time is not latency
+		}
+		done := time.Since(r.start)
+		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
+			return // in flight when the load ended: not measured
+		}
+		if !r.openLoop {
+			intended = sent
+		}
+		c.record(req, o, intended, sent, done)
+	}
+}
+
+// exchange sends one request and reads its response, dialing first when
+// needed. It returns the send time after any dial.
+func (c *conn) exchange(req *request, sent time.Duration) (o outcome, _ time.Duration) {
+	r := c.r
+	e := req.endpoint
+	nc := c.ncs[e]
+	if nc == nil {
+		var err error
+		nc, err = r.dial(e)
+		now := time.Since(r.start)
+		if err != nil {
+			o.class, o.err = classConnect, err
+			if isTimeout(err) && !r.stop.Load() {
+				o.class = classTimeout
+			}
+			return o, now
+		}
+		o.connect = now - sent
+		c.ncs[e] = nc
+		c.cur = -1
+		sent = now
+		c.mu.Lock()
+		c.active = nc
+		c.mu.Unlock()
+	}
+	if c.cur != e {
+		c.rd.reset(nc)
+		c.cur = e
+		c.mu.Lock()
+		c.active = nc
+		c.mu.Unlock()
+	}
+	deadline := r.startWall.Add(sent + r.opts.Timeout)
+	if r.hasEnd && deadline.After(r.endWall) {
+		deadline = r.endWall
+	}
+	if err := nc.SetDeadline(deadline); err != nil {
+		c.drop(e)
+		o.class, o.err = classWrite, err
+		return o, sent
+	}
+	if r.stop.Load() {
+		c.drop(e)
+		o.class, o.err = classWrite, errStopped
+		return o, sent
+	}
+	if _, err := nc.Write(req.raw); err != nil {
+		c.drop(e)
+		o.class, o.err = classify(err, classWrite), err
+		return o, sent
+	}
+	resp, err := c.rd.readResponse(req.head)
+	if err != nil {
+		c.drop(e)
+		o.class, o.err = classify(err, classRead), err
+		return o, sent
+	}
+	o.status = resp.status
+	if resp.close || r.opts.Close {
+		c.drop(e)
+	}
+	return o, sent
+}
+
+var errStopped = errors.New("load stopped")
+
+// classify maps an I/O error to its class; fallback is the phase's class.
+func classify(err error, fallback int) int {
+	var pe *parseError
+	switch {
+	case errors.As(err, &pe):
+		return classParse
+	case isTimeout(err):
+		return classTimeout
+	}
+	return fallback
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// drop closes the connection to endpoint e.
+func (c *conn) drop(e int) {
+	if nc := c.ncs[e]; nc != nil {
+		nc.Close()
+		c.ncs[e] = nil
+		if c.cur == e {
+			c.cur = -1
+		}
+		c.mu.Lock()
+		if c.active == nc {
+			c.active = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *conn) closeAll() {
+	for e := range c.ncs {
+		c.drop(e)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// sleep waits d or until the load stops; false means stopped.
+func (c *conn) sleep(d time.Duration) bool {
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	select {
+	case <-c.timer.C:
+		return true
+	case <-c.r.stopCh:
+		return false
+	}
+}
+
+// pick chooses a request by weight (xorshift; no shared state).
+func (c *conn) pick() int {
+	r := c.r
+	if len(r.reqs) == 1 {
+		return 0
+	}
+	c.rng ^= c.rng << 13
+	c.rng ^= c.rng >> 7
+	c.rng ^= c.rng << 17
+	n := int(c.rng % uint64(r.totalWeight))
+	for i, w := range r.cum {
+		if n < w {
+			return i
+		}
+	}
+	return len(r.reqs) - 1
+}
+
+// record adds one exchange to the slot's measurements.
+func (c *conn) record(req *request, o outcome, intended, sent, done time.Duration) {
+	r := c.r
+	c.mu.Lock()
+	c.bytes += c.rd.nread
+	c.rd.nread = 0
+	if o.connect > 0 {
+		c.connect.RecordValue(r.clamp(o.connect))
+		if !r.opts.Close {
+			c.reconnects++
+		}
+	}
+	if o.err != nil {
+		c.errors++
+		c.errs[o.class]++
+		if c.errSample[o.class] == "" {
+			c.errSample[o.class] = o.err.Error()
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.requests++
+	lat := r.clamp(done - intended)
+	c.lat.RecordValue(lat)
+	c.ival.RecordValue(lat)
+	if r.openLoop {
+		c.unc.RecordValue(r.clamp(done - sent))
+		if behind := sent - intended; behind > 0 {
+			c.sumBehind += behind
+			if behind > c.maxBehind {
+				c.maxBehind = behind
+			}
+			if behind > time.Millisecond {
+				c.lateSends++
+			}
+		}
+	}
+	if o.status < maxStatus {
+		c.status[o.status]++
+	}
+	if o.status >= 400 {
+		c.errors++
+		c.errs[classHTTP]++
+	}
+	c.mu.Unlock()
+}
+
+// interrupt unblocks the slot's I/O (called when the load is cancelled).
+func (c *conn) interrupt() {
+	c.mu.Lock()
+	if c.active != nil {
+		c.active.SetDeadline(time.Unix(1, 0))
+	}
+	c.mu.Unlock()
+}
+
+// dialTLS wraps a TCP connection in TLS and completes the handshake.
+func dialTLS(nc net.Conn, cfg *tls.Config, deadline time.Time) (net.Conn, error) {
+	tc := tls.Client(nc, cfg)
+	tc.SetDeadline(deadline)
+	if err := tc.Handshake(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tc, nil
+}

@@ -1,0 +1,336 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// WriteText prints r in wrk's shape: the thread stats table, with latency
+// the "Latency Distribution" percentile lines (50%, 75%, 90%, 99%, plus
+// 99.9% and 99.99%), the totals, socket errors, "Requests/sec:" and
+// "Transfer/sec:". Open-loop results add the uncorrected percentiles and
+// how far sends fell behind schedule; a rate that was not held prints a
+// WARNING line.
+func WriteText(w io.Writer, r *Result, latency bool) error {
+	if r == nil {
+		return fmt.Errorf("writing text summary: no result")
+	}
+	var b strings.Builder
+	target := strings.Join(r.Targets, ", ")
+	kind := "test"
+	if r.Tag == "warm" {
+		kind = "warm-up"
+	}
+	fmt.Fprintf(&b, "Running %s %s @ %s\n", fmtDuration(r.Duration), kind, target)
+	fmt.Fprintf(&b, "  %d threads and %d connections", r.Threads, r.Connections)
+	if r.Close {
+		b.WriteString(" (new connection per request)")
+	}
+	if r.TargetRate > 0 {
+		fmt.Fprintf(&b, ", target rate %g req/s", r.TargetRate)
+	}
+	b.WriteString("\n")
+	b.WriteString("  Thread Stats   Avg      Stdev     Max   +/- Stdev\n")
+	if h := r.Latency; h != nil && h.TotalCount() > 0 {
+		mean, sd := h.Mean(), h.StdDev()
+		fmt.Fprintf(&b, "    %-10s%8s%10s%9s%8.2f%%\n", "Latency",
+			fmtMicros(mean), fmtMicros(sd), fmtMicros(float64(h.Max())), withinStdev(h, mean, sd))
+	}
+	if rates := threadRates(r); len(rates) > 0 {
+		mean, sd, mx, within := stats(rates)
+		fmt.Fprintf(&b, "    %-10s%8s%10s%9s%8.2f%%\n", "Req/Sec",
+			fmtMetric(mean), fmtMetric(sd), fmtMetric(mx), within)
+	}
+	if latency && r.Latency != nil && r.Latency.TotalCount() > 0 {
+		if r.Uncorrected != nil {
+			b.WriteString("  Latency Distribution (corrected: from the intended send time)\n")
+		} else {
+			b.WriteString("  Latency Distribution\n")
+		}
+		for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99} {
+			label := fmt.Sprintf("%g%%", p)
+			fmt.Fprintf(&b, "%8s%10s\n", label, fmtMicros(float64(r.Latency.ValueAtQuantile(p))))
+		}
+		if u := r.Uncorrected; u != nil && u.TotalCount() > 0 {
+			fmt.Fprintf(&b, "  Uncorrected latency (from the actual send): p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n",
+				fmtMicros(float64(u.ValueAtQuantile(50))), fmtMicros(float64(u.ValueAtQuantile(90))),
+				fmtMicros(float64(u.ValueAtQuantile(99))), fmtMicros(float64(u.ValueAtQuantile(99.9))),
+				fmtMicros(float64(u.Max())))
+		}
+	}
+	if c := r.Connect; c != nil && c.TotalCount() > 0 && (r.Close || latency) {
+		fmt.Fprintf(&b, "  Connect: %d connections, mean %s, p50 %s, p99 %s, max %s\n", c.TotalCount(),
+			fmtMicros(c.Mean()), fmtMicros(float64(c.ValueAtQuantile(50))),
+			fmtMicros(float64(c.ValueAtQuantile(99))), fmtMicros(float64(c.Max())))
+	}
+	if r.TargetRate > 0 {
+		fmt.Fprintf(&b, "  Schedule: sends behind by %s on average, %s at most; %d sends more than 1ms late\n",
+			fmtMicros(float64(r.MeanBehind)/1e3), fmtMicros(float64(r.MaxBehind)/1e3), r.LateSends)
+	}
+	fmt.Fprintf(&b, "  %d requests in %s, %s read\n", r.Requests, fmtDuration(r.Duration), fmtBytes(float64(r.Bytes)))
+	e := r.ErrorsBy
+	if e["connect"]+e["read"]+e["write"]+e["timeout"]+e["parse"] > 0 {
+		fmt.Fprintf(&b, "  Socket errors: connect %d, read %d, write %d, timeout %d, parse %d\n",
+			e["connect"], e["read"], e["write"], e["timeout"], e["parse"])
+		for _, k := range ErrorClasses {
+			if msg := r.ErrorSample[k]; msg != "" {
+				fmt.Fprintf(&b, "    first %s error: %s\n", k, msg)
+			}
+		}
+	}
+	if e["http"] > 0 {
+		fmt.Fprintf(&b, "  Non-2xx or 3xx responses: %d\n", e["http"])
+	}
+	if r.Reconnects > 0 {
+		fmt.Fprintf(&b, "  Reconnects: %d\n", r.Reconnects)
+	}
+	fmt.Fprintf(&b, "Requests/sec: %10.2f\n", r.RPS())
+	tps := 0.0
+	if r.Duration > 0 {
+		tps = float64(r.Bytes) / r.Duration.Seconds()
+	}
+	fmt.Fprintf(&b, "Transfer/sec: %10s\n", fmtBytes(tps))
+	if r.Warning != "" {
+		fmt.Fprintf(&b, "WARNING: %s\n", r.Warning)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// withinStdev is the percentage of values within mean ± sd (wrk's
+// "+/- Stdev").
+func withinStdev(h *hdrhistogram.Histogram, mean, sd float64) float64 {
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	var in int64
+	for _, bar := range h.Distribution() {
+		if bar.Count > 0 && float64(bar.From) >= mean-sd && float64(bar.From) <= mean+sd {
+			in += bar.Count
+		}
+	}
+	return 100 * float64(in) / float64(h.TotalCount())
+}
+
+// threadRates are per-thread requests/s of each full interval (wrk's
+// Req/Sec row divides the rate among its threads).
+func threadRates(r *Result) []float64 {
+	var out []float64
+	threads := max(r.Threads, 1)
+	for _, iv := range r.Intervals {
+		if iv.Duration < 500*time.Millisecond {
+			continue
+		}
+		out = append(out, float64(iv.Requests)/iv.Duration.Seconds()/float64(threads))
+	}
+	return out
+}
+
+func stats(xs []float64) (mean, sd, mx, within float64) {
+	for _, x := range xs {
+		mean += x
+		mx = math.Max(mx, x)
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	if len(xs) > 1 {
+		sd = math.Sqrt(sd / float64(len(xs)-1))
+	} else {
+		sd = 0
+	}
+	n := 0
+	for _, x := range xs {
+		if x >= mean-sd && x <= mean+sd {
+			n++
+		}
+	}
+	return mean, sd, mx, 100 * float64(n) / float64(len(xs))
+}
+
+// fmtMicros formats microseconds the way wrk does (us, ms, s, m).
+func fmtMicros(us float64) string {
+	switch {
+	case us < 1000:
+		return fmt.Sprintf("%.2fus", us)
+	case us < 1e6:
+		return fmt.Sprintf("%.2fms", us/1e3)
+	case us < 60e6:
+		return fmt.Sprintf("%.2fs", us/1e6)
+	default:
+		return fmt.Sprintf("%.2fm", us/60e6)
+	}
+}
+
+func fmtMetric(v float64) string {
+	switch {
+	case v < 1e3:
+		return fmt.Sprintf("%.2f", v)
+	case v < 1e6:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	case v < 1e9:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	default:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	}
+}
+
+func fmtBytes(v float64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB"}
+	i := 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.2f%s", v, units[i])
+}
+
+func fmtDuration(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return d.String()
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// JSONResult is the JSON form of a Result (benchflow load --json). Field
+// names are part of the CLI contract; latencies are microseconds.
+type JSONResult struct {
+	Tag         string            `json:"tag,omitempty"`
+	Targets     []string          `json:"targets"`
+	Started     time.Time         `json:"started"`
+	DurationS   float64           `json:"duration_s"`
+	Connections int               `json:"connections"`
+	Threads     int               `json:"threads"`
+	Close       bool              `json:"close"`
+	Requests    int64             `json:"requests"`
+	Errors      int64             `json:"errors"`
+	RPS         float64           `json:"rps"`
+	Bytes       int64             `json:"bytes"`
+	BytesPerS   float64           `json:"bytes_per_s"`
+	Latency     *JSONLatency      `json:"latency_us"`
+	Uncorrected *JSONLatency      `json:"uncorrected_latency_us,omitempty"`
+	Connect     *JSONLatency      `json:"connect_us,omitempty"`
+	Status      map[string]int64  `json:"status"`
+	ErrorsBy    map[string]int64  `json:"errors_by"`
+	ErrorSample map[string]string `json:"error_samples,omitempty"`
+	TargetRate  float64           `json:"target_rate,omitempty"`
+	MeanBehind  float64           `json:"mean_behind_us,omitempty"`
+	MaxBehind   float64           `json:"max_behind_us,omitempty"`
+	LateSends   int64             `json:"late_sends,omitempty"`
+	Reconnects  int64             `json:"reconnects"`
+	Warning     string            `json:"warning,omitempty"`
+	Intervals   []JSONInterval    `json:"intervals"`
+}
+
+// JSONLatency summarises a histogram in microseconds.
+type JSONLatency struct {
+	Count int64   `json:"count"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	Stdev float64 `json:"stdev"`
+	P50   float64 `json:"p50"`
+	P75   float64 `json:"p75"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	P9999 float64 `json:"p9999"`
+	Max   float64 `json:"max"`
+}
+
+// JSONInterval is one timeseries row.
+type JSONInterval struct {
+	TS        float64 `json:"t_s"`
+	DurationS float64 `json:"duration_s"`
+	Requests  int64   `json:"requests"`
+	Errors    int64   `json:"errors"`
+	Bytes     int64   `json:"bytes"`
+	P50       float64 `json:"latency_p50_us"`
+	P99       float64 `json:"latency_p99_us"`
+}
+
+// Summarize returns the percentiles of h (zeros for an empty histogram).
+func Summarize(h *hdrhistogram.Histogram) *JSONLatency {
+	if h == nil {
+		return &JSONLatency{}
+	}
+	if h.TotalCount() == 0 {
+		return &JSONLatency{}
+	}
+	q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) }
+	return &JSONLatency{
+		Count: h.TotalCount(), Min: float64(h.Min()), Mean: h.Mean(), Stdev: h.StdDev(),
+		P50: q(50), P75: q(75), P90: q(90), P99: q(99), P999: q(99.9), P9999: q(99.99),
+		Max: float64(h.Max()),
+	}
+}
+
+// ToJSON converts r to its JSON form.
+func ToJSON(r *Result) *JSONResult {
+	j := &JSONResult{
+		Tag: r.Tag, Targets: r.Targets, Started: r.Started.UTC(), DurationS: r.Duration.Seconds(),
+		Connections: r.Connections, Threads: r.Threads, Close: r.Close,
+		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes,
+		Latency: Summarize(r.Latency), Status: map[string]int64{}, ErrorsBy: map[string]int64{},
+		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects,
+		Warning: r.Warning, Intervals: []JSONInterval{},
+	}
+	if j.Targets == nil {
+		j.Targets = []string{}
+	}
+	if r.Duration > 0 {
+		j.BytesPerS = float64(r.Bytes) / r.Duration.Seconds()
+	}
+	if r.Uncorrected != nil {
+		j.Uncorrected = Summarize(r.Uncorrected)
+	}
+	if r.Connect != nil && r.Connect.TotalCount() > 0 {
+		j.Connect = Summarize(r.Connect)
+	}
+	codes := make([]int, 0, len(r.Status))
+	for c := range r.Status {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		j.Status[fmt.Sprint(c)] = r.Status[c]
+	}
+	for _, k := range ErrorClasses {
+		j.ErrorsBy[k] = r.ErrorsBy[k]
+	}
+	if r.TargetRate > 0 {
+		j.MeanBehind = float64(r.MeanBehind) / 1e3
+		j.MaxBehind = float64(r.MaxBehind) / 1e3
+		j.LateSends = r.LateSends
+	}
+	for _, iv := range r.Intervals {
+		ji := JSONInterval{TS: iv.Start.Seconds(), DurationS: iv.Duration.Seconds(),
+			Requests: iv.Requests, Errors: iv.Errors, Bytes: iv.Bytes}
+		if iv.Latency != nil && iv.Latency.TotalCount() > 0 {
+			ji.P50 = float64(iv.Latency.ValueAtQuantile(50))
+			ji.P99 = float64(iv.Latency.ValueAtQuantile(99))
+		}
+		j.Intervals = append(j.Intervals, ji)
+	}
+	return j
+}
+
+// WriteJSON prints r as one indented JSON object (see JSONResult).
+func WriteJSON(w io.Writer, r *Result) error {
+	if r == nil {
+		return fmt.Errorf("writing JSON summary: no result")
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ToJSON(r)); err != nil {
+		return fmt.Errorf("writing JSON summary: %w", err)
+	}
+	return nil
+}

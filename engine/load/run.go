@@ -1,0 +1,442 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+		"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram geometry: 1 µs up to a ceiling derived from the timeout, at 3
+// significant digits (2 for the per-interval histograms).
+const (
+	sigFigs         = 3
+	intervalSigFigs = 2
+)
+
+// runner is one load in progress.
+type runner struct {
+	opts      Options
+	endpoints []endpoint
+	reqs      []request
+	cum       []int // cumulative weights of reqs
+	// totalWeight is the sum of weights.
+	totalWeight int
+	openLoop    bool
+	bounded     bool // -n given
+	remaining   atomic.Int64
+	chunk       int64
+	highest     int64 // µs, histogram ceiling
+
+	start     time.Time // monotonic base of all offsets
+	startWall time.Time
+	hasEnd    bool
+	endOff    time.Duration
+	endWall   time.Time
+
+	stop     atomic.Bool
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	dialCtx  context.Context
+	dialStop context.CancelFunc
+	dialer   net.Dialer
+
+	conns []*conn
+	urls  []string
+}
+
+// Run drives one load and returns what it measured. It returns an error
+// only when nothing could be measured: invalid options, or every request
+// failed (the Result is then returned too, with the failures counted).
+// Cancelling ctx stops the load promptly; the Result then covers the time
+// until cancellation.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+func newRunner(opts Options) (*runner, error) {
+	opts = Defaults(opts)
+	if err := Validate(opts); err != nil {
+		return nil, err
+	}
+	targets := opts.Targets
+	if opts.Requester != nil {
+		pool, err := opts.Requester.Pool()
+		if err != nil {
+			return nil, fmt.Errorf("building requests: %w", err)
+		}
+		if len(pool) == 0 {
+			return nil, errors.New("building requests: the request script returned no requests")
+		}
+		targets = Defaults(Options{Targets: pool}).Targets
+	}
+	r := &runner{opts: opts, openLoop: opts.Rate > 0, stopCh: make(chan struct{})}
+	epIndex := map[string]int{}
+	for i, t := range targets {
+		ep, host, path, err := parseTarget(t.URL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing target %d: %w", i+1, err)
+		}
+		raw, err := buildRequest(t, host, path, opts.Close)
+		if err != nil {
+			return nil, fmt.Errorf("building request for %q: %w", t.URL, err)
+		}
+		key := ep.network + " " + ep.addr
+		if ep.tls != nil {
+			key += " tls"
+		}
+		e, ok := epIndex[key]
+		if !ok {
+			e = len(r.endpoints)
+			epIndex[key] = e
+			r.endpoints = append(r.endpoints, ep)
+		}
+		r.urls = append(r.urls, t.URL)
+		r.totalWeight += t.Weight
+		r.cum = append(r.cum, r.totalWeight)
+		r.reqs = append(r.reqs, request{raw: raw, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
+	}
+	if opts.Requests > 0 {
+		r.bounded = true
+		r.remaining.Store(opts.Requests)
+		r.chunk = max(1, min(256, opts.Requests/int64(opts.Connections*8)))
+	}
+	// The ceiling must hold a timed-out connect plus a timed-out exchange;
+	// in open loop a corrected latency can also include the whole backlog.
+	ceiling := 2*opts.Timeout + time.Second
+	if r.openLoop {
+		expected := opts.Duration
+		if expected == 0 {
+			expected = time.Duration(float64(opts.Requests) / opts.Rate * float64(time.Second))
+		}
+		ceiling += 2 * expected
+	}
+	ceiling = min(ceiling, time.Hour)
+	r.highest = max(int64(ceiling/time.Microsecond), 1000)
+	return r, nil
+}
+
+func (r *runner) newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, r.highest, sigFigs)
+}
+
+func (r *runner) newIntervalHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, r.highest, intervalSigFigs)
+}
+
+// clamp converts d to µs within the histogram range.
+func (r *runner) clamp(d time.Duration) int64 {
+	v := int64(d / time.Microsecond)
+	if v < 1 {
+		return 1
+	}
+	if v > r.highest {
+		return r.highest
+	}
+	return v
+}
+
+// claim takes a batch of requests from the -n budget.
+func (r *runner) claim() int64 {
+	for {
+		cur := r.remaining.Load()
+		if cur <= 0 {
+			return 0
+		}
+		n := min(r.chunk, cur)
+		if r.remaining.CompareAndSwap(cur, cur-n) {
+			return n
+		}
+	}
+}
+
+func (r *runner) dial(e int) (net.Conn, error) {
+	ep := r.endpoints[e]
+	deadline := time.Now().Add(r.opts.Timeout)
+	if r.hasEnd && deadline.After(r.endWall) {
+		deadline = r.endWall
+	}
+	d := r.dialer
+	d.Deadline = deadline
+	nc, err := d.DialContext(r.dialCtx, ep.network, ep.addr)
+	if err != nil {
+		return nil, err
+	}
+	if ep.tls != nil {
+		return dialTLS(nc, ep.tls, deadline)
+	}
+	return nc, nil
+}
+
+// halt stops every slot: no new sends, and blocked I/O returns.
+func (r *runner) halt() {
+	r.stopOnce.Do(func() {
+		r.stop.Store(true)
+		close(r.stopCh)
+		r.dialStop()
+		for _, c := range r.conns {
+			c.interrupt()
+		}
+	})
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	opts := r.opts
+	r.dialCtx, r.dialStop = context.WithCancel(context.Background())
+	defer r.dialStop()
+	r.conns = make([]*conn, opts.Connections)
+	for i := range r.conns {
+		c := &conn{
+			r:       r,
+			id:      i,
+			ncs:     make([]net.Conn, len(r.endpoints)),
+			cur:     -1,
+			rd:      newReader(nil),
+			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
+			lat:     r.newHist(),
+			connect: r.newHist(),
+			ival:    r.newIntervalHist(),
+		}
+		if r.openLoop {
+			c.unc = r.newHist()
+			perConn := opts.Rate / float64(opts.Connections)
+			c.period = time.Duration(float64(time.Second) / perConn)
+			// Stagger the slots so sends are spread over the period.
+			c.next = c.period * time.Duration(i) / time.Duration(opts.Connections)
+		}
+		r.conns[i] = c
+	}
+
+	r.start = time.Now()
+	r.startWall = r.start
+	if opts.Duration > 0 {
+		r.hasEnd = true
+		r.endOff = opts.Duration
+		r.endWall = r.start.Add(opts.Duration)
+	}
+	var wg sync.WaitGroup
+	wg.Add(len(r.conns))
+	for _, c := range r.conns {
+		go c.loop(&wg)
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+
+	col := newCollector(r)
+	ticker := time.NewTicker(opts.Interval)
+	defer ticker.Stop()
+	var endC <-chan time.Time
+	if r.hasEnd {
+		t := time.NewTimer(opts.Duration)
+		defer t.Stop()
+		endC = t.C
+	}
+	var measured time.Duration
+	cancelled := false
+wait:
+	for {
+		select {
+		case <-ticker.C:
+			col.tick(time.Since(r.start), true)
+		case <-allDone:
+			measured = time.Since(r.start)
+			break wait
+		case <-endC:
+			measured = opts.Duration
+			r.halt()
+			<-allDone
+			break wait
+		case <-ctx.Done():
+			measured = time.Since(r.start)
+			cancelled = true
+			r.halt()
+			<-allDone
+			break wait
+		}
+	}
+	r.halt()
+	if r.hasEnd && measured > opts.Duration {
+		measured = opts.Duration
+	}
+	col.finish(measured)
+	res := r.result(col, measured)
+	if res.Requests == 0 {
+		failed := res.Errors
+		switch {
+		case failed > 0:
+			return res, fmt.Errorf("all %d requests failed: %s", failed, res.ErrorSummary())
+		case cancelled:
+			return res, fmt.Errorf("load cancelled before any response: %w", ctx.Err())
+		default:
+			return res, errors.New("no request completed within the load's duration")
+		}
+	}
+	return res, nil
+}
+
+// result merges the slots' measurements.
+func (r *runner) result(col *collector, measured time.Duration) *Result {
+	opts := r.opts
+	res := &Result{
+		Tag:         opts.Tag,
+		Started:     r.startWall,
+		Duration:    measured,
+		Latency:     r.newHist(),
+		Connect:     r.newHist(),
+		Status:      map[int]int64{},
+		ErrorsBy:    map[string]int64{},
+		ErrorSample: map[string]string{},
+		Intervals:   col.intervals,
+		TargetRate:  opts.Rate,
+		Connections: opts.Connections,
+		Threads:     opts.Threads,
+		Close:       opts.Close,
+	}
+	res.Targets = r.urls
+	if r.openLoop {
+		res.Uncorrected = r.newHist()
+	}
+	var sumBehind time.Duration
+	var sends int64
+	for _, c := range r.conns {
+		c.mu.Lock()
+		res.Requests += c.requests
+		res.Errors += c.errors
+		res.Bytes += c.bytes
+		res.Latency.Merge(c.lat)
+		res.Connect.Merge(c.connect)
+		if c.unc != nil {
+			res.Uncorrected.Merge(c.unc)
+		}
+		for s, n := range c.status {
+			if n > 0 {
+				res.Status[s] += n
+			}
+		}
+		for k, n := range c.errs {
+			if n > 0 {
+				res.ErrorsBy[ErrorClasses[k]] += n
+				if _, ok := res.ErrorSample[ErrorClasses[k]]; !ok && c.errSample[k] != "" {
+					res.ErrorSample[ErrorClasses[k]] = c.errSample[k]
+				}
+			}
+		}
+		if c.maxBehind > res.MaxBehind {
+			res.MaxBehind = c.maxBehind
+		}
+		sumBehind += c.sumBehind
+		sends += c.requests
+		res.LateSends += c.lateSends
+		res.Reconnects += c.reconnects
+		c.mu.Unlock()
+	}
+	if sends > 0 {
+		res.MeanBehind = sumBehind / time.Duration(sends)
+	}
+	if r.openLoop && measured > 0 {
+		achieved := float64(res.Requests+res.Errors-res.ErrorsBy["http"]) / measured.Seconds()
+		if achieved < 0.95*opts.Rate {
+			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
+				achieved, opts.Rate, res.MaxBehind.Round(time.Microsecond))
+		}
+	}
+	return res
+}
+
+// ErrorSummary describes the errors in one line, most frequent class first,
+// with the first message seen for each class.
+func (r *Result) ErrorSummary() string {
+	type kv struct {
+		k string
+		n int64
+	}
+	var all []kv
+	for k, n := range r.ErrorsBy {
+		if n > 0 {
+			all = append(all, kv{k, n})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].k < all[j].k
+	})
+	var parts []string
+	for _, e := range all {
+		s := fmt.Sprintf("%s %d", e.k, e.n)
+		if msg := r.ErrorSample[e.k]; msg != "" {
+			s += " (" + msg + ")"
+		} else if e.k == "http" {
+			s += " (status >= 400)"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no errors"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// collector builds the timeseries from the slots at each interval tick.
+type collector struct {
+	r         *runner
+	agg       *hdrhistogram.Histogram
+	prev      []struct{ req, errs, bytes int64 }
+	last      time.Duration
+	intervals []Interval
+	total     struct{ req, errs int64 }
+}
+
+func newCollector(r *runner) *collector {
+	return &collector{r: r, agg: r.newIntervalHist(), prev: make([]struct{ req, errs, bytes int64 }, len(r.conns))}
+}
+
+func (col *collector) tick(now time.Duration, report bool) {
+	iv := Interval{Start: col.last, Duration: now - col.last, Latency: col.r.newIntervalHist()}
+	for i, c := range col.r.conns {
+		c.mu.Lock()
+		iv.Latency.Merge(c.ival)
+		c.ival.Reset()
+		req, errs, b := c.requests, c.errors, c.bytes
+		c.mu.Unlock()
+		p := &col.prev[i]
+		iv.Requests += req - p.req
+		iv.Errors += errs - p.errs
+		iv.Bytes += b - p.bytes
+		p.req, p.errs, p.bytes = req, errs, b
+	}
+	col.last = now
+	col.intervals = append(col.intervals, iv)
+	col.total.req += iv.Requests
+	col.total.errs += iv.Errors
+	if f := col.r.opts.Progress; f != nil && report {
+		rps := 0.0
+		if iv.Duration > 0 {
+			rps = float64(iv.Requests) / iv.Duration.Seconds()
+		}
+		f(Progress{Elapsed: now, Requests: col.total.req, Errors: col.total.errs, RPS: rps})
+	}
+}
+
+// finish collects the last, possibly partial, interval.
+func (col *collector) finish(measured time.Duration) {
+	if measured > col.last || len(col.intervals) == 0 {
+		col.tick(measured, false)
+		if n := len(col.intervals); n > 1 && col.intervals[n-1].Requests == 0 && col.intervals[n-1].Errors == 0 &&
+			col.intervals[n-1].Duration < col.r.opts.Interval/10 {
+			col.intervals = col.intervals[:n-1] // a sliver with nothing in it
+		}
+	}
+}
