@@ -1,0 +1,230 @@
+package collect
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// clockTicks is USER_HZ, the unit of the times in /proc/PID/stat and
+// /proc/stat. It is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+var pageSize = int64(os.Getpagesize())
+
+// procRoot is where /proc is read from; tests point it at fixtures.
+var procRoot = "/proc"
+
+// procStat is the part of /proc/PID/stat the sampler uses.
+type procStat struct {
+	comm      string
+	utime     uint64 // clock ticks, all threads
+	stime     uint64
+	threads   int64
+	starttime uint64 // clock ticks after boot; with the pid, identifies a process
+}
+
+var errShort = errors.New("unparsable stat line")
+
+// parseStat parses /proc/PID/stat. The command name is between the first
+// "(" and the last ")" and may itself contain spaces and parentheses.
+func parseStat(b []byte) (procStat, error) {
+	var s procStat
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return s, errShort
+	}
+	s.comm = string(b[open+1 : end])
+	// Fields after ")": index 0 is field 3 (state).
+	var f [20][]byte
+	n := 0
+	rest := b[end+1:]
+	for n < len(f) {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			break
+		}
+		i := bytes.IndexByte(rest, ' ')
+		if i < 0 {
+			i = len(rest)
+		}
+		f[n] = rest[:i]
+		rest = rest[i:]
+		n++
+	}
+	if n < 20 {
+		return s, errShort
+	}
+	var err error
+	if s.utime, err = atou(f[11]); err != nil {
+		return s, err
+	}
+	if s.stime, err = atou(f[12]); err != nil {
+		return s, err
+	}
+	th, err := atou(f[17])
+	if err != nil {
+		return s, err
+	}
+	s.threads = int64(th)
+	if s.starttime, err = atou(f[19]); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func atou(b []byte) (uint64, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0, errShort
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return strconv.ParseUint(string(b), 10, 64) // for the error
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, nil
+}
+
+// parseStatmRSS returns the resident set size in bytes from /proc/PID/statm.
+func parseStatmRSS(b []byte) (int64, error) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, errShort
+	}
+	v, err := atou(f[1])
+	return int64(v) * pageSize, err
+}
+
+// parseCtxSwitches returns voluntary and nonvoluntary context switches
+// from a /proc/PID/status (or task status) file.
+func parseCtxSwitches(b []byte) (vol, nonvol uint64, ok bool) {
+	var gotV, gotN bool
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		line := b
+		if i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if v, found := bytes.CutPrefix(line, []byte("voluntary_ctxt_switches:")); found {
+			vol, _ = atou(v)
+			gotV = true
+		} else if v, found := bytes.CutPrefix(line, []byte("nonvoluntary_ctxt_switches:")); found {
+			nonvol, _ = atou(v)
+			gotN = true
+		}
+	}
+	return vol, nonvol, gotV && gotN
+}
+
+// cpuTimes is the aggregate "cpu" line of /proc/stat, in clock ticks.
+type cpuTimes struct {
+	user, nice, system, idle, iowait, irq, softirq, steal uint64
+}
+
+func (c cpuTimes) total() uint64 {
+	// guest and guest_nice are already counted in user and nice.
+	return c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal
+}
+
+// parseProcStat reads the first ("cpu ") line of /proc/stat.
+func parseProcStat(b []byte) (cpuTimes, error) {
+	var c cpuTimes
+	i := bytes.IndexByte(b, '\n')
+	if i >= 0 {
+		b = b[:i]
+	}
+	f := bytes.Fields(b)
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return c, errors.New("unparsable /proc/stat")
+	}
+	dst := []*uint64{&c.user, &c.nice, &c.system, &c.idle, &c.iowait, &c.irq, &c.softirq, &c.steal}
+	for k, p := range dst {
+		v, err := atou(f[k+1])
+		if err != nil {
+			return c, err
+		}
+		*p = v
+	}
+	return c, nil
+}
+
+// ifCounters are the counters of one interface from /proc/net/dev.
+type ifCounters struct {
+	rxBytes, rxPackets, txBytes, txPackets uint64
+}
+
+// parseNetDev parses /proc/net/dev into dst (cleared first).
+func parseNetDev(b []byte, dst map[string]ifCounters) error {
+	clear(dst)
+	line := 0
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		l := b
+		if i >= 0 {
+			l, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line++
+		if line <= 2 || len(bytes.TrimSpace(l)) == 0 {
+			continue // two header lines
+		}
+		c := bytes.IndexByte(l, ':')
+		if c < 0 {
+			return errors.New("unparsable /proc/net/dev line: " + string(l))
+		}
+		name := string(bytes.TrimSpace(l[:c]))
+		f := bytes.Fields(l[c+1:])
+		if len(f) < 10 {
+			return errors.New("short /proc/net/dev line for " + name)
+		}
+		var v [4]uint64
+		for k, idx := range []int{0, 1, 8, 9} {
+			n, err := atou(f[idx])
+			if err != nil {
+				return err
+			}
+			v[k] = n
+		}
+		dst[name] = ifCounters{rxBytes: v[0], rxPackets: v[1], txBytes: v[2], txPackets: v[3]}
+	}
+	return nil
+}
+
+// reader reads small /proc files into a reused buffer.
+type reader struct{ buf []byte }
+
+func (r *reader) read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if r.buf == nil {
+		r.buf = make([]byte, 8192)
+	}
+	n := 0
+	for {
+		m, err := f.Read(r.buf[n:])
+		n += m
+		if err != nil || m == 0 {
+			break
+		}
+		if n == len(r.buf) {
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+	}
+	return r.buf[:n], nil
+}
+
+func pidPath(pid int, name string) string {
+	return filepath.Join(procRoot, strconv.Itoa(pid), name)
+}

@@ -1,0 +1,493 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// Config says what a Sampler samples.
+type Config struct {
+	Step     string        // collect step name, copied into samples
+	Interval time.Duration // default 1s
+	// Names are process names (comm, or base name of argv[0]) or
+	// "/regex/" matched against the full cmdline (arguments joined by
+	// spaces).
+	Names []string
+	// Procs returns the services' processes; it is called on each tick
+	// (containers fork). It may be nil.
+	Procs   func(ctx context.Context) []providers.Process
+	Loader  bool // include the benchflow process itself (role "loader")
+	System  bool // /proc/stat split
+	Network bool // /proc/net/dev per interface
+}
+
+// DefaultInterval is the sampling interval when Config.Interval is 0.
+const DefaultInterval = time.Second
+
+// MinInterval is the shortest interval Start accepts: below it the
+// 10 ms resolution of /proc CPU times makes CPU% meaningless.
+const MinInterval = 10 * time.Millisecond
+
+// Roles of process samples.
+const (
+	RoleService = "service"
+	RoleInfra   = "infra"
+	RoleLoader  = "loader"
+	RoleNamed   = "named"
+)
+
+// Sampler samples until Stop.
+type Sampler struct {
+	cfg      Config
+	ctx      context.Context
+	cancel   context.CancelFunc
+	start    time.Time
+	matchers []matcher
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu    sync.Mutex
+	last  time.Time // time of the previous sample
+	procs map[int]*procState
+	names map[int]*nameEntry
+	cpu   cpuTimes
+	hasCP bool
+	net   map[string]ifCounters
+	net2  map[string]ifCounters // scratch for the current read
+	rd    reader
+	ps    []results.ProcessSample
+	ss    []results.SystemSample
+	ns    []results.NetSample
+	self  int
+	tgt   map[int]target
+	ents  []string
+}
+
+type matcher struct {
+	name string         // a plain name, or "" for a pattern
+	re   *regexp.Regexp // a /pattern/
+}
+
+type procState struct {
+	starttime    uint64
+	utime, stime uint64
+	vol, nonvol  uint64
+	at           time.Time
+	seen         bool // seen in the current pass
+}
+
+// nameEntry caches whether a pid matched Config.Names, keyed by its comm
+// (an exec changes the comm and triggers a new decision).
+type nameEntry struct {
+	comm string
+	name string // the row's process name, "" when not matched
+	seen bool
+}
+
+type target struct {
+	name, role string
+}
+
+// Start validates cfg, records the baselines (the first pass emits no
+// rows) and samples every cfg.Interval until Stop or until ctx ends.
+func Start(ctx context.Context, cfg Config) (*Sampler, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Interval < MinInterval {
+		return nil, fmt.Errorf("starting collect %q: interval %s is below the minimum %s", cfg.Step, cfg.Interval, MinInterval)
+	}
+	ms, err := compileNames(cfg.Names)
+	if err != nil {
+		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
+	}
+	if _, err := os.Stat(filepath.Join(procRoot, "self")); err != nil {
+		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	s := &Sampler{
+		cfg:      cfg,
+		ctx:      cctx,
+		cancel:   cancel,
+		matchers: ms,
+		done:     make(chan struct{}),
+		procs:    map[int]*procState{},
+		names:    map[int]*nameEntry{},
+		net:      map[string]ifCounters{},
+		net2:     map[string]ifCounters{},
+		self:     os.Getpid(),
+		tgt:      map[int]target{},
+	}
+	s.start = time.Now()
+	if err := s.sample(s.start); err != nil {
+		cancel()
+		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
+	}
+	go s.loop()
+	return s, nil
+}
+
+func compileNames(names []string) ([]matcher, error) {
+	var ms []matcher
+	for _, n := range names {
+		switch {
+		case strings.TrimSpace(n) == "":
+			return nil, errors.New("empty process name")
+		case len(n) >= 2 && strings.HasPrefix(n, "/") && strings.HasSuffix(n, "/"):
+			re, err := regexp.Compile(n[1 : len(n)-1])
+			if err != nil {
+				return nil, fmt.Errorf("compiling process pattern %q: %w", n, err)
+			}
+			ms = append(ms, matcher{re: re})
+		case strings.ContainsRune(n, '/'):
+			return nil, fmt.Errorf("process name %q contains a slash (patterns are written /regex/)", n)
+		default:
+			ms = append(ms, matcher{name: n})
+		}
+	}
+	return ms, nil
+}
+
+func (s *Sampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			_ = s.sample(now)
+		}
+	}
+}
+
+// Stop ends sampling (takes a last sample) and returns rows; T is seconds
+// since Start. The last sample is skipped when less than half an interval
+// passed since the previous one (its CPU% would be too coarse), unless no
+// row was taken yet. Calling Stop again returns the same rows.
+func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []results.NetSample) {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		<-s.done
+		now := time.Now()
+		s.mu.Lock()
+		since := now.Sub(s.last)
+		empty := len(s.ps) == 0 && len(s.ss) == 0 && len(s.ns) == 0
+		s.mu.Unlock()
+		if since >= s.cfg.Interval/2 || (empty && since >= MinInterval) {
+			_ = s.sample(now)
+		}
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ps, s.ss, s.ns
+}
+
+// sample takes one pass. It returns an error only when the system files
+// cannot be read (which Start reports).
+func (s *Sampler) sample(now time.Time) error {
+	var procs []providers.Process
+	if s.cfg.Procs != nil {
+		procs = s.cfg.Procs(s.ctx)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := s.last.IsZero()
+	tsec := now.Sub(s.start).Seconds()
+	s.last = now
+
+	// Which processes: provider first, then the loader, then names.
+	clear(s.tgt)
+	for _, p := range procs {
+		if p.PID <= 0 {
+			continue
+		}
+		role := p.Role
+		if role == "" {
+			role = RoleService
+		}
+		s.tgt[p.PID] = target{name: p.Name, role: role}
+	}
+	if s.cfg.Loader {
+		if _, ok := s.tgt[s.self]; !ok {
+			s.tgt[s.self] = target{role: RoleLoader}
+		}
+	}
+	if len(s.matchers) > 0 {
+		s.scanNames()
+	}
+
+	for _, st := range s.procs {
+		st.seen = false
+	}
+	pids := make([]int, 0, len(s.tgt))
+	for pid := range s.tgt {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		tg := s.tgt[pid]
+		b, err := s.rd.read(pidPath(pid, "stat"))
+		if err != nil {
+			continue // gone
+		}
+		st, err := parseStat(b)
+		if err != nil {
+			continue
+		}
+		name := tg.name
+		if name == "" {
+			name = st.comm
+		}
+		var rss int64
+		if b, err := s.rd.read(pidPath(pid, "statm")); err == nil {
+			rss, _ = parseStatmRSS(b)
+		}
+		vol, nonvol := s.ctxSwitches(pid, st.threads)
+		prev, ok := s.procs[pid]
+		if ok && prev.starttime == st.starttime && !prev.at.IsZero() {
+			dt := now.Sub(prev.at).Seconds()
+			if dt > 0 {
+				user := pct(delta(st.utime, prev.utime), dt)
+				sys := pct(delta(st.stime, prev.stime), dt)
+				s.ps = append(s.ps, results.ProcessSample{
+					Step:                    s.cfg.Step,
+					T:                       tsec,
+					Process:                 name,
+					PID:                     pid,
+					Role:                    tg.role,
+					CPUPct:                  user + sys,
+					UserPct:                 user,
+					SystemPct:               sys,
+					RSSBytes:                rss,
+					Threads:                 st.threads,
+					CtxSwitchesVoluntary:    int64(delta(vol, prev.vol)),
+					CtxSwitchesNonvoluntary: int64(delta(nonvol, prev.nonvol)),
+				})
+			}
+		}
+		if !ok {
+			prev = &procState{}
+			s.procs[pid] = prev
+		}
+		*prev = procState{starttime: st.starttime, utime: st.utime, stime: st.stime, vol: vol, nonvol: nonvol, at: now, seen: true}
+	}
+	for pid, st := range s.procs {
+		if !st.seen {
+			delete(s.procs, pid)
+		}
+	}
+
+	var errs []error
+	if s.cfg.System {
+		if err := s.sampleSystem(tsec, first); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cfg.Network {
+		if err := s.sampleNet(tsec, first); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pct converts clock ticks over dt seconds to percent of one core.
+func pct(ticks uint64, dt float64) float64 {
+	return float64(ticks) / clockTicks / dt * 100
+}
+
+// delta is cur-prev, or 0 when a counter went backwards (a thread exited,
+// an interface was reset).
+func delta(cur, prev uint64) uint64 {
+	if cur < prev {
+		return 0
+	}
+	return cur - prev
+}
+
+// ctxSwitches sums the context switches of every thread (the counters in
+// /proc/PID/status are the main thread's only).
+func (s *Sampler) ctxSwitches(pid int, threads int64) (vol, nonvol uint64) {
+	if threads <= 1 {
+		if b, err := s.rd.read(pidPath(pid, "status")); err == nil {
+			vol, nonvol, _ = parseCtxSwitches(b)
+		}
+		return vol, nonvol
+	}
+	dir := pidPath(pid, "task")
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, 0
+	}
+	ents, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, e := range ents {
+		if b, err := s.rd.read(dir + "/" + e + "/status"); err == nil {
+			v, n, _ := parseCtxSwitches(b)
+			vol += v
+			nonvol += n
+		}
+	}
+	return vol, nonvol
+}
+
+// scanNames adds the processes matching Config.Names to s.tgt.
+func (s *Sampler) scanNames() {
+	f, err := os.Open(procRoot)
+	if err != nil {
+		return
+	}
+	s.ents, _ = f.Readdirnames(-1)
+	f.Close()
+	for _, e := range s.names {
+		e.seen = false
+	}
+	for _, ent := range s.ents {
+		if ent == "" || ent[0] < '0' || ent[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(ent)
+		if err != nil {
+			continue
+		}
+		b, err := s.rd.read(filepath.Join(procRoot, ent, "comm"))
+		if err != nil {
+			continue
+		}
+		comm := strings.TrimRight(string(b), "\n")
+		e := s.names[pid]
+		if e == nil || e.comm != comm {
+			e = &nameEntry{comm: comm, name: s.match(pid, comm)}
+			s.names[pid] = e
+		}
+		e.seen = true
+		if e.name != "" {
+			if _, taken := s.tgt[pid]; !taken {
+				s.tgt[pid] = target{name: e.name, role: RoleNamed}
+			}
+		}
+	}
+	for pid, e := range s.names {
+		if !e.seen {
+			delete(s.names, pid)
+		}
+	}
+}
+
+// match returns the row name for a process that matches Config.Names, or
+// "". A plain name matches the comm (truncated by the kernel to 15 bytes)
+// or the base name of argv[0], and becomes the row name; a /pattern/
+// matches the command line and the row name is the comm.
+func (s *Sampler) match(pid int, comm string) string {
+	var argv []string
+	loaded := false
+	load := func() []string {
+		if !loaded {
+			loaded = true
+			if b, err := os.ReadFile(pidPath(pid, "cmdline")); err == nil {
+				argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+			}
+		}
+		return argv
+	}
+	for _, m := range s.matchers {
+		if m.re == nil {
+			if comm == m.name {
+				return m.name
+			}
+			a := load()
+			if len(a) > 0 && a[0] != "" && filepath.Base(a[0]) == m.name {
+				return m.name
+			}
+			continue
+		}
+		a := load()
+		if len(a) > 0 && m.re.MatchString(strings.Join(a, " ")) {
+			return comm
+		}
+	}
+	return ""
+}
+
+func (s *Sampler) sampleSystem(tsec float64, first bool) error {
+	b, err := s.rd.read(filepath.Join(procRoot, "stat"))
+	if err != nil {
+		return err
+	}
+	c, err := parseProcStat(b)
+	if err != nil {
+		return err
+	}
+	prev, had := s.cpu, s.hasCP
+	s.cpu, s.hasCP = c, true
+	if first || !had {
+		return nil
+	}
+	total := float64(delta(c.total(), prev.total()))
+	if total == 0 {
+		return nil
+	}
+	p := func(cur, old uint64) float64 { return float64(delta(cur, old)) / total * 100 }
+	s.ss = append(s.ss, results.SystemSample{
+		Step:       s.cfg.Step,
+		T:          tsec,
+		UserPct:    p(c.user, prev.user),
+		NicePct:    p(c.nice, prev.nice),
+		SystemPct:  p(c.system, prev.system),
+		IdlePct:    p(c.idle, prev.idle),
+		IOWaitPct:  p(c.iowait, prev.iowait),
+		IRQPct:     p(c.irq, prev.irq),
+		SoftIRQPct: p(c.softirq, prev.softirq),
+		StealPct:   p(c.steal, prev.steal),
+	})
+	return nil
+}
+
+func (s *Sampler) sampleNet(tsec float64, first bool) error {
+	b, err := s.rd.read(filepath.Join(procRoot, "net", "dev"))
+	if err != nil {
+		return err
+	}
+	if err := parseNetDev(b, s.net2); err != nil {
+		return err
+	}
+	if !first {
+		names := make([]string, 0, len(s.net2))
+		for n := range s.net2 {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			cur := s.net2[n]
+			prev, ok := s.net[n]
+			if !ok {
+				continue // new interface: baseline
+			}
+			s.ns = append(s.ns, results.NetSample{
+				Step:      s.cfg.Step,
+				T:         tsec,
+				Interface: n,
+				RxBytes:   int64(delta(cur.rxBytes, prev.rxBytes)),
+				TxBytes:   int64(delta(cur.txBytes, prev.txBytes)),
+				RxPackets: int64(delta(cur.rxPackets, prev.rxPackets)),
+				TxPackets: int64(delta(cur.txPackets, prev.txPackets)),
+			})
+		}
+	}
+	s.net, s.net2 = s.net2, s.net
+	return nil
+}
