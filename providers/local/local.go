@@ -143,6 +143,19 @@ func (l *Local) Provision(ctx context.Context, req *providers.ProvisionRequest) 
 		}
 	}
 
+	dir := spec.Dir
+	if l.workDir != "" {
+		dir = l.workDir
+	}
+	if dir != "" {
+		// Checked here: the kernel would report a missing folder as a
+		// missing program.
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("starting service %q: working directory: %w", name, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("starting service %q: working directory %q is not a directory", name, dir)
+		}
+	}
 	env := l.environ(req)
 	path, err := lookPath(spec.Command[0], env)
 	if err != nil {
@@ -170,10 +183,6 @@ func (l *Local) Provision(ctx context.Context, req *providers.ProvisionRequest) 
 	}
 	defer stderr.Close()
 
-	dir := spec.Dir
-	if l.workDir != "" {
-		dir = l.workDir
-	}
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   append([]string(nil), spec.Command...),
