@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"net"
+	"net"
 	"sort"
 	"strings"
 	"sync"

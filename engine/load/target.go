@@ -37,6 +37,9 @@ func parseTarget(raw string) (ep endpoint, host, path string, err error) {
 		}
 		return endpoint{network: "unix", addr: sock}, "localhost", reqPath, nil
 	}
+	if !strings.Contains(raw, "://") {
+		return ep, "", "", fmt.Errorf("target %q has no scheme (want http://, https:// or unix:)", raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ep, "", "", err
