@@ -417,10 +417,28 @@ func applyNice(u *Undo, pid, nice int) error {
 	var changed []prev
 	restore := func() error {
 		var errs []error
+		known := map[int]bool{}
 		for i := len(changed) - 1; i >= 0; i-- {
+			known[changed[i].tid] = true
 			err := unix.Setpriority(unix.PRIO_PROCESS, changed[i].tid, changed[i].nice)
 			if err != nil && !errors.Is(err, syscall.ESRCH) {
 				errs = append(errs, fmt.Errorf("thread %d: %w", changed[i].tid, err))
+			}
+		}
+		// Threads started after Apply inherited the new value: give
+		// them the old value of the first changed thread.
+		if len(changed) > 0 {
+			now, _ := tasks(pid)
+			for _, tid := range now {
+				if known[tid] {
+					continue
+				}
+				if cur, err := threadNice(pid, tid); err == nil && cur == nice {
+					err := unix.Setpriority(unix.PRIO_PROCESS, tid, changed[0].nice)
+					if err != nil && !errors.Is(err, syscall.ESRCH) {
+						errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
+					}
+				}
 			}
 		}
 		return errors.Join(errs...)
@@ -501,10 +519,30 @@ func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
 	var changed []prev
 	restore := func() error {
 		var errs []error
+		known := map[int]bool{}
 		for i := len(changed) - 1; i >= 0; i-- {
+			known[changed[i].tid] = true
 			err := unix.SchedSetaffinity(changed[i].tid, &changed[i].set)
 			if err != nil && !errors.Is(err, syscall.ESRCH) {
 				errs = append(errs, fmt.Errorf("thread %d: %w", changed[i].tid, err))
+			}
+		}
+		// Threads started after Apply (the Go runtime adds threads to
+		// benchflow during a load) inherited the new mask: give them the
+		// old mask of the first changed thread.
+		if len(changed) > 0 {
+			now, _ := tasks(pid)
+			for _, tid := range now {
+				if known[tid] {
+					continue
+				}
+				var cur unix.CPUSet
+				if unix.SchedGetaffinity(tid, &cur) == nil && cur == want {
+					err := unix.SchedSetaffinity(tid, &changed[0].set)
+					if err != nil && !errors.Is(err, syscall.ESRCH) {
+						errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
+					}
+				}
 			}
 		}
 		return errors.Join(errs...)

@@ -15,9 +15,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sysctl tests run Apply inside a network namespace they create, in a
@@ -488,22 +491,40 @@ func TestLoaderAffinity(t *testing.T) {
 		t.Skip("needs 2 CPUs")
 	}
 	before := selfAffinity(t)
+	orig := before[os.Getpid()]
 	u, err := Apply(context.Background(), Settings{LoaderCPUs: []int{0}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for tid, got := range selfAffinity(t) {
-		if _, existed := before[tid]; existed && got != "0" {
+		if got != "0" {
 			t.Errorf("thread %d affinity %q, want 0", tid, got)
 		}
 	}
+	// Threads the runtime starts during the load inherit the mask;
+	// Restore must put them back too. Locked goroutines force new threads.
+	release := make(chan struct{})
+	started := make(chan int)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			started <- unix.Gettid()
+			<-release
+		})
+	}
+	newTids := map[int]bool{}
+	for range 6 {
+		newTids[<-started] = true
+	}
+	defer func() { close(release); wg.Wait() }()
 	if err := u.Restore(); err != nil {
 		t.Fatal(err)
 	}
 	after := selfAffinity(t)
-	for tid, was := range before {
-		if got, ok := after[tid]; ok && got != was {
-			t.Errorf("thread %d affinity after Restore %q, want %q", tid, got, was)
+	for tid, got := range after {
+		if got != orig {
+			t.Errorf("thread %d (new: %v) affinity after Restore %q, want %q", tid, newTids[tid], got, orig)
 		}
 	}
 }
