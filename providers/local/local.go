@@ -47,7 +47,8 @@ func init() {
 			}
 			return New(req.Name, cfg)
 		},
-		GC: GC,
+		Attrs: []string{"pid"},
+		GC:    GC,
 	})
 }
 

@@ -210,6 +210,9 @@ func TestServeProcess(t *testing.T) {
 	if want := fmt.Sprintf("http://127.0.0.1:%d", port); ep.URL() != want || ep.Ports["http"] != port {
 		t.Errorf("endpoint %s ports %v, want %s and http=%d", ep.URL(), ep.Ports, want, port)
 	}
+	if ep.Attrs["pid"] != strconv.Itoa(d.PID()) || d.PID() <= 0 {
+		t.Errorf("endpoint attrs %v, want pid %d", ep.Attrs, d.PID())
+	}
 	if body := waitHTTP(t, d, ep.URL()+"/"); len(body) != 100 {
 		t.Errorf("body of %d bytes, want 100", len(body))
 	}
@@ -625,6 +628,9 @@ func TestRegistryAndConfig(t *testing.T) {
 	typ, ok := providers.Lookup("local")
 	if !ok {
 		t.Fatal(`provider type "local" is not registered`)
+	}
+	if fmt.Sprint(typ.Attrs) != "[pid]" || typ.GC == nil {
+		t.Errorf("type declares attrs %v (gc set: %v), want [pid] and a GC", typ.Attrs, typ.GC != nil)
 	}
 	src := []byte("stop_timeout = \"250ms\"\nenv_inherit = false\n")
 	file, diags := hclparse.NewParser().ParseHCL(src, "local.hcl")
