@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/report"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+func init() {
+	var (
+		format    string
+		failAbove string
+	)
+	cmd := &cobra.Command{
+		Use:   "compare DIR_A DIR_B",
+		Short: "Compare two runs cell by cell (B relative to A)",
+		Long: `compare pairs the matrix cells of two runs by their parameters and shows,
+for each, the ratio B/A of req/s and of p99 latency with a 95% bootstrap
+confidence interval over repetitions, and a verdict: faster, slower or no
+significant difference. Cells with fewer than 3 repetitions on a side are
+judged on their per-interval samples instead.
+
+It warns when the runs come from different environments. With
+--fail-above, it exits with status 2 when some cell is significantly
+slower (req/s) or has a significantly higher p99 by more than the
+threshold: use it in CI.`,
+		Example: `  benchflow compare results/20261130T044500Z-3f9c results/latest
+  benchflow compare base/latest pr/latest --fail-above 5%`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(format) {
+				return &exitError{code: 2, err: fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))}
+			}
+			threshold, err := parsePercent(failAbove)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("invalid --fail-above: %w", err)}
+			}
+			a, err := results.ReadRun(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := results.ReadRun(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := report.Compare(a, b, report.CompareOptions{FailAbove: threshold})
+			if err != nil {
+				return err
+			}
+			if err := c.Write(cmd.OutOrStdout(), format); err != nil {
+				return err
+			}
+			if c.Failed() {
+				return &exitError{code: 2, err: fmt.Errorf("%d cell(s) regressed by more than %s", len(c.Regressions), failAbove)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, markdown, csv or json")
+	cmd.Flags().StringVar(&failAbove, "fail-above", "", "exit 2 when a cell regresses by more than this `PERCENT` (e.g. 5%)")
+	rootCmd.AddCommand(cmd)
+}
+
+// parsePercent reads "5%" or "5" as 0.05; "" is 0 (off).
+func parsePercent(s string) (float64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%")), 64)
+	if err != nil || v < 0 || v != v {
+		return 0, fmt.Errorf("%q is not a percentage (want e.g. 5%%)", s)
+	}
+	return v / 100, nil
+}

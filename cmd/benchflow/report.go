@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/report"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+func init() {
+	var (
+		format   string
+		baseline string
+		htmlFile string
+		pngDir   string
+		top      int
+	)
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Summarise a run: one row per matrix cell, repetitions aggregated",
+		Long: `report prints one row per matrix cell of a run: mean req/s with a 95%
+confidence interval over repetitions, p50/p99/p99.9 latency from the merged
+histograms, errors, and the CPU% of the top processes when collected.
+
+DIR is a run directory (results/<run-id>) or a results folder, whose
+"latest" run is used.`,
+		Example: `  benchflow report results/latest
+  benchflow report results/latest --baseline deploy=host --format markdown
+  benchflow report results/latest --html report.html --png charts/`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(format) {
+				return &exitError{code: 2, err: fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))}
+			}
+			run, err := results.ReadRun(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top})
+			if err != nil {
+				return err
+			}
+			if htmlFile != "" {
+				var b bytes.Buffer
+				if err := report.WriteHTML(&b, s); err != nil {
+					return err
+				}
+				if err := os.WriteFile(htmlFile, b.Bytes(), 0o644); err != nil {
+					return fmt.Errorf("writing HTML report: %w", err)
+				}
+			}
+			if pngDir != "" {
+				if _, err := report.WritePNG(pngDir, s); err != nil {
+					return err
+				}
+			}
+			return s.Write(cmd.OutOrStdout(), format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, markdown, csv or json")
+	cmd.Flags().StringVar(&baseline, "baseline", "", "add each cell's req/s ratio to the cell with axis=value (e.g. deploy=host)")
+	cmd.Flags().StringVar(&htmlFile, "html", "", "also write a self-contained HTML report with charts to `FILE`")
+	cmd.Flags().StringVar(&pngDir, "png", "", "also write the charts as PNG files into `DIR`")
+	cmd.Flags().IntVar(&top, "top", 3, "processes listed per cell (by CPU%); 0 lists none")
+	rootCmd.AddCommand(cmd)
+}
+
+func validFormat(f string) bool {
+	for _, x := range report.Formats {
+		if f == x {
+			return true
+		}
+	}
+	return f == "md"
+}

@@ -1,0 +1,294 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// chart is a renderer-independent chart: bars with CI whiskers, or lines.
+// The SVG (html.go) and PNG (png.go) renderers draw the same model.
+type chart struct {
+	ID, Title      string
+	XLabel, YLabel string
+	Bars           []bar    // horizontal bars, one per cell
+	Lines          []series // line chart when Bars is empty
+	XMin, XMax     float64
+	YMin, YMax     float64
+	XTicks, YTicks []tick
+}
+
+type bar struct {
+	Idx            int // cell index: a cell has the same index in every chart
+	Label          string
+	Value, Low, Hi float64 // Low/Hi NaN without CI
+	Color          string
+	Tooltip        string
+}
+
+type series struct {
+	Idx   int
+	Label string
+	Color string
+	Pts   [][2]float64
+}
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+
+func colorOf(i int) string { return palette[i%len(palette)] }
+
+// charts builds the report's three charts from a summary.
+func charts(s *Summary) []*chart {
+	return []*chart{rpsChart(s), percentileChart(s), timeChart(s)}
+}
+
+func cellLabel(s *Summary, c *Cell) string {
+	l := c.Label()
+	if s.multiStep {
+		l += " · " + c.Step
+	}
+	return l
+}
+
+func rpsChart(s *Summary) *chart {
+	ch := &chart{ID: "rps", Title: "Requests per second (mean, 95% CI)", XLabel: "req/s"}
+	max := 0.0
+	for i, c := range s.Cells {
+		if c.N == 0 {
+			continue
+		}
+		b := bar{Idx: i, Label: cellLabel(s, c), Value: c.RPS.Value, Low: c.RPS.Low, Hi: c.RPS.High, Color: colorOf(i)}
+		b.Tooltip = fmt.Sprintf("%s: %s req/s", b.Label, fmtRate(b.Value))
+		if c.RPS.HasCI() {
+			b.Tooltip += " " + fmtCI(c.RPS, fmtRate)
+		}
+		b.Tooltip += fmt.Sprintf(" (n=%d)", c.N)
+		ch.Bars = append(ch.Bars, b)
+		max = math.Max(max, b.Value)
+		if c.RPS.HasCI() {
+			max = math.Max(max, b.Hi)
+		}
+	}
+	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, max)
+	return ch
+}
+
+// nines maps a quantile to the "number of nines" axis: 0.9 → 1, 0.99 → 2.
+func nines(q float64) float64 { return -math.Log10(1 - q) }
+
+func percentileChart(s *Summary) *chart {
+	ch := &chart{ID: "latency", Title: "Latency by percentile (all repetitions merged)", XLabel: "percentile", YLabel: "ms"}
+	maxX, maxY := 1.0, 0.0
+	for i, c := range s.Cells {
+		total := c.Histogram.Total()
+		if total == 0 {
+			continue
+		}
+		top := math.Min(math.Log10(float64(total)), 6)
+		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
+		var cum int64
+		lastX := -1.0
+		for _, b := range c.Histogram {
+			cum += b.Count
+			q := float64(cum) / float64(total)
+			x := top
+			if q < 1 {
+				x = math.Min(nines(q), top)
+			}
+			y := b.Upper / 1000
+			// Start the step at the bucket's lower quantile so the curve is
+			// a staircase like HdrHistogram's plots, thinned to ~500 points.
+			if x-lastX < top/500 && q < 1 {
+				continue
+			}
+			se.Pts = append(se.Pts, [2]float64{x, y})
+			lastX = x
+			maxY = math.Max(maxY, y)
+		}
+		maxX = math.Max(maxX, top)
+		ch.Lines = append(ch.Lines, se)
+	}
+	maxX = math.Ceil(maxX)
+	ch.XMin, ch.XMax = 0, maxX
+	for n := 0; n <= int(maxX); n++ {
+		label := "0%"
+		if n > 0 {
+			label = strconv.FormatFloat(100*(1-math.Pow(10, -float64(n))), 'f', -1, 64) + "%"
+		}
+		ch.XTicks = append(ch.XTicks, tick{float64(n), label})
+	}
+	ch.YMin, ch.YMax, ch.YTicks = niceAxis(0, maxY)
+	return ch
+}
+
+func timeChart(s *Summary) *chart {
+	ch := &chart{ID: "time", Title: "Requests per second over time (mean of repetitions)", XLabel: "s", YLabel: "req/s"}
+	maxX, maxY := 1.0, 0.0
+	for i, c := range s.Cells {
+		byT := map[float64][]float64{}
+		for _, ts := range c.Timeseries {
+			for _, r := range ts {
+				byT[r.TS] = append(byT[r.TS], r.RPS)
+			}
+		}
+		if len(byT) == 0 {
+			continue
+		}
+		var xs []float64
+		for t := range byT {
+			xs = append(xs, t)
+		}
+		sort.Float64s(xs)
+		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
+		for _, t := range xs {
+			y := mean(byT[t])
+			se.Pts = append(se.Pts, [2]float64{t, y})
+			maxX = math.Max(maxX, t)
+			maxY = math.Max(maxY, y)
+		}
+		ch.Lines = append(ch.Lines, se)
+	}
+	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, maxX)
+	ch.YMin, ch.YMax, ch.YTicks = niceAxis(0, maxY)
+	return ch
+}
+
+// niceAxis returns a range starting at lo covering hi with 4–6 round ticks.
+func niceAxis(lo, hi float64) (float64, float64, []tick) {
+	if hi <= lo {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	top := math.Ceil(hi/step) * step
+	var ticks []tick
+	for v := lo; v <= top+step/2; v += step {
+		ticks = append(ticks, tick{v, shortNum(v)})
+	}
+	return lo, top, ticks
+}
+
+// shortNum formats axis numbers compactly: 1500 → "1.5k".
+func shortNum(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(math.Round(v/1e3*1000)/1000, 'f', -1, 64) + "k"
+	default:
+		return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+	}
+}
+
+// SVG rendering.
+
+const (
+	svgW      = 760
+	barH      = 22
+	lineH     = 320
+	marginL   = 60
+	marginR   = 20
+	marginT   = 30
+	marginB   = 40
+	labelW    = 230
+	legendRow = 18
+)
+
+func (ch *chart) svg() string {
+	if len(ch.Bars) > 0 {
+		return ch.barsSVG()
+	}
+	return ch.linesSVG()
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func (ch *chart) barsSVG() string {
+	var b strings.Builder
+	h := marginT + len(ch.Bars)*(barH+6) + marginB
+	x0, x1 := float64(labelW), float64(svgW-marginR)
+	sx := func(v float64) float64 { return x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0) }
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, svgW, h, esc(ch.Title))
+	fmt.Fprintf(&b, `<text class="title" x="%d" y="18">%s</text>`, 4, esc(ch.Title))
+	yb := float64(h - marginB)
+	for _, t := range ch.XTicks {
+		x := sx(t.Pos)
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
+			f1(x), marginT, f1(x), f1(yb), f1(x), f1(yb+16), esc(t.Label))
+	}
+	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%d" text-anchor="middle">%s</text>`, f1((x0+x1)/2), h-4, esc(ch.XLabel))
+	for i, br := range ch.Bars {
+		y := float64(marginT + i*(barH+6))
+		fmt.Fprintf(&b, `<g class="cell" data-series="%d">`, br.Idx)
+		fmt.Fprintf(&b, `<text class="label" x="%s" y="%s" text-anchor="end">%s</text>`, f1(x0-6), f1(y+barH*0.7), esc(br.Label))
+		fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%d" fill="%s"><title>%s</title></rect>`,
+			f1(x0), f1(y), f1(math.Max(0, sx(br.Value)-x0)), barH, br.Color, esc(br.Tooltip))
+		if !math.IsNaN(br.Low) && !math.IsNaN(br.Hi) {
+			ym := y + barH/2
+			fmt.Fprintf(&b, `<path class="ci" d="M%s %sV%sM%s %sH%sM%s %sV%s"/>`,
+				f1(sx(br.Low)), f1(y+4), f1(y+barH-4), f1(sx(br.Low)), f1(ym), f1(sx(br.Hi)), f1(sx(br.Hi)), f1(y+4), f1(y+barH-4))
+		}
+		b.WriteString(`</g>`)
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+func (ch *chart) linesSVG() string {
+	var b strings.Builder
+	legendH := len(ch.Lines) * legendRow
+	h := marginT + lineH + marginB + legendH
+	x0, x1 := float64(marginL), float64(svgW-marginR)
+	y0, y1 := float64(marginT+lineH), float64(marginT)
+	sx := func(v float64) float64 { return x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0) }
+	sy := func(v float64) float64 { return y0 + (v-ch.YMin)/(ch.YMax-ch.YMin)*(y1-y0) }
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, svgW, h, esc(ch.Title))
+	fmt.Fprintf(&b, `<text class="title" x="4" y="18">%s</text>`, esc(ch.Title))
+	for _, t := range ch.XTicks {
+		x := sx(t.Pos)
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
+			f1(x), f1(y1), f1(x), f1(y0), f1(x), f1(y0+16), esc(t.Label))
+	}
+	for _, t := range ch.YTicks {
+		y := sy(t.Pos)
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`,
+			f1(x0), f1(y), f1(x1), f1(y), f1(x0-4), f1(y+4), esc(t.Label))
+	}
+	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((x0+x1)/2), f1(y0+32), esc(ch.XLabel))
+	fmt.Fprintf(&b, `<text class="axis" x="4" y="%s">%s</text>`, f1(y1-6), esc(ch.YLabel))
+	for i, se := range ch.Lines {
+		var d strings.Builder
+		for j, p := range se.Pts {
+			if j == 0 {
+				d.WriteString("M")
+			} else {
+				d.WriteString("L")
+			}
+			d.WriteString(f1(sx(p[0])) + " " + f1(sy(p[1])))
+		}
+		fmt.Fprintf(&b, `<g class="cell" data-series="%d"><path class="series" d="%s" stroke="%s"><title>%s</title></path></g>`,
+			se.Idx, d.String(), se.Color, esc(se.Label))
+		ly := y0 + marginB + float64(i*legendRow)
+		fmt.Fprintf(&b, `<g class="legend" data-series="%d"><rect x="%s" y="%s" width="12" height="12" fill="%s"/><text x="%s" y="%s">%s</text></g>`,
+			se.Idx, f1(x0), f1(ly), se.Color, f1(x0+18), f1(ly+10), esc(se.Label))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}

@@ -1,0 +1,364 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Verdicts of a comparison (B relative to A).
+const (
+	VerdictFaster        = "faster"
+	VerdictSlower        = "slower"
+	VerdictNoDifference  = "no significant difference"
+	VerdictInsufficient  = "insufficient data"
+	minSamplesForVerdict = 3
+)
+
+// CompareOptions tune Compare.
+type CompareOptions struct {
+	// FailAbove is the regression threshold as a fraction (0.05 = 5%): a
+	// pair regresses when B is significantly slower than A in req/s by more
+	// than FailAbove, or has a significantly higher p99 by more than
+	// FailAbove. 0 disables the check.
+	FailAbove float64
+	// Resamples for the bootstrap (default 10000) and its seed (default
+	// 1: comparisons are reproducible).
+	Resamples int
+	Seed      uint64
+}
+
+// Comparison pairs the cells of two runs by parameters.
+type Comparison struct {
+	A           string   `json:"run_a"`
+	B           string   `json:"run_b"`
+	Axes        []string `json:"axes"`
+	Pairs       []*Pair  `json:"pairs"`
+	OnlyA       []string `json:"only_in_a,omitempty"`
+	OnlyB       []string `json:"only_in_b,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+	FailAbove   float64  `json:"fail_above,omitempty"`
+	Regressions []string `json:"regressions,omitempty"`
+}
+
+// Pair is one cell present in both runs.
+type Pair struct {
+	Label string `json:"cell"`
+	Step  string `json:"step"`
+	A     *Cell  `json:"-"`
+	B     *Cell  `json:"-"`
+	// Basis is what the samples are: "repetitions" when both cells have
+	// at least 3, else "intervals" (per-interval req/s and p99 from
+	// timeseries.parquet; a weaker test, since intervals are correlated).
+	Basis    string   `json:"basis"`
+	RPSRatio Interval `json:"-"` // mean req/s B / A, 95% bootstrap CI
+	P99Ratio Interval `json:"-"` // mean p99 B / A, 95% bootstrap CI
+	Verdict  string   `json:"verdict"`
+	// LatencyVerdict is the p99 verdict: "faster" means a lower p99 in B.
+	LatencyVerdict string `json:"p99_verdict"`
+	Regression     bool   `json:"regression"`
+}
+
+// Compare pairs the cells of a and b by parameters and step and judges each
+// pair with a percentile bootstrap of the ratio of means (B/A): "faster"
+// when the 95% interval of the req/s ratio lies above 1, "slower" below,
+// else "no significant difference".
+func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
+	if a == nil || b == nil {
+		return nil, errors.New("comparing: missing run")
+	}
+	if opts.Resamples <= 0 {
+		opts.Resamples = 10000
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.FailAbove < 0 || math.IsNaN(opts.FailAbove) {
+		return nil, fmt.Errorf("comparing: negative threshold %v", opts.FailAbove)
+	}
+	sa, err := Summarize(a, Options{TopProcesses: -1})
+	if err != nil {
+		return nil, err
+	}
+	sb, err := Summarize(b, Options{TopProcesses: -1})
+	if err != nil {
+		return nil, err
+	}
+	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove}
+	fa, fb := a.Manifest.Fingerprint(), b.Manifest.Fingerprint()
+	switch {
+	case fa == "" || fb == "":
+		c.Warnings = append(c.Warnings, "cannot tell whether both runs come from the same environment (no environment fingerprint)")
+	case fa != fb:
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the runs come from different environments (fingerprint %s vs %s): differences may come from the machine, not the change", fa, fb))
+	}
+	if strings.Join(sa.Axes, ",") != strings.Join(sb.Axes, ",") {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("matrix axes differ (%s vs %s): only cells with equal parameters are paired", strings.Join(sa.Axes, ","), strings.Join(sb.Axes, ",")))
+	}
+	inB := map[string]*Cell{}
+	for _, cb := range sb.Cells {
+		inB[cb.key()] = cb
+	}
+	seen := map[string]bool{}
+	for i, ca := range sa.Cells {
+		cb := inB[ca.key()]
+		if cb == nil {
+			c.OnlyA = append(c.OnlyA, ca.Label())
+			continue
+		}
+		seen[ca.key()] = true
+		p := judge(ca, cb, opts, uint64(i))
+		if opts.FailAbove > 0 {
+			slow := p.Verdict == VerdictSlower && 1-p.RPSRatio.Value > opts.FailAbove
+			lat := p.LatencyVerdict == VerdictSlower && p.P99Ratio.Value-1 > opts.FailAbove
+			if slow || lat {
+				p.Regression = true
+				var why []string
+				if slow {
+					why = append(why, fmt.Sprintf("req/s ×%.3f", p.RPSRatio.Value))
+				}
+				if lat {
+					why = append(why, fmt.Sprintf("p99 ×%.3f", p.P99Ratio.Value))
+				}
+				c.Regressions = append(c.Regressions, fmt.Sprintf("%s: %s (threshold %s)", p.Label, strings.Join(why, ", "), fmtPct(opts.FailAbove)))
+			}
+		}
+		c.Pairs = append(c.Pairs, p)
+	}
+	for _, cb := range sb.Cells {
+		if !seen[cb.key()] {
+			c.OnlyB = append(c.OnlyB, cb.Label())
+		}
+	}
+	if len(c.Pairs) == 0 {
+		c.Warnings = append(c.Warnings, "no cell has the same parameters in both runs")
+	}
+	return c, nil
+}
+
+func judge(a, b *Cell, opts CompareOptions, i uint64) *Pair {
+	p := &Pair{Label: a.Label(), Step: a.Step, A: a, B: b, Basis: "repetitions"}
+	ra, rb, la, lb := a.RepRPS, b.RepRPS, a.RepP99US, b.RepP99US
+	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
+		p.Basis = "intervals"
+		ra, la = intervalSamples(a)
+		rb, lb = intervalSamples(b)
+	}
+	seed := opts.Seed + 2*i
+	p.RPSRatio = bootstrapRatio(rb, ra, opts.Resamples, seed)
+	p.P99Ratio = bootstrapRatio(lb, la, opts.Resamples, seed+1)
+	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
+		p.Verdict, p.LatencyVerdict = VerdictInsufficient, VerdictInsufficient
+		// Still report the point estimates of the cells themselves.
+		p.RPSRatio = noCI(b.RPS.Value / a.RPS.Value)
+		p.P99Ratio = noCI(b.P99US / a.P99US)
+		return p
+	}
+	p.Verdict = verdict(p.RPSRatio, false)
+	p.LatencyVerdict = verdict(p.P99Ratio, true)
+	return p
+}
+
+// verdict reads a ratio interval; lowerIsBetter for latencies.
+func verdict(r Interval, lowerIsBetter bool) string {
+	switch {
+	case !r.HasCI():
+		return VerdictInsufficient
+	case r.Low > 1:
+		if lowerIsBetter {
+			return VerdictSlower
+		}
+		return VerdictFaster
+	case r.High < 1:
+		if lowerIsBetter {
+			return VerdictFaster
+		}
+		return VerdictSlower
+	default:
+		return VerdictNoDifference
+	}
+}
+
+// intervalSamples pools the per-interval req/s and p99 of every
+// repetition, leaving out partial intervals (shorter than 90% of the
+// longest).
+func intervalSamples(c *Cell) (rps, p99 []float64) {
+	longest := 0.0
+	for _, ts := range c.Timeseries {
+		for _, r := range ts {
+			longest = math.Max(longest, r.IntervalS)
+		}
+	}
+	for _, ts := range c.Timeseries {
+		for _, r := range ts {
+			if r.IntervalS < 0.9*longest || r.Requests == 0 {
+				continue
+			}
+			rps = append(rps, r.RPS)
+			if r.LatencyP99US > 0 {
+				p99 = append(p99, r.LatencyP99US)
+			}
+		}
+	}
+	return rps, p99
+}
+
+// Failed reports whether any pair regressed beyond FailAbove.
+func (c *Comparison) Failed() bool { return len(c.Regressions) > 0 }
+
+// Write renders the comparison as text, markdown, csv or json.
+func (c *Comparison) Write(w io.Writer, format string) error {
+	switch format {
+	case "", "text", "markdown", "md":
+		return c.writeTable(w, format == "markdown" || format == "md")
+	case "csv":
+		return c.writeCSV(w)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	default:
+		return fmt.Errorf("writing comparison: unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+}
+
+func (c *Comparison) rows() (header []string, rows [][]string) {
+	header = []string{"cell", "n A/B", "req/s A", "req/s B", "req/s B/A [95% CI]", "p99 ms A", "p99 ms B", "p99 B/A [95% CI]", "verdict"}
+	multi := false
+	for _, p := range c.Pairs {
+		if p.Step != c.Pairs[0].Step {
+			multi = true
+		}
+	}
+	for _, p := range c.Pairs {
+		label := p.Label
+		if multi {
+			label += " · " + p.Step
+		}
+		v := p.Verdict
+		if p.LatencyVerdict != p.Verdict && p.LatencyVerdict != VerdictInsufficient {
+			v += "; p99 " + latencyWord(p.LatencyVerdict)
+		}
+		if p.Basis == "intervals" && p.Verdict != VerdictInsufficient {
+			v += " (per interval)"
+		}
+		if p.Regression {
+			v += " REGRESSION"
+		}
+		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
+			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), fmtRatio(p.RPSRatio),
+			fmtMS(p.A.P99US), fmtMS(p.B.P99US), fmtRatio(p.P99Ratio), v})
+	}
+	return header, rows
+}
+
+func latencyWord(v string) string {
+	switch v {
+	case VerdictFaster:
+		return "lower"
+	case VerdictSlower:
+		return "higher"
+	default:
+		return "unchanged"
+	}
+}
+
+func (c *Comparison) writeTable(w io.Writer, md bool) error {
+	title := fmt.Sprintf("A = %s, B = %s", c.A, c.B)
+	header, rows := c.rows()
+	if md {
+		fmt.Fprintf(w, "**%s**\n\n", title)
+		writeMDRow(w, header)
+		sep := make([]string, len(header))
+		for i := range sep {
+			sep[i] = "---:"
+		}
+		sep[0], sep[len(sep)-1] = "---", "---"
+		writeMDRow(w, sep)
+		for _, r := range rows {
+			writeMDRow(w, r)
+		}
+	} else {
+		fmt.Fprintln(w, title)
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	prefix := ""
+	if md {
+		prefix = "> "
+	}
+	var notes []string
+	for _, l := range c.OnlyA {
+		notes = append(notes, "only in A: "+l)
+	}
+	for _, l := range c.OnlyB {
+		notes = append(notes, "only in B: "+l)
+	}
+	for _, m := range c.Warnings {
+		notes = append(notes, "warning: "+m)
+	}
+	for _, m := range c.Regressions {
+		notes = append(notes, "regression: "+m)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, prefix+n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Comparison) writeCSV(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("cell,step,basis,n_a,n_b,rps_a,rps_b,rps_ratio,rps_ratio_ci_low,rps_ratio_ci_high,p99_us_a,p99_us_b,p99_ratio,p99_ratio_ci_low,p99_ratio_ci_high,verdict,p99_verdict,regression\n")
+	for _, p := range c.Pairs {
+		fields := []string{csvQuote(p.Label), csvQuote(p.Step), p.Basis, strconv.Itoa(p.A.N), strconv.Itoa(p.B.N),
+			num(p.A.RPS.Value), num(p.B.RPS.Value), num(p.RPSRatio.Value), num(p.RPSRatio.Low), num(p.RPSRatio.High),
+			num(p.A.P99US), num(p.B.P99US), num(p.P99Ratio.Value), num(p.P99Ratio.Low), num(p.P99Ratio.High),
+			csvQuote(p.Verdict), csvQuote(p.LatencyVerdict), strconv.FormatBool(p.Regression)}
+		b.WriteString(strings.Join(fields, ",") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func csvQuote(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}
+
+func (p *Pair) MarshalJSON() ([]byte, error) {
+	type plain Pair
+	return json.Marshal(struct {
+		N        [2]int       `json:"n"`
+		RPS      [2]float64   `json:"rps"`
+		P99      [2]float64   `json:"latency_p99_us"`
+		RPSRatio jsonInterval `json:"rps_ratio"`
+		P99Ratio jsonInterval `json:"p99_ratio"`
+		*plain
+	}{[2]int{p.A.N, p.B.N}, [2]float64{finite(p.A.RPS.Value), finite(p.B.RPS.Value)}, [2]float64{p.A.P99US, p.B.P99US},
+		toJSONInterval(p.RPSRatio), toJSONInterval(p.P99Ratio), (*plain)(p)})
+}
+
+func fmtPct(f float64) string {
+	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
+}

@@ -1,0 +1,313 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats Write accepts.
+var Formats = []string{"text", "markdown", "csv", "json"}
+
+// Write renders the summary as text (aligned columns), markdown (a GFM
+// table), csv (raw numbers, latencies in µs) or json.
+func (s *Summary) Write(w io.Writer, format string) error {
+	switch format {
+	case "", "text":
+		return s.writeText(w)
+	case "markdown", "md":
+		return s.writeMarkdown(w)
+	case "csv":
+		return s.writeCSV(w)
+	case "json":
+		return s.writeJSON(w)
+	default:
+		return fmt.Errorf("writing report: unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+}
+
+// header and rows are shared by text and markdown.
+func (s *Summary) table() (header []string, rows [][]string) {
+	header = append(header, s.Axes...)
+	if s.multiStep {
+		header = append(header, "step")
+	}
+	header = append(header, "n", "req/s", "95% CI", "p50 ms", "p99 ms", "p99.9 ms", "errors")
+	if s.Baseline != "" {
+		header = append(header, "vs "+s.Baseline)
+	}
+	header = append(header, "top processes (CPU%)")
+	for _, c := range s.Cells {
+		var row []string
+		for _, p := range c.Params {
+			row = append(row, fmt.Sprint(valueOrDash(p.Value)))
+		}
+		if s.multiStep {
+			row = append(row, c.Step)
+		}
+		row = append(row, strconv.Itoa(c.N))
+		if c.N == 0 {
+			row = append(row, "-", "-", "-", "-", "-")
+		} else {
+			row = append(row, fmtRate(c.RPS.Value), fmtCI(c.RPS, fmtRate), fmtMS(c.P50US), fmtMS(c.P99US), fmtMS(c.P999US))
+		}
+		row = append(row, fmtErrors(c.Errors, c.Requests))
+		if s.Baseline != "" {
+			if c.Baseline == nil {
+				row = append(row, "-")
+			} else {
+				row = append(row, fmtRatio(*c.Baseline))
+			}
+		}
+		var ps []string
+		for _, p := range c.Processes {
+			ps = append(ps, fmt.Sprintf("%s %.1f", p.Process, p.CPUPct))
+		}
+		if len(ps) == 0 {
+			ps = []string{"-"}
+		}
+		row = append(row, strings.Join(ps, ", "))
+		rows = append(rows, row)
+	}
+	return header, rows
+}
+
+func valueOrDash(v any) any {
+	if v == nil {
+		return "-"
+	}
+	return v
+}
+
+func (s *Summary) title() string {
+	return fmt.Sprintf("run %s · pipeline %s · status %s · %d/%d trials ok", s.RunID, s.Pipeline, s.Status, s.TrialsOK, s.Trials)
+}
+
+func (s *Summary) writeText(w io.Writer) error {
+	fmt.Fprintln(w, s.title())
+	fmt.Fprintln(w)
+	header, rows := s.table()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return s.writeWarnings(w, "")
+}
+
+func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
+	if len(s.Warnings) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, m := range s.Warnings {
+		if _, err := fmt.Fprintf(w, "%swarning: %s\n", prefix, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Summary) writeMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "**%s**\n\n", mdEscape(s.title()))
+	header, rows := s.table()
+	writeMDRow(w, header)
+	sep := make([]string, len(header))
+	for i := range sep {
+		sep[i] = "---"
+		if i >= len(s.Axes) && header[i] != "step" && !strings.HasPrefix(header[i], "top processes") {
+			sep[i] = "---:"
+		}
+	}
+	writeMDRow(w, sep)
+	for _, r := range rows {
+		writeMDRow(w, r)
+	}
+	return s.writeWarnings(w, "> ")
+}
+
+func writeMDRow(w io.Writer, cells []string) {
+	esc := make([]string, len(cells))
+	for i, c := range cells {
+		esc[i] = mdEscape(c)
+	}
+	fmt.Fprintf(w, "| %s |\n", strings.Join(esc, " | "))
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func (s *Summary) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	var header []string
+	for _, a := range s.Axes {
+		header = append(header, "param_"+a)
+	}
+	header = append(header, "step", "n", "failed", "rps_mean", "rps_ci_low", "rps_ci_high",
+		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
+		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes")
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for _, c := range s.Cells {
+		var row []string
+		for _, p := range c.Params {
+			if p.Value == nil {
+				row = append(row, "")
+			} else {
+				row = append(row, fmt.Sprint(p.Value))
+			}
+		}
+		row = append(row, c.Step, strconv.Itoa(c.N), strconv.Itoa(c.Failed),
+			num(c.RPS.Value), num(c.RPS.Low), num(c.RPS.High),
+			num(c.P50US), num(c.P90US), num(c.P99US), num(c.P999US), num(c.MaxUS),
+			strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10))
+		if c.Baseline != nil {
+			row = append(row, num(c.Baseline.Value), num(c.Baseline.Low), num(c.Baseline.High))
+		} else {
+			row = append(row, "", "", "")
+		}
+		var ps []string
+		for _, p := range c.Processes {
+			ps = append(ps, fmt.Sprintf("%s=%.2f", p.Process, p.CPUPct))
+		}
+		row = append(row, strings.Join(ps, ";"))
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// num formats a float for csv: empty for NaN, shortest round-trip form.
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// jsonInterval is an Interval with null bounds when unknown.
+type jsonInterval struct {
+	Value float64  `json:"value"`
+	Low   *float64 `json:"ci_low"`
+	High  *float64 `json:"ci_high"`
+}
+
+func toJSONInterval(i Interval) jsonInterval {
+	j := jsonInterval{Value: finite(i.Value)}
+	if i.HasCI() {
+		lo, hi := i.Low, i.High
+		j.Low, j.High = &lo, &hi
+	}
+	return j
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+func (c *Cell) MarshalJSON() ([]byte, error) {
+	type plain Cell
+	params := map[string]any{}
+	for _, p := range c.Params {
+		params[p.Name] = p.Value
+	}
+	var base *jsonInterval
+	if c.Baseline != nil {
+		b := toJSONInterval(*c.Baseline)
+		base = &b
+	}
+	return json.Marshal(struct {
+		Params   map[string]any `json:"params"`
+		RPS      jsonInterval   `json:"rps"`
+		Baseline *jsonInterval  `json:"baseline_ratio,omitempty"`
+		*plain
+	}{params, toJSONInterval(c.RPS), base, (*plain)(c)})
+}
+
+func (s *Summary) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// Human formats.
+
+func fmtRate(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return groupThousands(strconv.FormatFloat(v, 'f', 1, 64))
+}
+
+func groupThousands(s string) string {
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if neg {
+		out = "-" + out
+	}
+	if frac != "" {
+		out += "." + frac
+	}
+	return out
+}
+
+func fmtCI(i Interval, f func(float64) string) string {
+	if !i.HasCI() {
+		return "-"
+	}
+	return "[" + f(i.Low) + ", " + f(i.High) + "]"
+}
+
+func fmtMS(us float64) string {
+	if math.IsNaN(us) {
+		return "-"
+	}
+	ms := us / 1000
+	switch {
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 0, 64)
+	case ms >= 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(ms, 'f', 2, 64)
+	}
+}
+
+func fmtErrors(errs, reqs int64) string {
+	if errs == 0 {
+		return "0"
+	}
+	if reqs == 0 {
+		return strconv.FormatInt(errs, 10)
+	}
+	return fmt.Sprintf("%d (%.2f%%)", errs, 100*float64(errs)/float64(reqs))
+}
+
+func fmtRatio(i Interval) string {
+	s := strconv.FormatFloat(i.Value, 'f', 3, 64)
+	if i.HasCI() {
+		s += " [" + strconv.FormatFloat(i.Low, 'f', 3, 64) + ", " + strconv.FormatFloat(i.High, 'f', 3, 64) + "]"
+	}
+	return s
+}

@@ -1,0 +1,328 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Options tune Summarize.
+type Options struct {
+	// Baseline is "axis=value": each cell gets its req/s ratio to the cell
+	// with the same other parameters and axis=value.
+	Baseline string
+	// TopProcesses is how many processes (by mean CPU%) each cell lists;
+	// 0 means 3, negative means none.
+	TopProcesses int
+}
+
+// Summary is a run summarised per matrix cell: what `benchflow report`
+// prints.
+type Summary struct {
+	RunID     string   `json:"run_id"`
+	Pipeline  string   `json:"pipeline"`
+	Status    string   `json:"status"`
+	Axes      []string `json:"axes"`
+	Baseline  string   `json:"baseline,omitempty"`
+	Trials    int      `json:"trials"`
+	TrialsOK  int      `json:"trials_ok"`
+	Cells     []*Cell  `json:"cells"`
+	Warnings  []string `json:"warnings,omitempty"`
+	multiStep bool
+}
+
+// Cell is one matrix cell (one combination of parameters) × load step,
+// aggregated over its successful repetitions.
+type Cell struct {
+	Params []results.Param `json:"-"`
+	Step   string          `json:"step"`
+	N      int             `json:"n"`      // repetitions aggregated (status ok)
+	Failed int             `json:"failed"` // repetitions not ok, left out
+	// RPS is the mean req/s over repetitions with a 95% t interval.
+	RPS Interval `json:"-"`
+	// Latency percentiles (µs) from the histograms of every repetition
+	// merged.
+	P50US  float64 `json:"latency_p50_us"`
+	P90US  float64 `json:"latency_p90_us"`
+	P99US  float64 `json:"latency_p99_us"`
+	P999US float64 `json:"latency_p999_us"`
+	MaxUS  float64 `json:"latency_max_us"`
+
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// Processes are the top processes by CPU% (100 = one core), averaged
+	// over samples (PIDs of one name summed) and repetitions.
+	Processes []ProcessCPU `json:"top_processes,omitempty"`
+	// Baseline is RPS relative to the baseline cell; nil without
+	// --baseline or for cells without a baseline.
+	Baseline *Interval `json:"-"`
+
+	// Per repetition, in trial order.
+	RepRPS   []float64 `json:"rps_samples"`
+	RepP99US []float64 `json:"latency_p99_us_samples"`
+	TrialIDs []string  `json:"trial_ids"`
+
+	Histogram  results.Histogram         `json:"-"`
+	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
+}
+
+// ProcessCPU is a process name and its mean CPU%.
+type ProcessCPU struct {
+	Process string  `json:"process"`
+	CPUPct  float64 `json:"cpu_pct"`
+}
+
+// Label is "axis=value, …" (and the step when not the only one).
+func (c *Cell) Label() string {
+	var parts []string
+	for _, p := range c.Params {
+		parts = append(parts, fmt.Sprintf("%s=%v", p.Name, p.Value))
+	}
+	if len(parts) == 0 {
+		return c.Step
+	}
+	return strings.Join(parts, ", ")
+}
+
+// key identifies a cell across runs: params in axis order and the step.
+func (c *Cell) key() string {
+	var b strings.Builder
+	for _, p := range c.Params {
+		fmt.Fprintf(&b, "%s=%v\x00", p.Name, p.Value)
+	}
+	b.WriteString(c.Step)
+	return b.String()
+}
+
+// Summarize aggregates a run per matrix cell. Warm-up rows and trials that
+// did not succeed are left out (counted in Cell.Failed).
+func Summarize(run *results.Run, opts Options) (*Summary, error) {
+	if run == nil || run.Manifest == nil {
+		return nil, errors.New("summarizing: no run")
+	}
+	s := &Summary{
+		RunID: run.Manifest.RunID, Pipeline: run.Manifest.Pipeline.Name, Status: run.Manifest.Status,
+		Axes: append([]string(nil), run.Axes...), Baseline: opts.Baseline, Trials: len(run.Manifest.Trials),
+	}
+	for _, t := range run.Manifest.Trials {
+		if t.Status == results.StatusOK {
+			s.TrialsOK++
+		}
+	}
+	cells := map[string]*Cell{}
+	var order []*Cell
+	steps := map[string]bool{}
+	tsBy := map[[2]string][]results.TimeseriesRow{}
+	for _, r := range run.Timeseries {
+		k := [2]string{r.TrialID, r.Step}
+		tsBy[k] = append(tsBy[k], r)
+	}
+	hists := map[*Cell][]results.Histogram{}
+	for i := range run.Trials {
+		t := &run.Trials[i]
+		if t.StepKind == "warm" || t.Step == "" {
+			continue
+		}
+		c := &Cell{Step: t.Step}
+		for _, a := range s.Axes {
+			c.Params = append(c.Params, results.Param{Name: a, Value: t.Param(a)})
+		}
+		if have, ok := cells[c.key()]; ok {
+			c = have
+		} else {
+			cells[c.key()] = c
+			order = append(order, c)
+			steps[c.Step] = true
+		}
+		if t.Status != results.StatusOK {
+			c.Failed++
+			continue
+		}
+		c.N++
+		c.RepRPS = append(c.RepRPS, t.RPS)
+		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
+		c.TrialIDs = append(c.TrialIDs, t.TrialID)
+		c.Requests += t.Requests
+		c.Errors += t.Errors
+		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
+		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
+		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
+	}
+	s.multiStep = len(steps) > 1
+	top := opts.TopProcesses
+	if top == 0 {
+		top = 3
+	}
+	procs := processCPU(run)
+	for _, c := range order {
+		c.RPS = meanCI(c.RepRPS)
+		c.Histogram = results.MergeHistograms(hists[c]...)
+		c.P50US = c.Histogram.Percentile(50)
+		c.P90US = c.Histogram.Percentile(90)
+		c.P99US = c.Histogram.Percentile(99)
+		c.P999US = c.Histogram.Percentile(99.9)
+		if top > 0 {
+			c.Processes = topProcesses(procs, c.TrialIDs, top)
+		}
+		if c.Failed > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d repetition(s) did not succeed and are left out", c.Label(), c.Failed))
+		}
+	}
+	sortCells(order, s.Axes, run)
+	s.Cells = order
+	if opts.Baseline != "" {
+		if err := s.applyBaseline(opts.Baseline); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// sortCells orders cells by the matrix declaration order of each axis
+// (manifest "matrix" values), then by step; unknown values keep the order
+// of first appearance.
+func sortCells(cells []*Cell, axes []string, run *results.Run) {
+	rank := map[string]map[string]int{}
+	for _, a := range axes {
+		rank[a] = map[string]int{}
+		if vs, ok := run.Manifest.Matrix[a].([]any); ok {
+			for i, v := range vs {
+				rank[a][fmt.Sprint(v)] = i
+			}
+		}
+	}
+	first := map[*Cell]int{}
+	for i, c := range cells {
+		first[c] = i
+	}
+	sort.SliceStable(cells, func(i, j int) bool {
+		for k, a := range axes {
+			vi, vj := fmt.Sprint(cells[i].Params[k].Value), fmt.Sprint(cells[j].Params[k].Value)
+			if vi == vj {
+				continue
+			}
+			ri, oki := rank[a][vi]
+			rj, okj := rank[a][vj]
+			if oki && okj {
+				return ri < rj
+			}
+			if oki != okj {
+				return oki
+			}
+			return first[cells[i]] < first[cells[j]]
+		}
+		return false
+	})
+}
+
+// applyBaseline fills Cell.Baseline from "axis=value".
+func (s *Summary) applyBaseline(spec string) error {
+	name, value, ok := strings.Cut(spec, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("parsing baseline %q: want axis=value", spec)
+	}
+	idx := -1
+	for i, a := range s.Axes {
+		if a == name {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return fmt.Errorf("parsing baseline %q: no matrix axis %q (axes: %s)", spec, name, strings.Join(s.Axes, ", "))
+	}
+	baseKey := func(c *Cell) string {
+		var b strings.Builder
+		for i, p := range c.Params {
+			if i != idx {
+				fmt.Fprintf(&b, "%s=%v\x00", p.Name, p.Value)
+			}
+		}
+		b.WriteString(c.Step)
+		return b.String()
+	}
+	bases := map[string]*Cell{}
+	for _, c := range s.Cells {
+		if fmt.Sprint(c.Params[idx].Value) == value {
+			bases[baseKey(c)] = c
+		}
+	}
+	if len(bases) == 0 {
+		var vals []string
+		seen := map[string]bool{}
+		for _, c := range s.Cells {
+			v := fmt.Sprint(c.Params[idx].Value)
+			if !seen[v] {
+				seen[v] = true
+				vals = append(vals, v)
+			}
+		}
+		return fmt.Errorf("parsing baseline %q: no cell has %s=%s (values: %s)", spec, name, value, strings.Join(vals, ", "))
+	}
+	for _, c := range s.Cells {
+		b := bases[baseKey(c)]
+		if b == nil || b.N == 0 || c.N == 0 {
+			continue
+		}
+		r := ratioCI(c.RepRPS, b.RepRPS)
+		if b == c {
+			r = Interval{Value: 1, Low: 1, High: 1}
+		}
+		c.Baseline = &r
+	}
+	return nil
+}
+
+// processCPU is, per trial, the mean CPU% of each process name: PIDs of a
+// name are summed per sample time, then averaged over sample times.
+func processCPU(run *results.Run) map[string]map[string]float64 {
+	type k struct {
+		trial, proc string
+	}
+	sums := map[k]map[float64]float64{}
+	for _, p := range run.Processes {
+		kk := k{p.TrialID, p.Process}
+		if sums[kk] == nil {
+			sums[kk] = map[float64]float64{}
+		}
+		sums[kk][p.TS] += p.CPUPct
+	}
+	out := map[string]map[string]float64{}
+	for kk, byT := range sums {
+		total := 0.0
+		for _, v := range byT {
+			total += v
+		}
+		if out[kk.trial] == nil {
+			out[kk.trial] = map[string]float64{}
+		}
+		out[kk.trial][kk.proc] = total / float64(len(byT))
+	}
+	return out
+}
+
+func topProcesses(procs map[string]map[string]float64, trials []string, n int) []ProcessCPU {
+	sum := map[string]float64{}
+	for _, t := range trials {
+		for p, v := range procs[t] {
+			sum[p] += v
+		}
+	}
+	var out []ProcessCPU
+	for p, v := range sum {
+		out = append(out, ProcessCPU{Process: p, CPUPct: v / float64(len(trials))})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CPUPct != out[j].CPUPct {
+			return out[i].CPUPct > out[j].CPUPct
+		}
+		return out[i].Process < out[j].Process
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
