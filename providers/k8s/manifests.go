@@ -99,10 +99,17 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 		providers.LabelTrial:   labels[providers.LabelTrial],
 		providers.LabelService: labels[providers.LabelService],
 	}
-	annotations := map[string]string{
+	// Ids that had to be changed into label values keep their original
+	// spelling in an annotation of the same name.
+	annotations := map[string]string{}
+	for k, v := range map[string]string{
 		providers.LabelRun:     req.RunID,
 		providers.LabelTrial:   req.TrialID,
 		providers.LabelService: svc.Name,
+	} {
+		if labels[k] != v {
+			annotations[k] = v
+		}
 	}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -112,6 +119,10 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 	}
 
 	if s.Namespace == "" {
+		var nsAnn map[string]string
+		if v, ok := annotations[providers.LabelRun]; ok {
+			nsAnn = map[string]string{providers.LabelRun: v}
+		}
 		o.Namespace = &corev1.Namespace{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{
@@ -120,7 +131,7 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 					providers.LabelManaged: "true",
 					providers.LabelRun:     labels[providers.LabelRun],
 				},
-				Annotations: map[string]string{providers.LabelRun: req.RunID},
+				Annotations: nsAnn,
 			},
 		}
 	}
