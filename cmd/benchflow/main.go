@@ -48,10 +48,10 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	os.Exit(run())
+	os.Exit(execute())
 }
 
-func run() int {
+func execute() int {
 	err := rootCmd.Execute()
 	if err == nil {
 		return 0

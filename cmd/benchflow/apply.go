@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/run"
+)
+
+func init() {
+	var vf varFlags
+	var out, resume string
+	var force, quiet, verbose, noGC bool
+	cmd := &cobra.Command{
+		Use:   "apply FILE",
+		Short: "Run a pipeline and write its results",
+		Long: `Apply runs every trial of a pipeline: it provisions the services, runs the
+steps (tune, check, warm, load, collect, exec), tears everything down and
+records the trial in DIR/<run-id>/ (manifest.json, trials.parquet, …), with
+DIR/latest pointing at the run. Each trial is committed when it ends, so an
+interrupted run keeps its finished trials and can be completed with --resume.
+
+Ctrl-C (SIGINT) or SIGTERM stops the current trial, tears it down and marks
+it interrupted; a second Ctrl-C exits at once after killing every process
+and container the run started. Exit status: 0 when every trial completed,
+1 when a trial failed or the pipeline is invalid, 130 when interrupted.`,
+		Example: `  benchflow apply pipelines/quickstart.hcl
+  benchflow apply study.hcl --var duration=5s --out /data/results
+  benchflow apply study.hcl --resume results/20261130T044500Z-3f9c`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if quiet && verbose {
+				return &exitError{code: 2, err: errors.New("--quiet and --verbose cannot be used together")}
+			}
+			pl, _, err := buildPlan(os.Stderr, args[0], &vf, false)
+			if err != nil {
+				return err
+			}
+			if resume != "" && pl.Order == "random" && vf.seed == 0 {
+				// Keep the recorded seed so the order is the same.
+				if s, err := recordedSeed(resume); err == nil && s != 0 {
+					seed := s
+					vf.seed = s
+					in, _ := vf.inputs()
+					in.Seed = &seed
+					d, diags := plan.Build(pl.Pipeline, in)
+					if diags.HasErrors() {
+						return &exitError{code: 1, err: fmt.Errorf("re-planning with seed %d failed", s)}
+					}
+					pl = d
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				n := 0
+				for range sigs {
+					n++
+					if n == 1 {
+						fmt.Fprintln(os.Stderr, "\ninterrupt: stopping the current trial and tearing down (Ctrl-C again to force)")
+						cancel()
+						continue
+					}
+					fmt.Fprintln(os.Stderr, "\nforced exit: killing everything the run started")
+					run.Kill()
+					os.Exit(130)
+				}
+			}()
+			console := &run.Console{W: os.Stderr, TTY: isTTY(os.Stderr), Quiet: quiet, Verbose: verbose}
+			_, err = run.Apply(ctx, pl, run.Options{
+				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
+			})
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, run.ErrInterrupted):
+				return &exitError{code: 130, err: err}
+			default:
+				return &exitError{code: 1, err: err}
+			}
+		},
+	}
+	vf.register(cmd)
+	cmd.Flags().StringVarP(&out, "out", "o", "", "results directory (default: the pipeline's output dir, or \"results\")")
+	cmd.Flags().StringVar(&resume, "resume", "", "complete an interrupted run: the run directory DIR/<run-id>")
+	cmd.Flags().BoolVar(&force, "force", false, "with --resume: continue even if the pipeline or its variables changed")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only warnings, failures and the final summary")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
+	cmd.Flags().BoolVar(&noGC, "no-gc", false, "do not remove leftovers of crashed runs before starting")
+	rootCmd.AddCommand(cmd)
+}
+
+func recordedSeed(runDir string) (int64, error) {
+	m, err := readManifestSeed(runDir)
+	return m, err
+}

@@ -1,0 +1,359 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/envinfo"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// Options configure Apply.
+type Options struct {
+	OutDir  string // results root, default "results"
+	Resume  string // an existing run directory to complete
+	Force   bool   // resume even if the pipeline or variables changed
+	Version string // benchflow version recorded in the manifest
+	// Reporter receives progress; nil means silent.
+	Reporter Reporter
+	// NoGC skips removing leftovers of crashed runs before starting.
+	NoGC bool
+}
+
+// Summary is what Apply returns.
+type Summary struct {
+	RunID   string
+	Dir     string
+	Status  string // results.RunOK, RunFailed, RunInterrupted
+	Trials  int
+	OK      int
+	Failed  int
+	Skipped int // already complete (resume)
+}
+
+// ErrTrialsFailed is returned (wrapped) when at least one trial failed.
+var ErrTrialsFailed = errors.New("some trials failed")
+
+// ErrInterrupted is returned (wrapped) when the run was cancelled.
+var ErrInterrupted = errors.New("interrupted")
+
+// Runner executes a plan. It is created by Apply; Kill is what a second
+// Ctrl-C calls.
+type Runner struct {
+	plan *plan.Plan
+	opts Options
+	rep  Reporter
+	w    *results.Writer
+
+	mu     sync.Mutex
+	active map[*liveService]bool
+	kept   map[string]*liveService // service name -> deployment kept for the next trial
+}
+
+var (
+	currentMu sync.Mutex
+	current   *Runner
+)
+
+// Kill tears down every active deployment immediately (processes get
+// SIGKILL), for a forced exit. It returns when done or after 5 seconds.
+func Kill() {
+	currentMu.Lock()
+	r := current
+	currentMu.Unlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	var live []*liveService
+	for l := range r.active {
+		live = append(live, l)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // an already-expired context: providers skip graceful waits
+	var wg sync.WaitGroup
+	for _, l := range live {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.teardown(ctx) }()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// Apply runs every trial of the plan and writes results. It returns an
+// error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
+// completed, and other errors when the run could not start.
+func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
+	if opts.OutDir == "" {
+		opts.OutDir = pl.Pipeline.Output.Dir
+		if opts.OutDir == "" {
+			opts.OutDir = "results"
+		}
+	}
+	rep := opts.Reporter
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	r := &Runner{plan: pl, opts: opts, rep: rep, active: map[*liveService]bool{}, kept: map[string]*liveService{}}
+	currentMu.Lock()
+	current = r
+	currentMu.Unlock()
+	defer func() {
+		currentMu.Lock()
+		current = nil
+		currentMu.Unlock()
+	}()
+
+	if !opts.NoGC {
+		r.gc(ctx)
+	}
+
+	sum := sha256.Sum256(pl.Pipeline.Source)
+	shaHex := hex.EncodeToString(sum[:])
+	vars := RedactedVariables(pl)
+
+	var w *results.Writer
+	var err error
+	if opts.Resume != "" {
+		w, err = results.Resume(opts.Resume)
+		if err != nil {
+			return nil, fmt.Errorf("resuming %s: %w", opts.Resume, err)
+		}
+		if err := w.Manifest().CheckResumable(shaHex, vars); err != nil && !opts.Force {
+			return nil, fmt.Errorf("resuming %s: %w (use --force to resume anyway)", opts.Resume, err)
+		}
+		if len(w.Manifest().Trials) != len(pl.Trials) || (pl.Order == "random" && w.Manifest().Seed != pl.Seed) {
+			if w.Manifest().Seed != pl.Seed && pl.Order == "random" {
+				return nil, fmt.Errorf("resuming %s: the run used seed %d; pass --seed %d", opts.Resume, w.Manifest().Seed, w.Manifest().Seed)
+			}
+			if !opts.Force {
+				return nil, fmt.Errorf("resuming %s: %w: it has %d trials, the pipeline now has %d", opts.Resume, results.ErrPipelineChanged, len(w.Manifest().Trials), len(pl.Trials))
+			}
+		}
+	} else {
+		env := envinfo.Collect(ctx, opts.Version)
+		m := &results.Manifest{
+			RunID: results.NewRunID(time.Now()),
+			Pipeline: results.PipelineInfo{
+				Name: pl.Pipeline.Name, File: pl.Pipeline.File, SHA256: shaHex,
+				Format: pl.Pipeline.Format, Variables: vars,
+			},
+			BenchflowVersion: opts.Version,
+			StartedAt:        time.Now().UTC(),
+			Status:           results.RunRunning,
+			Order:            pl.Order,
+			Seed:             pl.Seed,
+			Repetitions:      repetitions(pl),
+			Matrix:           matrixMap(pl),
+			Environment:      toMap(env),
+			OutputFormat:     pl.Pipeline.Output.Format,
+		}
+		for _, a := range pl.Axes {
+			m.Axes = append(m.Axes, a.Name)
+		}
+		for _, t := range pl.Trials {
+			m.Trials = append(m.Trials, results.TrialEntry{
+				TrialID: t.ID, Index: t.Index, Repetition: t.Repetition,
+				Params: paramsMap(t.Params), Provider: trialProvider(t), Status: results.StatusPending,
+			})
+		}
+		name := filepath.Base(pl.Pipeline.File)
+		if pl.Pipeline.Format == "star" && !strings.HasSuffix(name, ".star") {
+			name += ".star"
+		}
+		w, err = results.Create(opts.OutDir, m, pl.Pipeline.Source, name)
+		if err != nil {
+			return nil, fmt.Errorf("creating the results directory: %w", err)
+		}
+	}
+	r.w = w
+	m := w.Manifest()
+	s := &Summary{RunID: m.RunID, Dir: w.Dir(), Trials: len(pl.Trials)}
+	rep.RunStart(m.RunID, w.Dir(), len(pl.Trials))
+
+	status := results.RunOK
+	interrupted := false
+	for i, t := range pl.Trials {
+		if opts.Resume != "" && m.Done(t.ID) {
+			s.Skipped++
+			continue
+		}
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		var next *plan.Trial
+		if i+1 < len(pl.Trials) {
+			next = pl.Trials[i+1]
+		}
+		rec := r.runTrial(ctx, t, next)
+		if err := w.CommitTrial(rec); err != nil {
+			rep.Warnf("recording trial %s: %v", t.ID, err)
+			status = results.RunFailed
+		}
+		switch rec.Status {
+		case results.StatusOK:
+			s.OK++
+		case results.StatusInterrupted:
+			interrupted = true
+		default:
+			s.Failed++
+		}
+		if interrupted {
+			break
+		}
+		if rec.Status == results.StatusFailed && pl.Pipeline.OnFailure == "abort" {
+			rep.Warnf("trial %s failed and on_failure = \"abort\": stopping", t.ID)
+			break
+		}
+	}
+	r.releaseKept()
+	if s.Failed > 0 {
+		status = results.RunFailed
+	}
+	if s.OK+s.Skipped < len(pl.Trials) && status == results.RunOK {
+		status = results.RunFailed
+	}
+	if interrupted {
+		status = results.RunInterrupted
+	}
+	s.Status = status
+	if err := w.Finish(status, time.Now().UTC()); err != nil {
+		return s, fmt.Errorf("finishing the run: %w", err)
+	}
+	rep.RunDone(s)
+	switch {
+	case interrupted:
+		return s, fmt.Errorf("run %s: %w after %d of %d trials", s.RunID, ErrInterrupted, s.OK+s.Failed, len(pl.Trials))
+	case status != results.RunOK:
+		return s, fmt.Errorf("run %s: %w (%d of %d failed)", s.RunID, ErrTrialsFailed, len(pl.Trials)-s.OK-s.Skipped, len(pl.Trials))
+	}
+	return s, nil
+}
+
+// gc removes leftovers of crashed runs for the provider types this pipeline
+// uses.
+func (r *Runner) gc(ctx context.Context) {
+	types := map[string]bool{}
+	for _, pv := range r.plan.Pipeline.Providers {
+		types[pv.Type] = true
+	}
+	if len(r.plan.Pipeline.Providers) == 0 {
+		types[plan.ImplicitLocal] = true
+	}
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t, ok := providers.Lookup(n)
+		if !ok || t.GC == nil {
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		removed, err := t.GC(gctx, "")
+		cancel()
+		if err != nil && !errors.Is(err, providers.ErrUnavailable) {
+			r.rep.Warnf("removing leftovers of earlier runs (%s): %v", n, err)
+		}
+		for _, x := range removed {
+			r.rep.Warnf("removed a leftover of a crashed run: %s", x)
+		}
+	}
+}
+
+func repetitions(pl *plan.Plan) int {
+	max := 0
+	for _, t := range pl.Trials {
+		if t.Repetition > max {
+			max = t.Repetition
+		}
+	}
+	return max
+}
+
+func matrixMap(pl *plan.Plan) map[string]any {
+	m := map[string]any{}
+	for _, a := range pl.Axes {
+		var vs []any
+		for _, v := range a.Values {
+			vs = append(vs, plan.GoValue(v))
+		}
+		m[a.Name] = vs
+	}
+	return m
+}
+
+func paramsMap(ps []plan.Param) map[string]any {
+	m := map[string]any{}
+	for _, p := range ps {
+		m[p.Name] = plan.GoValue(p.Value)
+	}
+	return m
+}
+
+func trialProvider(t *plan.Trial) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, s := range t.Services {
+		if !seen[s.Provider] {
+			seen[s.Provider] = true
+			parts = append(parts, s.Provider)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// RedactedVariables returns the effective variable values with sensitive
+// ones replaced by "(sensitive)".
+func RedactedVariables(pl *plan.Plan) map[string]any {
+	out := map[string]any{}
+	for _, v := range pl.Pipeline.Variables {
+		val, ok := pl.Vars[v.Name]
+		if !ok {
+			continue
+		}
+		if v.Sensitive {
+			out[v.Name] = "(sensitive)"
+			continue
+		}
+		out[v.Name] = plan.GoValue(val)
+	}
+	return out
+}
+
+func toMap(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// tempRoot is where per-trial service folders are created.
+func tempRoot() string {
+	if d := os.Getenv("BENCHFLOW_TMPDIR"); d != "" {
+		return d
+	}
+	return os.TempDir()
+}

@@ -1,0 +1,479 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/tune"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// errSkipped marks a step not run because a step it waits for failed.
+var errSkipped = errors.New("skipped: a step it waits for failed")
+
+// RequesterFactory builds a request-script requester for load steps with
+// script = "…" (set by the Starlark front end's package at init).
+var RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
+
+func (tr *trialRun) runDAG(ctx context.Context) error {
+	nodes := tr.r.plan.Steps
+	done := map[string]chan struct{}{}
+	var mu sync.Mutex
+	errs := map[string]error{}
+	collectors := map[string][]*plan.StepNode{}
+	for _, n := range nodes {
+		done[n.Addr()] = make(chan struct{})
+		if n.During != "" {
+			collectors[n.During] = append(collectors[n.During], n)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n.During != "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done[n.Addr()])
+			for _, d := range n.Deps {
+				select {
+				case <-done[d]:
+				case <-ctx.Done():
+				}
+				mu.Lock()
+				depErr := errs[d]
+				mu.Unlock()
+				if depErr != nil {
+					mu.Lock()
+					errs[n.Addr()] = errSkipped
+					mu.Unlock()
+					return
+				}
+			}
+			var err error
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			} else {
+				tr.r.rep.StepStart(tr.trial, n.Addr())
+				err = tr.runStep(ctx, n, collectors[n.Addr()])
+				tr.r.rep.StepDone(tr.trial, n.Addr(), err)
+			}
+			mu.Lock()
+			errs[n.Addr()] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if err := errs[n.Addr()]; err != nil && !errors.Is(err, errSkipped) {
+			return fmt.Errorf("step %s: %w", n.Addr(), err)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (tr *trialRun) runStep(ctx context.Context, n *plan.StepNode, collects []*plan.StepNode) error {
+	cfg, d := tr.te.Step(n.Step)
+	if d.HasErrors() {
+		return diagErr(d)
+	}
+	switch c := cfg.(type) {
+	case *pipeline.ProvisionConfig:
+		for _, name := range c.Services {
+			var svc *pipeline.Service
+			for _, s := range tr.r.plan.Pipeline.Services {
+				if s.Name == name {
+					svc = s
+				}
+			}
+			if svc == nil {
+				return fmt.Errorf("no service named %q", name)
+			}
+			if err := tr.provision(ctx, svc); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *pipeline.TuneConfig:
+		return tr.tune(ctx, c)
+	case *pipeline.CheckConfig:
+		return check(ctx, c)
+	case *pipeline.ExecConfig:
+		return tr.exec(ctx, n.Step.Name, c)
+	case *pipeline.LoadConfig:
+		return tr.load(ctx, n.Step, c, collects)
+	}
+	return fmt.Errorf("step kind %q cannot run on its own", n.Step.Kind)
+}
+
+// servicePIDs returns the processes of the named services (all when names
+// is empty).
+func (tr *trialRun) serviceProcs(ctx context.Context, names []string) []providers.Process {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	tr.mu.Lock()
+	var live []*liveService
+	for _, name := range tr.svcOrder {
+		if len(want) == 0 || want[name] {
+			if l := tr.services[name]; l != nil && l.dep != nil {
+				live = append(live, l)
+			}
+		}
+	}
+	tr.mu.Unlock()
+	var out []providers.Process
+	for _, l := range live {
+		if pr, ok := l.dep.(providers.ProcessReporter); ok {
+			ps, err := pr.Processes(ctx)
+			if err == nil {
+				out = append(out, ps...)
+			}
+		}
+	}
+	return out
+}
+
+func (tr *trialRun) tune(ctx context.Context, c *pipeline.TuneConfig) error {
+	for _, n := range c.Services {
+		if _, ok := tr.services[n]; !ok {
+			return fmt.Errorf("services: no provisioned service named %q", n)
+		}
+	}
+	rl, err := tune.ParseRlimits(c.Rlimits, c.Nofile)
+	if err != nil {
+		return err
+	}
+	s := tune.Settings{Sysctl: c.Sysctl, Rlimits: rl, Nice: c.Nice, Optional: c.Optional}
+	if c.ServiceCPUs != "" {
+		if s.ServiceCPUs, err = tune.ParseCPUList(c.ServiceCPUs); err != nil {
+			return err
+		}
+	}
+	if c.LoaderCPUs != "" {
+		if s.LoaderCPUs, err = tune.ParseCPUList(c.LoaderCPUs); err != nil {
+			return err
+		}
+	}
+	if len(rl) > 0 || len(s.ServiceCPUs) > 0 || c.Nice != nil {
+		for _, p := range tr.serviceProcs(ctx, c.Services) {
+			if p.Role == "" || p.Role == "service" {
+				s.PIDs = append(s.PIDs, p.PID)
+			}
+		}
+		if len(s.PIDs) == 0 {
+			msg := "no service process to apply process settings to (the provider reports none)"
+			if !c.Optional {
+				return errors.New(msg)
+			}
+			tr.r.rep.Warnf("trial %s: %s", tr.trial.ID, msg)
+		}
+	}
+	undo, err := tune.Apply(ctx, s, func(w string) { tr.r.rep.Warnf("trial %s: %s", tr.trial.ID, w) })
+	if undo != nil {
+		tr.pushUndo("tune settings", func(context.Context) error { return undo.Restore() })
+	}
+	return err
+}
+
+func check(ctx context.Context, c *pipeline.CheckConfig) error {
+	timeout := 10 * time.Second
+	if c.Timeout != "" {
+		timeout, _ = plan.ParseDuration(c.Timeout)
+	}
+	method := c.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, method, c.URL, strings.NewReader(c.Body))
+	if err != nil {
+		return fmt.Errorf("building the request: %w", err)
+	}
+	for k, v := range c.Headers {
+		if strings.EqualFold(k, "host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, c.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the body: %w", method, c.URL, err)
+	}
+	want := c.Status
+	if want == 0 {
+		want = 200
+	}
+	var problems []string
+	if resp.StatusCode != want {
+		problems = append(problems, fmt.Sprintf("status %d, expected %d", resp.StatusCode, want))
+	}
+	if c.BodyContains != "" && !bytes.Contains(body, []byte(c.BodyContains)) {
+		problems = append(problems, fmt.Sprintf("body does not contain %q", c.BodyContains))
+	}
+	if c.BodyMatches != "" {
+		if re, err := regexp.Compile(c.BodyMatches); err == nil && !re.Match(body) {
+			problems = append(problems, fmt.Sprintf("body does not match /%s/", c.BodyMatches))
+		}
+	}
+	if c.BodySize != nil && int64(len(body)) != *c.BodySize {
+		problems = append(problems, fmt.Sprintf("body is %d bytes, expected %d", len(body), *c.BodySize))
+	}
+	keys := make([]string, 0, len(c.HeaderValues))
+	for k := range c.HeaderValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if got := resp.Header.Get(k); got != c.HeaderValues[k] {
+			problems = append(problems, fmt.Sprintf("header %s is %q, expected %q", k, got, c.HeaderValues[k]))
+		}
+	}
+	if len(problems) > 0 {
+		snippet := string(body)
+		if len(snippet) > 200 {
+			snippet = snippet[:200] + "…"
+		}
+		return fmt.Errorf("%s %s: %s (body: %q)", method, c.URL, strings.Join(problems, "; "), snippet)
+	}
+	return nil
+}
+
+func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfig) error {
+	timeout := 10 * time.Minute
+	if c.Timeout != "" {
+		timeout, _ = plan.ParseDuration(c.Timeout)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, c.Command[0], c.Command[1:]...)
+	cmd.Dir = c.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = tr.r.plan.Pipeline.Dir
+	}
+	cmd.Env = os.Environ()
+	for k, v := range c.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	setProcessGroup(cmd)
+	if err := os.MkdirAll(tr.logDir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(tr.logDir, "exec-"+name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var tail tailBuffer
+	cmd.Stdout = io.MultiWriter(f, &tail)
+	cmd.Stderr = io.MultiWriter(f, &tail)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("running %q: %w; last output:\n%s", strings.Join(c.Command, " "), err, tail.String())
+	}
+	return nil
+}
+
+// tailBuffer keeps the last 4 KiB written.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(string(t.b), "\n"), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// LoadOptions converts a load or warm step's config into load options.
+func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
+	o := load.Options{
+		Connections: c.Connections, Threads: c.Threads, Requests: c.Requests, Rate: c.Rate,
+	}
+	var err error
+	if c.Duration != "" {
+		if o.Duration, err = plan.ParseDuration(c.Duration); err != nil {
+			return o, fmt.Errorf("duration: %w", err)
+		}
+	} else if kind == pipeline.KindWarm && c.Requests == 0 {
+		o.Duration = 5 * time.Second
+	}
+	if c.Timeout != "" {
+		if o.Timeout, err = plan.ParseDuration(c.Timeout); err != nil {
+			return o, fmt.Errorf("timeout: %w", err)
+		}
+	}
+	if c.Interval != "" {
+		if o.Interval, err = plan.ParseDuration(c.Interval); err != nil {
+			return o, fmt.Errorf("interval: %w", err)
+		}
+	}
+	if c.KeepAlive != nil && !*c.KeepAlive {
+		o.Close = true
+	}
+	body := []byte(c.Body)
+	if c.BodyFile != "" {
+		if body, err = fs.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
+			return o, fmt.Errorf("body_file: %w", err)
+		}
+	}
+	headers := func(m map[string]string) [][2]string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out [][2]string
+		for _, k := range keys {
+			out = append(out, [2]string{k, m[k]})
+		}
+		return out
+	}
+	if c.Target != "" {
+		o.Targets = []load.Target{{URL: c.Target, Method: c.Method, Headers: headers(c.Headers), Body: body, Weight: 1}}
+	}
+	for _, u := range c.URLs {
+		t := load.Target{URL: u.URL, Method: u.Method, Headers: headers(c.Headers), Body: body, Weight: u.Weight}
+		if t.Method == "" {
+			t.Method = c.Method
+		}
+		t.Headers = append(t.Headers, headers(u.Headers)...)
+		if u.Body != "" {
+			t.Body = []byte(u.Body)
+		}
+		if t.Weight == 0 {
+			t.Weight = 1
+		}
+		o.Targets = append(o.Targets, t)
+	}
+	if c.Script != "" {
+		if RequesterFactory == nil {
+			return o, errors.New("script: request scripts are not available in this build")
+		}
+		base := c.Target
+		if base == "" && len(c.URLs) > 0 {
+			base = c.URLs[0].URL
+		}
+		req, err := RequesterFactory(fsys, c.Script, base)
+		if err != nil {
+			return o, fmt.Errorf("script %s: %w", c.Script, err)
+		}
+		o.Requester = req
+	}
+	return o, nil
+}
+
+func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, collects []*plan.StepNode) error {
+	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS)
+	if err != nil {
+		return err
+	}
+	opts.Progress = func(p load.Progress) { tr.r.rep.LoadProgress(tr.trial, st.Addr(), p) }
+
+	// Start the collectors that run during this step.
+	type running struct {
+		name string
+		s    *collect.Sampler
+	}
+	var samplers []running
+	for _, cn := range collects {
+		cfg, d := tr.te.Step(cn.Step)
+		if d.HasErrors() {
+			return fmt.Errorf("collect %s: %w", cn.Step.Name, diagErr(d))
+		}
+		cc := cfg.(*pipeline.CollectConfig)
+		interval := time.Second
+		if cc.Interval != "" {
+			interval, _ = plan.ParseDuration(cc.Interval)
+		}
+		services := cc.Services
+		s, err := collect.Start(ctx, collect.Config{
+			Step: cn.Step.Name, Interval: interval, Names: cc.Processes, Loader: cc.Loader,
+			System:  cc.System == nil || *cc.System,
+			Network: cc.Network == nil || *cc.Network,
+			Procs:   func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, services) },
+		})
+		if err != nil {
+			for _, r := range samplers {
+				r.s.Stop()
+			}
+			return fmt.Errorf("starting collect %s: %w", cn.Step.Name, err)
+		}
+		samplers = append(samplers, running{cn.Step.Name, s})
+	}
+	res, lerr := load.Run(ctx, opts)
+	for _, r := range samplers {
+		ps, sys, nets := r.s.Stop()
+		tr.mu.Lock()
+		tr.rec.Processes = append(tr.rec.Processes, ps...)
+		tr.rec.System = append(tr.rec.System, sys...)
+		tr.rec.Network = append(tr.rec.Network, nets...)
+		tr.mu.Unlock()
+		if len(ps) > 0 {
+			tr.r.rep.Logf("trial %s: %s CPU: %s", tr.trial.ID, r.name, collect.FormatSummary(collect.Summary(ps)))
+		}
+	}
+	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res}
+	if lerr != nil {
+		step.Status = results.StatusFailed
+		step.Error = lerr.Error()
+	}
+	if ctx.Err() != nil {
+		step.Status = results.StatusInterrupted
+	}
+	tr.mu.Lock()
+	tr.rec.Steps = append(tr.rec.Steps, step)
+	tr.mu.Unlock()
+	if res != nil {
+		tr.r.rep.LoadDone(tr.trial, st.Addr(), res)
+	}
+	return lerr
+}

@@ -1,0 +1,391 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/benchflow/benchflow/engine/envinfo"
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// teardownTimeout bounds each undo action (a fresh context, also after
+// Ctrl-C).
+const teardownTimeout = 60 * time.Second
+
+// liveService is one provisioned service with what it takes to undo it.
+type liveService struct {
+	name        string
+	fingerprint string
+	dep         providers.Deployment
+	dir         string // host folder with rendered files (removed at teardown)
+	once        sync.Once
+	err         error
+}
+
+func (l *liveService) teardown(ctx context.Context) error {
+	l.once.Do(func() {
+		if l.dep != nil {
+			l.err = l.dep.Teardown(ctx)
+		}
+		if l.dir != "" {
+			if err := os.RemoveAll(l.dir); err != nil && l.err == nil {
+				l.err = err
+			}
+		}
+	})
+	return l.err
+}
+
+// trialRun is the state of one trial.
+type trialRun struct {
+	r        *Runner
+	te       *plan.TrialEval
+	trial    *plan.Trial
+	rec      *results.TrialRecord
+	logDir   string
+	mu       sync.Mutex
+	services map[string]*liveService
+	undo     []undoItem // LIFO, excluding services
+	svcOrder []string
+}
+
+type undoItem struct {
+	what string
+	fn   func(ctx context.Context) error
+}
+
+func (tr *trialRun) pushUndo(what string, fn func(ctx context.Context) error) {
+	tr.mu.Lock()
+	tr.undo = append(tr.undo, undoItem{what, fn})
+	tr.mu.Unlock()
+}
+
+func diagErr(diags hcl.Diagnostics) error {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		loc := ""
+		if d.Subject != nil {
+			loc = fmt.Sprintf("%s:%d,%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		s := loc + d.Summary
+		if d.Detail != "" {
+			s += ": " + strings.TrimSuffix(d.Detail, ".")
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
+
+func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) *results.TrialRecord {
+	rec := &results.TrialRecord{
+		TrialID: t.ID, Index: t.Index, Repetition: t.Repetition,
+		Provider: trialProvider(t), StartedAt: time.Now().UTC(), Status: results.StatusOK,
+		ServiceVersions: map[string]string{},
+	}
+	for _, p := range t.Params {
+		rec.Params = append(rec.Params, results.Param{Name: p.Name, Value: plan.GoValue(p.Value)})
+	}
+	tr := &trialRun{
+		r: r, te: r.plan.NewTrialEval(t, false), trial: t, rec: rec,
+		logDir:   filepath.Join(r.w.Dir(), "logs", t.ID),
+		services: map[string]*liveService{},
+	}
+	r.rep.TrialStart(t, len(r.plan.Trials))
+	start := time.Now()
+
+	err := tr.execute(ctx)
+	if err != nil {
+		rec.Error = err.Error()
+		rec.Status = results.StatusFailed
+		if ctx.Err() != nil {
+			rec.Status = results.StatusInterrupted
+		}
+	}
+	// Teardown: undo actions in reverse, then services in reverse, with
+	// a fresh context — also after Ctrl-C.
+	tr.teardown(next)
+	rec.FinishedAt = time.Now().UTC()
+	r.rep.TrialDone(t, rec, time.Since(start))
+	return rec
+}
+
+func (tr *trialRun) teardown(next *plan.Trial) {
+	for i := len(tr.undo) - 1; i >= 0; i-- {
+		u := tr.undo[i]
+		ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+		if err := u.fn(ctx); err != nil {
+			tr.r.rep.Warnf("trial %s: undoing %s: %v", tr.trial.ID, u.what, err)
+		}
+		cancel()
+	}
+	for i := len(tr.svcOrder) - 1; i >= 0; i-- {
+		name := tr.svcOrder[i]
+		l := tr.services[name]
+		if l == nil {
+			continue
+		}
+		if next != nil && tr.rec.Status == results.StatusOK && reusedIn(next, name, l.fingerprint) {
+			tr.r.mu.Lock()
+			tr.r.kept[name] = l
+			tr.r.mu.Unlock()
+			tr.r.rep.Logf("trial %s: keeping service %s running for trial %s", tr.trial.ID, name, next.ID)
+			continue
+		}
+		tr.r.teardownService(l)
+	}
+}
+
+func reusedIn(t *plan.Trial, name, fp string) bool {
+	for _, s := range t.Services {
+		if s.Name == name {
+			return s.Reuse && s.Fingerprint == fp
+		}
+	}
+	return false
+}
+
+func (r *Runner) teardownService(l *liveService) {
+	ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+	defer cancel()
+	if err := l.teardown(ctx); err != nil {
+		r.rep.Warnf("tearing down service %s: %v", l.name, err)
+	}
+	r.mu.Lock()
+	delete(r.active, l)
+	r.mu.Unlock()
+}
+
+func (r *Runner) releaseKept() {
+	r.mu.Lock()
+	kept := r.kept
+	r.kept = map[string]*liveService{}
+	r.mu.Unlock()
+	for _, l := range kept {
+		r.teardownService(l)
+	}
+}
+
+func (tr *trialRun) execute(ctx context.Context) error {
+	p := tr.r.plan.Pipeline
+	if _, d := tr.te.Locals(); d.HasErrors() {
+		return diagErr(d)
+	}
+	explicit := map[string]bool{}
+	for _, st := range p.Steps {
+		if st.Kind != pipeline.KindProvision {
+			continue
+		}
+		cfg, d := tr.te.Step(st)
+		if d.HasErrors() {
+			return diagErr(d)
+		}
+		for _, s := range cfg.(*pipeline.ProvisionConfig).Services {
+			explicit[s] = true
+		}
+	}
+	for _, s := range p.Services {
+		if explicit[s.Name] {
+			continue
+		}
+		if err := tr.provision(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tr.runDAG(ctx)
+}
+
+func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// A service kept from the previous trial.
+	tr.r.mu.Lock()
+	kept := tr.r.kept[s.Name]
+	delete(tr.r.kept, s.Name)
+	tr.r.mu.Unlock()
+	if kept != nil {
+		if reusedIn(tr.trial, s.Name, kept.fingerprint) {
+			tr.services[s.Name] = kept
+			tr.svcOrder = append(tr.svcOrder, s.Name)
+			tr.te.SetEndpoint(s.Name, kept.dep.Endpoint())
+			tr.r.rep.Logf("trial %s: service %s kept from the previous trial", tr.trial.ID, s.Name)
+			return nil
+		}
+		tr.r.teardownService(kept)
+	}
+
+	pv, d := tr.te.Provider(s)
+	if d.HasErrors() {
+		return diagErr(d)
+	}
+	typ, cfg, d := tr.te.ProviderConfig(pv)
+	if d.HasErrors() {
+		return diagErr(d)
+	}
+	name := plan.ImplicitLocal
+	if pv != nil {
+		name = pv.Name
+	}
+	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
+	if err != nil {
+		return fmt.Errorf("configuring provider %q for service %q: %w", name, s.Name, err)
+	}
+	portCfgs, d := tr.te.Ports(s)
+	if d.HasErrors() {
+		return diagErr(d)
+	}
+	var ports []providers.Port
+	listen := map[string]int{}
+	for _, pc := range portCfgs {
+		host := 0
+		if pc.Host != "" && pc.Host != "auto" {
+			host, _ = strconv.Atoi(pc.Host)
+		} else {
+			host, err = freePort()
+			if err != nil {
+				return fmt.Errorf("allocating a port for service %q: %w", s.Name, err)
+			}
+		}
+		port := providers.Port{Name: pc.Name, Container: pc.Container, Host: host}
+		lp := host
+		if l, ok := prov.(providers.ListenPorter); ok {
+			lp = l.ListenPort(port)
+		}
+		listen[pc.Name] = lp
+		ports = append(ports, port)
+	}
+	hostDir, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("benchflow-%s-%s-%s-", tr.r.w.Manifest().RunID, tr.trial.ID, s.Name))
+	if err != nil {
+		return fmt.Errorf("creating the folder of service %q: %w", s.Name, err)
+	}
+	_ = os.Chmod(hostDir, 0o755)
+	live := &liveService{name: s.Name, dir: hostDir, fingerprint: fingerprintOf(tr.trial, s.Name)}
+	tr.services[s.Name] = live
+	tr.svcOrder = append(tr.svcOrder, s.Name)
+	selfDir := hostDir
+	if sd, ok := prov.(providers.ServiceDirer); ok {
+		selfDir = sd.ServiceDir(s.Name)
+	}
+	self := plan.Self(s.Name, selfDir, listen)
+	scfg, d := tr.te.Service(s, self)
+	if d.HasErrors() {
+		return diagErr(d)
+	}
+	spec := providers.ServiceSpec{
+		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
+		Dir: hostDir, Ports: ports, Replicas: scfg.Replicas,
+	}
+	for i := range scfg.Files {
+		fc := &scfg.Files[i]
+		b, err := tr.te.RenderFile(fc, self)
+		if err != nil {
+			return fmt.Errorf("service %q: %w", s.Name, err)
+		}
+		mode := uint32(0o644)
+		if fc.Mode != "" {
+			if m, err := strconv.ParseUint(fc.Mode, 8, 32); err == nil {
+				mode = uint32(m)
+			}
+		}
+		hp := filepath.Join(hostDir, fc.Name)
+		if err := os.WriteFile(hp, b, os.FileMode(mode)); err != nil {
+			return fmt.Errorf("writing file %q of service %q: %w", fc.Name, s.Name, err)
+		}
+		spec.Files = append(spec.Files, providers.File{Name: fc.Name, HostPath: hp, Mount: fc.Mount, Mode: mode})
+	}
+	spec.Health = healthSpec(scfg.Health, ports)
+	if len(scfg.VersionCommand) > 0 {
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := envinfo.ServiceVersion(vctx, scfg.VersionCommand)
+		cancel()
+		if err != nil {
+			tr.r.rep.Warnf("service %s: version_command: %v", s.Name, err)
+		} else {
+			tr.rec.ServiceVersions[s.Name] = v
+		}
+	}
+	if err := os.MkdirAll(tr.logDir, 0o755); err != nil {
+		return fmt.Errorf("creating the log folder: %w", err)
+	}
+	tr.r.rep.Logf("trial %s: provisioning %s with %s", tr.trial.ID, s.Name, name)
+	dep, err := prov.Provision(ctx, &providers.ProvisionRequest{
+		RunID: tr.r.w.Manifest().RunID, TrialID: tr.trial.ID, Service: spec, LogDir: tr.logDir,
+		Logf: tr.r.rep.Logf,
+	})
+	if err != nil {
+		return fmt.Errorf("provisioning %q with %s: %w", s.Name, name, err)
+	}
+	live.dep = dep
+	tr.r.mu.Lock()
+	tr.r.active[live] = true
+	tr.r.mu.Unlock()
+	if err := waitHealthy(ctx, dep, spec.Health); err != nil {
+		return fmt.Errorf("service %q never became healthy: %w", s.Name, err)
+	}
+	tr.te.SetEndpoint(s.Name, dep.Endpoint())
+	return nil
+}
+
+func fingerprintOf(t *plan.Trial, name string) string {
+	for _, s := range t.Services {
+		if s.Name == name {
+			return s.Fingerprint
+		}
+	}
+	return ""
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func healthSpec(h *pipeline.HealthConfig, ports []providers.Port) providers.Health {
+	out := providers.Health{Timeout: 30 * time.Second, Interval: 100 * time.Millisecond}
+	if len(ports) > 0 {
+		out.PortName = ports[0].Name
+		out.TCP = true
+	}
+	if h == nil {
+		return out
+	}
+	out.HTTPPath = h.HTTP
+	out.TCP = h.TCP || (h.HTTP == "" && len(ports) > 0)
+	if h.Port != "" {
+		out.PortName = h.Port
+	}
+	out.Status = h.Status
+	if d, err := plan.ParseDuration(h.Timeout); err == nil && h.Timeout != "" {
+		out.Timeout = d
+	}
+	if d, err := plan.ParseDuration(h.Interval); err == nil && h.Interval != "" && d > 0 {
+		out.Interval = d
+	}
+	return out
+}
+
+var _ = cty.NilVal
