@@ -1,0 +1,27 @@
+// Package nomad is the "nomad" provider: it runs a service as a Nomad job
+// whose allocations register in Consul, and optionally publishes it through
+// an Apache APISIX route — the gateway architecture of study S3.
+//
+// Entry points: the provider registers itself in init() as type "nomad"
+// (import the package for its side effect); New builds a Provider from a
+// decoded *Config; Provider.Provision registers the job and waits, in turn,
+// for the evaluation (unplaceable jobs fail fast with the scheduler's
+// reasons), the allocations, the deployment and Consul's passing checks
+// (blocking queries), then creates the APISIX upstream and route and waits
+// until the gateway answers through it. Deployment.Teardown deletes the
+// route, the upstream and the job (purged). GC removes leftovers labelled
+// dev.benchflow.managed.
+//
+// The endpoint is the first allocation's address; Endpoint.Attrs carry
+// gateway_url (service.<name>.gateway_url in pipelines), job, group, task,
+// allocations and consul_service.
+//
+// Tokens and the APISIX admin key come from environment variables or
+// files named in the config; only the names are stored, and no error or
+// log line contains a secret.
+//
+// Sub-packages: consul (waiting for passing instances), apisix (the Admin
+// API v3 client) and fake (httptest servers replaying the Nomad, Consul
+// and APISIX APIs, used by the tests). Siblings: providers/local,
+// providers/docker and providers/k8s deploy the same ServiceSpec elsewhere.
+package nomad

@@ -1,0 +1,611 @@
+package nomad
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	napi "github.com/hashicorp/nomad/api"
+
+	"github.com/benchflow/benchflow/providers"
+	"github.com/benchflow/benchflow/providers/nomad/apisix"
+	"github.com/benchflow/benchflow/providers/nomad/consul"
+)
+
+func init() {
+	providers.Register(&providers.Type{
+		Name:      "nomad",
+		NewConfig: func() any { return &Config{} },
+		New:       New,
+		GC:        GC,
+	})
+}
+
+var (
+	_ providers.Provider     = (*Provider)(nil)
+	_ providers.ListenPorter = (*Provider)(nil)
+	_ providers.ServiceDirer = (*Provider)(nil)
+	_ providers.Renderer     = (*Provider)(nil)
+	_ providers.Deployment   = (*Deployment)(nil)
+)
+
+// Provider deploys services as Nomad jobs registered in Consul, optionally
+// behind an APISIX route.
+type Provider struct {
+	name string
+	s    *settings
+	// pollInterval paces the waits that are not blocking queries.
+	pollInterval time.Duration
+}
+
+// New builds a provider from a decoded *Config (nil means all defaults).
+// It validates the config and reads the tokens; it contacts nothing.
+func New(req *providers.NewRequest) (providers.Provider, error) {
+	c, _ := req.Config.(*Config)
+	if c == nil {
+		if req.Config != nil {
+			return nil, fmt.Errorf("configuring nomad provider %q: unexpected config type %T", req.Name, req.Config)
+		}
+		c = &Config{}
+	}
+	s, err := resolve(c)
+	if err != nil {
+		return nil, fmt.Errorf("configuring nomad provider %q: %w", req.Name, err)
+	}
+	return &Provider{name: req.Name, s: s, pollInterval: 200 * time.Millisecond}, nil
+}
+
+// String describes the provider without secrets.
+func (p *Provider) String() string {
+	return fmt.Sprintf("nomad provider %q at %s (driver %s)", p.name, p.s.Address, p.s.Driver)
+}
+
+// ListenPort is the port the task listens on: the container port for the
+// docker driver, else the number the engine picked, which the job rewrites
+// into ${NOMAD_PORT_<name>} (see buildJob).
+func (p *Provider) ListenPort(pt providers.Port) int {
+	if p.s.Driver == "docker" && pt.Container > 0 {
+		return pt.Container
+	}
+	return pt.Host
+}
+
+// ServiceDir is self.dir: the task's local directory, where the service's
+// files are written as templates.
+func (p *Provider) ServiceDir(string) string { return taskDirVar }
+
+// Render prints the job Provision would register, as JSON (what `nomad job
+// run -json` accepts: {"Job": …}). It contains no token.
+func (p *Provider) Render(req *providers.ProvisionRequest) ([]byte, error) {
+	job, err := buildJob(p.jobSpec(req))
+	if err != nil {
+		return nil, fmt.Errorf("rendering nomad job for %q: %w", req.Service.Name, err)
+	}
+	return json.MarshalIndent(map[string]any{"Job": job}, "", "  ")
+}
+
+func (p *Provider) jobSpec(req *providers.ProvisionRequest) jobSpec {
+	count := p.s.Count
+	if count == 0 {
+		count = req.Service.Replicas
+	}
+	if count == 0 {
+		count = 1
+	}
+	id := p.s.JobName
+	if id == "" {
+		id = serviceName("benchflow-" + req.Service.Name + "-" + req.RunID)
+	}
+	return jobSpec{s: p.s, req: req, count: count, jobID: id, service: serviceName(id)}
+}
+
+// Deployment is one provisioned Nomad job.
+type Deployment struct {
+	p        *Provider
+	nomad    *napi.Client
+	admin    *apisix.Client
+	jobID    string
+	objectID string // APISIX route and upstream id
+	route    bool
+	upstream bool
+	endpoint providers.Endpoint
+	logf     func(string, ...any)
+}
+
+// Endpoint is the first allocation's address; Attrs carry gateway_url,
+// job, group, task, allocations and consul_service.
+func (d *Deployment) Endpoint() providers.Endpoint { return d.endpoint }
+
+func (p *Provider) nomadClient() (*napi.Client, error) {
+	cfg := napi.DefaultConfig()
+	cfg.Address = p.s.Address
+	cfg.Region = p.s.Region
+	cfg.Namespace = p.s.Namespace
+	cfg.SecretID = p.s.token
+	c, err := napi.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating Nomad client for %s: %w", p.s.Address, err)
+	}
+	return c, nil
+}
+
+// Provision registers the job, waits for its evaluation, allocations,
+// deployment and Consul health, then (with gateway = true) creates the
+// APISIX upstream and route and waits until the gateway answers through
+// it. On any error everything it created is removed before it returns.
+func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionRequest) (providers.Deployment, error) {
+	d, err := p.provision(ctx, req)
+	if err != nil {
+		if d != nil {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if terr := d.Teardown(tctx); terr != nil {
+				err = errors.Join(err, fmt.Errorf("cleaning up: %w", terr))
+			}
+		}
+		return nil, fmt.Errorf("provisioning %q on nomad: %w", req.Service.Name, err)
+	}
+	return d, nil
+}
+
+func (p *Provider) provision(ctx context.Context, req *providers.ProvisionRequest) (*Deployment, error) {
+	logf := req.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	js := p.jobSpec(req)
+	job, err := buildJob(js)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := p.nomadClient()
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{p: p, nomad: nc, jobID: js.jobID, logf: logf, objectID: apisixID(js.jobID)}
+	if p.s.Gateway {
+		if d.admin, err = apisix.New(p.s.APISIXAdmin, p.s.adminKey, nil); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.s.ready)
+	defer cancel()
+
+	logf("nomad: registering job %s (count %d, driver %s)", js.jobID, js.count, p.s.Driver)
+	resp, _, err := nc.Jobs().Register(job, (&napi.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("registering job %q: %w", js.jobID, err)
+	}
+	// From here on the job exists: d is returned with every error so
+	// Provision tears it down.
+	if err := d.waitEval(ctx, resp.EvalID); err != nil {
+		return d, err
+	}
+	allocs, err := d.waitAllocs(ctx, js.count)
+	if err != nil {
+		return d, err
+	}
+	if err := d.waitDeployment(ctx); err != nil {
+		return d, err
+	}
+	cc, err := consul.NewClient(p.s.ConsulAddress, p.s.consulToken)
+	if err != nil {
+		return d, err
+	}
+	logf("consul: waiting for %d passing instances of %s", js.count, js.service)
+	insts, err := consul.WaitPassing(ctx, cc, js.service, js.count, 5*time.Second)
+	if err != nil {
+		return d, err
+	}
+
+	primary := primaryPort(&req.Service)
+	first := allocs[0]
+	ep := providers.Endpoint{Scheme: "http", Host: first.host, Port: first.ports[primary], Ports: first.ports,
+		Attrs: map[string]string{
+			"job": js.jobID, "group": p.s.Group, "task": p.s.Task,
+			"consul_service": js.service, "gateway_url": "",
+		}}
+	var addrs []string
+	for _, a := range allocs {
+		addrs = append(addrs, net.JoinHostPort(a.host, strconv.Itoa(a.ports[primary])))
+	}
+	ep.Attrs["allocations"] = strings.Join(addrs, ",")
+	d.endpoint = ep
+
+	if p.s.Gateway {
+		gw, err := d.gateway(ctx, req.RunID, js.service, insts, req.Service.Health.HTTPPath)
+		if err != nil {
+			return d, err
+		}
+		d.endpoint.Attrs["gateway_url"] = gw
+	}
+	return d, nil
+}
+
+// waitEval waits for the registration's evaluation and turns failed
+// placements into an error naming the reasons.
+func (d *Deployment) waitEval(ctx context.Context, evalID string) error {
+	if evalID == "" {
+		return nil
+	}
+	var index uint64
+	for {
+		ev, meta, err := d.nomad.Evaluations().Info(evalID, (&napi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx))
+		if err != nil {
+			return waitErr(ctx, "waiting for evaluation "+short(evalID), err)
+		}
+		if len(ev.FailedTGAllocs) > 0 {
+			return fmt.Errorf("job %q cannot be placed: %s", d.jobID, placementFailure(ev.FailedTGAllocs))
+		}
+		switch ev.Status {
+		case "complete":
+			return nil
+		case "failed", "canceled", "cancelled":
+			return fmt.Errorf("evaluation %s of job %q %s: %s", short(evalID), d.jobID, ev.Status, ev.StatusDescription)
+		}
+		index = nextIndex(index, meta.LastIndex)
+	}
+}
+
+// placementFailure summarises AllocationMetric like `nomad job status`.
+func placementFailure(failed map[string]*napi.AllocationMetric) string {
+	var groups []string
+	for g := range failed {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var parts []string
+	for _, g := range groups {
+		m := failed[g]
+		var why []string
+		for _, set := range []map[string]int{m.ConstraintFiltered, m.ClassFiltered, m.DimensionExhausted, m.ClassExhausted} {
+			var keys []string
+			for k := range set {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				why = append(why, fmt.Sprintf("%s on %d node(s)", k, set[k]))
+			}
+		}
+		if m.NodesEvaluated == 0 {
+			why = append(why, "no nodes were eligible for evaluation (check datacenters and node pool)")
+		}
+		parts = append(parts, fmt.Sprintf("group %q: %d node(s) evaluated, %d filtered, %d exhausted (%s)",
+			g, m.NodesEvaluated, m.NodesFiltered, m.NodesExhausted, strings.Join(why, "; ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+type allocAddr struct {
+	id    string
+	host  string
+	ports map[string]int
+}
+
+// waitAllocs waits until count allocations run and returns their
+// addresses, sorted by allocation name. A failed allocation is an error
+// quoting its last task event.
+func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, error) {
+	var index uint64
+	for {
+		stubs, meta, err := d.nomad.Jobs().Allocations(d.jobID, false, (&napi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx))
+		if err != nil {
+			return nil, waitErr(ctx, fmt.Sprintf("waiting for %d running allocations", count), err)
+		}
+		var running []*napi.AllocationListStub
+		for _, a := range stubs {
+			if a.DesiredStatus != "run" {
+				continue
+			}
+			switch a.ClientStatus {
+			case napi.AllocClientStatusFailed, napi.AllocClientStatusLost:
+				return nil, fmt.Errorf("allocation %s of job %q %s: %s", short(a.ID), d.jobID, a.ClientStatus, lastEvent(a.TaskStates))
+			case napi.AllocClientStatusRunning:
+				running = append(running, a)
+			}
+		}
+		if len(running) >= count {
+			sort.Slice(running, func(i, j int) bool { return running[i].Name < running[j].Name })
+			var out []allocAddr
+			for _, a := range running[:count] {
+				full, _, err := d.nomad.Allocations().Info(a.ID, (&napi.QueryOptions{}).WithContext(ctx))
+				if err != nil {
+					return nil, fmt.Errorf("reading allocation %s: %w", short(a.ID), err)
+				}
+				ad, err := allocAddress(full)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, ad)
+			}
+			d.logf("nomad: %d allocations running", count)
+			return out, nil
+		}
+		index = nextIndex(index, meta.LastIndex)
+	}
+}
+
+// allocAddress reads an allocation's host address and port values from
+// AllocatedResources.Shared.Ports (Nomad ≥ 0.12), else from its network.
+func allocAddress(a *napi.Allocation) (allocAddr, error) {
+	ad := allocAddr{id: a.ID, ports: map[string]int{}}
+	if ar := a.AllocatedResources; ar != nil {
+		for _, pm := range ar.Shared.Ports {
+			ad.ports[pm.Label] = pm.Value
+			if ad.host == "" {
+				ad.host = pm.HostIP
+			}
+		}
+		for _, nw := range ar.Shared.Networks {
+			if ad.host == "" {
+				ad.host = nw.IP
+			}
+			for _, pt := range append(append([]napi.Port(nil), nw.DynamicPorts...), nw.ReservedPorts...) {
+				if _, ok := ad.ports[pt.Label]; !ok {
+					ad.ports[pt.Label] = pt.Value
+				}
+			}
+		}
+	}
+	if ad.host == "" || len(ad.ports) == 0 {
+		return ad, fmt.Errorf("allocation %s reports no address", short(a.ID))
+	}
+	return ad, nil
+}
+
+func lastEvent(states map[string]*napi.TaskState) string {
+	var names []string
+	for n := range states {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st := states[n]
+		if st != nil && len(st.Events) > 0 {
+			ev := st.Events[len(st.Events)-1]
+			msg := ev.DisplayMessage
+			if msg == "" {
+				msg = ev.Type
+			}
+			return fmt.Sprintf("task %q: %s", n, msg)
+		}
+	}
+	return "no task events"
+}
+
+// waitDeployment waits until the job's latest deployment is successful.
+func (d *Deployment) waitDeployment(ctx context.Context) error {
+	var index uint64
+	last := "no deployment yet"
+	for {
+		dep, meta, err := d.nomad.Jobs().LatestDeployment(d.jobID, (&napi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx))
+		if err != nil {
+			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", err)
+		}
+		if dep != nil {
+			last = deploymentState(dep)
+		}
+		if dep == nil {
+			return nil // no update block: nothing to wait for
+		}
+		switch dep.Status {
+		case "successful":
+			d.logf("nomad: deployment %s successful", short(dep.ID))
+			return nil
+		case "failed", "cancelled", "canceled", "blocked":
+			return fmt.Errorf("deployment %s of job %q %s: %s", short(dep.ID), d.jobID, dep.Status, dep.StatusDescription)
+		}
+		index = nextIndex(index, meta.LastIndex)
+		if ctx.Err() != nil {
+			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", ctx.Err())
+		}
+	}
+}
+
+// deploymentState summarises a deployment: "running, 1/2 healthy".
+func deploymentState(dep *napi.Deployment) string {
+	healthy, desired := 0, 0
+	for _, st := range dep.TaskGroups {
+		healthy += st.HealthyAllocs
+		desired += st.DesiredTotal
+	}
+	return fmt.Sprintf("deployment %s %s, %d/%d allocations healthy", short(dep.ID), dep.Status, healthy, desired)
+}
+
+// gateway creates the APISIX upstream and route and waits until the
+// gateway answers through the route. It returns the gateway URL.
+func (d *Deployment) gateway(ctx context.Context, runID, service string, insts []consul.Instance, healthPath string) (string, error) {
+	s := d.p.s
+	labels := map[string]string{providers.LabelManaged: "true", providers.LabelService: service}
+	if runID != "" {
+		labels[providers.LabelRun] = runID
+	}
+	up := &apisix.Upstream{ID: d.objectID, Name: service, Type: "roundrobin", Labels: labels}
+	if s.Discovery == "consul" {
+		up.ServiceName, up.DiscoveryType = service, "consul"
+	} else {
+		for _, in := range insts {
+			up.Nodes = append(up.Nodes, apisix.Node{Host: in.Host, Port: in.Port, Weight: 1})
+		}
+	}
+	d.logf("apisix: creating upstream and route %s (%s)", d.objectID, s.Discovery)
+	if err := d.admin.PutUpstream(ctx, up); err != nil {
+		// The PUT may have been applied before the error: try to
+		// delete it at teardown.
+		d.upstream = true
+		return "", err
+	}
+	d.upstream = true
+	rt := &apisix.Route{ID: d.objectID, Name: service, URI: s.RouteURI, UpstreamID: d.objectID, Labels: labels,
+		Methods: []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}}
+	d.route = true
+	if err := d.admin.PutRoute(ctx, rt); err != nil {
+		return "", err
+	}
+	gw := s.GatewayURL + routePrefix(s.RouteURI)
+	probe := gw + healthPath
+	if healthPath == "" {
+		probe = gw + "/"
+	}
+	if err := apisix.WaitRoute(ctx, nil, probe, d.p.pollInterval); err != nil {
+		return "", err
+	}
+	d.logf("apisix: gateway answers at %s", gw)
+	return gw, nil
+}
+
+// routePrefix is the part of a route uri a URL through it starts with:
+// "/*" → "", "/app/*" → "/app", "/app" → "/app".
+func routePrefix(uri string) string {
+	return strings.TrimRight(strings.TrimSuffix(uri, "*"), "/")
+}
+
+// apisixID is a valid APISIX object id for a job.
+func apisixID(jobID string) string {
+	id := make([]byte, 0, len(jobID))
+	for i := 0; i < len(jobID) && len(id) < 64; i++ {
+		c := jobID[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
+			id = append(id, c)
+		} else {
+			id = append(id, '-')
+		}
+	}
+	return string(id)
+}
+
+// Teardown deletes the route, the upstream and the job (purged), in that
+// order, ignoring what is already gone.
+func (d *Deployment) Teardown(ctx context.Context) error {
+	var errs []error
+	if d.admin != nil {
+		if d.route {
+			if err := d.admin.Delete(ctx, apisix.KindRoutes, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+		if d.upstream {
+			if err := d.admin.Delete(ctx, apisix.KindUpstreams, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, _, err := d.nomad.Jobs().Deregister(d.jobID, true, (&napi.WriteOptions{}).WithContext(ctx)); err != nil && !isNotFound(err) {
+		errs = append(errs, fmt.Errorf("deregistering job %q: %w", d.jobID, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tearing down nomad job %q: %w", d.jobID, err)
+	}
+	d.logf("nomad: job %s deregistered and purged", d.jobID)
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var ure napi.UnexpectedResponseError
+	if errors.As(err, &ure) {
+		return ure.StatusCode() == http.StatusNotFound
+	}
+	var pure *napi.UnexpectedResponseError
+	if errors.As(err, &pure) {
+		return pure.StatusCode() == http.StatusNotFound
+	}
+	return false
+}
+
+func nextIndex(prev, last uint64) uint64 {
+	if last < prev {
+		return 0
+	}
+	return last
+}
+
+func waitErr(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// GC removes what crashed runs left behind: Nomad jobs whose meta carries
+// LabelManaged (and LabelRun = runID when given), and APISIX routes and
+// upstreams labelled LabelManaged, using NOMAD_* and APISIX_* variables.
+func GC(ctx context.Context, runID string) ([]string, error) {
+	s, err := resolve(&Config{})
+	if err != nil {
+		return nil, fmt.Errorf("collecting nomad leftovers: %w", err)
+	}
+	p := &Provider{s: s}
+	nc, err := p.nomadClient()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	stubs, _, err := nc.Jobs().ListOptions(&napi.JobListOptions{Fields: &napi.JobListFields{Meta: true}}, (&napi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		if isUnreachable(err) {
+			return nil, fmt.Errorf("listing nomad jobs at %s: %w: %v", s.Address, providers.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("listing nomad jobs: %w", err)
+	}
+	var errs []error
+	for _, j := range stubs {
+		if j.Meta[providers.LabelManaged] != "true" || (runID != "" && j.Meta[providers.LabelRun] != runID) {
+			continue
+		}
+		if _, _, err := nc.Jobs().Deregister(j.ID, true, (&napi.WriteOptions{Namespace: j.Namespace}).WithContext(ctx)); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("deregistering job %q: %w", j.ID, err))
+			continue
+		}
+		removed = append(removed, "nomad job "+j.ID)
+	}
+	admin, key := getenv("APISIX_ADMIN", ""), getenv("APISIX_ADMIN_KEY", "")
+	if admin != "" {
+		ac, err := apisix.New(admin, key, nil)
+		if err != nil {
+			return removed, err
+		}
+		for _, kind := range []string{apisix.KindRoutes, apisix.KindUpstreams} {
+			items, err := ac.List(ctx, kind)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, it := range items {
+				if it.Labels()[providers.LabelManaged] != "true" {
+					continue
+				}
+				if runID != "" && it.Labels()[providers.LabelRun] != runID {
+					continue
+				}
+				if err := ac.Delete(ctx, kind, it.ID()); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+					errs = append(errs, err)
+					continue
+				}
+				removed = append(removed, "apisix "+strings.TrimSuffix(kind, "s")+" "+it.ID())
+			}
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+func isUnreachable(err error) bool {
+	var ue *url.Error
+	var oe *net.OpError
+	return errors.As(err, &oe) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled))
+}

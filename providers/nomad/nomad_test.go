@@ -1,0 +1,644 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/benchflow/benchflow/providers"
+	"github.com/benchflow/benchflow/providers/nomad/apisix"
+	"github.com/benchflow/benchflow/providers/nomad/fake"
+)
+
+const (
+	testKey    = "edd1c9f034335f136f87ad84b625c8f1" // the fake's admin key
+	testKeyEnv = "BENCHFLOW_TEST_APISIX_KEY"
+	testRunID  = "20261130T044500Z-3f9c"
+)
+
+// newStack starts the three fakes and points the usual variables away
+// from any real cluster.
+func newStack(t *testing.T) *fake.Stack {
+	t.Helper()
+	st := fake.NewStack(testKey)
+	t.Cleanup(st.Close)
+	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_REGION", "NOMAD_NAMESPACE", "APISIX_ADMIN_KEY"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv(testKeyEnv, testKey)
+	return st
+}
+
+// gatewayConfig is a config for the fakes with the gateway on.
+func gatewayConfig(st *fake.Stack) *Config {
+	return &Config{
+		Address:       st.Nomad.URL(),
+		ConsulAddress: st.Consul.URL(),
+		Driver:        "raw_exec",
+		Count:         2,
+		Gateway:       true,
+		APISIXAdmin:   st.APISIX.AdminURL(),
+		APISIXKeyEnv:  testKeyEnv,
+		GatewayURL:    st.APISIX.GatewayURL(),
+		ReadyTimeout:  "20s",
+	}
+}
+
+// request is the service the pipelines use: the built-in server on the
+// port the engine picked, with a template that uses the port and self.dir.
+func request(t *testing.T) *providers.ProvisionRequest {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte("listen 18080;\nroot ${NOMAD_TASK_DIR}/www;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &providers.ProvisionRequest{
+		RunID: testRunID, TrialID: "t0001",
+		Service: providers.ServiceSpec{
+			Name:    "web",
+			Command: []string{"/usr/local/bin/benchflow", "serve", "--addr", "0.0.0.0:18080"},
+			Env:     map[string]string{"PORT": "18080", "CONF": "${NOMAD_TASK_DIR}/server.conf"},
+			Dir:     dir,
+			Files:   []providers.File{{Name: "server.conf", HostPath: conf, Mode: 0o600}},
+			Ports:   []providers.Port{{Name: "http", Host: 18080}},
+			Health:  providers.Health{HTTPPath: "/", Interval: 100 * time.Millisecond},
+		},
+		Logf: t.Logf,
+	}
+}
+
+func newProvider(t *testing.T, c *Config) *Provider {
+	t.Helper()
+	p, err := New(&providers.NewRequest{Name: "gw", Config: c})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p.(*Provider)
+}
+
+func get(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// assertEmpty fails when anything is still registered in a fake.
+func assertEmpty(t *testing.T, st *fake.Stack) {
+	t.Helper()
+	if left := st.Empty(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	typ, ok := providers.Lookup("nomad")
+	if !ok {
+		t.Fatal("nomad provider not registered")
+	}
+	if _, ok := typ.NewConfig().(*Config); !ok {
+		t.Fatalf("NewConfig returns %T", typ.NewConfig())
+	}
+	if typ.GC == nil {
+		t.Error("GC not set")
+	}
+}
+
+// TestConfigDecodes decodes a provider block the way the engine does, with
+// a matrix value, to pin the gohcl tags.
+func TestConfigDecodes(t *testing.T) {
+	src := `
+address     = "http://127.0.0.1:4646"
+driver      = "raw_exec"
+count       = matrix.count
+cpu         = 200
+memory      = 64
+datacenters = ["dc1"]
+gateway     = matrix.path == "gateway"
+route_uri   = "/app/*"
+discovery   = "nodes"
+token_file  = "/run/secrets/nomad"
+ready_timeout = "45s"
+`
+	f, diags := hclsyntax.ParseConfig([]byte(src), "p.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"matrix": cty.ObjectVal(map[string]cty.Value{"count": cty.NumberIntVal(4), "path": cty.StringVal("gateway")}),
+	}}
+	var c Config
+	if diags := gohcl.DecodeBody(f.Body, ctx, &c); diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := Config{Address: "http://127.0.0.1:4646", Driver: "raw_exec", Count: 4, CPU: 200, Memory: 64,
+		Datacenters: []string{"dc1"}, Gateway: true, RouteURI: "/app/*", Discovery: "nodes",
+		TokenFile: "/run/secrets/nomad", ReadyTimeout: "45s"}
+	if d := cmp.Diff(want, c); d != "" {
+		t.Errorf("decoded config (-want +got):\n%s", d)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Setenv("APISIX_ADMIN", "")
+	t.Setenv("APISIX_GATEWAY", "")
+	cases := []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"driver", Config{Driver: "lxc"}, `driver "lxc": want one of docker, exec, raw_exec`},
+		{"discovery", Config{Discovery: "dns"}, `discovery "dns"`},
+		{"timeout", Config{ReadyTimeout: "soon"}, `ready_timeout "soon"`},
+		{"count", Config{Count: -1}, "count = -1"},
+		{"job name", Config{JobName: "my job"}, `job_name "my job"`},
+		{"route", Config{RouteURI: "app"}, `route_uri "app": must start with /`},
+		{"no admin", Config{Gateway: true, GatewayURL: "http://127.0.0.1:9080"}, "gateway = true needs apisix_admin"},
+		{"no gateway url", Config{Gateway: true, APISIXAdmin: "http://127.0.0.1:9180"}, "gateway = true needs gateway_url"},
+		{"both token sources", Config{TokenEnv: "X", TokenFile: "/x"}, "token_env and token_file are both set"},
+		{"missing token file", Config{TokenFile: "/nonexistent/benchflow-token"}, "reading token_file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(&providers.NewRequest{Name: "n", Config: &tc.c})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), `nomad provider "n"`) {
+				t.Errorf("error %q does not name the provider", err)
+			}
+		})
+	}
+}
+
+// TestGatewayConsulDiscovery is the S3 architecture end to end on the
+// fakes: two allocations, APISIX resolving them through Consul, real
+// requests through both paths, and nothing left after teardown.
+func TestGatewayConsulDiscovery(t *testing.T) {
+	st := newStack(t)
+	p := newProvider(t, gatewayConfig(st))
+	ctx := context.Background()
+	dep, err := p.Provision(ctx, request(t))
+	if err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	ep := dep.Endpoint()
+	job := "benchflow-web-20261130t044500z-3f9c"
+	for k, want := range map[string]string{"job": job, "group": "servers", "task": "web",
+		"consul_service": job, "gateway_url": st.APISIX.GatewayURL()} {
+		if ep.Attrs[k] != want {
+			t.Errorf("Attrs[%q] = %q, want %q", k, ep.Attrs[k], want)
+		}
+	}
+	allocs := strings.Split(ep.Attrs["allocations"], ",")
+	if d := cmp.Diff(st.Nomad.RunningAllocs(), sorted(allocs)); d != "" {
+		t.Errorf("allocations attr vs running allocations (-fake +attr):\n%s", d)
+	}
+	if got := net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port)); got != allocs[0] {
+		t.Errorf("endpoint %s is not the first allocation %s", got, allocs[0])
+	}
+	if ep.Ports["http"] != ep.Port {
+		t.Errorf("Ports[http] = %d, want %d", ep.Ports["http"], ep.Port)
+	}
+	up, ok := st.APISIX.Object("upstreams", apisixID(job))
+	if !ok || up["discovery_type"] != "consul" || up["service_name"] != job {
+		t.Errorf("upstream = %v, want discovery_type consul and service_name %s", up, job)
+	}
+	rt, _ := st.APISIX.Object("routes", apisixID(job))
+	if rt["uri"] != "/*" || rt["upstream_id"] != apisixID(job) {
+		t.Errorf("route = %v", rt)
+	}
+
+	hc := &http.Client{Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	if code, body := get(t, hc, ep.URL()+"/"); code != 200 || !strings.Contains(body, "hello from "+job) {
+		t.Errorf("direct: %d %q", code, body)
+	}
+	// A bounded load through the gateway reaches both allocations.
+	seen := boundedLoad(t, hc, ep.Attrs["gateway_url"]+"/", 4, 50)
+	if len(seen) != 2 {
+		t.Errorf("gateway spread 200 requests over %d backends, want 2: %v", len(seen), seen)
+	}
+
+	if err := dep.Teardown(ctx); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	assertEmpty(t, st)
+	for _, a := range allocs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			t.Errorf("allocation %s still accepts connections after teardown", a)
+		}
+	}
+	// Teardown twice is harmless.
+	if err := dep.Teardown(ctx); err != nil {
+		t.Errorf("second Teardown: %v", err)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// boundedLoad sends workers×perWorker GETs and returns how many answers
+// each distinct body got; any failure fails the test.
+func boundedLoad(t *testing.T, hc *http.Client, url string, workers, perWorker int) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				resp, err := hc.Get(url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("status %d: %s", resp.StatusCode, b)
+					return
+				}
+				mu.Lock()
+				seen[string(b)]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("load through %s: %v", url, err)
+	}
+	total := 0
+	for _, n := range seen {
+		total += n
+	}
+	if total != workers*perWorker {
+		t.Errorf("%d answers, want %d", total, workers*perWorker)
+	}
+	return seen
+}
+
+// TestGatewayNodesDiscovery writes the Consul instances as explicit
+// upstream nodes.
+func TestGatewayNodesDiscovery(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Discovery, c.Count, c.RouteURI = "nodes", 3, "/app/*"
+	p := newProvider(t, c)
+	req := request(t)
+	req.Service.Health.HTTPPath = "/health"
+	dep, err := p.Provision(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	defer dep.Teardown(context.Background())
+	ep := dep.Endpoint()
+	if want := st.APISIX.GatewayURL() + "/app"; ep.Attrs["gateway_url"] != want {
+		t.Errorf("gateway_url = %q, want %q", ep.Attrs["gateway_url"], want)
+	}
+	up, _ := st.APISIX.Object("upstreams", apisixID(ep.Attrs["job"]))
+	nodes, _ := up["nodes"].([]any)
+	var got []string
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		got = append(got, fmt.Sprintf("%v:%v", m["host"], m["port"]))
+	}
+	if d := cmp.Diff(st.Nomad.RunningAllocs(), sorted(got)); d != "" {
+		t.Errorf("upstream nodes vs allocations (-allocs +nodes):\n%s", d)
+	}
+	if _, has := up["service_name"]; has {
+		t.Errorf("nodes upstream has service_name: %v", up)
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	if seen := boundedLoad(t, hc, ep.Attrs["gateway_url"]+"/x", 3, 30); len(seen) != 3 {
+		t.Errorf("spread over %d backends, want 3", len(seen))
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, st)
+}
+
+// TestJobShape checks the job the fake received: labels, count,
+// resources, driver config, templates with ports and self.dir rewritten,
+// and the Consul service with its check.
+func TestJobShape(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Gateway, c.Count, c.CPU, c.Memory, c.JobName = false, 1, 250, 64, "hello-world"
+	c.Datacenters = []string{"dc1"}
+	p := newProvider(t, c)
+	dep, err := p.Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatalf("Provision: %v", err)
+	}
+	defer dep.Teardown(context.Background())
+	if g := dep.Endpoint().Attrs["gateway_url"]; g != "" {
+		t.Errorf("gateway_url = %q without a gateway", g)
+	}
+	job, ok := st.Nomad.Job("", "hello-world")
+	if !ok {
+		t.Fatal("job hello-world not registered")
+	}
+	if job.Meta[providers.LabelManaged] != "true" || job.Meta[providers.LabelRun] != testRunID || job.Meta[providers.LabelService] != "web" {
+		t.Errorf("meta = %v", job.Meta)
+	}
+	if d := cmp.Diff([]string{"dc1"}, job.Datacenters); d != "" {
+		t.Errorf("datacenters: %s", d)
+	}
+	tg := job.TaskGroups[0]
+	if *tg.Name != "servers" || *tg.Count != 1 {
+		t.Errorf("group %s count %d", *tg.Name, *tg.Count)
+	}
+	task := tg.Tasks[0]
+	if task.Name != "web" || task.Driver != "raw_exec" || *task.Resources.CPU != 250 || *task.Resources.MemoryMB != 64 {
+		t.Errorf("task %s driver %s cpu %d mem %d", task.Name, task.Driver, *task.Resources.CPU, *task.Resources.MemoryMB)
+	}
+	if task.Config["command"] != "/usr/local/bin/benchflow" {
+		t.Errorf("command = %v", task.Config["command"])
+	}
+	if d := cmp.Diff([]any{"serve", "--addr", "0.0.0.0:${NOMAD_PORT_http}"}, task.Config["args"]); d != "" {
+		t.Errorf("args (-want +got):\n%s", d)
+	}
+	if task.Env["PORT"] != "${NOMAD_PORT_http}" || task.Env["CONF"] != "${NOMAD_TASK_DIR}/server.conf" {
+		t.Errorf("env = %v", task.Env)
+	}
+	tmpl := task.Templates[0]
+	wantData := "listen {{ env \"NOMAD_PORT_http\" }};\nroot {{ env \"NOMAD_TASK_DIR\" }}/www;\n"
+	if *tmpl.EmbeddedTmpl != wantData || *tmpl.DestPath != "local/server.conf" || *tmpl.Perms != "600" {
+		t.Errorf("template data %q dest %q perms %q", *tmpl.EmbeddedTmpl, *tmpl.DestPath, *tmpl.Perms)
+	}
+	svc := tg.Services[0]
+	if svc.Name != "hello-world" || svc.PortLabel != "http" || svc.Provider != "consul" || len(svc.Checks) != 1 ||
+		svc.Checks[0].Type != "http" || svc.Checks[0].Path != "/" || svc.Checks[0].Interval != time.Second {
+		t.Errorf("service = %+v", svc)
+	}
+	if *tg.Update.HealthCheck != "checks" || *tg.Update.MaxParallel != 1 {
+		t.Errorf("update = %+v", tg.Update)
+	}
+}
+
+func TestTemplateEscapesBraces(t *testing.T) {
+	s := &settings{Config: Config{Driver: "raw_exec"}}
+	sub := newSubstituter(s, &providers.ServiceSpec{Ports: []providers.Port{{Name: "http", Host: 8080}}})
+	got := sub.template(`{{ literal }} on 8080, not 18080 or 80801`)
+	want := `{{"{{"}} literal {{"}}"}} on {{ env "NOMAD_PORT_http" }}, not 18080 or 80801`
+	if got != want {
+		t.Errorf("template = %q, want %q", got, want)
+	}
+}
+
+func TestDockerDriverJob(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nginx.conf")
+	os.WriteFile(conf, []byte("events {}\nhttp { server { listen 80; } }\n"), 0o644)
+	p := newProvider(t, &Config{Address: "http://127.0.0.1:1"})
+	out, err := p.Render(&providers.ProvisionRequest{RunID: testRunID, Service: providers.ServiceSpec{
+		Name: "nginx", Image: "nginx:alpine",
+		Files: []providers.File{{Name: "nginx.conf", HostPath: conf, Mount: "/etc/nginx/nginx.conf"}},
+		Ports: []providers.Port{{Name: "http", Container: 80, Host: 40123}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"image": "nginx:alpine"`, `"local/nginx.conf:/etc/nginx/nginx.conf"`,
+		`"To": 80`, `"Driver": "docker"`, "listen 80;"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rendered job lacks %s:\n%s", want, out)
+		}
+	}
+	if p.ListenPort(providers.Port{Name: "http", Container: 80, Host: 40123}) != 80 {
+		t.Error("docker ListenPort is not the container port")
+	}
+	// No image: a clear error, not a broken job.
+	_, err = p.Render(&providers.ProvisionRequest{Service: providers.ServiceSpec{Name: "x"}})
+	if err == nil || !strings.Contains(err.Error(), "docker driver needs image") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func TestBinaryFileRejected(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Gateway = false
+	req := request(t)
+	bin := filepath.Join(req.Service.Dir, "payload.bin")
+	os.WriteFile(bin, []byte{0, 1, 2, 0xff}, 0o644)
+	req.Service.Files = append(req.Service.Files, providers.File{Name: "payload.bin", HostPath: bin})
+	_, err := newProvider(t, c).Provision(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), `file "payload.bin" of service "web" is binary`) {
+		t.Fatalf("error = %v", err)
+	}
+	assertEmpty(t, st)
+}
+
+func TestUnplaceableJob(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(*fake.Stack, *Config)
+		want  string
+	}{
+		{"missing driver", func(st *fake.Stack, c *Config) { st.Nomad.Drivers = []string{"docker"} }, "missing drivers on 1 node(s)"},
+		{"cpu exhausted", func(st *fake.Stack, c *Config) { c.CPU = 3000 }, "cpu on 1 node(s)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t)
+			c := gatewayConfig(st)
+			tc.setup(st, c)
+			_, err := newProvider(t, c).Provision(context.Background(), request(t))
+			if err == nil {
+				t.Fatal("Provision succeeded")
+			}
+			for _, want := range []string{"cannot be placed", `group "servers"`, tc.want} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			assertEmpty(t, st)
+		})
+	}
+}
+
+func TestNeverHealthy(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskStatus = http.StatusInternalServerError
+	c := gatewayConfig(st)
+	c.ReadyTimeout = "1s"
+	_, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with failing checks")
+	}
+	for _, want := range []string{"waiting for the deployment to be healthy", "0/2 allocations healthy", "deadline exceeded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error does not wrap DeadlineExceeded: %v", err)
+	}
+	assertEmpty(t, st)
+}
+
+func TestWrongAdminKey(t *testing.T) {
+	st := newStack(t)
+	const wrong = "s3cr3t-wrong-admin-key-0123456789"
+	t.Setenv(testKeyEnv, wrong)
+	var logs strings.Builder
+	req := request(t)
+	req.Logf = func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }
+	p := newProvider(t, gatewayConfig(st))
+	_, err := p.Provision(context.Background(), req)
+	if err == nil {
+		t.Fatal("Provision succeeded with a wrong key")
+	}
+	if !errors.Is(err, apisix.ErrUnauthorized) || !strings.Contains(err.Error(), "failed to check token") {
+		t.Errorf("error = %v, want the 401 answer", err)
+	}
+	for name, text := range map[string]string{"error": err.Error(), "logs": logs.String(),
+		"String()": p.String(), "config": fmt.Sprintf("%+v", p.s.Config)} {
+		if strings.Contains(text, wrong) {
+			t.Errorf("%s contains the admin key: %s", name, text)
+		}
+	}
+	assertEmpty(t, st)
+}
+
+func TestRouteAnswers404(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.RouteURI, c.ReadyTimeout = "/app", "1s" // exact uri: "/app/" does not match
+	_, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with a route that never matches")
+	}
+	for _, want := range []string{"waiting for the gateway to answer " + st.APISIX.GatewayURL() + "/app/", "404 404 Route Not Found"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	assertEmpty(t, st)
+}
+
+func TestNomadACL(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.Token = "7d1c5bd6-nomad-secret"
+	st.Consul.Token = "c0f3-consul-secret"
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "nomad-token")
+	os.WriteFile(tokenFile, []byte(st.Nomad.Token+"\n"), 0o600)
+	t.Setenv("BENCHFLOW_TEST_CONSUL_TOKEN", st.Consul.Token)
+
+	c := gatewayConfig(st)
+	c.Gateway = false
+	c.TokenEnv = "BENCHFLOW_TEST_NOMAD_TOKEN"
+	t.Setenv("BENCHFLOW_TEST_NOMAD_TOKEN", "wrong-nomad-token-value")
+	c.ConsulTokenEnv = "BENCHFLOW_TEST_CONSUL_TOKEN"
+	_, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("error = %v, want 403 Permission denied", err)
+	}
+	if strings.Contains(err.Error(), "wrong-nomad-token-value") {
+		t.Errorf("error contains the token: %v", err)
+	}
+
+	c.TokenEnv, c.TokenFile = "", tokenFile
+	dep, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatalf("Provision with token_file: %v", err)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, st)
+}
+
+func TestProvisionCancelled(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskStatus = http.StatusServiceUnavailable
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	_, err := newProvider(t, gatewayConfig(st)).Provision(ctx, request(t))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want context.Canceled", err)
+	}
+	assertEmpty(t, st)
+}
+
+func TestGC(t *testing.T) {
+	st := newStack(t)
+	dep, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = dep // a crashed run: no Teardown
+	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
+	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
+	t.Setenv("APISIX_ADMIN_KEY", testKey)
+
+	removed, err := GC(context.Background(), "another-run")
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("GC(another run) = %v, %v; want nothing removed", removed, err)
+	}
+	removed, err = GC(context.Background(), testRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := "benchflow-web-20261130t044500z-3f9c"
+	want := []string{"nomad job " + job, "apisix route " + job, "apisix upstream " + job}
+	if d := cmp.Diff(want, removed); d != "" {
+		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	assertEmpty(t, st)
+}
+
+func TestGCUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	t.Setenv("NOMAD_ADDR", "http://"+addr)
+	t.Setenv("APISIX_ADMIN", "")
+	_, err = GC(context.Background(), "")
+	if !errors.Is(err, providers.ErrUnavailable) {
+		t.Fatalf("error = %v, want ErrUnavailable", err)
+	}
+}
