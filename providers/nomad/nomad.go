@@ -25,9 +25,14 @@ func init() {
 		Name:      "nomad",
 		NewConfig: func() any { return &Config{} },
 		New:       New,
+		Attrs:     Attrs,
 		GC:        GC,
 	})
 }
+
+// Attrs are the Endpoint.Attrs keys a nomad deployment sets, exposed to
+// pipelines as service.<name>.<attr>. gateway_url is "" without a gateway.
+var Attrs = []string{"allocations", "consul_service", "gateway_url", "group", "job", "task"}
 
 var (
 	_ providers.Provider     = (*Provider)(nil)

@@ -122,6 +122,21 @@ func TestRegistered(t *testing.T) {
 	if typ.GC == nil {
 		t.Error("GC not set")
 	}
+	// Every attribute a deployment sets is declared, so validation
+	// accepts service.<name>.<attr>.
+	st := newStack(t)
+	dep, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	var keys []string
+	for k := range dep.Endpoint().Attrs {
+		keys = append(keys, k)
+	}
+	if d := cmp.Diff(typ.Attrs, sorted(keys)); d != "" {
+		t.Errorf("declared attrs vs endpoint attrs (-declared +endpoint):\n%s", d)
+	}
 }
 
 // TestConfigDecodes decodes a provider block the way the engine does, with

@@ -1,0 +1,321 @@
+package fake_test
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/benchflow/benchflow/providers/nomad/fake"
+)
+
+type answer struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+func do(t *testing.T, method, url, body string, header map[string]string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+func decode(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decoding %q: %v", s, err)
+	}
+}
+
+func TestConsulBlockingQuery(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	url := c.URL() + "/v1/health/service/web?passing=true"
+
+	a := do(t, "GET", url, "", nil)
+	if a.code != 200 || strings.TrimSpace(a.body) != "[]" {
+		t.Fatalf("empty service: %d %q", a.code, a.body)
+	}
+	idx, err := strconv.ParseUint(a.header.Get("X-Consul-Index"), 10, 64)
+	if err != nil || idx == 0 {
+		t.Fatalf("X-Consul-Index = %q", a.header.Get("X-Consul-Index"))
+	}
+
+	// A blocking query at the current index returns only after a change.
+	done := make(chan answer)
+	go func() {
+		done <- do(t, "GET", url+"&index="+strconv.FormatUint(idx, 10)+"&wait=30s", "", nil)
+	}()
+	c.Register(fake.Instance{ID: "web-1", Name: "web", Address: "127.0.0.1", Port: 8080, Status: fake.StatusPassing})
+	a = <-done
+	var entries []struct {
+		Service struct {
+			ID, Service, Address string
+			Port                 int
+		}
+		Checks []struct{ Status string }
+	}
+	decode(t, a.body, &entries)
+	if len(entries) != 1 || entries[0].Service.ID != "web-1" || entries[0].Service.Port != 8080 {
+		t.Fatalf("after register: %s", a.body)
+	}
+	next, _ := strconv.ParseUint(a.header.Get("X-Consul-Index"), 10, 64)
+	if next <= idx {
+		t.Errorf("index did not grow: %d → %d", idx, next)
+	}
+
+	// A blocking query whose wait elapses answers with the same index.
+	a = do(t, "GET", url+"&index="+strconv.FormatUint(next, 10)+"&wait=20ms", "", nil)
+	if a.header.Get("X-Consul-Index") != strconv.FormatUint(next, 10) {
+		t.Errorf("timed-out query index %s, want %d", a.header.Get("X-Consul-Index"), next)
+	}
+
+	// ?passing filters out critical instances; without it they show.
+	c.Register(fake.Instance{ID: "web-2", Name: "web", Address: "127.0.0.1", Port: 8081, Status: fake.StatusCritical})
+	decode(t, do(t, "GET", url, "", nil).body, &entries)
+	if len(entries) != 1 {
+		t.Errorf("passing=true returned %d entries, want 1", len(entries))
+	}
+	decode(t, do(t, "GET", c.URL()+"/v1/health/service/web", "", nil).body, &entries)
+	if len(entries) != 2 {
+		t.Errorf("all returned %d entries, want 2", len(entries))
+	}
+
+	if a := do(t, "GET", c.URL()+"/v1/health/service/web?index=abc", "", nil); a.code != 400 {
+		t.Errorf("bad index: %d", a.code)
+	}
+}
+
+func TestConsulACL(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	c.Token = "secret"
+	if a := do(t, "GET", c.URL()+"/v1/health/service/web", "", nil); a.code != 403 || !strings.Contains(a.body, "ACL not found") {
+		t.Errorf("no token: %d %q", a.code, a.body)
+	}
+	if a := do(t, "GET", c.URL()+"/v1/health/service/web", "", map[string]string{"X-Consul-Token": "secret"}); a.code != 200 {
+		t.Errorf("with token: %d %q", a.code, a.body)
+	}
+}
+
+const jobJSON = `{"Job": {"ID": "hello-world", "Name": "hello-world", "Type": "service",
+ "Datacenters": ["dc1"], "Meta": {"dev.benchflow.managed": "true"},
+ "TaskGroups": [{"Name": "servers", "Count": 2,
+   "Networks": [{"DynamicPorts": [{"Label": "www"}]}],
+   "Services": [{"Name": "hello-world", "PortLabel": "www", "Provider": "consul",
+     "Checks": [{"Type": "http", "Path": "/", "Interval": 1000000000, "Timeout": 2000000000}]}],
+   "Tasks": [{"Name": "web", "Driver": "%s", "Config": {"command": "x"},
+     "Resources": {"CPU": %d, "MemoryMB": 64}}]}]}}`
+
+func TestNomadRegisterRunDeregister(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	n := fake.NewNomad(c)
+	defer n.Close()
+
+	a := do(t, "PUT", n.URL()+"/v1/jobs", strings.Replace(strings.Replace(jobJSON, "%s", "raw_exec", 1), "%d", "100", 1), nil)
+	if a.code != 200 || a.header.Get("X-Nomad-Index") == "" {
+		t.Fatalf("register: %d %q", a.code, a.body)
+	}
+	var reg struct {
+		EvalID         string
+		JobModifyIndex uint64
+	}
+	decode(t, a.body, &reg)
+	if reg.EvalID == "" || reg.JobModifyIndex == 0 {
+		t.Fatalf("register answer %s", a.body)
+	}
+	var ev struct {
+		Status         string
+		JobID          string
+		FailedTGAllocs map[string]any
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+	if ev.Status != "complete" || ev.JobID != "hello-world" || len(ev.FailedTGAllocs) != 0 {
+		t.Errorf("evaluation %+v", ev)
+	}
+	var allocs []struct {
+		ID, Name, ClientStatus, TaskGroup string
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/allocations", "", nil).body, &allocs)
+	if len(allocs) != 2 || allocs[0].ClientStatus != "running" || allocs[0].TaskGroup != "servers" {
+		t.Fatalf("allocations %+v", allocs)
+	}
+	var alloc struct {
+		AllocatedResources struct {
+			Shared struct {
+				Ports []struct {
+					Label  string
+					Value  int
+					HostIP string
+				}
+			}
+		}
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/allocation/"+allocs[0].ID, "", nil).body, &alloc)
+	ports := alloc.AllocatedResources.Shared.Ports
+	if len(ports) != 1 || ports[0].Label != "www" || ports[0].HostIP != "127.0.0.1" {
+		t.Fatalf("ports %+v", ports)
+	}
+	// The allocation is a real server.
+	url := "http://127.0.0.1:" + strconv.Itoa(ports[0].Value) + "/"
+	if a := do(t, "GET", url, "", nil); a.code != 200 || !strings.Contains(a.body, "hello-world.servers[") {
+		t.Errorf("task answered %d %q", a.code, a.body)
+	}
+
+	if a := do(t, "DELETE", n.URL()+"/v1/job/nope?purge=true", "", nil); a.code != 404 || a.body != "job not found" {
+		t.Errorf("deregister unknown: %d %q", a.code, a.body)
+	}
+	a = do(t, "DELETE", n.URL()+"/v1/job/hello-world?purge=true", "", nil)
+	if a.code != 200 || !strings.Contains(a.body, `"EvalID"`) {
+		t.Fatalf("deregister: %d %q", a.code, a.body)
+	}
+	if len(n.Jobs()) != 0 || len(n.RunningAllocs()) != 0 || len(c.Instances()) != 0 {
+		t.Errorf("after purge: jobs %v allocs %v consul %v", n.Jobs(), n.RunningAllocs(), c.Instances())
+	}
+	if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(ports[0].Value)); err == nil {
+		c.Close()
+		t.Error("task still accepts connections after purge")
+	}
+}
+
+func TestNomadUnplaceable(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	a := do(t, "PUT", n.URL()+"/v1/jobs", strings.Replace(strings.Replace(jobJSON, "%s", "docker", 1), "%d", "5000", 1), nil)
+	var reg struct{ EvalID string }
+	decode(t, a.body, &reg)
+	var ev struct {
+		Status         string
+		BlockedEval    string
+		FailedTGAllocs map[string]struct {
+			NodesEvaluated     int
+			NodesExhausted     int
+			DimensionExhausted map[string]int
+		}
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+	m, ok := ev.FailedTGAllocs["servers"]
+	if !ok || m.NodesExhausted != 1 || m.DimensionExhausted["cpu"] != 1 || ev.BlockedEval == "" {
+		t.Errorf("evaluation %+v", ev)
+	}
+	if len(n.RunningAllocs()) != 0 {
+		t.Errorf("unplaceable job runs %v", n.RunningAllocs())
+	}
+	// Invalid jobs get Nomad's plain-text multierror.
+	a = do(t, "PUT", n.URL()+"/v1/jobs", `{"Job": {"ID": "x", "Type": "service", "TaskGroups": []}}`, nil)
+	if a.code != 500 || !strings.Contains(a.body, "Missing job task groups") {
+		t.Errorf("invalid job: %d %q", a.code, a.body)
+	}
+}
+
+func TestNomadACL(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	n.Token = "secret"
+	if a := do(t, "GET", n.URL()+"/v1/jobs", "", nil); a.code != 403 || a.body != "Permission denied" {
+		t.Errorf("no token: %d %q", a.code, a.body)
+	}
+	if a := do(t, "GET", n.URL()+"/v1/jobs", "", map[string]string{"X-Nomad-Token": "secret"}); a.code != 200 {
+		t.Errorf("with token: %d", a.code)
+	}
+}
+
+func TestAPISIXAdmin(t *testing.T) {
+	a := fake.NewAPISIX("key", nil)
+	defer a.Close()
+	hdr := map[string]string{"X-API-KEY": "key"}
+	admin := a.AdminURL() + "/apisix/admin/"
+
+	r := do(t, "GET", admin+"routes", "", map[string]string{"X-API-KEY": "wrong"})
+	if r.code != 401 || strings.TrimSpace(r.body) != `{"error_msg":"failed to check token"}` {
+		t.Errorf("wrong key: %d %q", r.code, r.body)
+	}
+	r = do(t, "GET", admin+"routes/1", "", hdr)
+	if r.code != 404 || strings.TrimSpace(r.body) != `{"message":"Key not found"}` {
+		t.Errorf("missing route: %d %q", r.code, r.body)
+	}
+	r = do(t, "PUT", admin+"routes/1", `{"uri":"/*","upstream_id":"u1"}`, hdr)
+	if r.code != 400 || !strings.Contains(r.body, "failed to fetch upstream info by upstream id [u1]") {
+		t.Errorf("route without upstream: %d %q", r.code, r.body)
+	}
+	r = do(t, "PUT", admin+"upstreams/u1", `{"type":"roundrobin"}`, hdr)
+	if r.code != 400 || !strings.Contains(r.body, "invalid configuration") {
+		t.Errorf("upstream without nodes: %d %q", r.code, r.body)
+	}
+	r = do(t, "PUT", admin+"upstreams/u1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}]}`, hdr)
+	if r.code != 201 {
+		t.Fatalf("create upstream: %d %q", r.code, r.body)
+	}
+	var env struct {
+		Key   string
+		Value map[string]any
+	}
+	decode(t, r.body, &env)
+	if env.Key != "/apisix/upstreams/u1" || env.Value["id"] != "u1" {
+		t.Errorf("envelope %s", r.body)
+	}
+	if r = do(t, "PUT", admin+"upstreams/u1", `{"nodes":[{"host":"127.0.0.1","port":2,"weight":1}]}`, hdr); r.code != 200 {
+		t.Errorf("update upstream: %d", r.code)
+	}
+	if r = do(t, "PUT", admin+"routes/1", `{"uri":"/exact","methods":["GET"],"upstream_id":"u1"}`, hdr); r.code != 201 {
+		t.Fatalf("create route: %d %q", r.code, r.body)
+	}
+	r = do(t, "DELETE", admin+"upstreams/u1", "", hdr)
+	if r.code != 400 || !strings.Contains(r.body, "route [1] is still using it") {
+		t.Errorf("delete used upstream: %d %q", r.code, r.body)
+	}
+	var list struct {
+		Total int
+		List  []struct{ Key string }
+	}
+	decode(t, do(t, "GET", admin+"routes", "", hdr).body, &list)
+	if list.Total != 1 || list.List[0].Key != "/apisix/routes/1" {
+		t.Errorf("list %+v", list)
+	}
+	// The gateway: unmatched paths and methods get APISIX's 404; a
+	// matched route to a dead node a 502.
+	gw := a.GatewayURL()
+	if r = do(t, "GET", gw+"/other", "", nil); r.code != 404 || !strings.Contains(r.body, "404 Route Not Found") {
+		t.Errorf("unmatched: %d %q", r.code, r.body)
+	}
+	if r = do(t, "POST", gw+"/exact", "x", nil); r.code != 404 {
+		t.Errorf("unmatched method: %d", r.code)
+	}
+	if r = do(t, "GET", gw+"/exact", "", nil); r.code != 502 {
+		t.Errorf("dead node: %d %q", r.code, r.body)
+	}
+	r = do(t, "DELETE", admin+"routes/1", "", hdr)
+	if r.code != 200 || !strings.Contains(r.body, `"deleted":"1"`) {
+		t.Errorf("delete route: %d %q", r.code, r.body)
+	}
+	if r = do(t, "DELETE", admin+"upstreams/u1", "", hdr); r.code != 200 {
+		t.Errorf("delete upstream: %d", r.code)
+	}
+	if r = do(t, "DELETE", admin+"upstreams/u1", "", hdr); r.code != 404 {
+		t.Errorf("delete twice: %d", r.code)
+	}
+	if len(a.Routes())+len(a.Upstreams()) != 0 {
+		t.Errorf("left: %v %v", a.Routes(), a.Upstreams())
+	}
+}
