@@ -74,9 +74,14 @@ func ratioCI(b, a []float64) Interval {
 	return Interval{Value: r, Low: r * math.Exp(-h), High: r * math.Exp(h)}
 }
 
-// bootstrapRatio is mean(b)/mean(a) with a 95% percentile bootstrap
-// interval from resamples resamplings of both samples (seeded: the result
-// is reproducible).
+// bootstrapRatio is mean(b)/mean(a) with a 95% "expanded percentile"
+// bootstrap interval from resamples resamplings of both samples (seeded:
+// the result is reproducible). A plain percentile bootstrap is too narrow
+// for the handful of repetitions benchmarks have (about 10% false
+// positives with 5 per side); the expanded percentile interval
+// (Hesterberg 2015, "What teachers should know about the bootstrap")
+// widens the percentiles to α'/2 = Φ(−√(n/(n−1))·t(α/2, n−1)), with n the
+// smaller sample size, which brings the error rate back near 5%.
 func bootstrapRatio(b, a []float64, resamples int, seed uint64) Interval {
 	r := mean(b) / mean(a)
 	if len(a) < 2 || len(b) < 2 {
@@ -95,7 +100,9 @@ func bootstrapRatio(b, a []float64, resamples int, seed uint64) Interval {
 		rs[i] = (sb / float64(len(b))) / (sa / float64(len(a)))
 	}
 	sort.Float64s(rs)
-	return Interval{Value: r, Low: quantileSorted(rs, 0.025), High: quantileSorted(rs, 0.975)}
+	n := float64(min(len(a), len(b)))
+	tail := 0.5 * math.Erfc(math.Sqrt(n/(n-1))*tQuantile975(n-1)/math.Sqrt2)
+	return Interval{Value: r, Low: quantileSorted(rs, tail), High: quantileSorted(rs, 1-tail)}
 }
 
 func quantileSorted(xs []float64, q float64) float64 {

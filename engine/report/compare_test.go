@@ -1,0 +1,127 @@
+package report
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// twoCellSpec is a small run whose cells have the given mean req/s.
+func twoCellSpec(id string, seed uint64, reps int, noise float64, rps ...float64) runSpec {
+	spec := runSpec{id: id, reps: reps, seed: seed, fingerprint: "fp-a", seconds: 3, samples: 100}
+	logs := []string{"on", "off"}
+	for i, r := range rps {
+		spec.cells = append(spec.cells, cellSpec{deploy: "bare", log: logs[i], rps: r, noise: noise, medianUS: 200})
+	}
+	return spec
+}
+
+func TestCompareGolden(t *testing.T) {
+	dir := t.TempDir()
+	// A: both cells at 10,000 req/s. B: "on" unchanged (same distribution,
+	// another sample), "off" 10% faster; 1% noise, 5 repetitions.
+	a := writeSynthRun(t, dir, twoCellSpec("20261130T044500Z-aaaa", 1, 5, 0.01, 10000, 10000))
+	b := writeSynthRun(t, dir, twoCellSpec("20261130T050000Z-bbbb", 2, 5, 0.01, 10000, 11000))
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pairs) != 2 {
+		t.Fatalf("%d pairs", len(c.Pairs))
+	}
+	if v := c.Pairs[0].Verdict; v != VerdictNoDifference {
+		t.Errorf("equal distributions: verdict %q, want %q (ratio %+v)", v, VerdictNoDifference, c.Pairs[0].RPSRatio)
+	}
+	if v := c.Pairs[1].Verdict; v != VerdictFaster {
+		t.Errorf("10%% shift: verdict %q, want %q (ratio %+v)", v, VerdictFaster, c.Pairs[1].RPSRatio)
+	}
+	if r := c.Pairs[1].RPSRatio; !(r.Low < 1.1 && 1.1 < r.High) {
+		t.Errorf("10%% shift: CI %+v does not contain 1.1", r)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings on the same environment: %v", c.Warnings)
+	}
+	for _, f := range []string{"text", "markdown", "json", "csv"} {
+		var buf bytes.Buffer
+		if err := c.Write(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "compare."+f+".golden", buf.Bytes())
+	}
+
+	// Reversed, with a threshold: B→A is 10% slower, a regression above 5%
+	// but not above 20%.
+	r, err := Compare(b, a, CompareOptions{FailAbove: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pairs[1].Verdict != VerdictSlower || !r.Failed() || len(r.Regressions) != 1 || r.Pairs[0].Regression {
+		t.Errorf("reversed: verdict %q failed %v regressions %v", r.Pairs[1].Verdict, r.Failed(), r.Regressions)
+	}
+	if r, _ := Compare(b, a, CompareOptions{FailAbove: 0.20}); r.Failed() {
+		t.Errorf("10%% drop flagged above a 20%% threshold: %v", r.Regressions)
+	}
+}
+
+func TestCompareEnvironmentAndCells(t *testing.T) {
+	dir := t.TempDir()
+	a := writeSynthRun(t, dir, twoCellSpec("20261130T044500Z-cccc", 3, 1, 0.01, 10000, 10000))
+	spec := twoCellSpec("20261130T050000Z-dddd", 4, 1, 0.01, 10000)
+	spec.fingerprint = "fp-other"
+	b := writeSynthRun(t, dir, spec)
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "different environments") {
+		t.Errorf("warnings = %v", c.Warnings)
+	}
+	if len(c.Pairs) != 1 || len(c.OnlyA) != 1 || c.OnlyA[0] != "deploy=bare, access_log=off" {
+		t.Errorf("pairs %d, only in A %v", len(c.Pairs), c.OnlyA)
+	}
+	// One repetition each: judged on intervals (3 per run here).
+	if p := c.Pairs[0]; p.Basis != "intervals" || p.Verdict == "" {
+		t.Errorf("single repetition: basis %q verdict %q", p.Basis, p.Verdict)
+	}
+	var buf bytes.Buffer
+	c.Write(&buf, "text")
+	if !strings.Contains(buf.String(), "warning: the runs come from different environments") || !strings.Contains(buf.String(), "only in A: deploy=bare, access_log=off") {
+		t.Errorf("text output lacks the warning or the unmatched cell:\n%s", buf.String())
+	}
+	if _, err := Compare(a, b, CompareOptions{FailAbove: -1}); err == nil {
+		t.Error("negative threshold accepted")
+	}
+}
+
+// TestVerdictCalibration checks the verdict's error rates on many samples
+// drawn from known distributions: equal means rarely give a verdict, a 10%
+// shift with 1% noise always does.
+func TestVerdictCalibration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(42, 42))
+	draw := func(n int, mean, sd float64) []float64 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = mean + sd*rng.NormFloat64()
+		}
+		return xs
+	}
+	const runs = 300
+	falsePos, misses := 0, 0
+	for i := 0; i < runs; i++ {
+		if verdict(bootstrapRatio(draw(5, 1000, 10), draw(5, 1000, 10), 2000, uint64(i)+1), false) != VerdictNoDifference {
+			falsePos++
+		}
+		if verdict(bootstrapRatio(draw(5, 1100, 11), draw(5, 1000, 10), 2000, uint64(i)+1), false) != VerdictFaster {
+			misses++
+		}
+	}
+	// The nominal rate is 5%; allow for sampling error over 300 runs.
+	if rate := float64(falsePos) / runs; rate > 0.09 {
+		t.Errorf("false positive rate %.3f with equal distributions", rate)
+	}
+	if misses != 0 {
+		t.Errorf("a 10%% shift with 1%% noise was missed %d times in %d", misses, runs)
+	}
+	t.Logf("false positives %d/%d, misses %d/%d", falsePos, runs, misses, runs)
+}
