@@ -439,4 +439,3 @@ func TestWarmTagIsKept(t *testing.T) {
 		t.Errorf("text summary of a warm-up does not say so:\n%s", sb.String())
 	}
 }
-

@@ -193,38 +193,9 @@ func (r *runner) halt() {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	opts := r.opts
-	r.dialCtx, r.dialStop = context.WithCancel(context.Background())
+	r.initConns()
 	defer r.dialStop()
-	r.conns = make([]*conn, opts.Connections)
-	for i := range r.conns {
-		c := &conn{
-			r:       r,
-			id:      i,
-			ncs:     make([]net.Conn, len(r.endpoints)),
-			cur:     -1,
-			rd:      newReader(nil),
-			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
-			lat:     r.newHist(),
-			connect: r.newHist(),
-			ival:    r.newIntervalHist(),
-		}
-		if r.openLoop {
-			c.unc = r.newHist()
-			perConn := opts.Rate / float64(opts.Connections)
-			c.period = time.Duration(float64(time.Second) / perConn)
-			// Stagger the slots so sends are spread over the period.
-			c.next = c.period * time.Duration(i) / time.Duration(opts.Connections)
-		}
-		r.conns[i] = c
-	}
-
-	r.start = time.Now()
-	r.startWall = r.start
-	if opts.Duration > 0 {
-		r.hasEnd = true
-		r.endOff = opts.Duration
-		r.endWall = r.start.Add(opts.Duration)
-	}
+	r.begin()
 	var wg sync.WaitGroup
 	wg.Add(len(r.conns))
 	for _, c := range r.conns {
@@ -283,6 +254,46 @@ wait:
 		}
 	}
 	return res, nil
+}
+
+// initConns creates the connection slots (not connected yet).
+func (r *runner) initConns() {
+	opts := r.opts
+	r.dialCtx, r.dialStop = context.WithCancel(context.Background())
+	r.conns = make([]*conn, opts.Connections)
+	for i := range r.conns {
+		c := &conn{
+			r:       r,
+			id:      i,
+			ncs:     make([]net.Conn, len(r.endpoints)),
+			cur:     -1,
+			rd:      newReader(nil),
+			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
+			lat:     r.newHist(),
+			connect: r.newHist(),
+			ival:    r.newIntervalHist(),
+		}
+		if r.openLoop {
+			c.unc = r.newHist()
+			perConn := opts.Rate / float64(opts.Connections)
+			c.period = time.Duration(float64(time.Second) / perConn)
+			// Stagger the slots so sends are spread over the period.
+			c.next = c.period * time.Duration(i) / time.Duration(opts.Connections)
+		}
+		r.conns[i] = c
+	}
+}
+
+// begin fixes the start of the measured phase.
+func (r *runner) begin() {
+	opts := r.opts
+	r.start = time.Now()
+	r.startWall = r.start
+	if opts.Duration > 0 {
+		r.hasEnd = true
+		r.endOff = opts.Duration
+		r.endWall = r.start.Add(opts.Duration)
+	}
 }
 
 // result merges the slots' measurements.

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"strings"
@@ -147,3 +148,35 @@ func fixedResponse(t testing.TB, resp string, closeAfter bool) *rawServer {
 	})
 }
 
+// fastServer answers body-less requests with okResponse without allocating
+// per request, so allocation counts measure the client alone.
+func fastServer(t testing.TB) *rawServer {
+	resp := []byte(okResponse)
+	return newRawServer(t, func(c net.Conn) {
+		buf := make([]byte, 16<<10)
+		out := make([]byte, 0, 64*len(resp))
+		held := 0 // bytes of a partial request kept at the front of buf
+		for {
+			n, err := c.Read(buf[held:])
+			if err != nil {
+				return
+			}
+			data := buf[:held+n]
+			out = out[:0]
+			for {
+				i := bytes.Index(data, []byte("\r\n\r\n"))
+				if i < 0 {
+					break
+				}
+				data = data[i+4:]
+				out = append(out, resp...)
+			}
+			held = copy(buf, data)
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// newTestSlot returns a connected-on-first-use slot of a runner aimed at s.
+func newTestSlot(tb testing.TB, url string, close bool) (*runner, *conn) {
+	tb.Helper()
+	r, err := newRunner(Options{Targets: []Target{{URL: url}}, Connections: 1, Duration: time.Hour, Close: close})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.initConns()
+	r.begin()
+	tb.Cleanup(func() {
+		r.halt()
+		r.conns[0].closeAll()
+	})
+	return r, r.conns[0]
+}
+
+// once runs one exchange and records it, as the slot loop does.
+func once(r *runner, c *conn) outcome {
+	req := &r.reqs[0]
+	sent := time.Since(r.start)
+	o, sent := c.exchange(req, sent)
+	c.record(req, o, sent, sent, time.Since(r.start))
+	return o
+}
+
+// TestNoAllocationPerRequest: in steady state a keep-alive request
+// (write, read, parse, record) allocates nothing.
+func TestNoAllocationPerRequest(t *testing.T) {
+	s := fastServer(t)
+	r, c := newTestSlot(t, s.URL("/"), false)
+	if o := once(r, c); o.err != nil { // dial outside the measurement
+		t.Fatal(o.err)
+	}
+	allocs := testing.AllocsPerRun(2000, func() {
+		if o := once(r, c); o.err != nil {
+			t.Fatal(o.err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.2f allocations per keep-alive request, want 0", allocs)
+	}
+	if c.requests != 2002 { // the first, the warm-up run of AllocsPerRun, 2000 measured
+		t.Errorf("recorded %d requests, want 2002", c.requests)
+	}
+}
+
+// BenchmarkRequestKeepAlive measures one keep-alive request against an
+// in-process loopback server (the server's cost is included).
+func BenchmarkRequestKeepAlive(b *testing.B) {
+	s := fastServer(b)
+	r, c := newTestSlot(b, s.URL("/"), false)
+	once(r, c)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if o := once(r, c); o.err != nil {
+			b.Fatal(o.err)
+		}
+	}
+}
+
+// BenchmarkRequestClose measures one request on a new connection.
+func BenchmarkRequestClose(b *testing.B) {
+	s := fastServer(b)
+	r, c := newTestSlot(b, s.URL("/"), true)
+	b.ReportAllocs()
+	for b.Loop() {
+		if o := once(r, c); o.err != nil {
+			b.Fatal(o.err)
+		}
+	}
+}
+
+// BenchmarkRun measures whole loads of b.N requests over 16 connections;
+// setup is amortised over b.N.
+func BenchmarkRun(b *testing.B) {
+	s := fastServer(b)
+	b.ReportAllocs()
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 16, Requests: int64(b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Requests != int64(b.N) {
+		b.Fatalf("requests %d, want %d", res.Requests, b.N)
+	}
+}
+
+// BenchmarkParseResponse measures the parser alone on a typical nginx
+// response held in memory.
+func BenchmarkParseResponse(b *testing.B) {
+	resp := []byte("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 05:00:00 GMT\r\n" +
+		"Content-Type: application/octet-stream\r\nContent-Length: 6\r\nLast-Modified: Mon, 30 Nov 2026 04:00:00 GMT\r\n" +
+		"Connection: keep-alive\r\nETag: \"1-6\"\r\nAccept-Ranges: bytes\r\n\r\nhello\n")
+	src := &repeatReader{data: resp}
+	rd := newReader(src)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(resp)))
+	for b.Loop() {
+		if _, err := rd.readResponse(false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// repeatReader returns data once per Read, forever.
+type repeatReader struct{ data []byte }
+
+func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil }
