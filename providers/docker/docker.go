@@ -41,6 +41,7 @@ func init() {
 		NewConfig: func() any { return &Config{} },
 		New:       New,
 		GC:        GC,
+		Attrs:     []string{"container_id", "container_name", "container_ip", "network"},
 	})
 }
 

@@ -31,6 +31,10 @@ command -v docker >/dev/null || { echo "build.sh: docker CLI not found" >&2; exi
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
   { echo "build.sh: no Docker engine reachable (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock})" >&2; exit 1; }
 
+# One build at a time on this machine (test packages run in parallel).
+exec 9>"${TMPDIR:-/tmp}/benchflow-images.lock"
+flock 9
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/benchflow-images.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
@@ -198,21 +202,20 @@ build_serve() {
   command -v go >/dev/null || { echo "build.sh: go not found (needed for $image)" >&2; exit 1; }
   local root="$work/serve"
   mkdir -p "$root/tmp"
-  (cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$root/benchflow" ./cmd/benchflow)
+  if ! (cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$root/benchflow" ./cmd/benchflow); then
+    if [ -n "$(current_hash $image)" ]; then
+      echo "build.sh: go build failed; keeping the existing $image" >&2
+      return
+    fi
+    echo "build.sh: go build of ./cmd/benchflow failed; cannot build $image" >&2
+    exit 1
+  fi
   local hash
   hash="$(cat "$root/benchflow" "$0" | sha256sum | cut -c1-16)"
   if [ $force = 0 ] && [ "$(current_hash $image)" = "$hash" ]; then echo "$image is up to date"; return; fi
-  cat >"$root/Dockerfile" <<D
-FROM scratch
-COPY benchflow /benchflow
-LABEL dev.benchflow.image.hash=$hash
-EXPOSE 8080
-ENTRYPOINT ["/benchflow"]
-CMD ["serve","--addr","0.0.0.0:8080"]
-D
-  # docker build needs no registry for FROM scratch.
-  DOCKER_BUILDKIT=0 docker build -q -t $image "$root" >/dev/null
-  echo "built $image"
+  rm -f "$root/Dockerfile"
+  # The equivalent of FROM scratch + COPY: a root holding only the binary.
+  import "$root" $image "$hash" 'ENTRYPOINT ["/benchflow"]' 'CMD ["serve","--addr","0.0.0.0:8080"]' 'EXPOSE 8080'
 }
 
 for w in "${want[@]}"; do "build_$w"; done
