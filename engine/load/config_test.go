@@ -1,0 +1,76 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+func TestFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"a":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	got, err := FromConfig(pipeline.KindLoad, &pipeline.LoadConfig{
+		Target: "http://127.0.0.1:8080/", Connections: 64, Threads: 4, Duration: "30s", Rate: 1000,
+		Timeout: "1s", Method: "post", Headers: map[string]string{"X-B": "2", "X-A": "1"},
+		BodyFile: "body.json", KeepAlive: &no,
+		URLs: []pipeline.URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
+	}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"a":1}`)
+	hdr := [][2]string{{"X-A", "1"}, {"X-B", "2"}}
+	want := Options{
+		Targets: []Target{
+			{URL: "http://127.0.0.1:8080/", Method: "POST", Headers: hdr, Body: body, Weight: 1},
+			{URL: "http://127.0.0.1:8080/b", Method: "POST", Headers: append(hdr, [2]string{"X-C", "3"}), Body: body, Weight: 3},
+		},
+		Connections: 64, Threads: 4, Duration: 30 * time.Second, Rate: 1000, Timeout: time.Second,
+		Close: true, Interval: time.Second, Tag: "load",
+	}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b func(Progress)) bool { return a == nil && b == nil })); d != "" {
+		t.Errorf("FromConfig (-want +got):\n%s", d)
+	}
+
+	warm, err := FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: "http://h/"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Duration != 5*time.Second || warm.Tag != "warm" {
+		t.Errorf("warm defaults: duration %v tag %q", warm.Duration, warm.Tag)
+	}
+}
+
+func TestFromConfigErrors(t *testing.T) {
+	cases := []struct {
+		c    pipeline.LoadConfig
+		want string
+	}{
+		{pipeline.LoadConfig{}, "needs a target"},
+		{pipeline.LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
+		{pipeline.LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
+		{pipeline.LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
+		{pipeline.LoadConfig{Target: "http://h/", BodyFile: "/nonexistent/x"}, "body_file"},
+		{pipeline.LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
+		{pipeline.LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
+		{pipeline.LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
+	}
+	for _, tc := range cases {
+		_, err := FromConfig(pipeline.KindLoad, &tc.c, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	if _, err := FromConfig("tune", &pipeline.LoadConfig{Target: "http://h/"}, ""); err == nil {
+		t.Error("FromConfig accepted a tune step")
+	}
+}
