@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/PID/stat and
@@ -199,25 +201,33 @@ func parseNetDev(b []byte, dst map[string]ifCounters) error {
 	return nil
 }
 
-// reader reads small /proc files into a reused buffer.
+// reader reads small /proc files into a reused buffer. It uses the raw
+// system calls (open, read, close): /proc files are not pollable, and the
+// os.File machinery around them costs more than the read itself.
 type reader struct{ buf []byte }
 
 func (r *reader) read(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	if r.buf == nil {
 		r.buf = make([]byte, 8192)
 	}
 	n := 0
 	for {
-		m, err := f.Read(r.buf[n:])
-		n += m
-		if err != nil || m == 0 {
+		m, err := unix.Read(fd, r.buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m <= 0 {
 			break
 		}
+		n += m
 		if n == len(r.buf) {
 			r.buf = append(r.buf, make([]byte, len(r.buf))...)
 		}

@@ -191,13 +191,18 @@ func load(t *testing.T, url string, n int64, d time.Duration) int64 {
 // the results writer and reads them back from processes.parquet.
 func TestNginxUnderLoad(t *testing.T) {
 	addr, dir, master := startNginx(t)
-	ours := map[int]bool{master: true}
-	for _, c := range children(master) {
-		ours[c] = true
+	// The master listens before it forks its worker: wait for the worker.
+	var workers []int
+	for range 500 {
+		if workers = children(master); len(workers) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if len(ours) != 2 {
-		t.Fatalf("nginx master %d has workers %v, want one", master, children(master))
+	if len(workers) != 1 {
+		t.Fatalf("nginx master %d has workers %v, want one", master, workers)
 	}
+	ours := map[int]bool{master: true, workers[0]: true}
 	idle := startSleep(t)
 	s, err := Start(context.Background(), Config{
 		Step:     "cpu",
