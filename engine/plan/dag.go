@@ -174,7 +174,7 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 				}
 			}
 		}
-		if n.Step.Kind == pipeline.KindCollect && n.During == "" {
+		if n.Step.Kind == pipeline.KindCollect && n.During == "" && len(refs["during"]) == 0 && !hasAttr(n.Step.Body, "during") {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing collect target",
 				Detail:  `A collect step needs during = step.load.<name>: the load it samples.`,
 				Subject: n.Step.DeclRange.Ptr()})
@@ -349,4 +349,12 @@ func cycleDiag(nodes []*StepNode, explicit map[*StepNode][]*StepNode, done map[*
 		Detail:   "These steps wait for each other: " + strings.Join(names, " → ") + ". Remove one of the references or depends_on entries.",
 		Subject:  path[0].Step.DeclRange.Ptr(),
 	}
+}
+
+func hasAttr(body hcl.Body, name string) bool {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		_, has := sb.Attributes[name]
+		return has
+	}
+	return false
 }

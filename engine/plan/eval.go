@@ -351,7 +351,7 @@ func Self(name, dir string, listen map[string]int) cty.Value {
 // Service decodes a service body for this trial.
 func (te *TrialEval) Service(s *pipeline.Service, self cty.Value) (*pipeline.ServiceConfig, hcl.Diagnostics) {
 	var cfg pipeline.ServiceConfig
-	diags := gohcl.DecodeBody(s.Body, te.Context(self), &cfg)
+	diags := dropFollowOn(gohcl.DecodeBody(s.Body, te.Context(self), &cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -409,7 +409,7 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 // and validates durations, sizes and enums.
 func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
 	cfg := pipeline.NewStepConfig(st.Kind)
-	diags := gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg)
+	diags := dropFollowOn(gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -515,5 +515,27 @@ func sortedMap(m map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// dropFollowOn removes the "Unsuitable value type" errors gohcl adds after
+// an expression already failed at the same place: one mistake, one message.
+func dropFollowOn(diags hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Summary == "Unsuitable value type" && d.Subject != nil {
+			dup := false
+			for _, o := range diags {
+				if o != d && o.Severity == hcl.DiagError && o.Subject != nil && o.Summary != d.Summary &&
+					o.Subject.Start.Line == d.Subject.Start.Line {
+					dup = true
+				}
+			}
+			if dup {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
 	return out
 }

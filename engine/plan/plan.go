@@ -376,7 +376,7 @@ func listOrNone(s []string) string {
 
 func parseRawVar(raw string, v *pipeline.Variable) (cty.Value, error) {
 	ty := v.Type
-	if ty == cty.DynamicPseudoType && v.Default != cty.NilVal && v.Default.Type().IsPrimitiveType() {
+	if ty == cty.DynamicPseudoType && v.Default != cty.NilVal && !v.Default.IsNull() {
 		ty = v.Default.Type()
 	}
 	switch {

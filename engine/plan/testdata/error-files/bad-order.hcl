@@ -1,0 +1,3 @@
+pipeline "p" {
+  order = "interleave" # ERROR: Invalid trial order
+}

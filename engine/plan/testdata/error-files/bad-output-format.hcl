@@ -1,0 +1,4 @@
+pipeline "p" {}
+output {
+  format = "csv" # ERROR: Invalid output format
+}

@@ -1,0 +1,4 @@
+pipeline "p" {}
+step "collect" "cpu" { # ERROR: Missing required argument
+  processes = ["nginx"]
+}

@@ -1,0 +1,4 @@
+pipeline "p" {}
+matrix {
+  size = [] # ERROR: Empty matrix axis
+}

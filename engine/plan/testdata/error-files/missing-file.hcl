@@ -1,0 +1,7 @@
+pipeline "p" {}
+service "web" {
+  command = ["x"]
+  file "a.conf" {
+    template = file("missing.tmpl") # ERROR: Error in function call
+  }
+}

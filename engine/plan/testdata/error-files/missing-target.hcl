@@ -1,0 +1,4 @@
+pipeline "p" {}
+step "load" "main" { # ERROR: Missing target
+  connections = 4
+}

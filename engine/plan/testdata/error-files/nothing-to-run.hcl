@@ -1,0 +1,4 @@
+pipeline "p" {}
+service "web" { # ERROR: Nothing to run
+  port "http" {}
+}

@@ -1,0 +1,4 @@
+pipeline "p" {
+  description = "x"
+  repetitions = = 3 # ERROR: Invalid expression
+}

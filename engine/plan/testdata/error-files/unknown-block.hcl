@@ -1,0 +1,4 @@
+pipeline "p" {}
+servce "web" { # ERROR: Unsupported block type
+  command = ["true"]
+}

@@ -1,0 +1,5 @@
+pipeline "p" {}
+provider "dokker" "nat" {} # ERROR: Unknown provider type
+service "web" {
+  command = ["x"]
+}
