@@ -30,6 +30,7 @@ type APISIX struct {
 	proxy   *httputil.ReverseProxy
 	tr      *http.Transport
 	rr      atomic.Uint64
+	proxied atomic.Uint64
 
 	mu        sync.Mutex
 	index     uint64
@@ -80,6 +81,9 @@ func (a *APISIX) Close() {
 	a.admin.Close()
 	a.tr.CloseIdleConnections()
 }
+
+// Proxied counts the requests the gateway forwarded to a node.
+func (a *APISIX) Proxied() uint64 { return a.proxied.Load() }
 
 // Routes lists the route ids, sorted.
 func (a *APISIX) Routes() []string { return a.ids(a.routes) }
@@ -324,6 +328,7 @@ func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := nodes[int(a.rr.Add(1)-1)%len(nodes)]
+	a.proxied.Add(1)
 	ctx := r.Context()
 	target := &url.URL{Scheme: "http", Host: n}
 	a.proxy.ServeHTTP(w, r.WithContext(contextWith(ctx, target)))

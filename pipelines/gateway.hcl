@@ -1,0 +1,122 @@
+# What does an API gateway cost, and how does it scale with instances?
+#
+# Study S3, second half: Consul is the service catalog, Nomad schedules the
+# web job (group "servers", task "web") and registers it in Consul, and
+# Apache APISIX routes to it through Consul service discovery. Every trial
+# registers the job, waits for its Consul checks, creates the APISIX
+# upstream and route (gateway trials), warms, loads and tears it all down.
+#
+#   export NOMAD_ADDR=http://127.0.0.1:4646
+#   export CONSUL_HTTP_ADDR=127.0.0.1:8500
+#   export APISIX_ADMIN=http://127.0.0.1:9180 APISIX_GATEWAY=http://127.0.0.1:9080
+#   export APISIX_ADMIN_KEY=...            # never written to the results
+#   benchflow apply pipelines/gateway.hcl
+#   benchflow report results/latest
+#
+# docs/gateway.md explains the Nomad, Consul and APISIX settings it needs.
+#
+# "direct" loads the first allocation (service.web.url); "gateway" loads
+# the APISIX route (service.web.gateway_url), which spreads requests over
+# all `count` allocations. Compare the two at count = 1 for the cost of the
+# proxy hop; follow "gateway" across count for the scaling.
+
+pipeline "gateway" {
+  description = "benchflow serve as a Nomad job: direct vs through APISIX (Consul discovery) × instance count"
+  repetitions = 2
+}
+
+variable "duration" {
+  type        = string
+  default     = "10s"
+  description = "How long each measured load runs."
+}
+
+variable "warm" {
+  type        = string
+  default     = "3s"
+  description = "How long the warm-up before each measured load runs."
+}
+
+variable "connections" {
+  type    = number
+  default = 32
+  validation {
+    condition     = var.connections >= 1 && var.connections <= 10000
+    error_message = "connections must be between 1 and 10000."
+  }
+}
+
+variable "driver" {
+  type        = string
+  default     = "raw_exec"
+  description = "Nomad task driver: raw_exec runs benchflow.bin on the Nomad client (which must be this host or have benchflow at the same path); exec does the same in an isolated chroot."
+  validation {
+    condition     = contains(["raw_exec", "exec"], var.driver)
+    error_message = "driver must be raw_exec or exec (see docs/gateway.md for nginx with the docker driver)."
+  }
+}
+
+matrix {
+  path  = ["direct", "gateway"]
+  count = [1, 2, 4]
+}
+
+# Connection settings come from NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN
+# and APISIX_GATEWAY; tokens and the admin key from NOMAD_TOKEN,
+# CONSUL_HTTP_TOKEN and APISIX_ADMIN_KEY (or the *_env / *_file attributes).
+provider "nomad" "cluster" {
+  driver        = var.driver
+  count         = matrix.count
+  group         = "servers"
+  task          = "web"
+  cpu           = 500
+  memory        = 64
+  gateway       = matrix.path == "gateway"
+  route_uri     = "/*"
+  discovery     = "consul"
+  ready_timeout = "3m"
+}
+
+service "web" {
+  provider = "cluster"
+  # self.port.http becomes ${NOMAD_PORT_http}: each allocation listens on
+  # the port Nomad gives it.
+  command = [benchflow.bin, "serve", "--addr", "0.0.0.0:${self.port.http}"]
+  port "http" {}
+  health {
+    http    = "/"
+    timeout = "3m"
+  }
+}
+
+locals {
+  # Not a function of the service, so it can be built before provisioning.
+  through_gateway = matrix.path == "gateway"
+}
+
+step "check" "answers" {
+  url    = local.through_gateway ? "${service.web.gateway_url}/" : "${service.web.url}/"
+  status = 200
+}
+
+step "warm" "web" {
+  target      = local.through_gateway ? "${service.web.gateway_url}/" : "${service.web.url}/"
+  connections = var.connections
+  threads     = 2
+  duration    = var.warm
+  depends_on  = [step.check.answers]
+}
+
+step "load" "main" {
+  target      = local.through_gateway ? "${service.web.gateway_url}/" : "${service.web.url}/"
+  connections = var.connections
+  threads     = 2
+  duration    = var.duration
+  depends_on  = [step.warm.web]
+}
+
+step "collect" "cpu" {
+  during   = step.load.main
+  loader   = true
+  interval = "1s"
+}

@@ -1,0 +1,121 @@
+package nomad_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/benchflow/benchflow/engine/hclconf"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/run"
+	"github.com/benchflow/benchflow/providers/nomad/fake"
+
+	_ "github.com/benchflow/benchflow/providers/nomad"
+)
+
+const gatewayPipeline = "../../pipelines/gateway.hcl"
+
+func buildGatewayPlan(t *testing.T, in plan.Inputs) *plan.Plan {
+	t.Helper()
+	p, diags := hclconf.ParseFile(gatewayPipeline)
+	if diags.HasErrors() {
+		t.Fatalf("parsing: %v", diags)
+	}
+	pl, diags := plan.Build(p, in)
+	if diags.HasErrors() {
+		t.Fatalf("planning: %v", diags)
+	}
+	return pl
+}
+
+// TestGatewayPipelinePlans checks the shipped pipeline: path × count ×
+// repetitions trials.
+func TestGatewayPipelinePlans(t *testing.T) {
+	pl := buildGatewayPlan(t, plan.Inputs{})
+	if len(pl.Trials) != 2*3*2 {
+		t.Errorf("%d trials, want 12", len(pl.Trials))
+	}
+	var axes []string
+	for _, a := range pl.Axes {
+		axes = append(axes, a.Name)
+	}
+	if strings.Join(axes, ",") != "path,count" {
+		t.Errorf("axes %v", axes)
+	}
+}
+
+// TestGatewayPipelineOnFakes runs pipelines/gateway.hcl with the real
+// executor and load generator against the fakes, with short loads: every
+// trial completes, loads through the gateway succeed, nothing is left
+// registered and the admin key is nowhere in the results.
+func TestGatewayPipelineOnFakes(t *testing.T) {
+	const key = "pipeline-test-admin-key-4f1d0c"
+	st := fake.NewStack(key)
+	defer st.Close()
+	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
+	t.Setenv("CONSUL_HTTP_ADDR", st.Consul.URL())
+	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
+	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
+	t.Setenv("APISIX_ADMIN_KEY", key)
+	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
+		t.Setenv(v, "")
+	}
+
+	pl := buildGatewayPlan(t, plan.Inputs{
+		Vars:        map[string]string{"duration": "300ms", "warm": "100ms", "connections": "4"},
+		Repetitions: 1,
+	})
+	out := t.TempDir()
+	sum, err := run.Apply(context.Background(), pl, run.Options{OutDir: out, NoGC: true, Version: "test"})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if sum.OK != 6 || sum.Failed != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if left := st.Empty(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	r, err := results.ReadRun(sum.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	var gatewayRequests int64
+	for _, row := range r.Trials {
+		if row.Step != "main" {
+			continue
+		}
+		loads++
+		if row.Param("path") == "gateway" {
+			gatewayRequests += row.Requests
+		}
+		if row.Requests == 0 || row.Errors != 0 {
+			t.Errorf("trial %s (%v): %d requests, %d errors", row.TrialID, row.Params, row.Requests, row.Errors)
+		}
+	}
+	if loads != 6 {
+		t.Errorf("%d load rows, want 6", loads)
+	}
+	// Gateway loads went through the proxy: it forwarded at least the
+	// measured requests (plus warm-up and checks).
+	if p := st.APISIX.Proxied(); gatewayRequests == 0 || p < uint64(gatewayRequests) {
+		t.Errorf("gateway forwarded %d requests, gateway loads measured %d", p, gatewayRequests)
+	}
+	err = filepath.Walk(sum.Dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), key) {
+			t.Errorf("%s contains the APISIX admin key", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
