@@ -254,9 +254,9 @@ func (ch *chart) barsSVG() string {
 func (ch *chart) linesSVG() string {
 	var b strings.Builder
 	legendH := len(ch.Lines) * legendRow
-	h := marginT + lineH + marginB + legendH
+	h := marginT + 12 + lineH + marginB + legendH
 	x0, x1 := float64(marginL), float64(svgW-marginR)
-	y0, y1 := float64(marginT+lineH), float64(marginT)
+	y0, y1 := float64(marginT+12+lineH), float64(marginT+12)
 	sx := func(v float64) float64 { return x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0) }
 	sy := func(v float64) float64 { return y0 + (v-ch.YMin)/(ch.YMax-ch.YMin)*(y1-y0) }
 	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, svgW, h, esc(ch.Title))
@@ -272,7 +272,7 @@ func (ch *chart) linesSVG() string {
 			f1(x0), f1(y), f1(x1), f1(y), f1(x0-4), f1(y+4), esc(t.Label))
 	}
 	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((x0+x1)/2), f1(y0+32), esc(ch.XLabel))
-	fmt.Fprintf(&b, `<text class="axis" x="4" y="%s">%s</text>`, f1(y1-6), esc(ch.YLabel))
+	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="end">%s</text>`, f1(x0-4), f1(y1-10), esc(ch.YLabel))
 	for i, se := range ch.Lines {
 		var d strings.Builder
 		for j, p := range se.Pts {

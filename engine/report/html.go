@@ -18,7 +18,7 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	fmt.Fprintf(&b, "<title>benchflow report %s</title>\n", html.EscapeString(s.RunID))
 	b.WriteString(`<style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
-table{border-collapse:collapse;margin:12px 0}th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+table{border-collapse:collapse;margin:12px 0}th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td.p,th.p{text-align:left}
 svg.chart{display:block;margin:18px 0;font-size:12px}
 svg .title{font-weight:600;font-size:14px}svg .grid{stroke:#e5e5e5}svg .tick,svg .axis{fill:#555}
