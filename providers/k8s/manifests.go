@@ -419,7 +419,7 @@ func runNamespace(runID string) string {
 	n := sanitize(strings.ToLower(runID), func(r rune) bool {
 		return r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
 	}, '-')
-	return shorten("benchflow-"+n, runID, validation.DNS1123LabelMaxLength, '-')
+	return shorten(strings.TrimRight("benchflow-"+n, "-"), runID, validation.DNS1123LabelMaxLength, '-')
 }
 
 // labelValue makes a valid label value from s. Values that must be changed
@@ -499,5 +499,8 @@ func copyMap(m map[string]string) map[string]string {
 
 // selectorString renders a label map as a label selector.
 func selectorString(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
 	return metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: m})
 }

@@ -122,6 +122,9 @@ func (s *sim) step(ctx context.Context) {
 }
 
 func (s *sim) deployment(ctx context.Context, d *appsv1.Deployment, mode string) {
+	if d.Spec.Selector == nil || d.Spec.Replicas == nil || len(d.Spec.Template.Spec.Containers) == 0 {
+		return // not a Deployment the provider made
+	}
 	key := d.Namespace + "/" + d.Name + "/" + d.Labels[providers.LabelTrial]
 	sel := selectorString(d.Spec.Selector.MatchLabels)
 	pods := s.cs.CoreV1().Pods(d.Namespace)
@@ -150,9 +153,9 @@ func (s *sim) deployment(ctx context.Context, d *appsv1.Deployment, mode string)
 		p := &list.Items[i]
 		want := podStatus(p, mode)
 		if podReady(p) != podReady(&corev1.Pod{Status: want}) || p.Status.Phase != want.Phase || !sameWaiting(p.Status, want) {
+			s.event(ctx, p, mode) // before the status, so whoever sees the status finds it
 			p.Status = want
 			pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			s.event(ctx, p, mode)
 		}
 		if podReady(&corev1.Pod{Status: want}) {
 			ready++
@@ -245,6 +248,9 @@ func (s *sim) event(ctx context.Context, p *corev1.Pod, mode string) {
 }
 
 func (s *sim) endpoints(ctx context.Context, svc *corev1.Service) {
+	if len(svc.Spec.Selector) == 0 {
+		return
+	}
 	pods, err := s.cs.CoreV1().Pods(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selectorString(svc.Spec.Selector)})
 	if err != nil {
 		return
