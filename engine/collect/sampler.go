@@ -51,8 +51,8 @@ const (
 // Sampler samples until Stop.
 type Sampler struct {
 	cfg      Config
-	ctx      context.Context
-	cancel   context.CancelFunc
+	ctx      context.Context // the caller's; ends sampling
+	stop     chan struct{}
 	start    time.Time
 	matchers []matcher
 	done     chan struct{}
@@ -116,11 +116,10 @@ func Start(ctx context.Context, cfg Config) (*Sampler, error) {
 	if _, err := os.Stat(filepath.Join(procRoot, "self")); err != nil {
 		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
 	}
-	cctx, cancel := context.WithCancel(ctx)
 	s := &Sampler{
 		cfg:      cfg,
-		ctx:      cctx,
-		cancel:   cancel,
+		ctx:      ctx,
+		stop:     make(chan struct{}),
 		matchers: ms,
 		done:     make(chan struct{}),
 		procs:    map[int]*procState{},
@@ -131,8 +130,7 @@ func Start(ctx context.Context, cfg Config) (*Sampler, error) {
 		tgt:      map[int]target{},
 	}
 	s.start = time.Now()
-	if err := s.sample(s.start); err != nil {
-		cancel()
+	if err := s.sample(ctx, s.start); err != nil {
 		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
 	}
 	go s.loop()
@@ -168,8 +166,10 @@ func (s *Sampler) loop() {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.stop:
+			return
 		case now := <-t.C:
-			_ = s.sample(now)
+			_ = s.sample(s.ctx, now)
 		}
 	}
 }
@@ -180,7 +180,7 @@ func (s *Sampler) loop() {
 // row was taken yet. Calling Stop again returns the same rows.
 func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []results.NetSample) {
 	s.stopOnce.Do(func() {
-		s.cancel()
+		close(s.stop)
 		<-s.done
 		now := time.Now()
 		s.mu.Lock()
@@ -188,7 +188,11 @@ func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []res
 		empty := len(s.ps) == 0 && len(s.ss) == 0 && len(s.ns) == 0
 		s.mu.Unlock()
 		if since >= s.cfg.Interval/2 || (empty && since >= MinInterval) {
-			_ = s.sample(now)
+			// The load has ended, often because ctx did: the last
+			// sample still asks the provider for its processes.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), procsTimeout(s.cfg.Interval))
+			_ = s.sample(ctx, now)
+			cancel()
 		}
 	})
 	s.mu.Lock()
@@ -198,10 +202,12 @@ func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []res
 
 // sample takes one pass. It returns an error only when the system files
 // cannot be read (which Start reports).
-func (s *Sampler) sample(now time.Time) error {
+func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 	var procs []providers.Process
 	if s.cfg.Procs != nil {
-		procs = s.cfg.Procs(s.ctx)
+		pctx, cancel := context.WithTimeout(ctx, procsTimeout(s.cfg.Interval))
+		procs = s.cfg.Procs(pctx)
+		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -303,6 +309,12 @@ func (s *Sampler) sample(now time.Time) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// procsTimeout bounds one call of Config.Procs (a provider asking a
+// container engine).
+func procsTimeout(interval time.Duration) time.Duration {
+	return max(interval, 2*time.Second)
 }
 
 // pct converts clock ticks over dt seconds to percent of one core.

@@ -461,16 +461,41 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// TestContextEnds: sampling stops with the context; Stop still returns.
+// TestContextEnds: sampling stops with the context; Stop still returns and
+// its last sample still asks the provider with a live context (a
+// canceled one would make a container provider report nothing).
 func TestContextEnds(t *testing.T) {
+	self := os.Getpid()
+	var mu sync.Mutex
+	var lastErr error
+	calls := 0
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Config{Interval: 10 * time.Millisecond, Loader: true, System: true})
+	s, err := Start(ctx, Config{Interval: 10 * time.Millisecond, System: true,
+		Procs: func(ctx context.Context) []providers.Process {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			lastErr = ctx.Err()
+			return []providers.Process{{PID: self, Name: "me"}}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	<-s.done
-	s.Stop()
+	mu.Lock()
+	before := calls
+	mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // more than half an interval: Stop samples once more
+	ps, _, _ := s.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != before+1 || lastErr != nil {
+		t.Errorf("last sample: %d calls after %d, ctx err %v", calls, before, lastErr)
+	}
+	if len(ps) == 0 || ps[len(ps)-1].Process != "me" {
+		t.Errorf("no row from the last sample: %+v", ps)
+	}
 }
 
 // BenchmarkSampleTick measures one sampling pass over 20 processes given
@@ -504,7 +529,7 @@ func BenchmarkSampleTick(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		s.sample(time.Now())
+		s.sample(context.Background(), time.Now())
 		s.ps, s.ss, s.ns = s.ps[:0], s.ss[:0], s.ns[:0]
 	}
 	b.StopTimer()
