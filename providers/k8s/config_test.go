@@ -84,6 +84,9 @@ func TestRegistered(t *testing.T) {
 	if !ok {
 		t.Fatal("the k8s provider type is not registered")
 	}
+	if !strings.Contains(strings.Join(typ.Attrs, ","), "host_header") || typ.GC == nil {
+		t.Errorf("type declares attrs %v (gc set: %v)", typ.Attrs, typ.GC != nil)
+	}
 	cfg, ok := typ.NewConfig().(*Config)
 	if !ok {
 		t.Fatalf("NewConfig returns %T", typ.NewConfig())

@@ -32,7 +32,6 @@ func (d *Deployment) expose(ctx context.Context) error {
 		Attrs: map[string]string{
 			"namespace":  o.ns,
 			"deployment": o.Deployment.Name,
-			"service":    o.Service.Name,
 			"expose":     cfg.Expose,
 		},
 	}
@@ -105,11 +104,11 @@ func (d *Deployment) expose(ctx context.Context) error {
 				ep.Host = cfg.IngressHost
 			}
 		}
-		if cfg.IngressPath != "/" {
-			ep.Attrs["path"] = cfg.IngressPath
-		}
+		ep.Attrs["path"] = cfg.IngressPath
 	}
-	ep.Attrs["url"] = ep.URL()
+	if ep.Attrs["host_header"] == "" {
+		ep.Attrs["host_header"] = hostHeader(ep.Host, ep.Port)
+	}
 	d.endpoint = ep
 	return nil
 }

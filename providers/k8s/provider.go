@@ -20,9 +20,17 @@ func init() {
 		Name:      "k8s",
 		NewConfig: func() any { return &Config{} },
 		New:       newFromRequest,
+		Attrs:     EndpointAttrs,
 		GC:        GC,
 	})
 }
+
+// EndpointAttrs are the attributes a k8s service exposes to the pipeline as
+// service.<name>.<attr> (empty when they do not apply): namespace,
+// deployment (also the Service's name), expose, pod (port-forward target),
+// ingress (the Ingress name), host_header (the Host header the load should
+// send) and path (the Ingress path prefix).
+var EndpointAttrs = []string{"namespace", "deployment", "expose", "pod", "ingress", "host_header", "path"}
 
 var (
 	_ providers.Provider     = (*Provider)(nil)

@@ -238,7 +238,8 @@ func TestEndpointPortForward(t *testing.T) {
 	if fw.pod != "nginx-0" || strings.Join(fw.specs, ",") != "18080:80,0:9113" {
 		t.Errorf("forwarded to pod %q with %v", fw.pod, fw.specs)
 	}
-	if ep.Attrs["namespace"] != "benchflow-20261130t044500z-3f9c" || ep.Attrs["pod"] != "nginx-0" || ep.Attrs["expose"] != "port-forward" {
+	if ep.Attrs["namespace"] != "benchflow-20261130t044500z-3f9c" || ep.Attrs["pod"] != "nginx-0" || ep.Attrs["expose"] != "port-forward" ||
+		ep.Attrs["host_header"] != "127.0.0.1:18080" {
 		t.Errorf("Attrs = %v", ep.Attrs)
 	}
 	if err := d.Teardown(context.Background()); err != nil {
