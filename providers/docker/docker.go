@@ -288,15 +288,19 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	}
 
 	logf("docker: creating container %s from %s (network %s)", d.name, spec.Image, p.s.network)
-	created, err := cli.ContainerCreate(ctx, cfg, hc, nc, nil, d.name)
+	// Created on a context that a Ctrl-C does not cut short, so the id of
+	// what the engine created is always known and the deferred cleanup
+	// removes it; the cancellation is honoured right after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	created, err := cli.ContainerCreate(cctx, cfg, hc, nc, nil, d.name)
+	cancel()
 	if err != nil {
-		// The engine may have created it although the call failed (the
-		// context ended while the request was in flight): find it by name
-		// so the deferred cleanup removes it.
-		d.id = d.name
 		return d, fmt.Errorf("creating container %s: %w", d.name, unavailable(err))
 	}
 	d.id = created.ID
+	if err := ctx.Err(); err != nil {
+		return d, err
+	}
 	for _, w := range created.Warnings {
 		logf("docker: %s: %s", d.name, w)
 	}
@@ -410,20 +414,19 @@ func (p *Provider) acquireNetwork(ctx context.Context, cli *client.Client, req *
 	}
 	labels[providers.LabelManaged] = "true"
 	labels[providers.LabelRun] = req.RunID
-	created, err := cli.NetworkCreate(ctx, p.s.network, network.CreateOptions{Driver: "bridge", Labels: labels})
+	// As with containers: created on a context a Ctrl-C does not cut
+	// short, then removed at once if ctx ended meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	created, err := cli.NetworkCreate(cctx, p.s.network, network.CreateOptions{Driver: "bridge", Labels: labels})
 	if err != nil {
-		// As with containers: a cancelled request may still have
-		// created it; look it up so it is removed.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if l, lerr := cli.NetworkList(cctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", providers.LabelRun+"="+req.RunID), filters.Arg("name", p.s.network))}); lerr == nil {
-			for _, n := range l {
-				if n.Name == p.s.network {
-					_ = cli.NetworkRemove(cctx, n.ID)
-				}
-			}
-		}
 		return fmt.Errorf("creating network %q: %w", p.s.network, unavailable(err))
+	}
+	if err := ctx.Err(); err != nil {
+		if rerr := cli.NetworkRemove(cctx, created.ID); rerr != nil {
+			return errors.Join(err, fmt.Errorf("removing network %q: %w", p.s.network, rerr))
+		}
+		return err
 	}
 	p.netID, p.netOwned, p.netRefs = created.ID, true, 1
 	return nil
