@@ -148,6 +148,9 @@ func (p *Provider) nomadClient() (*napi.Client, error) {
 // it. On any error everything it created is removed before it returns.
 func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionRequest) (providers.Deployment, error) {
 	d, err := p.provision(ctx, req)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%w (ready_timeout %s)", err, p.s.ready)
+	}
 	if err != nil {
 		if d != nil {
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -520,7 +520,7 @@ func TestNeverHealthy(t *testing.T) {
 	if err == nil {
 		t.Fatal("Provision succeeded with failing checks")
 	}
-	for _, want := range []string{"waiting for the deployment to be healthy", "0/2 allocations healthy", "deadline exceeded"} {
+	for _, want := range []string{"waiting for the deployment to be healthy", "0/2 allocations healthy", "deadline exceeded", "(ready_timeout 1s)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -563,7 +563,7 @@ func TestRouteAnswers404(t *testing.T) {
 	if err == nil {
 		t.Fatal("Provision succeeded with a route that never matches")
 	}
-	for _, want := range []string{"waiting for the gateway to answer " + st.APISIX.GatewayURL() + "/app/", "404 404 Route Not Found"} {
+	for _, want := range []string{"waiting for the gateway to answer " + st.APISIX.GatewayURL() + "/app/", "(last answer HTTP 404: 404 Route Not Found)", "(ready_timeout 1s)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -131,14 +131,14 @@ func (c *Client) PutRoute(ctx context.Context, r *Route) error {
 
 func (c *Client) put(ctx context.Context, kind, id string, v any) error {
 	if !ValidID(id) {
-		return fmt.Errorf("putting %s %q: invalid id", kind, id)
+		return fmt.Errorf("putting %s %q: invalid id", singular(kind), id)
 	}
 	body, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encoding %s %q: %w", kind, id, err)
+		return fmt.Errorf("encoding %s %q: %w", singular(kind), id, err)
 	}
 	if _, err := c.do(ctx, http.MethodPut, kind+"/"+id, body); err != nil {
-		return fmt.Errorf("putting %s %q: %w", kind, id, err)
+		return fmt.Errorf("putting %s %q: %w", singular(kind), id, err)
 	}
 	return nil
 }
@@ -147,11 +147,11 @@ func (c *Client) put(ctx context.Context, kind, id string, v any) error {
 func (c *Client) Get(ctx context.Context, kind, id string) (*Item, error) {
 	b, err := c.do(ctx, http.MethodGet, kind+"/"+id, nil)
 	if err != nil {
-		return nil, fmt.Errorf("getting %s %q: %w", kind, id, err)
+		return nil, fmt.Errorf("getting %s %q: %w", singular(kind), id, err)
 	}
 	var it Item
 	if err := json.Unmarshal(b, &it); err != nil {
-		return nil, fmt.Errorf("decoding %s %q: %w", kind, id, err)
+		return nil, fmt.Errorf("decoding %s %q: %w", singular(kind), id, err)
 	}
 	return &it, nil
 }
@@ -160,7 +160,7 @@ func (c *Client) Get(ctx context.Context, kind, id string) (*Item, error) {
 // exist.
 func (c *Client) Delete(ctx context.Context, kind, id string) error {
 	if _, err := c.do(ctx, http.MethodDelete, kind+"/"+id, nil); err != nil {
-		return fmt.Errorf("deleting %s %q: %w", kind, id, err)
+		return fmt.Errorf("deleting %s %q: %w", singular(kind), id, err)
 	}
 	return nil
 }
@@ -180,6 +180,9 @@ func (c *Client) List(ctx context.Context, kind string) ([]Item, error) {
 	}
 	return l.List, nil
 }
+
+// singular names one object of a kind: "routes" → "route".
+func singular(kind string) string { return strings.TrimSuffix(kind, "s") }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	var rd io.Reader
@@ -261,7 +264,7 @@ func WaitRoute(ctx context.Context, hc *http.Client, target string, interval tim
 			if resp.StatusCode < 400 {
 				return nil
 			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, errorMessage(b))
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(b))
 		} else if ctx.Err() == nil {
 			last = err.Error()
 		}
@@ -272,7 +275,7 @@ func WaitRoute(ctx context.Context, hc *http.Client, target string, interval tim
 			if last == "" {
 				last = "no answer"
 			}
-			return fmt.Errorf("waiting for the gateway to answer %s: last answer %s: %w", target, last, ctx.Err())
+			return fmt.Errorf("waiting for the gateway to answer %s (last answer %s): %w", target, last, ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -80,7 +80,7 @@ func TestWaitRouteGivesUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	err := apisix.WaitRoute(ctx, nil, f.GatewayURL()+"/", 10*time.Millisecond)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "404 404 Route Not Found") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "(last answer HTTP 404: 404 Route Not Found)") {
 		t.Errorf("error = %v", err)
 	}
 }
