@@ -250,70 +250,17 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	if err != nil {
 		return fmt.Errorf("configuring provider %q for service %q: %w", name, s.Name, err)
 	}
-	portCfgs, d := tr.te.Ports(s)
-	if d.HasErrors() {
-		return diagErr(d)
-	}
-	var ports []providers.Port
-	listen := map[string]int{}
-	for _, pc := range portCfgs {
-		host := 0
-		if pc.Host != "" && pc.Host != "auto" {
-			host, _ = strconv.Atoi(pc.Host)
-		} else {
-			host, err = freePort()
-			if err != nil {
-				return fmt.Errorf("allocating a port for service %q: %w", s.Name, err)
-			}
-		}
-		port := providers.Port{Name: pc.Name, Container: pc.Container, Host: host}
-		lp := host
-		if l, ok := prov.(providers.ListenPorter); ok {
-			lp = l.ListenPort(port)
-		}
-		listen[pc.Name] = lp
-		ports = append(ports, port)
-	}
 	hostDir, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("benchflow-%s-%s-%s-", tr.r.w.Manifest().RunID, tr.trial.ID, s.Name))
 	if err != nil {
 		return fmt.Errorf("creating the folder of service %q: %w", s.Name, err)
 	}
-	_ = os.Chmod(hostDir, 0o755)
 	live := &liveService{name: s.Name, dir: hostDir, fingerprint: fingerprintOf(tr.trial, s.Name)}
 	tr.services[s.Name] = live
 	tr.svcOrder = append(tr.svcOrder, s.Name)
-	selfDir := hostDir
-	if sd, ok := prov.(providers.ServiceDirer); ok {
-		selfDir = sd.ServiceDir(s.Name)
+	spec, scfg, err := PrepareService(tr.te, s, prov, hostDir, true)
+	if err != nil {
+		return err
 	}
-	self := plan.Self(s.Name, selfDir, listen)
-	scfg, d := tr.te.Service(s, self)
-	if d.HasErrors() {
-		return diagErr(d)
-	}
-	spec := providers.ServiceSpec{
-		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
-		Dir: hostDir, Ports: ports, Replicas: scfg.Replicas,
-	}
-	for i := range scfg.Files {
-		fc := &scfg.Files[i]
-		b, err := tr.te.RenderFile(fc, self)
-		if err != nil {
-			return fmt.Errorf("service %q: %w", s.Name, err)
-		}
-		mode := uint32(0o644)
-		if fc.Mode != "" {
-			if m, err := strconv.ParseUint(fc.Mode, 8, 32); err == nil {
-				mode = uint32(m)
-			}
-		}
-		hp := filepath.Join(hostDir, fc.Name)
-		if err := os.WriteFile(hp, b, os.FileMode(mode)); err != nil {
-			return fmt.Errorf("writing file %q of service %q: %w", fc.Name, s.Name, err)
-		}
-		spec.Files = append(spec.Files, providers.File{Name: fc.Name, HostPath: hp, Mount: fc.Mount, Mode: mode})
-	}
-	spec.Health = healthSpec(scfg.Health, ports)
 	if len(scfg.VersionCommand) > 0 {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		v, err := envinfo.ServiceVersion(vctx, scfg.VersionCommand)
@@ -329,7 +276,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	}
 	tr.r.rep.Logf("trial %s: provisioning %s with %s", tr.trial.ID, s.Name, name)
 	dep, err := prov.Provision(ctx, &providers.ProvisionRequest{
-		RunID: tr.r.w.Manifest().RunID, TrialID: tr.trial.ID, Service: spec, LogDir: tr.logDir,
+		RunID: tr.r.w.Manifest().RunID, TrialID: tr.trial.ID, Service: *spec, LogDir: tr.logDir,
 		Logf: tr.r.rep.Logf,
 	})
 	if err != nil {
@@ -344,6 +291,75 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	}
 	tr.te.SetEndpoint(s.Name, dep.Endpoint())
 	return nil
+}
+
+// PrepareService evaluates a service for one trial: it assigns ports (free
+// loopback ports for "auto" when allocate is true, the container port
+// otherwise), decodes the body with self.* set, and renders its files into
+// hostDir.
+func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Provider, hostDir string, allocate bool) (*providers.ServiceSpec, *pipeline.ServiceConfig, error) {
+	portCfgs, d := te.Ports(s)
+	if d.HasErrors() {
+		return nil, nil, diagErr(d)
+	}
+	var ports []providers.Port
+	listen := map[string]int{}
+	for _, pc := range portCfgs {
+		host := 0
+		var err error
+		switch {
+		case pc.Host != "" && pc.Host != "auto":
+			host, _ = strconv.Atoi(pc.Host)
+		case allocate:
+			host, err = freePort()
+			if err != nil {
+				return nil, nil, fmt.Errorf("allocating a port for service %q: %w", s.Name, err)
+			}
+		default:
+			host = pc.Container
+		}
+		port := providers.Port{Name: pc.Name, Container: pc.Container, Host: host}
+		lp := host
+		if l, ok := prov.(providers.ListenPorter); ok {
+			lp = l.ListenPort(port)
+		}
+		listen[pc.Name] = lp
+		ports = append(ports, port)
+	}
+	_ = os.Chmod(hostDir, 0o755)
+	selfDir := hostDir
+	if sd, ok := prov.(providers.ServiceDirer); ok {
+		selfDir = sd.ServiceDir(s.Name)
+	}
+	self := plan.Self(s.Name, selfDir, listen)
+	scfg, d := te.Service(s, self)
+	if d.HasErrors() {
+		return nil, nil, diagErr(d)
+	}
+	spec := &providers.ServiceSpec{
+		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
+		Dir: hostDir, Ports: ports, Replicas: scfg.Replicas,
+	}
+	for i := range scfg.Files {
+		fc := &scfg.Files[i]
+		b, err := te.RenderFile(fc, self)
+		if err != nil {
+			return nil, nil, fmt.Errorf("service %q: %w", s.Name, err)
+		}
+		mode := uint32(0o644)
+		if fc.Mode != "" {
+			if m, err := strconv.ParseUint(fc.Mode, 8, 32); err == nil {
+				mode = uint32(m)
+			}
+		}
+		hp := filepath.Join(hostDir, fc.Name)
+		if err := os.WriteFile(hp, b, os.FileMode(mode)); err != nil {
+			return nil, nil, fmt.Errorf("writing file %q of service %q: %w", fc.Name, s.Name, err)
+		}
+		spec.Files = append(spec.Files, providers.File{Name: fc.Name, HostPath: hp, Mount: fc.Mount, Mode: mode})
+	}
+	spec.Health = healthSpec(scfg.Health, ports)
+	return spec, scfg, nil
 }
 
 func fingerprintOf(t *plan.Trial, name string) string {
