@@ -6,5 +6,6 @@ package standard
 
 import (
 	_ "github.com/benchflow/benchflow/providers/docker" // docker
+	_ "github.com/benchflow/benchflow/providers/k8s"    // k8s
 	_ "github.com/benchflow/benchflow/providers/local"  // local
 )
