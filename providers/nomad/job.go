@@ -106,6 +106,7 @@ type jobSpec struct {
 	count   int
 	jobID   string
 	service string // Consul service name
+	tag     string // Consul tag unique to the trial
 }
 
 // buildJob turns a service into a Nomad service job: one group with a
@@ -149,7 +150,7 @@ func buildJob(js jobSpec) (*napi.Job, error) {
 		Name:      js.service,
 		PortLabel: primaryPort(spec),
 		Provider:  "consul",
-		Tags:      []string{"benchflow", "benchflow-run-" + serviceName(js.req.RunID)},
+		Tags:      []string{"benchflow", "benchflow-run-" + serviceName(js.req.RunID), js.tag},
 	}
 	interval := spec.Health.Interval
 	if interval < time.Second {

@@ -15,6 +15,8 @@ import (
 
 	napi "github.com/hashicorp/nomad/api"
 
+	capi "github.com/hashicorp/consul/api"
+
 	"github.com/benchflow/benchflow/providers"
 	"github.com/benchflow/benchflow/providers/nomad/apisix"
 	"github.com/benchflow/benchflow/providers/nomad/consul"
@@ -109,7 +111,8 @@ func (p *Provider) jobSpec(req *providers.ProvisionRequest) jobSpec {
 	if id == "" {
 		id = serviceName("benchflow-" + req.Service.Name + "-" + req.RunID)
 	}
-	return jobSpec{s: p.s, req: req, count: count, jobID: id, service: serviceName(id)}
+	tag := "benchflow-trial-" + serviceName(req.TrialID)
+	return jobSpec{s: p.s, req: req, count: count, jobID: id, service: serviceName(id), tag: tag}
 }
 
 // Deployment is one provisioned Nomad job.
@@ -121,6 +124,8 @@ type Deployment struct {
 	objectID string // APISIX route and upstream id
 	route    bool
 	upstream bool
+	consul   *capi.Client // set once the job is known to register services
+	service  string
 	endpoint providers.Endpoint
 	logf     func(string, ...any)
 }
@@ -209,7 +214,8 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		return d, err
 	}
 	logf("consul: waiting for %d passing instances of %s", js.count, js.service)
-	insts, err := consul.WaitPassing(ctx, cc, js.service, js.count, 5*time.Second)
+	d.consul, d.service = cc, js.service
+	insts, err := consul.WaitPassing(ctx, cc, js.service, js.tag, js.count, 5*time.Second)
 	if err != nil {
 		return d, err
 	}
@@ -514,8 +520,22 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 		return fmt.Errorf("tearing down nomad job %q: %w", d.jobID, err)
 	}
 	d.logf("nomad: job %s deregistered and purged", d.jobID)
+	// The next trial registers the same service name: wait (bounded)
+	// until Nomad has removed this one's instances from Consul, so
+	// neither Consul waits nor APISIX discovery see stale nodes.
+	if d.consul != nil {
+		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
+		defer cancel()
+		if n, err := consul.WaitGone(wctx, d.consul, d.service, 5*time.Second); err != nil {
+			d.logf("consul: %d instances of %s still registered after teardown: %v", n, d.service, err)
+		}
+	}
 	return nil
 }
+
+// drainTimeout bounds how long Teardown waits for Consul to forget the
+// service's instances.
+const drainTimeout = 30 * time.Second
 
 func isNotFound(err error) bool {
 	var ure napi.UnexpectedResponseError

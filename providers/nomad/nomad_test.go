@@ -424,6 +424,9 @@ func TestJobShape(t *testing.T) {
 		svc.Checks[0].Type != "http" || svc.Checks[0].Path != "/" || svc.Checks[0].Interval != time.Second {
 		t.Errorf("service = %+v", svc)
 	}
+	if d := cmp.Diff([]string{"benchflow", "benchflow-run-20261130t044500z-3f9c", "benchflow-trial-t0001"}, svc.Tags); d != "" {
+		t.Errorf("service tags (-want +got):\n%s", d)
+	}
 	if *tg.Update.HealthCheck != "checks" || *tg.Update.MaxParallel != 1 {
 		t.Errorf("update = %+v", tg.Update)
 	}

@@ -48,11 +48,12 @@ func NewClient(address, token string) (*capi.Client, error) {
 	return c, nil
 }
 
-// WaitPassing blocks until service has at least want passing instances and
-// returns them sorted by address. It uses blocking queries: each request
-// carries the X-Consul-Index of the previous answer and returns when the
-// service changes or after wait (default 5s).
-func WaitPassing(ctx context.Context, c *capi.Client, service string, want int, wait time.Duration) ([]Instance, error) {
+// WaitPassing blocks until service has at least want passing instances
+// (carrying tag, when not empty) and returns them sorted by address. It
+// uses blocking queries: each request carries the X-Consul-Index of the
+// previous answer and returns when the service changes or after wait
+// (default 5s).
+func WaitPassing(ctx context.Context, c *capi.Client, service, tag string, want int, wait time.Duration) ([]Instance, error) {
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
@@ -60,7 +61,7 @@ func WaitPassing(ctx context.Context, c *capi.Client, service string, want int, 
 	seen := -1
 	for {
 		q := (&capi.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(ctx)
-		entries, meta, err := c.Health().Service(service, "", true, q)
+		entries, meta, err := c.Health().Service(service, tag, true, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("waiting for %d passing instances of %q in Consul (%d seen): %w", want, service, max(seen, 0), ctx.Err())
@@ -86,6 +87,38 @@ func WaitPassing(ctx context.Context, c *capi.Client, service string, want int, 
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for %d passing instances of %q in Consul (%d seen): %w", want, service, seen, ctx.Err())
+		}
+	}
+}
+
+// WaitGone blocks until service has no instance left in Consul, passing
+// or not, and returns how many remain when ctx ends first.
+func WaitGone(ctx context.Context, c *capi.Client, service string, wait time.Duration) (int, error) {
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	var index uint64
+	left := -1 // unknown until the first answer
+	for {
+		q := (&capi.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(ctx)
+		entries, meta, err := c.Health().Service(service, "", false, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return left, fmt.Errorf("waiting for %q to leave Consul (%d instances left): %w", service, left, ctx.Err())
+			}
+			return left, fmt.Errorf("waiting for %q to leave Consul: %w", service, err)
+		}
+		left = len(entries)
+		if len(entries) == 0 {
+			return 0, nil
+		}
+		if meta.LastIndex < index {
+			index = 0
+		} else {
+			index = meta.LastIndex
+		}
+		if ctx.Err() != nil {
+			return len(entries), fmt.Errorf("waiting for %q to leave Consul (%d instances left): %w", service, len(entries), ctx.Err())
 		}
 	}
 }

@@ -24,7 +24,7 @@ func TestWaitPassingBlocks(t *testing.T) {
 	errc := make(chan error, 1)
 	start := f.Index()
 	go func() {
-		ins, err := consul.WaitPassing(context.Background(), c, "web", 2, 10*time.Second)
+		ins, err := consul.WaitPassing(context.Background(), c, "web", "", 2, 10*time.Second)
 		got <- ins
 		errc <- err
 	}()
@@ -50,7 +50,7 @@ func TestWaitPassingTimeout(t *testing.T) {
 	f.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 9001, Status: fake.StatusPassing})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := consul.WaitPassing(ctx, c, "web", 3, time.Second)
+	_, err := consul.WaitPassing(ctx, c, "web", "", 3, time.Second)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `3 passing instances of "web" in Consul (1 seen)`) {
 		t.Errorf("error = %v", err)
 	}
@@ -61,7 +61,7 @@ func TestWaitPassingACL(t *testing.T) {
 	defer f.Close()
 	f.Token = "tok"
 	c, _ := consul.NewClient(f.URL(), "wrong-token-xyz")
-	_, err := consul.WaitPassing(context.Background(), c, "web", 1, time.Second)
+	_, err := consul.WaitPassing(context.Background(), c, "web", "", 1, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("error = %v, want a 403", err)
 	} else if strings.Contains(err.Error(), "wrong-token-xyz") {
@@ -69,7 +69,42 @@ func TestWaitPassingACL(t *testing.T) {
 	}
 	c, _ = consul.NewClient(f.URL(), "tok")
 	f.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 1, Status: fake.StatusPassing})
-	if _, err := consul.WaitPassing(context.Background(), c, "web", 1, time.Second); err != nil {
+	if _, err := consul.WaitPassing(context.Background(), c, "web", "", 1, time.Second); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestWaitPassingTag(t *testing.T) {
+	f := fake.NewConsul()
+	defer f.Close()
+	c, _ := consul.NewClient(f.URL(), "")
+	// A stale instance of an earlier trial does not count.
+	f.Register(fake.Instance{ID: "old", Name: "web", Address: "127.0.0.1", Port: 1, Tags: []string{"trial-1"}, Status: fake.StatusPassing})
+	f.Register(fake.Instance{ID: "new", Name: "web", Address: "127.0.0.1", Port: 2, Tags: []string{"trial-2"}, Status: fake.StatusPassing})
+	ins, err := consul.WaitPassing(context.Background(), c, "web", "trial-2", 1, time.Second)
+	if err != nil || len(ins) != 1 || ins[0].Port != 2 {
+		t.Errorf("WaitPassing = %+v, %v", ins, err)
+	}
+}
+
+func TestWaitGone(t *testing.T) {
+	f := fake.NewConsul()
+	defer f.Close()
+	c, _ := consul.NewClient(f.URL(), "")
+	f.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 1, Status: fake.StatusCritical})
+	done := make(chan error, 1)
+	go func() {
+		_, err := consul.WaitGone(context.Background(), c, "web", 10*time.Second)
+		done <- err
+	}()
+	f.Deregister("a")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.Register(fake.Instance{ID: "b", Name: "web", Address: "127.0.0.1", Port: 1, Status: fake.StatusPassing})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if n, err := consul.WaitGone(ctx, c, "web", time.Second); n != 1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitGone = %d, %v; want 1 left and a deadline error", n, err)
 	}
 }
