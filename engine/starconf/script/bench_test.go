@@ -1,0 +1,114 @@
+package script_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/serve"
+	"github.com/benchflow/benchflow/engine/starconf/script"
+)
+
+// startServe runs benchflow's built-in server on a loopback port until the
+// benchmark ends.
+func startServe(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve.Serve(ctx, ln, serve.Config{Size: 64}) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+const rotateScript = `
+pool_size = 1000
+def request(i):
+    return "/item/%d" % i
+`
+
+func runLoad(b *testing.B, opts load.Options) float64 {
+	b.Helper()
+	opts.Connections, opts.Threads, opts.Duration = 16, 2, time.Second
+	opts.Requests = 2_000_000 // a bound in case the machine is very fast
+	res, err := load.Run(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Errors > 0 {
+		b.Fatalf("%d errors", res.Errors)
+	}
+	return res.RPS()
+}
+
+// BenchmarkScriptRotate1000 compares a load whose request script rotates
+// over 1,000 paths with the same load without a script, against the
+// built-in server on loopback. The loads alternate (plain, script, …) to
+// cancel machine drift; the benchmark reports both rates and their ratio
+// (target: ratio >= 0.90). Each iteration is 6 one-second loads.
+func BenchmarkScriptRotate1000(b *testing.B) {
+	base := startServe(b)
+	s, err := script.LoadSource(context.Background(), "rotate.star", []byte(rotateScript), base, script.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plain, scripted float64
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < 3; r++ {
+			plain += runLoad(b, load.Options{Targets: []load.Target{{URL: base + "/item/0"}}})
+			scripted += runLoad(b, load.Options{Requester: s})
+		}
+	}
+	n := float64(3 * b.N)
+	b.ReportMetric(plain/n, "plain-req/s")
+	b.ReportMetric(scripted/n, "script-req/s")
+	b.ReportMetric(scripted/plain, "ratio")
+}
+
+// BenchmarkPool measures building the pool of 1,000 prebuilt requests
+// (the only work a script adds before the load).
+func BenchmarkPool(b *testing.B) {
+	s, err := script.LoadSource(context.Background(), "rotate.star", []byte(rotateScript), "http://127.0.0.1:8080", script.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Pool(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResponseHook measures one response() call (lock, header dict,
+// interpreter call) for a hook that counts statuses.
+func BenchmarkResponseHook(b *testing.B) {
+	s, err := script.LoadSource(context.Background(), "hook.star", []byte(`
+seen = {}
+def request():
+    return "/"
+def response(status, headers, body):
+    seen[status] = seen.get(status, 0) + 1
+`), "http://127.0.0.1:8080", script.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hdrs := [][2]string{{"Content-Type", "text/plain"}, {"Content-Length", "64"}}
+	body := make([]byte, 64)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := s.Response(200, hdrs, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
