@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,6 +113,12 @@ failed (with the reason) or a flag is wrong.`,
 				opts.Targets = append(opts.Targets, load.Target{URL: u, Method: strings.ToUpper(method), Headers: hs, Body: payload, Weight: w})
 			}
 			opts.Close = opts.Close || closeConns
+			// -t means what it means in wrk: the number of threads doing
+			// the work, so the generator leaves the other cores to the
+			// server when both share a machine.
+			if opts.Threads < runtime.NumCPU() {
+				runtime.GOMAXPROCS(opts.Threads)
+			}
 			opts.Tag = "load"
 			opts = load.Defaults(opts)
 			if err := load.Validate(opts); err != nil {
@@ -198,4 +205,3 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
-

@@ -24,8 +24,9 @@ const (
 // ErrorClasses are the keys of Result.ErrorsBy, in report order.
 var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http"}
 
-// maxStatus bounds the status codes counted (three digits).
-const maxStatus = 1000
+// maxStatus bounds the status codes counted per code; others (600-999)
+// are counted under 599.
+const maxStatus = 600
 
 // conn is one connection slot: a goroutine that sends a request, reads the
 // response and records it, forever (closed loop) or on a schedule (open
@@ -293,9 +294,7 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 			}
 		}
 	}
-	if o.status < maxStatus {
-		c.status[o.status]++
-	}
+	c.status[min(o.status, maxStatus-1)]++
 	if o.status >= 400 {
 		c.errors++
 		c.errs[classHTTP]++

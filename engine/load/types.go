@@ -67,7 +67,8 @@ type Result struct {
 	// Uncorrected is measured from the actual send; nil in closed loop
 	// (where it equals Latency).
 	Uncorrected *hdrhistogram.Histogram
-	// Connect holds connect times (µs) of new connections.
+	// Connect holds connect times (µs) of new connections (2 significant
+	// digits).
 	Connect *hdrhistogram.Histogram
 
 	Status      map[int]int64    // responses by status code

@@ -21,6 +21,7 @@ WRK=${WRK:-wrk}
 
 command -v "$WRK" >/dev/null || { echo "compare-wrk: wrk not found (apt-get install wrk)" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "compare-wrk: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "compare-wrk: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 [ -x "$BF" ] || { echo "compare-wrk: $BF is not executable (run make build)" >&2; exit 1; }
 
 DIR=$(mktemp -d /tmp/benchflow-compare.XXXXXX)
@@ -74,12 +75,20 @@ for _ in $(seq 50); do
 done
 curl -fs -o /dev/null "http://127.0.0.1:$PORT/6b" || { echo "compare-wrk: nginx did not start:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
 
-rps_of() { awk '/^Requests\/sec:/ {print $2}'; }
+# measure TOOL ARGS… prints "RPS CPU_US_PER_REQUEST": the tool's req/s and
+# the client CPU time (user+system) it spent per completed request.
+measure() {
+	local out
+	out=$( { /usr/bin/time -f 'CPUSECS %U %S' "$@"; } 2>&1 )
+	awk '/^Requests\/sec:/ {rps=$2} / requests in / {n=$1} /^CPUSECS/ {cpu=$2+$3}
+		END {if (n > 0) printf "%s %.3f\n", rps, cpu*1e6/n; else printf "%s 0\n", rps}' <<<"$out"
+}
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs"
-printf '%-10s %12s %12s %8s\n' case wrk_rps bf_rps ratio
+printf '%-10s %10s %10s %7s   %12s %12s %7s\n' case wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
+echo "(ratio = benchflow req/s ÷ wrk req/s; cpu_us = client CPU µs per request; eff = wrk cpu ÷ benchflow cpu; all medians)"
 for c in $CASES; do
 	file=${c%-close}
 	extra=()
@@ -90,17 +99,24 @@ for c in $CASES; do
 	fi
 	url="http://127.0.0.1:$PORT/$file"
 	ratios=()
+	effs=()
 	w_all=()
 	b_all=()
+	wc_all=()
+	bc_all=()
 	for i in $(seq "$PAIRS"); do
-		w=$("$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url" | rps_of)
-		b=$("$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "$url" | rps_of)
+		read -r w wc < <(measure "$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url")
+		read -r b bc < <(measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "$url")
 		w_all+=("$w")
 		b_all+=("$b")
+		wc_all+=("$wc")
+		bc_all+=("$bc")
 		ratios+=("$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}')")
+		effs+=("$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}')")
 	done
-	wm=$(printf '%s\n' "${w_all[@]}" | median)
-	bm=$(printf '%s\n' "${b_all[@]}" | median)
-	rm_=$(printf '%s\n' "${ratios[@]}" | median)
-	printf '%-10s %12.0f %12.0f %8.3f   (pair ratios: %s)\n' "$c" "$wm" "$bm" "$rm_" "${ratios[*]}"
+	printf '%-10s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f   (pair ratios: %s)\n' "$c" \
+		"$(printf '%s\n' "${w_all[@]}" | median)" "$(printf '%s\n' "${b_all[@]}" | median)" \
+		"$(printf '%s\n' "${ratios[@]}" | median)" \
+		"$(printf '%s\n' "${wc_all[@]}" | median)" "$(printf '%s\n' "${bc_all[@]}" | median)" \
+		"$(printf '%s\n' "${effs[@]}" | median)" "${ratios[*]}"
 done
