@@ -47,11 +47,11 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	name := req.Service.Name
 	o, err := p.cfg.build(req)
 	if err != nil {
-		return nil, fmt.Errorf("provisioning %q: %w", name, err)
+		return nil, fmt.Errorf("building the manifests of %q: %w", name, err)
 	}
 	cs, err := p.clientset()
 	if err != nil {
-		return nil, fmt.Errorf("provisioning %q: %w", name, err)
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	logf := req.Logf
 	if logf == nil {
@@ -64,7 +64,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 		if terr := d.Teardown(cctx); terr != nil {
 			err = errors.Join(err, fmt.Errorf("cleaning up: %w", terr))
 		}
-		return nil, fmt.Errorf("provisioning %q in namespace %q: %w", name, o.ns, err)
+		return nil, fmt.Errorf("deploying %q to namespace %q: %w", name, o.ns, err)
 	}
 	return d, nil
 }

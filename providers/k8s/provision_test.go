@@ -359,7 +359,7 @@ func TestReadinessFailures(t *testing.T) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
 			}
-			if !strings.HasPrefix(err.Error(), `provisioning "nginx" in namespace "benchflow-20261130t044500z-3f9c"`) {
+			if !strings.HasPrefix(err.Error(), `deploying "nginx" to namespace "benchflow-20261130t044500z-3f9c"`) {
 				t.Errorf("error does not say what failed where: %v", err)
 			}
 			assertNoLeftovers(t, s.cs)
@@ -532,7 +532,7 @@ func TestProvisionUnavailable(t *testing.T) {
 	if !errors.Is(err, providers.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
-	if !strings.Contains(err.Error(), `provisioning "nginx"`) || !strings.Contains(err.Error(), "kubeconfig") {
+	if !strings.HasPrefix(err.Error(), "connecting to the cluster: loading the kubeconfig") {
 		t.Errorf("error does not say what and why: %v", err)
 	}
 }
