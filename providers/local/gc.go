@@ -7,14 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
 // GC stops the service processes a crashed run left behind: every process
 // whose environment holds BENCHFLOW_RUN (equal to runID when runID is not
-// empty) and BENCHFLOW_SERVICE, except benchflow itself and its own process
-// group, and the rest of its process group when the group's leader is
+// empty) and BENCHFLOW_SERVICE and whose benchflow (BENCHFLOW_OWNER) is no
+// longer running — the services of a live run, in this process or another,
+// are never touched — except benchflow itself and its own process group, and the rest of its process group when the group's leader is
 // such a process or gone. They get SIGTERM, and SIGKILL two seconds later. It returns one line per process found. Processes of other users
 // are only visible to root.
 func GC(ctx context.Context, runID string) ([]string, error) {
@@ -41,6 +43,9 @@ func GC(ctx context.Context, runID string) ([]string, error) {
 		svc, ok2 := environValue(p.pid, EnvService)
 		if !ok || !ok2 || (runID != "" && run != runID) {
 			continue
+		}
+		if owner, _ := environValue(p.pid, EnvOwner); ownerAlive(owner) {
+			continue // its benchflow still runs: not a leftover
 		}
 		found = append(found, fmt.Sprintf("process %d (%s) of service %q, run %s", p.pid, p.comm, svc, run))
 		marked[p.pid] = true
@@ -76,6 +81,31 @@ func GC(ctx context.Context, runID string) ([]string, error) {
 		syscall.Kill(-g, syscall.SIGKILL)
 	}
 	return found, nil
+}
+
+// owner identifies this benchflow process for EnvOwner: "pid:start time".
+var owner = func() string {
+	p, err := readProc(os.Getpid())
+	if err != nil {
+		return strconv.Itoa(os.Getpid()) + ":0"
+	}
+	return fmt.Sprintf("%d:%d", p.pid, p.start)
+}()
+
+// ownerAlive reports whether the benchflow process named by an EnvOwner
+// value still runs (the same pid with the same start time).
+func ownerAlive(v string) bool {
+	pidStr, startStr, ok := strings.Cut(v, ":")
+	if !ok {
+		return false
+	}
+	pid, err1 := strconv.Atoi(pidStr)
+	start, err2 := strconv.ParseUint(startStr, 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return false
+	}
+	p, err := readProc(pid)
+	return err == nil && p.state != 'Z' && p.start == start
 }
 
 // environValue reads one variable of a process's environment.

@@ -26,6 +26,9 @@ const (
 	EnvRun     = "BENCHFLOW_RUN"
 	EnvTrial   = "BENCHFLOW_TRIAL"
 	EnvService = "BENCHFLOW_SERVICE"
+	// EnvOwner identifies the benchflow process that started the service
+	// ("pid:start time"), so GC can tell a crashed run from a live one.
+	EnvOwner = "BENCHFLOW_OWNER"
 )
 
 func init() {
@@ -241,7 +244,7 @@ func (l *Local) environ(req *providers.ProvisionRequest) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+req.Service.Env[k])
 	}
-	return append(env, EnvRun+"="+req.RunID, EnvTrial+"="+req.TrialID, EnvService+"="+req.Service.Name)
+	return append(env, EnvRun+"="+req.RunID, EnvTrial+"="+req.TrialID, EnvService+"="+req.Service.Name, EnvOwner+"="+owner)
 }
 
 // lookPath resolves a command name without a slash along the PATH of the

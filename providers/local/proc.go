@@ -18,6 +18,7 @@ type proc struct {
 	pid, ppid, pgid, sid int
 	state                byte // R, S, D, Z, …
 	comm                 string
+	start                uint64 // start time in clock ticks after boot; 0 if unknown
 }
 
 // readProc parses /proc/<pid>/stat. The command name is in parentheses and
@@ -48,6 +49,11 @@ func parseStat(b []byte) (proc, error) {
 	for i, dst := range []*int{&p.ppid, &p.pgid, &p.sid} {
 		if *dst, err = strconv.Atoi(f[i+1]); err != nil {
 			return proc{}, fmt.Errorf("parsing %q: %w", b, err)
+		}
+	}
+	if len(f) > 19 { // field 22 of stat(5)
+		if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+			return proc{}, fmt.Errorf("parsing %q: start time: %w", b, err)
 		}
 	}
 	return p, nil
