@@ -56,6 +56,7 @@ type Console struct {
 	step    string
 	rps     float64
 	line    bool // a live line is on screen
+	stop    chan struct{}
 }
 
 func (c *Console) clearLine() {
@@ -93,6 +94,24 @@ func (c *Console) RunStart(runID, dir string, trials int) {
 	c.total = trials
 	if !c.Quiet {
 		c.println("run %s: %d trials, results in %s", runID, trials, dir)
+	}
+	if c.TTY && !c.Quiet && c.stop == nil {
+		// Keep the elapsed time on the live line moving.
+		c.stop = make(chan struct{})
+		go func(stop chan struct{}) {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					c.mu.Lock()
+					c.redraw()
+					c.mu.Unlock()
+				}
+			}
+		}(c.stop)
 	}
 }
 
@@ -168,6 +187,10 @@ func (c *Console) TrialDone(t *plan.Trial, rec *results.TrialRecord, elapsed tim
 func (c *Console) RunDone(s *Summary) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stop != nil {
+		close(c.stop)
+		c.stop = nil
+	}
 	c.clearLine()
 	fmt.Fprintf(c.W, "run %s %s: %d ok, %d failed", s.RunID, s.Status, s.OK, s.Failed)
 	if s.Skipped > 0 {
