@@ -1,0 +1,132 @@
+# Study S1 (docs: examples/docker-overhead/README.md): the same nginx and the
+# same nginx.conf on the host, in Docker behind published-port NAT
+# (docker-proxy), and in Docker on the host network; access log on and off.
+#
+#   make images          # builds benchflow/nginx:local (no registry needed)
+#   benchflow apply examples/docker-overhead/pipeline.hcl --var duration=5s
+#   benchflow report results/latest --baseline deploy=host
+#
+# With a registry, use the official image instead:
+#   --var image=nginx:alpine --var pull=missing
+
+pipeline "docker-overhead" {
+  description = "nginx: host vs docker NAT vs docker host network, access log on/off (S1)"
+  repetitions = 3
+  order       = "interleaved"
+}
+
+variable "duration" {
+  type        = string
+  default     = "30s"
+  description = "Length of each measured load (the study used 30s)."
+}
+
+variable "image" {
+  type        = string
+  default     = "benchflow/nginx:local"
+  description = "nginx image for the docker variants (nginx:alpine with a registry)."
+}
+
+variable "pull" {
+  type        = string
+  default     = "never"
+  description = "Pull policy: never for the local images, missing with a registry."
+}
+
+variable "workers" {
+  type        = number
+  default     = 1
+  description = "nginx worker_processes (leave a core for the load generator)."
+}
+
+variable "connections" {
+  type    = number
+  default = 160
+}
+
+variable "threads" {
+  type    = number
+  default = 4
+}
+
+matrix {
+  deploy     = ["host", "docker-nat", "docker-host"]
+  access_log = ["on", "off"]
+}
+
+provider "local" "host" {}
+
+# Published port on 127.0.0.1: load goes through docker-proxy (and the
+# iptables DNAT rules) into the container's network namespace.
+provider "docker" "docker-nat" {
+  network = "bridge"
+  pull    = var.pull
+}
+
+# --net=host: no proxy, no NAT; nginx listens on the host port itself.
+provider "docker" "docker-host" {
+  network = "host"
+  pull    = var.pull
+}
+
+service "nginx" {
+  provider = matrix.deploy
+  image    = var.image
+  # The same argv in all three variants; self.dir is the rendered files
+  # folder (mounted read-only at /etc/benchflow in containers).
+  command         = ["/usr/sbin/nginx", "-e", "stderr", "-c", "${self.dir}/nginx.conf", "-g", "daemon off;"]
+  version_command = ["/usr/sbin/nginx", "-v"]
+
+  file "nginx.conf" {
+    template = file("templates/nginx.conf.tmpl")
+    vars = {
+      workers = var.workers
+      # In a container the access log goes to its stdout, as with the
+      # official image (the log driver then writes it through dockerd);
+      # on the host to a file.
+      access_log = matrix.access_log == "off" ? "off" : (matrix.deploy == "host" ? "${self.dir}/access.log" : "/dev/stdout")
+      # The files folder is read-only inside containers.
+      run_dir = matrix.deploy == "host" ? self.dir : "/tmp"
+      # Behind NAT nginx must accept on the container's interface;
+      # otherwise loopback only: a benchmark target is never exposed.
+      listen_addr = matrix.deploy == "docker-nat" ? "0.0.0.0" : "127.0.0.1"
+    }
+  }
+  file "index.html" {
+    source = "index.html" # nginx's 615-byte welcome page
+  }
+  port "http" {
+    container = 80
+  }
+  health {
+    http = "/"
+  }
+}
+
+step "check" "page" {
+  url       = "${service.nginx.url}/"
+  body_size = 615
+}
+
+step "warm" "nginx" {
+  target      = "${service.nginx.url}/"
+  connections = 32
+  duration    = "2s"
+}
+
+# wrk -t4 -c160 -d30s, keep-alive.
+step "load" "wrk" {
+  target      = "${service.nginx.url}/"
+  connections = var.connections
+  threads     = var.threads
+  duration    = var.duration
+  keepalive   = true
+}
+
+# CPU per process during the load, as the study reported it.
+step "collect" "cpu" {
+  during    = step.load.wrk
+  processes = ["nginx", "docker-proxy", "dockerd", "containerd-shim"]
+  loader    = true
+  interval  = "1s"
+}
