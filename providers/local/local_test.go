@@ -30,6 +30,7 @@ const runPrefix = "test-local-"
 var (
 	benchflowBin string
 	buildErr     error
+	standIn      bool // testdata/serve stands in for cmd/benchflow
 )
 
 func TestMain(m *testing.M) {
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 			// The tree is shared while it is being written: fall back to
 			// the same server behind a minimal main, and say so.
 			fmt.Fprintf(os.Stderr, "building benchflow failed, testing with testdata/serve instead: %v\n%s", err, out)
+			standIn = true
 			cmd := exec.Command("go", "build", "-o", benchflowBin, "./testdata/serve")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("building benchflow (and testdata/serve): %v\n%s", err, out)
@@ -240,6 +242,39 @@ func TestServeProcess(t *testing.T) {
 	}
 	if procs, err := d.Processes(context.Background()); err != nil || len(procs) != 0 {
 		t.Errorf("Processes after Teardown = %v, %v; want none", procs, err)
+	}
+}
+
+// TestServeCommandErrors runs `benchflow serve` with bad flags: the process
+// exits and Alive quotes what the command printed.
+func TestServeCommandErrors(t *testing.T) {
+	b := bin(t)
+	if standIn {
+		t.Skip("cmd/benchflow does not build; testdata/serve has no such flags")
+	}
+	port := freePort(t)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		// 192.0.2.0/24 is TEST-NET-1: never assigned here, so nothing binds.
+		{[]string{"--addr", fmt.Sprintf("192.0.2.1:%d", port)}, []string{
+			fmt.Sprintf("warning: 192.0.2.1:%d is not a loopback address", port),
+			fmt.Sprintf("listening on 192.0.2.1:%d", port),
+			"cannot assign requested address",
+		}},
+		{[]string{"--size", "4XB"}, []string{`--size: parsing size "4XB": unknown unit "XB"`}},
+		{[]string{"--stall", "1s"}, []string{"needs a period"}},
+		{[]string{"--status", "42"}, []string{"status 42: want a code from 200 to 599"}},
+		{[]string{"--dir", "/nonexistent/www"}, []string{"serving directory", "no such file"}},
+	} {
+		d, _ := provision(t, Config{}, providers.ServiceSpec{Name: "serve", Command: append([]string{b, "serve"}, c.args...)})
+		err := waitExit(t, d)
+		for _, w := range append(c.want, "exit status 1") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("serve %q: Alive = %v\nwant it to contain %q", c.args, err, w)
+			}
+		}
 	}
 }
 
