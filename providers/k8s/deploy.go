@@ -38,6 +38,10 @@ type Deployment struct {
 
 	once  sync.Once
 	tdErr error
+
+	aliveMu  sync.Mutex
+	aliveAt  time.Time
+	aliveErr error
 }
 
 // Provision creates the service's objects, waits for the rollout and opens

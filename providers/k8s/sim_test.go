@@ -193,7 +193,8 @@ func podStatus(p *corev1.Pod, mode string) corev1.PodStatus {
 			Conditions: []corev1.PodCondition{cond(corev1.PodScheduled, true, "", ""), cond(corev1.PodReady, true, "", "")},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: c.Name, Image: c.Image, Ready: true,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				ContainerID: "containerd://" + containerID(p.Name),
+				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			}},
 		}
 	case podsImagePull:
@@ -270,4 +271,10 @@ func (s *sim) endpoints(ctx context.Context, svc *corev1.Service) {
 	if _, err := slices.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
 		slices.Create(ctx, es, metav1.CreateOptions{})
 	}
+}
+
+// containerID is the (fake, 64 hex digits) id the kubelet reports for the
+// container of a pod.
+func containerID(pod string) string {
+	return fmt.Sprintf("%064x", hash32(pod))
 }
