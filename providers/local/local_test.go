@@ -222,8 +222,12 @@ func TestServeProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(procs) != 1 || procs[0].PID != d.PID() || procs[0].Name != "benchflow" || procs[0].Role != "service" {
-		t.Errorf("Processes = %+v, want the one benchflow process %d", procs, d.PID())
+	comm := filepath.Base(bin(t))
+	if len(comm) > 15 {
+		comm = comm[:15] // the kernel's limit for comm
+	}
+	if len(procs) != 1 || procs[0].PID != d.PID() || procs[0].Name != comm || procs[0].Role != "service" {
+		t.Errorf("Processes = %+v, want the one %s process %d", procs, comm, d.PID())
 	}
 	stdout, _ := d.LogPaths()
 	out, err := os.ReadFile(stdout)
