@@ -146,9 +146,11 @@ func (p *Provider) ServiceDir(service string) string { return p.s.filesDir }
 // the container runs; the engine then waits for health, calling Alive. On
 // error, or when ctx is cancelled midway, everything it created is removed.
 func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionRequest) (providers.Deployment, error) {
+	// Errors name the container or image; the engine adds the service
+	// and provider names.
 	d, err := p.provision(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("provisioning %q with docker provider %q: %w", req.Service.Name, p.name, err)
+		return nil, err
 	}
 	return d, nil
 }

@@ -344,7 +344,7 @@ func TestContainerThatExitsFailsWithLogs(t *testing.T) {
 		t.Fatal("a container that exits at once looked healthy")
 	}
 	msg := err.Error()
-	for _, want := range []string{"exit code 1", "/nonexistent/nginx.conf", "No such file or directory", "broken"} {
+	for _, want := range []string{"exit code 1", "/nonexistent/nginx.conf", "No such file or directory", `"broken"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not mention %q", msg, want)
 		}
@@ -361,7 +361,7 @@ func TestStartFailureLeavesNothing(t *testing.T) {
 		Ports:   []providers.Port{{Name: "http", Container: 80, Host: dockertest.FreePort(t)}},
 	})
 	_, err := p.Provision(context.Background(), req)
-	if err == nil || !strings.Contains(err.Error(), "/no/such/binary") || !strings.Contains(err.Error(), `"nocmd"`) {
+	if err == nil || !strings.Contains(err.Error(), "/no/such/binary") || !strings.Contains(err.Error(), "-nocmd") {
 		t.Fatalf("Provision error = %v, want one naming the service and the missing binary", err)
 	}
 	// NoLeftovers runs in cleanup.
