@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/starconf/script"
 )
 
 func init() {
@@ -26,6 +28,7 @@ func init() {
 		headers                      []string
 		method, body, bodyFile, out  string
 		latency, jsonOut, closeConns bool
+		scriptFile                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "load URL[@WEIGHT]...",
@@ -59,7 +62,8 @@ failed (with the reason) or a flag is wrong.`,
   benchflow load -m POST -H 'Content-Type: application/json' --body '{"a":1}' http://127.0.0.1:8080/api
   benchflow load http://127.0.0.1:8080/a@3 http://127.0.0.1:8080/b@1      # 75% /a, 25% /b
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
-  benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/`,
+  benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
+  benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("load needs at least one URL (e.g. benchflow load -c 64 -d 10s http://127.0.0.1:8080/)")
@@ -112,6 +116,14 @@ failed (with the reason) or a flag is wrong.`,
 				}
 				opts.Targets = append(opts.Targets, load.Target{URL: u, Method: strings.ToUpper(method), Headers: hs, Body: payload, Weight: w})
 			}
+			var reqScript *script.Script
+			if scriptFile != "" {
+				reqScript, err = script.Load(cmd.Context(), os.DirFS(filepath.Dir(scriptFile)), filepath.Base(scriptFile), opts.Targets[0].URL, script.Options{})
+				if err != nil {
+					return fmt.Errorf("-s/--script %s: %w", scriptFile, err)
+				}
+				opts.Requester = reqScript
+			}
 			opts.Close = opts.Close || closeConns
 			// -t means what it means in wrk: the number of threads doing
 			// the work, so the generator leaves the other cores to the
@@ -139,6 +151,11 @@ failed (with the reason) or a flag is wrong.`,
 			}
 			if res == nil {
 				return runErr
+			}
+			if reqScript != nil {
+				if err := reqScript.Done(res); err != nil {
+					return fmt.Errorf("-s/--script: %w", err)
+				}
 			}
 			stdout := cmd.OutOrStdout()
 			if jsonOut {
@@ -178,6 +195,7 @@ failed (with the reason) or a flag is wrong.`,
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
+	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
 	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
 	rootCmd.AddCommand(cmd)
 }
