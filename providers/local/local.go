@@ -122,6 +122,9 @@ func (l *Local) Provision(ctx context.Context, req *providers.ProvisionRequest) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("starting service %q: %w", name, err)
 	}
+	if (len(spec.Command) == 0 || spec.Command[0] == "") && spec.Image != "" {
+		return nil, fmt.Errorf("starting service %q: no command: the local provider runs a command on this host, and image %q is only used by container providers (docker, k8s, nomad); set command = [\"program\", \"arg\", …]", name, spec.Image)
+	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return nil, fmt.Errorf("starting service %q: no command: the local provider runs the service's command as a process on this host; set command = [\"program\", \"arg\", …]", name)
 	}
