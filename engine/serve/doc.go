@@ -10,6 +10,11 @@
 //   - Serve runs it on a listener you own; ListenAndServe opens Config.Addr
 //     first. Both return when the context ends, after a graceful shutdown.
 //   - ParseSize reads sizes such as "6", "4KiB", "2.5MiB", "1k" or "1MB".
+//   - IsLoopback tells whether an address binds only loopback (the CLI
+//     warns otherwise).
+//
+// Generated bodies are Pattern ("hello\n") repeated and cut to length, so
+// they can be checked byte for byte. docs/serve.md is the user guide.
 //
 // Sibling packages own the rest: engine/load drives load against this server
 // (or any other), providers/local runs `benchflow serve` as a process, and
