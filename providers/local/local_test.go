@@ -356,6 +356,38 @@ func TestNginx(t *testing.T) {
 	}
 }
 
+// TestNginxBindConflict: nginx that cannot bind exits, and Alive quotes its
+// own error line.
+func TestNginxBindConflict(t *testing.T) {
+	const nginx = "/usr/sbin/nginx"
+	if _, err := os.Stat(nginx); err != nil {
+		t.Skipf("Debian's nginx is not installed (%v); apt-get install nginx", err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	conf := strings.NewReplacer("{{dir}}", dir, "{{port}}", strconv.Itoa(port)).Replace(nginxConf)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
+	d, _ := provision(t, Config{}, providers.ServiceSpec{
+		Name:    "nginx",
+		Command: []string{nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;"},
+		Dir:     dir,
+	})
+	err = waitExit(t, d)
+	for _, want := range []string{`service "nginx"`, "exit status 1", fmt.Sprintf("bind() to 127.0.0.1:%d failed (98: Address already in use)", port)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Alive = %v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
 func TestExitAtOnceQuotesStderr(t *testing.T) {
 	d, _ := provision(t, Config{}, providers.ServiceSpec{
 		Name:    "broken",
