@@ -309,12 +309,9 @@ func (b *builder) errDiags(err error, start *hcl.Range) hcl.Diagnostics {
 	case strings.Contains(ee.Msg, "Starlark computation cancelled"):
 		summary = "Pipeline evaluation cancelled"
 	}
-	detail := ee.Msg
-	if !strings.HasSuffix(detail, ".") {
-		detail += "."
-	}
+	// The backtrace ends with the error message.
 	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary,
-		Detail: detail + "\n" + ee.Backtrace(), Subject: subject}}
+		Detail: ee.Backtrace(), Subject: subject}}
 }
 
 func (b *builder) posRange(p syntax.Position, def *hcl.Range) *hcl.Range {
