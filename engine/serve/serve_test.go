@@ -382,3 +382,47 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkServeKeepAlive measures whole requests over one loopback
+// keep-alive connection (server and client in this process).
+func BenchmarkServeKeepAlive(b *testing.B) {
+	for name, size := range map[string]int64{"6B": 6, "4KiB": 4096} {
+		b.Run(name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- Serve(ctx, ln, Config{Size: size}) }()
+			defer func() { cancel(); <-done }()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			req := []byte("GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
+			r := bufio.NewReaderSize(c, 64<<10)
+			body := make([]byte, size)
+			b.SetBytes(size)
+			for b.Loop() {
+				if _, err := c.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				// Headers end with an empty line; the body follows.
+				for {
+					line, err := r.ReadSlice('\n')
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(line) == 2 {
+						break
+					}
+				}
+				if _, err := io.ReadFull(r, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
