@@ -1,0 +1,111 @@
+# Study S3, first half (see README.md): nginx vs Apache httpd, each in a
+# container with its image's default configuration, serving one 2.5 MiB
+# file; 4 connections, a new connection per request, 10,000 requests, and
+# latency corrected for coordinated omission (oha -n 10000 -c 4
+# --latency-correction --disable-keepalive).
+#
+#   make images
+#   benchflow apply examples/nginx-vs-httpd/pipeline.hcl
+#   benchflow report results/latest --baseline server=nginx
+#
+# With a registry:
+#   --var nginx_image=nginx:alpine --var httpd_image=httpd:2.4 \
+#   --var httpd_docroot=/usr/local/apache2/htdocs --var pull=missing
+
+pipeline "nginx-vs-httpd" {
+  description = "nginx vs httpd, default configs, one 2.5 MiB file, short connections (S3)"
+  repetitions = 3
+}
+
+variable "requests" {
+  type    = number
+  default = 10000
+}
+
+variable "rate" {
+  type        = number
+  default     = 80
+  description = "Intended requests/s in total; latency is measured from the intended send time. Set it below what both servers sustain here."
+}
+
+variable "nginx_image" {
+  type    = string
+  default = "benchflow/nginx:local"
+}
+
+variable "httpd_image" {
+  type    = string
+  default = "benchflow/httpd:local"
+}
+
+variable "nginx_docroot" {
+  type    = string
+  default = "/usr/share/nginx/html"
+}
+
+variable "httpd_docroot" {
+  type        = string
+  default     = "/var/www/html"
+  description = "Document root of the httpd image (/usr/local/apache2/htdocs for httpd:2.4)."
+}
+
+variable "pull" {
+  type    = string
+  default = "never"
+}
+
+matrix {
+  server = ["nginx", "httpd"]
+}
+
+provider "docker" "nat" {
+  network = "bridge"
+  pull    = var.pull
+}
+
+# No command and no config file: each image runs with its own defaults.
+service "web" {
+  provider = "nat"
+  image    = matrix.server == "nginx" ? var.nginx_image : var.httpd_image
+
+  # The study's 2.45 MiB JPEG: here 2.5 MiB of seeded random bytes (no
+  # compression either way), mounted read-only into the document root.
+  file "image.jpg" {
+    random_bytes = "2560KiB"
+    mount        = "${matrix.server == "nginx" ? var.nginx_docroot : var.httpd_docroot}/image.jpg"
+  }
+  port "http" {
+    container = 80
+  }
+  health {
+    http = "/"
+  }
+}
+
+step "check" "image" {
+  url       = "${service.web.url}/image.jpg"
+  body_size = 2621440
+}
+
+step "warm" "web" {
+  target      = "${service.web.url}/image.jpg"
+  connections = 4
+  requests    = 500
+  keepalive   = false
+}
+
+step "load" "oha" {
+  target      = "${service.web.url}/image.jpg"
+  connections = 4
+  threads     = 1
+  requests    = var.requests
+  rate        = var.rate
+  keepalive   = false
+  duration    = "10m"
+}
+
+step "collect" "cpu" {
+  during    = step.load.oha
+  processes = ["nginx", "apache2", "docker-proxy", "dockerd", "containerd-shim"]
+  loader    = true
+}
