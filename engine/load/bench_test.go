@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 )
@@ -114,3 +115,19 @@ func BenchmarkParseResponse(b *testing.B) {
 type repeatReader struct{ data []byte }
 
 func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil }
+
+// BenchmarkExternal loads the URL in BENCHFLOW_BENCH_URL (e.g. a local
+// nginx) with 64 connections for b.N requests, for profiling the generator
+// against a real server: go test -bench External -cpuprofile cpu.out.
+func BenchmarkExternal(b *testing.B) {
+	url := os.Getenv("BENCHFLOW_BENCH_URL")
+	if url == "" {
+		b.Skip("set BENCHFLOW_BENCH_URL to a loopback server to run")
+	}
+	b.ReportAllocs()
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: url}}, Connections: 64, Requests: int64(b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.RPS(), "req/s")
+}
