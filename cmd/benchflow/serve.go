@@ -54,12 +54,12 @@ SIGINT or SIGTERM.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Addr, "addr", serve.DefaultAddr, "`host:port` to listen on (port 0 picks a free one)")
+	f.StringVar(&cfg.Addr, "addr", serve.DefaultAddr, "listen on `HOST:PORT` (port 0 picks a free one)")
 	f.StringVar(&cfg.Dir, "dir", "", "serve the files under `DIR` instead of a generated body")
-	f.StringVar(&size, "size", "6", "generated body `size` (6, 4KiB, 1MiB, 1k, 1MB)")
+	f.StringVar(&size, "size", "6", "answer a generated body of `N` bytes (6, 4KiB, 1MiB, 1k, 1MB)")
 	f.DurationVar(&cfg.Delay, "delay", 0, "wait `DUR` before answering each request")
 	f.DurationVar(&cfg.Stall, "stall", 0, "stall every request for up to `DUR` once per --stall-every period")
-	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "the stall `period`")
-	f.IntVar(&status, "status", 200, "status `code` of every response")
+	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "stall once every `DUR` (with --stall)")
+	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")
 	rootCmd.AddCommand(cmd)
 }
