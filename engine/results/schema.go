@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -136,64 +137,109 @@ type NetworkRow struct {
 	TxPackets int64
 }
 
-// column describes one column of a table of rows R.
+// column describes one column of a table of rows R: its name, Arrow type,
+// and column-wise accessors between a batch of rows and an Arrow array.
 type column[R any] struct {
 	name string
 	typ  arrow.DataType
-	put  func(b array.Builder, r *R)
-	get  func(a arrow.Array, i int, r *R)
+	put  func(b array.Builder, rows []R)
+	get  func(a arrow.Array, rows []R)
 }
 
 var tsType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
 func str[R any](name string, p func(*R) *string) column[R] {
 	return column[R]{name, arrow.BinaryTypes.String,
-		func(b array.Builder, r *R) { b.(*array.StringBuilder).Append(*p(r)) },
-		func(a arrow.Array, i int, r *R) {
+		func(b array.Builder, rows []R) {
+			sb := b.(*array.StringBuilder)
+			sb.Reserve(len(rows))
+			for i := range rows {
+				sb.Append(*p(&rows[i]))
+			}
+		},
+		func(a arrow.Array, rows []R) {
+			// Values alias the array's buffers: copy them, once per run of
+			// equal values (ids repeat on consecutive rows).
+			var last string
+			val := func(int) string { return "" }
 			switch a := a.(type) {
 			case *array.String:
-				*p(r) = a.Value(i)
+				val = a.Value
 			case *array.LargeString:
-				*p(r) = a.Value(i)
-			case *array.Dictionary:
-				*p(r) = a.Dictionary().(*array.String).Value(a.GetValueIndex(i))
+				val = a.Value
+			default:
+				return
+			}
+			for i := range rows {
+				if a.IsNull(i) {
+					continue
+				}
+				if v := val(i); v != last {
+					last = strings.Clone(v)
+				}
+				*p(&rows[i]) = last
 			}
 		}}
 }
 
 func i64[R any](name string, p func(*R) *int64) column[R] {
 	return column[R]{name, arrow.PrimitiveTypes.Int64,
-		func(b array.Builder, r *R) { b.(*array.Int64Builder).Append(*p(r)) },
-		func(a arrow.Array, i int, r *R) {
+		func(b array.Builder, rows []R) {
+			ib := b.(*array.Int64Builder)
+			ib.Reserve(len(rows))
+			for i := range rows {
+				ib.UnsafeAppend(*p(&rows[i]))
+			}
+		},
+		func(a arrow.Array, rows []R) {
 			if a, ok := a.(*array.Int64); ok {
-				*p(r) = a.Value(i)
+				vs := a.Int64Values()
+				for i := range rows {
+					*p(&rows[i]) = vs[i]
+				}
 			}
 		}}
 }
 
 func f64[R any](name string, p func(*R) *float64) column[R] {
 	return column[R]{name, arrow.PrimitiveTypes.Float64,
-		func(b array.Builder, r *R) { b.(*array.Float64Builder).Append(*p(r)) },
-		func(a arrow.Array, i int, r *R) {
+		func(b array.Builder, rows []R) {
+			fb := b.(*array.Float64Builder)
+			fb.Reserve(len(rows))
+			for i := range rows {
+				fb.UnsafeAppend(*p(&rows[i]))
+			}
+		},
+		func(a arrow.Array, rows []R) {
 			if a, ok := a.(*array.Float64); ok {
-				*p(r) = a.Value(i)
+				vs := a.Float64Values()
+				for i := range rows {
+					*p(&rows[i]) = vs[i]
+				}
 			}
 		}}
 }
 
 func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
 	return column[R]{name, tsType,
-		func(b array.Builder, r *R) {
-			t := *p(r)
-			if t.IsZero() {
-				b.AppendNull()
-				return
+		func(b array.Builder, rows []R) {
+			tb := b.(*array.TimestampBuilder)
+			for i := range rows {
+				t := *p(&rows[i])
+				if t.IsZero() {
+					tb.AppendNull()
+				} else {
+					tb.Append(arrow.Timestamp(t.UnixMicro()))
+				}
 			}
-			b.(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
 		},
-		func(a arrow.Array, i int, r *R) {
-			if a, ok := a.(*array.Timestamp); ok && a.IsValid(i) {
-				*p(r) = time.UnixMicro(int64(a.Value(i))).UTC()
+		func(a arrow.Array, rows []R) {
+			if a, ok := a.(*array.Timestamp); ok {
+				for i := range rows {
+					if a.IsValid(i) {
+						*p(&rows[i]) = time.UnixMicro(int64(a.Value(i))).UTC()
+					}
+				}
 			}
 		}}
 }
@@ -379,43 +425,47 @@ func paramColumn(a axis) column[TrialRow] {
 		typ = arrow.BinaryTypes.String
 	}
 	return column[TrialRow]{ParamColumn(a.Name), typ,
-		func(b array.Builder, r *TrialRow) {
-			p := find(r)
-			if p == nil || p.Value == nil {
-				b.AppendNull()
-				return
-			}
-			switch b := b.(type) {
-			case *array.Int64Builder:
-				b.Append(p.Value.(int64))
-			case *array.Float64Builder:
-				b.Append(p.Value.(float64))
-			case *array.BooleanBuilder:
-				b.Append(p.Value.(bool))
-			case *array.StringBuilder:
-				b.Append(fmt.Sprint(p.Value))
+		func(b array.Builder, rows []TrialRow) {
+			for i := range rows {
+				p := find(&rows[i])
+				if p == nil || p.Value == nil {
+					b.AppendNull()
+					continue
+				}
+				switch b := b.(type) {
+				case *array.Int64Builder:
+					b.Append(p.Value.(int64))
+				case *array.Float64Builder:
+					b.Append(p.Value.(float64))
+				case *array.BooleanBuilder:
+					b.Append(p.Value.(bool))
+				case *array.StringBuilder:
+					b.Append(fmt.Sprint(p.Value))
+				}
 			}
 		},
-		func(arr arrow.Array, i int, r *TrialRow) {
-			if arr.IsNull(i) {
-				return
+		func(arr arrow.Array, rows []TrialRow) {
+			for i := range rows {
+				if arr.IsNull(i) {
+					continue
+				}
+				var v any
+				switch arr := arr.(type) {
+				case *array.Int64:
+					v = arr.Value(i)
+				case *array.Float64:
+					v = arr.Value(i)
+				case *array.Boolean:
+					v = arr.Value(i)
+				case *array.String:
+					v = strings.Clone(arr.Value(i))
+				case *array.LargeString:
+					v = strings.Clone(arr.Value(i))
+				default:
+					return
+				}
+				rows[i].Params = append(rows[i].Params, Param{Name: a.Name, Value: v})
 			}
-			var v any
-			switch arr := arr.(type) {
-			case *array.Int64:
-				v = arr.Value(i)
-			case *array.Float64:
-				v = arr.Value(i)
-			case *array.Boolean:
-				v = arr.Value(i)
-			case *array.String:
-				v = arr.Value(i)
-			case *array.LargeString:
-				v = arr.Value(i)
-			default:
-				return
-			}
-			r.Params = append(r.Params, Param{Name: a.Name, Value: v})
 		}}
 }
 

@@ -38,62 +38,113 @@ func TableFile(table, format string) string {
 	return table + ".parquet"
 }
 
+// buildRecord converts rows into one Arrow record of schema (which must
+// match cols). The caller releases it.
+func buildRecord[R any](mem memory.Allocator, schema *arrow.Schema, cols []column[R], rows []R) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for c := range cols {
+		cols[c].put(b.Field(c), rows)
+	}
+	return b.NewRecordBatch()
+}
+
 // writeTable writes rows to path (atomically) as Parquet (zstd) or Arrow
 // IPC (zstd), with the schema version in the key-value metadata.
 func writeTable[R any](mem memory.Allocator, path, format string, cols []column[R], rows []R) error {
 	schema := schemaOf(cols)
+	var recs []arrow.RecordBatch
+	for off := 0; off < len(rows); off += batchRows {
+		rec := buildRecord(mem, schema, cols, rows[off:min(off+batchRows, len(rows))])
+		defer rec.Release()
+		recs = append(recs, rec)
+	}
+	return writeRecords(mem, path, format, schema, recs)
+}
+
+// writeRecords writes recs (all of schema) to path atomically; Parquet row
+// groups hold up to a million rows whatever the size of the records.
+func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
+	// Many small records (one per trial) cost a fixed overhead each in the
+	// Parquet writer: write them as one.
+	if len(recs) > 1 {
+		one, err := concatRecords(mem, schema, recs)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		defer one.Release()
+		recs = []arrow.RecordBatch{one}
+	}
 	return writeFileAtomic(path, func(f *os.File) error {
-		var (
-			write func(arrow.RecordBatch) error
-			close func() error
-		)
 		if format == FormatArrow {
 			w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
 			if err != nil {
 				return err
 			}
-			write, close = w.Write, w.Close
-		} else {
-			props := parquet.NewWriterProperties(
-				parquet.WithAllocator(mem),
-				parquet.WithCompression(compress.Codecs.Zstd),
-				parquet.WithMaxRowGroupLength(1<<20),
-			)
-			// The writer closes an io.Closer on Close; the file must stay
-			// open for the fsync, so hide its Close method.
-			w, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
-			if err != nil {
-				return err
-			}
-			write, close = w.Write, w.Close
-		}
-		b := array.NewRecordBuilder(mem, schema)
-		defer b.Release()
-		flush := func() error {
-			rec := b.NewRecordBatch()
-			defer rec.Release()
-			return write(rec)
-		}
-		for i := range rows {
-			r := &rows[i]
-			for c := range cols {
-				cols[c].put(b.Field(c), r)
-			}
-			if (i+1)%batchRows == 0 {
-				if err := flush(); err != nil {
-					close()
+			for _, rec := range recs {
+				if rec == nil || rec.NumRows() == 0 {
+					continue
+				}
+				if err := w.Write(rec); err != nil {
+					w.Close()
 					return err
 				}
 			}
+			return w.Close()
 		}
-		if len(rows)%batchRows != 0 || len(rows) == 0 {
-			if err := flush(); err != nil {
-				close()
+		props := parquet.NewWriterProperties(
+			parquet.WithAllocator(mem),
+			parquet.WithCompression(compress.Codecs.Zstd),
+			parquet.WithMaxRowGroupLength(1<<20),
+			// Dictionary encoding costs a hash lookup per value; ids
+			// repeat on consecutive rows, which zstd compresses as well.
+			parquet.WithDictionaryDefault(false),
+		)
+		// The writer closes an io.Closer on Close; the file must stay open
+		// for the fsync, so hide its Close method.
+		w, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if rec == nil || rec.NumRows() == 0 {
+				continue
+			}
+			if err := w.Write(rec); err != nil {
+				w.Close()
 				return err
 			}
 		}
-		return close()
+		return w.Close()
 	})
+}
+
+// concatRecords concatenates records column by column.
+func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for c := range cols {
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("concatenating column %s: %w", schema.Field(c).Name, err)
+		}
+		cols[c] = a
+	}
+	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
 // readTable reads path back into rows. cols maps the file's schema to
@@ -114,12 +165,8 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		n := int(rec.NumRows())
 		rows = append(rows, make([]R, n)...)
 		for c := range cs {
-			if idx[c] < 0 {
-				continue
-			}
-			arr := rec.Column(idx[c])
-			for i := 0; i < n; i++ {
-				cs[c].get(arr, i, &rows[base+i])
+			if idx[c] >= 0 {
+				cs[c].get(rec.Column(idx[c]), rows[base:base+n])
 			}
 		}
 	}
@@ -155,6 +202,7 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer pf.Close()
+	rows = make([]R, 0, pf.NumRows())
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

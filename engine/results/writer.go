@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -30,7 +31,9 @@ type Writer struct {
 	done   bool
 }
 
-// trialData is every row one trial contributes to the tables.
+// trialData is every row one trial contributes to the tables. Rows of
+// the big tables are converted to Arrow records once, when the trial is
+// committed (seal), so that rewriting the tables costs no conversion.
 type trialData struct {
 	index      int
 	trials     []TrialRow
@@ -39,6 +42,55 @@ type trialData struct {
 	processes  []ProcessRow
 	system     []SystemRow
 	network    []NetworkRow
+	recs       [numBig]arrow.RecordBatch // nil when the trial has no such rows
+}
+
+// The tables kept as Arrow records, in trialData.recs order.
+const (
+	bigLatency = iota
+	bigTimeseries
+	bigProcesses
+	bigSystem
+	bigNetwork
+	numBig
+)
+
+var (
+	bigNames   = [numBig]string{TableLatency, TableTimeseries, TableProcesses, TableSystem, TableNetwork}
+	bigSchemas = [numBig]*arrow.Schema{schemaOf(latencyColumns), schemaOf(timeseriesColumns), schemaOf(processColumns), schemaOf(systemColumns), schemaOf(networkColumns)}
+)
+
+// seal converts the big tables' rows into records and drops the rows.
+func (d *trialData) seal(mem memory.Allocator) {
+	if len(d.latency) > 0 {
+		d.recs[bigLatency] = buildRecord(mem, bigSchemas[bigLatency], latencyColumns, d.latency)
+	}
+	if len(d.timeseries) > 0 {
+		d.recs[bigTimeseries] = buildRecord(mem, bigSchemas[bigTimeseries], timeseriesColumns, d.timeseries)
+	}
+	if len(d.processes) > 0 {
+		d.recs[bigProcesses] = buildRecord(mem, bigSchemas[bigProcesses], processColumns, d.processes)
+	}
+	if len(d.system) > 0 {
+		d.recs[bigSystem] = buildRecord(mem, bigSchemas[bigSystem], systemColumns, d.system)
+	}
+	if len(d.network) > 0 {
+		d.recs[bigNetwork] = buildRecord(mem, bigSchemas[bigNetwork], networkColumns, d.network)
+	}
+	d.latency, d.timeseries, d.processes, d.system, d.network = nil, nil, nil, nil, nil
+}
+
+// release frees the trial's records.
+func (d *trialData) release() {
+	if d == nil {
+		return
+	}
+	for i, r := range d.recs {
+		if r != nil {
+			r.Release()
+			d.recs[i] = nil
+		}
+	}
 }
 
 // Create makes outDir/<m.RunID>/, writes manifest.json (status "running",
@@ -156,9 +208,13 @@ func Resume(runDir string) (*Writer, error) {
 	for _, r := range run.Network {
 		td(r.TrialID).network = append(td(r.TrialID).network, r)
 	}
+	for _, d := range w.trials {
+		d.seal(w.mem)
+	}
 	w.m.Status = RunRunning
 	w.m.FinishedAt = nil
 	if err := writeManifest(w.dir, w.m); err != nil {
+		w.releaseAll()
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
 	return w, nil
@@ -177,59 +233,97 @@ func (w *Writer) Manifest() *Manifest { return w.m }
 // rename) and then manifest.json with the trial's status. Calling it again
 // for the same trial replaces the trial.
 func (w *Writer) CommitTrial(rec *TrialRecord) error {
-	if rec == nil {
-		return errors.New("committing trial: nil record")
-	}
-	if rec.TrialID == "" {
-		return errors.New("committing trial: empty trial id")
-	}
+	return w.CommitTrials(rec)
+}
+
+// CommitTrials is CommitTrial for several trials at once, with a single
+// rewrite of the tables (for importers and bulk writes). On error nothing
+// of recs is recorded.
+func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done {
-		return fmt.Errorf("committing trial %q: run already finished", rec.TrialID)
+	axes := w.axes
+	data := make([]*trialData, len(recs))
+	for i, rec := range recs {
+		if rec == nil {
+			return errors.New("committing trial: nil record")
+		}
+		if rec.TrialID == "" {
+			return errors.New("committing trial: empty trial id")
+		}
+		if w.done {
+			return fmt.Errorf("committing trial %q: run already finished", rec.TrialID)
+		}
+		var err error
+		if axes, err = mergeAxes(axes, w.m.Axes, rec.Params); err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		}
+		if data[i], err = rowsOf(w.m.RunID, rec); err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		}
 	}
-	axes, err := mergeAxes(w.axes, w.m.Axes, rec.Params)
-	if err != nil {
-		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	for _, d := range data {
+		d.seal(w.mem)
 	}
-	d, err := rowsOf(w.m.RunID, rec)
-	if err != nil {
-		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+	prev := map[string]*trialData{}
+	for i, rec := range recs {
+		if _, saved := prev[rec.TrialID]; !saved {
+			prev[rec.TrialID] = w.trials[rec.TrialID]
+		}
+		w.trials[rec.TrialID] = data[i]
 	}
-	prev := w.trials[rec.TrialID]
-	w.trials[rec.TrialID] = d
+	prevAxes := w.axes
 	w.axes = axes
 	if err := w.writeTables(); err != nil {
-		if prev != nil {
-			w.trials[rec.TrialID] = prev
-		} else {
-			delete(w.trials, rec.TrialID)
+		for id, d := range prev {
+			if d != nil {
+				w.trials[id] = d
+			} else {
+				delete(w.trials, id)
+			}
 		}
-		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		for _, d := range data {
+			d.release()
+		}
+		w.axes = prevAxes
+		return fmt.Errorf("committing trials: %w", err)
 	}
-	e := w.m.Trial(rec.TrialID)
-	if e == nil {
-		w.m.Trials = append(w.m.Trials, TrialEntry{TrialID: rec.TrialID})
-		e = &w.m.Trials[len(w.m.Trials)-1]
-	}
-	e.Index = rec.Index
-	e.Repetition = rec.Repetition
-	if len(rec.Params) > 0 {
-		e.Params = map[string]any{}
-		for _, p := range rec.Params {
-			e.Params[p.Name] = p.Value
+	for id, d := range prev {
+		if d != nil && d != w.trials[id] {
+			d.release()
 		}
 	}
-	e.Provider = rec.Provider
-	e.Status = rec.Status
-	if e.Status == "" {
-		e.Status = StatusOK
+	// A trial committed twice in one call: only the last one is kept.
+	for i, d := range data {
+		if w.trials[recs[i].TrialID] != d {
+			d.release()
+		}
 	}
-	e.Error = rec.Error
-	e.StartedAt = timePtr(rec.StartedAt)
-	e.FinishedAt = timePtr(rec.FinishedAt)
+	for _, rec := range recs {
+		e := w.m.Trial(rec.TrialID)
+		if e == nil {
+			w.m.Trials = append(w.m.Trials, TrialEntry{TrialID: rec.TrialID})
+			e = &w.m.Trials[len(w.m.Trials)-1]
+		}
+		e.Index = rec.Index
+		e.Repetition = rec.Repetition
+		if len(rec.Params) > 0 {
+			e.Params = map[string]any{}
+			for _, p := range rec.Params {
+				e.Params[p.Name] = p.Value
+			}
+		}
+		e.Provider = rec.Provider
+		e.Status = rec.Status
+		if e.Status == "" {
+			e.Status = StatusOK
+		}
+		e.Error = rec.Error
+		e.StartedAt = timePtr(rec.StartedAt)
+		e.FinishedAt = timePtr(rec.FinishedAt)
+	}
 	if err := writeManifest(w.dir, w.m); err != nil {
-		return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		return fmt.Errorf("committing trials: %w", err)
 	}
 	return nil
 }
@@ -247,6 +341,7 @@ func (w *Writer) Finish(status string, finished time.Time) error {
 	w.m.Status = status
 	w.m.FinishedAt = timePtr(finished)
 	w.done = true
+	w.releaseAll()
 	if err := writeManifest(w.dir, w.m); err != nil {
 		return fmt.Errorf("finishing run: %w", err)
 	}
@@ -303,7 +398,15 @@ func mergeAxes(have []axis, order []string, params []Param) ([]axis, error) {
 	return out, nil
 }
 
-// writeTables rewrites every table from the in-memory rows, trials in
+// releaseAll frees every trial's records; the Writer must not write
+// tables afterwards.
+func (w *Writer) releaseAll() {
+	for _, d := range w.trials {
+		d.release()
+	}
+}
+
+// writeTables rewrites every table from the committed trials, in
 // execution order. system.parquet and network.parquet are written only
 // once some trial has such samples.
 func (w *Writer) writeTables() error {
@@ -318,44 +421,27 @@ func (w *Writer) writeTables() error {
 		}
 		return ids[i] < ids[j]
 	})
-	var (
-		tr []TrialRow
-		la []LatencyRow
-		ts []TimeseriesRow
-		pr []ProcessRow
-		sy []SystemRow
-		nw []NetworkRow
-	)
+	var tr []TrialRow
+	var big [numBig][]arrow.RecordBatch
 	for _, id := range ids {
 		d := w.trials[id]
 		tr = append(tr, d.trials...)
-		la = append(la, d.latency...)
-		ts = append(ts, d.timeseries...)
-		pr = append(pr, d.processes...)
-		sy = append(sy, d.system...)
-		nw = append(nw, d.network...)
+		for t, r := range d.recs {
+			if r != nil {
+				big[t] = append(big[t], r)
+			}
+		}
 	}
 	f := w.m.OutputFormat
 	p := func(t string) string { return filepath.Join(w.dir, TableFile(t, f)) }
 	if err := writeTable(w.mem, p(TableTrials), f, trialColumns(w.axes), tr); err != nil {
 		return err
 	}
-	if err := writeTable(w.mem, p(TableLatency), f, latencyColumns, la); err != nil {
-		return err
-	}
-	if err := writeTable(w.mem, p(TableTimeseries), f, timeseriesColumns, ts); err != nil {
-		return err
-	}
-	if err := writeTable(w.mem, p(TableProcesses), f, processColumns, pr); err != nil {
-		return err
-	}
-	if len(sy) > 0 {
-		if err := writeTable(w.mem, p(TableSystem), f, systemColumns, sy); err != nil {
-			return err
+	for t := 0; t < numBig; t++ {
+		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
+			continue
 		}
-	}
-	if len(nw) > 0 {
-		if err := writeTable(w.mem, p(TableNetwork), f, networkColumns, nw); err != nil {
+		if err := writeRecords(w.mem, p(bigNames[t]), f, bigSchemas[t], big[t]); err != nil {
 			return err
 		}
 	}
