@@ -241,6 +241,11 @@ func TestServeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGone(t, d.PID())
+	// serve shuts down gracefully on SIGTERM: exit status 0, not a signal.
+	var ee *ExitError
+	if err := d.Alive(context.Background()); !errors.As(err, &ee) || ee.Code != 0 {
+		t.Errorf("after SIGTERM, Alive = %v; want exit status 0 (graceful shutdown)", err)
+	}
 	if err := d.Teardown(context.Background()); err != nil {
 		t.Errorf("second Teardown: %v", err)
 	}
