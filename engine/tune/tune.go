@@ -44,9 +44,31 @@ type SettingError struct {
 func (e *SettingError) Error() string {
 	msg := "setting " + e.Setting + ": " + e.Err.Error()
 	if isPermission(e.Err) {
-		msg += " (" + hint + ")"
+		msg += " (" + permissionHint(e.Setting, e.Err) + ")"
 	}
 	return msg
+}
+
+// isRoot reports whether benchflow runs as root; tests replace it.
+var isRoot = func() bool { return os.Geteuid() == 0 }
+
+// permissionHint says what would make a refused setting work. Root can
+// still be refused: in a container /proc/sys is read-only and capabilities
+// such as CAP_SYS_RESOURCE are often dropped.
+func permissionHint(setting string, err error) string {
+	const opt = "; mark the tune step optional = true to go on without it"
+	switch {
+	case !isRoot():
+		return hint
+	case errors.Is(err, syscall.EROFS):
+		return "/proc/sys is read-only here, as in a container" + opt
+	case strings.HasPrefix(setting, "rlimit "):
+		return "root lacks CAP_SYS_RESOURCE here, as in a container" + opt
+	case strings.HasPrefix(setting, "nice "), strings.Contains(setting, "cpu affinity"):
+		return "root lacks CAP_SYS_NICE here, as in a container" + opt
+	default:
+		return "root lacks CAP_SYS_ADMIN here, as in a container" + opt
+	}
 }
 
 func (e *SettingError) Unwrap() error { return e.Err }

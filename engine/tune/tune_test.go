@@ -267,7 +267,8 @@ func TestSysctlReadOnly(t *testing.T) {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
 	s := string(out)
-	want := "error setting sysctl net.core.somaxconn=1234: open /proc/sys/net/core/somaxconn: read-only file system (run as root, or mark the tune step optional = true)\n"
+	// The helper runs as root, so the hint does not say "run as root".
+	want := "error setting sysctl net.core.somaxconn=1234: open /proc/sys/net/core/somaxconn: read-only file system (/proc/sys is read-only here, as in a container; mark the tune step optional = true to go on without it)\n"
 	if !strings.Contains(s, want) {
 		t.Errorf("output:\n%s\nwant line:\n%s", s, want)
 	}
@@ -277,6 +278,9 @@ func TestSysctlReadOnly(t *testing.T) {
 }
 
 func TestSettingErrorMessage(t *testing.T) {
+	root := isRoot
+	t.Cleanup(func() { isRoot = root })
+	isRoot = func() bool { return false }
 	err := &SettingError{
 		Setting: "sysctl net.core.somaxconn=65535",
 		Err:     &os.PathError{Op: "open", Path: "/proc/sys/net/core/somaxconn", Err: syscall.EROFS},
@@ -287,6 +291,19 @@ func TestSettingErrorMessage(t *testing.T) {
 	}
 	if !errors.Is(err, syscall.EROFS) {
 		t.Error("SettingError does not unwrap")
+	}
+	// As root, the hint names what is missing instead.
+	isRoot = func() bool { return true }
+	for setting, want := range map[string]string{
+		"rlimit nofile=1 for pid 2":             "(root lacks CAP_SYS_RESOURCE here, as in a container; mark the tune step optional = true to go on without it)",
+		"nice 5 for pid 2":                      "(root lacks CAP_SYS_NICE here",
+		"service cpu affinity 1 for pid 2":      "(root lacks CAP_SYS_NICE here",
+		"sysctl kernel.sched_autogroup_enabled": "(root lacks CAP_SYS_ADMIN here",
+	} {
+		e := &SettingError{Setting: setting, Err: syscall.EPERM}
+		if !strings.HasPrefix(e.Error(), "setting "+setting+": operation not permitted "+want) {
+			t.Errorf("as root: %s", e)
+		}
 	}
 	e2 := &SettingError{Setting: "sysctl a.b=1", Err: syscall.EINVAL}
 	if strings.Contains(e2.Error(), "run as root") {
