@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -20,6 +22,10 @@ import (
 // empty) from the engine the environment names. It returns one line per
 // removed object, and an error wrapping providers.ErrUnavailable when no
 // engine can be reached.
+//
+// Without a runID, objects whose owner (labels dev.benchflow.host and
+// dev.benchflow.pid) is a process still running on this machine are kept:
+// they belong to a run in progress, not to a crashed one.
 func GC(ctx context.Context, runID string) ([]string, error) {
 	cli, err := newClient("")
 	if err != nil {
@@ -49,6 +55,9 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 	}
 	for _, c := range cs {
 		name := strings.TrimPrefix(strings.Join(c.Names, ","), "/")
+		if runID == "" && ownerAlive(c.Labels) {
+			continue
+		}
 		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", name, err))
 			continue
@@ -60,6 +69,9 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 		return removed, errors.Join(append(errs, fmt.Errorf("listing networks: %w", unavailable(err)))...)
 	}
 	for _, n := range ns {
+		if runID == "" && ownerAlive(n.Labels) {
+			continue
+		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing network %s: %w", n.Name, err))
 			continue
@@ -71,6 +83,9 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 		return removed, errors.Join(append(errs, fmt.Errorf("listing volumes: %w", unavailable(err)))...)
 	}
 	for _, v := range vs.Volumes {
+		if runID == "" && ownerAlive(v.Labels) {
+			continue
+		}
 		if err := cli.VolumeRemove(ctx, v.Name, true); err != nil && !client.IsErrNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing volume %s: %w", v.Name, err))
 			continue
@@ -81,4 +96,41 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 		return removed, fmt.Errorf("collecting docker leftovers: %w", err)
 	}
 	return removed, nil
+}
+
+// Labels naming the process that created an object, so gc without a run id
+// can tell a run in progress from a crashed one.
+const (
+	LabelHost = "dev.benchflow.host" // hostname of the benchflow process
+	LabelPID  = "dev.benchflow.pid"  // its pid
+)
+
+// ownerLabels adds LabelHost and LabelPID for this process.
+func ownerLabels(labels map[string]string) {
+	if h, err := os.Hostname(); err == nil {
+		labels[LabelHost] = h
+	}
+	labels[LabelPID] = strconv.Itoa(os.Getpid())
+}
+
+// ownerAlive reports whether the labels name a process that still runs on
+// this machine (and is not this one's zombie child or a kernel thread).
+func ownerAlive(labels map[string]string) bool {
+	h, err := os.Hostname()
+	if err != nil || labels[LabelHost] == "" || labels[LabelHost] != h {
+		return false
+	}
+	pid, err := strconv.Atoi(labels[LabelPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// State is the field after the parenthesised command name.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z' && stat[i+2] != 'X'
+	}
+	return false
 }

@@ -519,3 +519,41 @@ func TestGCRemovesCrashedRunLeftovers(t *testing.T) {
 		t.Errorf("GC of run %s removed another run's container: %v", h.runID, err)
 	}
 }
+
+// TestGCWithoutRunIDKeepsLiveRuns: gc at the start of apply must not remove
+// what a run in progress (another benchflow process) created.
+func TestGCWithoutRunIDKeepsLiveRuns(t *testing.T) {
+	h := newHarness(t, "nginx")
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	// A finished process's pid stands for a crashed run.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprint(cmd.Process.Pid)
+	mk := func(name, pid string) string {
+		labels := map[string]string{providers.LabelManaged: "true", providers.LabelRun: h.runID, LabelHost: host, LabelPID: pid}
+		c, err := h.cli.ContainerCreate(ctx, &container.Config{Image: dockertest.Nginx, Labels: labels}, nil, nil, nil, name+h.runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}) })
+		return c.ID
+	}
+	live := mk("bf-test-live-", fmt.Sprint(os.Getpid()))
+	crashed := mk("bf-test-crashed-", dead)
+	removed, err := GC(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(removed, "\n"), "bf-test-crashed-"+h.runID) {
+		t.Errorf("GC did not remove the crashed run's container: %v", removed)
+	}
+	if _, err := h.cli.ContainerInspect(ctx, crashed); !client.IsErrNotFound(err) {
+		t.Errorf("crashed run's container survived: %v", err)
+	}
+	if _, err := h.cli.ContainerInspect(ctx, live); err != nil {
+		t.Errorf("GC removed the container of a live run: %v", err)
+	}
+}
