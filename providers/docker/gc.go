@@ -46,7 +46,12 @@ func ManagedFilter(runID string) filters.Args {
 }
 
 func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error) {
-	f := ManagedFilter(runID)
+	return gcFiltered(ctx, cli, ManagedFilter(runID), runID == "")
+}
+
+// gcFiltered removes what f selects; with keepLive, objects whose owner
+// process still runs are kept.
+func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLive bool) ([]string, error) {
 	var removed []string
 	var errs []error
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
@@ -55,7 +60,7 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 	}
 	for _, c := range cs {
 		name := strings.TrimPrefix(strings.Join(c.Names, ","), "/")
-		if runID == "" && ownerAlive(c.Labels) {
+		if keepLive && ownerAlive(c.Labels) {
 			continue
 		}
 		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
@@ -69,7 +74,7 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 		return removed, errors.Join(append(errs, fmt.Errorf("listing networks: %w", unavailable(err)))...)
 	}
 	for _, n := range ns {
-		if runID == "" && ownerAlive(n.Labels) {
+		if keepLive && ownerAlive(n.Labels) {
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
@@ -83,7 +88,7 @@ func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error)
 		return removed, errors.Join(append(errs, fmt.Errorf("listing volumes: %w", unavailable(err)))...)
 	}
 	for _, v := range vs.Volumes {
-		if runID == "" && ownerAlive(v.Labels) {
+		if keepLive && ownerAlive(v.Labels) {
 			continue
 		}
 		if err := cli.VolumeRemove(ctx, v.Name, true); err != nil && !client.IsErrNotFound(err) {
