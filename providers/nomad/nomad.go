@@ -124,8 +124,8 @@ type Deployment struct {
 	objectID string // APISIX route and upstream id
 	route    bool
 	upstream bool
-	consul   *capi.Client // set once the job is known to register services
-	service  string
+	consul   *capi.Client // where the job's service registers
+	service  string       // the Consul service name
 	endpoint providers.Endpoint
 	logf     func(string, ...any)
 }
@@ -175,6 +175,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		logf = func(string, ...any) {}
 	}
 	js := p.jobSpec(req)
+	if js.count < 1 {
+		return nil, fmt.Errorf("count %d: a job needs at least one allocation", js.count)
+	}
 	job, err := buildJob(js)
 	if err != nil {
 		return nil, err
@@ -183,7 +186,11 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{p: p, nomad: nc, jobID: js.jobID, logf: logf, objectID: apisixID(js.jobID)}
+	cc, err := consul.NewClient(p.s.ConsulAddress, p.s.consulToken)
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf, objectID: apisixID(js.jobID)}
 	if p.s.Gateway {
 		if d.admin, err = apisix.New(p.s.APISIXAdmin, p.s.adminKey, nil); err != nil {
 			return nil, err
@@ -195,7 +202,11 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	logf("nomad: registering job %s (count %d, driver %s)", js.jobID, js.count, p.s.Driver)
 	resp, _, err := nc.Jobs().Register(job, (&napi.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("registering job %q: %w", js.jobID, err)
+		err = fmt.Errorf("registering job %q: %w", js.jobID, err)
+		if isHTTPError(err) {
+			return nil, err // refused: nothing was registered
+		}
+		return d, err // no answer: the job may exist, so clean up
 	}
 	// From here on the job exists: d is returned with every error so
 	// Provision tears it down.
@@ -209,12 +220,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err := d.waitDeployment(ctx); err != nil {
 		return d, err
 	}
-	cc, err := consul.NewClient(p.s.ConsulAddress, p.s.consulToken)
-	if err != nil {
-		return d, err
-	}
 	logf("consul: waiting for %d passing instances of %s", js.count, js.service)
-	d.consul, d.service = cc, js.service
 	insts, err := consul.WaitPassing(ctx, cc, js.service, js.tag, js.count, 5*time.Second)
 	if err != nil {
 		return d, err
@@ -536,6 +542,14 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 // drainTimeout bounds how long Teardown waits for Consul to forget the
 // service's instances.
 const drainTimeout = 30 * time.Second
+
+// isHTTPError reports whether Nomad answered with an error status (as
+// opposed to not answering).
+func isHTTPError(err error) bool {
+	var ure napi.UnexpectedResponseError
+	var pure *napi.UnexpectedResponseError
+	return errors.As(err, &ure) || errors.As(err, &pure)
+}
 
 func isNotFound(err error) bool {
 	var ure napi.UnexpectedResponseError

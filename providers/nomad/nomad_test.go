@@ -660,3 +660,33 @@ func TestGCUnavailable(t *testing.T) {
 		t.Fatalf("error = %v, want ErrUnavailable", err)
 	}
 }
+
+func TestNomadUnreachable(t *testing.T) {
+	st := newStack(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c := gatewayConfig(st)
+	c.Address = "http://" + addr
+	_, err = newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil || !strings.Contains(err.Error(), `registering job "benchflow-web-`) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("error = %v", err)
+	}
+	assertEmpty(t, st)
+}
+
+func TestNegativeReplicas(t *testing.T) {
+	st := newStack(t)
+	req := request(t)
+	req.Service.Replicas = -2
+	c := gatewayConfig(st)
+	c.Count = 0
+	_, err := newProvider(t, c).Provision(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "count -2: a job needs at least one allocation") {
+		t.Fatalf("error = %v", err)
+	}
+	assertEmpty(t, st)
+}
