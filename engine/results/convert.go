@@ -135,6 +135,13 @@ func BucketsOf(h *hdrhistogram.Histogram) Histogram {
 
 // MergeHistograms adds the counts of equal buckets and sorts the result.
 func MergeHistograms(hs ...Histogram) Histogram {
+	if len(hs) == 1 {
+		out := append(Histogram(nil), hs[0]...)
+		if !out.sorted() {
+			out.sort()
+		}
+		return out
+	}
 	type key struct{ l, u float64 }
 	sum := map[key]int64{}
 	for _, h := range hs {
@@ -148,6 +155,15 @@ func MergeHistograms(hs ...Histogram) Histogram {
 	}
 	out.sort()
 	return out
+}
+
+func (h Histogram) sorted() bool {
+	for i := 1; i < len(h); i++ {
+		if h[i].Upper < h[i-1].Upper || (h[i].Upper == h[i-1].Upper && h[i].Lower < h[i-1].Lower) {
+			return false
+		}
+	}
+	return true
 }
 
 func (h Histogram) sort() {

@@ -109,12 +109,25 @@ func (r *Run) loadAxes(path, format string, mem memory.Allocator) error {
 func (r *Run) Histogram(trialID, step string) Histogram {
 	if r.hist == nil {
 		r.hist = map[[2]string]Histogram{}
-		for _, l := range r.Latency {
-			k := [2]string{l.TrialID, l.Step}
-			r.hist[k] = append(r.hist[k], Bucket{Lower: l.LowerUS, Upper: l.UpperUS, Count: l.Count})
+		// Rows of one trial × step are consecutive: look the key up once
+		// per run of rows.
+		for i := 0; i < len(r.Latency); {
+			j := i
+			for j < len(r.Latency) && r.Latency[j].TrialID == r.Latency[i].TrialID && r.Latency[j].Step == r.Latency[i].Step {
+				j++
+			}
+			k := [2]string{r.Latency[i].TrialID, r.Latency[i].Step}
+			h := r.hist[k]
+			for _, l := range r.Latency[i:j] {
+				h = append(h, Bucket{Lower: l.LowerUS, Upper: l.UpperUS, Count: l.Count})
+			}
+			r.hist[k] = h
+			i = j
 		}
 		for _, h := range r.hist {
-			h.sort()
+			if !h.sorted() {
+				h.sort()
+			}
 		}
 	}
 	return r.hist[[2]string{trialID, step}]
