@@ -690,3 +690,34 @@ func TestNegativeReplicas(t *testing.T) {
 	}
 	assertEmpty(t, st)
 }
+
+func TestTaskFailsToStart(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskFailure = `failed to launch command with executor: exec: "/usr/local/bin/benchflow": permission denied`
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with failing tasks")
+	}
+	t.Log(err)
+	for _, want := range []string{"of job \"benchflow-web-", " failed: task \"web\": failed to launch command", "permission denied"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	assertEmpty(t, st)
+}
+
+func TestDeploymentFails(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskStatus = http.StatusBadGateway
+	st.Nomad.UnhealthyFails = true
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with a failed deployment")
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), "failed: Failed due to unhealthy allocations") || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error = %v, want the deployment's failure (not a timeout)", err)
+	}
+	assertEmpty(t, st)
+}

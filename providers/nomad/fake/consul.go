@@ -40,13 +40,14 @@ type Consul struct {
 	srv *httptest.Server
 	notifier
 	instances map[string]*Instance // by id
+	ran       map[string]bool      // ids whose HTTP check ran at least once
 	stops     map[string]chan struct{}
 	wg        sync.WaitGroup
 }
 
 // NewConsul starts a Consul fake. Close it when done.
 func NewConsul() *Consul {
-	c := &Consul{instances: map[string]*Instance{}, stops: map[string]chan struct{}{}}
+	c := &Consul{instances: map[string]*Instance{}, ran: map[string]bool{}, stops: map[string]chan struct{}{}}
 	c.init()
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	return c
@@ -108,6 +109,11 @@ func (c *Consul) RegisterHTTPCheck(in Instance, url string, interval, timeout ti
 				}
 			}
 			c.SetStatus(in.ID, status)
+			c.mu.Lock()
+			if _, ok := c.instances[in.ID]; ok {
+				c.ran[in.ID] = true
+			}
+			c.mu.Unlock()
 			select {
 			case <-stop:
 				return
@@ -137,6 +143,7 @@ func (c *Consul) Deregister(id string) {
 		close(ch)
 		delete(c.stops, id)
 	}
+	delete(c.ran, id)
 	if _, ok := c.instances[id]; ok {
 		delete(c.instances, id)
 		c.bumpLocked()

@@ -35,6 +35,15 @@ type Nomad struct {
 	// service's check path (default 200). Anything else keeps the Consul
 	// check critical and the deployment running, as with a broken task.
 	TaskStatus int
+	// TaskFailure, when set, makes every task fail to start: allocations
+	// are "failed" with a "Driver Failure" task event carrying this
+	// message, and nothing listens.
+	TaskFailure string
+	// UnhealthyFails makes a deployment fail ("Failed due to unhealthy
+	// allocations") as soon as a check of one of its allocations is
+	// critical, as Nomad does when healthy_deadline passes — without the
+	// wait.
+	UnhealthyFails bool
 	// MaxCheckInterval caps the check interval the fake's Consul agent
 	// uses, so tests need not wait 10s (default 100ms).
 	MaxCheckInterval time.Duration
@@ -568,6 +577,23 @@ func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *
 		status = http.StatusOK
 	}
 	fa := &fakeAlloc{}
+	if n.TaskFailure != "" {
+		states := map[string]*napi.TaskState{}
+		for _, t := range tg.Tasks {
+			states[t.Name] = &napi.TaskState{State: "dead", Failed: true, Events: []*napi.TaskEvent{
+				{Type: "Received", DisplayMessage: "Task received by client"},
+				{Type: "Driver Failure", DisplayMessage: n.TaskFailure, DriverError: n.TaskFailure},
+			}}
+		}
+		fa.a = &napi.Allocation{ID: id, Namespace: *job.Namespace, Name: name, JobID: *job.ID, TaskGroup: *tg.Name,
+			NodeID: "3d7f3ab5-0000-4000-8000-000000000001", NodeName: "fake-node-1",
+			AllocatedResources: &napi.AllocatedResources{}, DesiredStatus: "run",
+			ClientStatus: napi.AllocClientStatusFailed, ClientDescription: "Failed tasks",
+			TaskStates: states, DeploymentID: dep.ID, CreateIndex: n.index, ModifyIndex: n.index}
+		n.allocs[id] = fa
+		dep.Status, dep.StatusDescription = "failed", "Failed due to unhealthy allocations"
+		return
+	}
 	shared := napi.AllocatedSharedResources{}
 	nw := &napi.NetworkResource{Mode: "host", IP: "127.0.0.1"}
 	var labels []napi.Port
@@ -668,7 +694,7 @@ func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *
 	// every service instance of it passes, as Nomad's health watcher does
 	// with health_check = "checks".
 	n.wg.Add(1)
-	go n.watchHealth(id, dep.ID, fa.consul)
+	go n.watchHealth(id, dep.ID, fa.consul, n.UnhealthyFails)
 }
 
 func taskHandler(body string, checkStatus int) http.Handler {
@@ -682,18 +708,31 @@ func taskHandler(body string, checkStatus int) http.Handler {
 	})
 }
 
-func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string) {
+func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast bool) {
 	defer n.wg.Done()
 	for {
-		all := true
+		all, critical := true, false
 		for _, in := range n.consul.Instances() {
 			if slices.Contains(serviceIDs, in.ID) && in.Status != StatusPassing {
 				all = false
+				critical = critical || in.Status == StatusCritical
 			}
 		}
 		n.mu.Lock()
 		fa, ok := n.allocs[allocID]
 		if !ok || fa.a.ClientStatus != napi.AllocClientStatusRunning {
+			n.mu.Unlock()
+			return
+		}
+		// A just-registered check is critical until it first runs; only
+		// a check that ran counts.
+		if failFast && critical && checksRan(n.consul, serviceIDs) {
+			h := false
+			fa.a.DeploymentStatus.Healthy = &h
+			if d, ok := n.deps[depID]; ok && d.Status == "running" {
+				d.Status, d.StatusDescription = "failed", "Failed due to unhealthy allocations"
+				d.ModifyIndex = n.bumpLocked()
+			}
 			n.mu.Unlock()
 			return
 		}
@@ -710,6 +749,18 @@ func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string) {
 		n.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// checksRan reports whether every check of the ids has run at least once.
+func checksRan(c *Consul, ids []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if !c.ran[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // markHealthLocked recounts the deployment's healthy allocations.
