@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -198,7 +199,10 @@ func openForward(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, 
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, rc); err == nil {
 		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+			// client-go reports these with k8s.io/streaming's error types;
+			// apimachinery's are checked too for older transports.
+			return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err) ||
+				httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 		})
 	}
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
