@@ -119,6 +119,9 @@ step "load" "ab" {
 
 step "collect" "cpu" {
   during    = step.load.ab
-  processes = ["apache2", "httpd", "docker-proxy", "dockerd", "containerd-shim"]
+  # No process names: names match every process of the machine (other
+  # containers' docker-proxy, other nginx). The providers report exactly
+  # this trial's: the server's processes, and for docker the docker-proxy
+  # of its port, dockerd and its containerd-shim.
   loader    = true
 }

@@ -106,6 +106,9 @@ step "load" "oha" {
 
 step "collect" "cpu" {
   during    = step.load.oha
-  processes = ["nginx", "apache2", "docker-proxy", "dockerd", "containerd-shim"]
+  # No process names: names match every process of the machine (other
+  # containers' docker-proxy, other nginx). The providers report exactly
+  # this trial's: the server's processes, and for docker the docker-proxy
+  # of its port, dockerd and its containerd-shim.
   loader    = true
 }
