@@ -113,6 +113,9 @@ func (b *builder) body(s site, kwargs []starlark.Tuple, blocks map[string]blockS
 		nameRng, valRng := s.kwarg(key)
 		node := s.kwargNode(key)
 		if spec, ok := blocks[key]; ok {
+			if kv[1] == starlark.None {
+				continue // health = None: no block
+			}
 			b.blocks(s, body, spec, key, kv[1], nameRng, valRng, node)
 			continue
 		}
