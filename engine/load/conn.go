@@ -34,13 +34,16 @@ const maxStatus = 600
 // interval collector under mu, which only the slot and the collector take,
 // so it is never contended per request.
 type conn struct {
-	r     *runner
-	id    int
-	ncs   []net.Conn // one per endpoint, nil until dialed
-	cur   int        // endpoint the reader is attached to, -1 for none
-	rd    *reader
-	rng   uint64
-	quota int64 // requests left from the last claim (-n)
+	r   *runner
+	id  int
+	ncs []net.Conn // one per endpoint, nil until dialed
+	// dialed[e] is set once the slot connected to endpoint e; later
+	// connections to it are reconnects.
+	dialed []bool
+	cur    int // endpoint the reader is attached to, -1 for none
+	rd     *reader
+	rng    uint64
+	quota  int64 // requests left from the last claim (-n)
 
 	// Open loop: intended send times as offsets from runner.start.
 	period time.Duration
@@ -70,6 +73,8 @@ type outcome struct {
 	class   int // valid when err != nil
 	err     error
 	connect time.Duration // > 0 when a connection was established
+	// reconnect: the connection replaced an earlier one to the endpoint.
+	reconnect bool
 }
 
 func (c *conn) loop(wg *sync.WaitGroup) {
@@ -134,6 +139,8 @@ func (c *conn) exchange(req *request, sent time.Duration) (o outcome, _ time.Dur
 			return o, now
 		}
 		o.connect = now - sent
+		o.reconnect = c.dialed[e]
+		c.dialed[e] = true
 		c.ncs[e] = nc
 		c.cur = -1
 		sent = now
@@ -265,7 +272,7 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 	c.rd.nread = 0
 	if o.connect > 0 {
 		c.connect.RecordValue(r.clamp(o.connect))
-		if !r.opts.Close {
+		if o.reconnect && !r.opts.Close {
 			c.reconnects++
 		}
 	}

@@ -266,6 +266,7 @@ func (r *runner) initConns() {
 			r:       r,
 			id:      i,
 			ncs:     make([]net.Conn, len(r.endpoints)),
+			dialed:  make([]bool, len(r.endpoints)),
 			cur:     -1,
 			rd:      newReader(nil),
 			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
