@@ -64,6 +64,9 @@ var (
 func Images(t testing.TB, names ...string) {
 	t.Helper()
 	Client(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skipf("skipping: images/build.sh needs the docker CLI: %v", err)
+	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	for _, n := range names {
