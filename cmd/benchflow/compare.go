@@ -34,11 +34,11 @@ threshold: use it in CI.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validFormat(format) {
-				return &exitError{code: 2, err: fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))}
+				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))
 			}
 			threshold, err := parsePercent(failAbove)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("invalid --fail-above: %w", err)}
+				return fmt.Errorf("invalid --fail-above: %w", err)
 			}
 			a, err := results.ReadRun(args[0])
 			if err != nil {

@@ -35,7 +35,7 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validFormat(format) {
-				return &exitError{code: 2, err: fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))}
+				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))
 			}
 			run, err := results.ReadRun(args[0])
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,8 @@ func write1000(b *testing.B) string {
 func BenchmarkReport1000Trials(b *testing.B) {
 	dir := write1000(b)
 	b.ResetTimer()
+	c := cpuTime()
+	defer reportCPU(b, c)
 	for i := 0; i < b.N; i++ {
 		run, err := results.ReadRun(dir)
 		if err != nil {
@@ -89,10 +92,28 @@ func BenchmarkSummarize1000Trials(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	c := cpuTime()
+	defer reportCPU(b, c)
 	for i := 0; i < b.N; i++ {
 		run2 := *run // fresh histogram index each time
 		if _, err := Summarize(&run2, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// cpuTime is the process's user+system CPU time (all threads, GC
+// included): on a shared machine it measures the work done, where wall
+// time measures the contention.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
 }

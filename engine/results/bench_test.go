@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ func benchRecords(n int) []*TrialRecord {
 // CommitTrial of such a run.
 func BenchmarkWrite1000Trials(b *testing.B) {
 	recs := benchRecords(1000)
+	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -62,10 +64,13 @@ func BenchmarkWrite1000Trials(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+		c := cpuTime()
 		if err := w.CommitTrials(recs...); err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - c
 	}
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // BenchmarkRead1000Trials reads such a run back (ReadRun).
@@ -79,6 +84,7 @@ func BenchmarkRead1000Trials(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	c := cpuTime()
 	for i := 0; i < b.N; i++ {
 		run, err := ReadRun(w.Dir())
 		if err != nil {
@@ -89,6 +95,23 @@ func BenchmarkRead1000Trials(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportCPU(b, c)
 	run, _ := ReadRun(w.Dir())
 	b.ReportMetric(float64(len(run.Latency))/1000, "buckets/trial")
+}
+
+// cpuTime is the process's user+system CPU time (all threads, GC
+// included): on a shared machine it measures the work done, where wall
+// time measures the contention.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
 }
