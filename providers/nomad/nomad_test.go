@@ -518,12 +518,12 @@ func TestNeverHealthy(t *testing.T) {
 	st := newStack(t)
 	st.Nomad.TaskStatus = http.StatusInternalServerError
 	c := gatewayConfig(st)
-	c.ReadyTimeout = "1s"
+	c.ReadyTimeout = "3s"
 	_, err := newProvider(t, c).Provision(context.Background(), request(t))
 	if err == nil {
 		t.Fatal("Provision succeeded with failing checks")
 	}
-	for _, want := range []string{"waiting for the deployment to be healthy", "0/2 allocations healthy", "deadline exceeded", "(ready_timeout 1s)"} {
+	for _, want := range []string{"waiting for the deployment to be healthy", "0/2 allocations healthy", "deadline exceeded", "(ready_timeout 3s)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -561,12 +561,12 @@ func TestWrongAdminKey(t *testing.T) {
 func TestRouteAnswers404(t *testing.T) {
 	st := newStack(t)
 	c := gatewayConfig(st)
-	c.RouteURI, c.ReadyTimeout = "/app", "1s" // exact uri: "/app/" does not match
+	c.RouteURI, c.ReadyTimeout = "/app", "3s" // exact uri: "/app/" does not match; 3s leaves room to reach the gateway stage on a busy machine
 	_, err := newProvider(t, c).Provision(context.Background(), request(t))
 	if err == nil {
 		t.Fatal("Provision succeeded with a route that never matches")
 	}
-	for _, want := range []string{"waiting for the gateway to answer " + st.APISIX.GatewayURL() + "/app/", "(last answer HTTP 404: 404 Route Not Found)", "(ready_timeout 1s)"} {
+	for _, want := range []string{"waiting for the gateway to answer " + st.APISIX.GatewayURL() + "/app/", "(last answer HTTP 404: 404 Route Not Found)", "(ready_timeout 3s)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -77,7 +77,7 @@ func TestClientWrongKeyNotPrinted(t *testing.T) {
 func TestWaitRouteGivesUp(t *testing.T) {
 	f := fake.NewAPISIX("k", nil)
 	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := apisix.WaitRoute(ctx, nil, f.GatewayURL()+"/", 10*time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "(last answer HTTP 404: 404 Route Not Found)") {

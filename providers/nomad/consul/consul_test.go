@@ -48,7 +48,7 @@ func TestWaitPassingTimeout(t *testing.T) {
 	defer f.Close()
 	c, _ := consul.NewClient(f.URL(), "")
 	f.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 9001, Status: fake.StatusPassing})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := consul.WaitPassing(ctx, c, "web", "", 3, time.Second)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `3 passing instances of "web" in Consul (1 seen)`) {
@@ -102,7 +102,7 @@ func TestWaitGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Register(fake.Instance{ID: "b", Name: "web", Address: "127.0.0.1", Port: 1, Status: fake.StatusPassing})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if n, err := consul.WaitGone(ctx, c, "web", time.Second); n != 1 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitGone = %d, %v; want 1 left and a deadline error", n, err)
