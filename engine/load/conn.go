@@ -50,9 +50,15 @@ type conn struct {
 	next   time.Duration
 	timer  *time.Timer
 
+	// shard holds the full-resolution latency histograms this slot
+	// feeds; pend buffers latencies (µs; corrected in the low 32 bits,
+	// uncorrected in the high 32 in open loop) until it is full, so the
+	// shard's lock is taken once per pendSize requests.
+	shard *shard
+	pend  []uint64
+
 	mu         sync.Mutex
 	active     net.Conn // the connection in use, for interruption
-	lat, unc   *hdrhistogram.Histogram
 	connect    *hdrhistogram.Histogram
 	ival       *hdrhistogram.Histogram
 	requests   int64
@@ -79,6 +85,7 @@ type outcome struct {
 
 func (c *conn) loop(wg *sync.WaitGroup) {
 	defer wg.Done()
+	defer c.flush()
 	defer c.closeAll()
 	r := c.r
 	for {
@@ -287,10 +294,10 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 	}
 	c.requests++
 	lat := r.clamp(done - intended)
-	c.lat.RecordValue(lat)
 	c.ival.RecordValue(lat)
+	v := uint64(lat)
 	if r.openLoop {
-		c.unc.RecordValue(r.clamp(done - sent))
+		v |= uint64(r.clamp(done-sent)) << 32
 		if behind := sent - intended; behind > 0 {
 			c.sumBehind += behind
 			if behind > c.maxBehind {
@@ -307,6 +314,38 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 		c.errs[classHTTP]++
 	}
 	c.mu.Unlock()
+	c.pend = append(c.pend, v)
+	if len(c.pend) == cap(c.pend) {
+		c.flush()
+	}
+}
+
+// pendSize is how many latencies a slot buffers before recording them
+// into its shard.
+const pendSize = 256
+
+// shard is a group of slots' full-resolution latency histograms (one per
+// thread, -t), so memory grows with threads rather than connections.
+type shard struct {
+	mu       sync.Mutex
+	lat, unc *hdrhistogram.Histogram
+}
+
+// flush records the buffered latencies into the slot's shard.
+func (c *conn) flush() {
+	if len(c.pend) == 0 {
+		return
+	}
+	sh := c.shard
+	sh.mu.Lock()
+	for _, v := range c.pend {
+		sh.lat.RecordValue(int64(uint32(v)))
+		if sh.unc != nil {
+			sh.unc.RecordValue(int64(v >> 32))
+		}
+	}
+	sh.mu.Unlock()
+	c.pend = c.pend[:0]
 }
 
 // interrupt unblocks the slot's I/O (called when the load is cancelled).

@@ -21,10 +21,12 @@
 // The hot path is a goroutine per connection doing blocking writes and
 // reads on its own connection with prebuilt request bytes and one reused
 // read buffer; a minimal HTTP/1.1 response parser (response.go); and
-// per-connection HDR histograms and counters merged at interval ticks and
-// at the end. A request allocates nothing and touches no shared lock or
-// atomic; the per-connection mutex is taken only by its own goroutine and,
-// once per interval, by the collector.
+// per-connection counters and interval histograms that the collector
+// merges once per interval under a per-connection mutex nothing else
+// takes. Full-resolution latencies are buffered per connection and
+// recorded 256 at a time into one HDR histogram shard per thread, so
+// memory grows with threads, not connections. A request allocates nothing
+// and touches no shared lock or atomic.
 //
 // Sibling packages: engine/run calls Run for load and warm steps and hands
 // the Result to engine/results (Parquet tables; results.WriteLoadFile for

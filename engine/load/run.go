@@ -48,8 +48,9 @@ type runner struct {
 	dialStop context.CancelFunc
 	dialer   net.Dialer // KeepAlive -1: no TCP keep-alive probes (saves setsockopt calls per connection)
 
-	conns []*conn
-	urls  []string
+	conns  []*conn
+	shards []*shard // full-resolution latency histograms, one per thread
+	urls   []string
 }
 
 // Run drives one load and returns what it measured. It returns an error
@@ -260,6 +261,13 @@ wait:
 func (r *runner) initConns() {
 	opts := r.opts
 	r.dialCtx, r.dialStop = context.WithCancel(context.Background())
+	r.shards = make([]*shard, opts.Threads)
+	for i := range r.shards {
+		r.shards[i] = &shard{lat: r.newHist()}
+		if r.openLoop {
+			r.shards[i].unc = r.newHist()
+		}
+	}
 	r.conns = make([]*conn, opts.Connections)
 	for i := range r.conns {
 		c := &conn{
@@ -270,12 +278,12 @@ func (r *runner) initConns() {
 			cur:     -1,
 			rd:      newReader(nil),
 			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
-			lat:     r.newHist(),
+			shard:   r.shards[i%len(r.shards)],
+			pend:    make([]uint64, 0, pendSize),
 			connect: r.newIntervalHist(), // 2 digits: connect times need less precision
 			ival:    r.newIntervalHist(),
 		}
 		if r.openLoop {
-			c.unc = r.newHist()
 			perConn := opts.Rate / float64(opts.Connections)
 			c.period = time.Duration(float64(time.Second) / perConn)
 			// Stagger the slots so sends are spread over the period.
@@ -319,6 +327,14 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	if r.openLoop {
 		res.Uncorrected = r.newHist()
 	}
+	for _, sh := range r.shards {
+		sh.mu.Lock()
+		res.Latency.Merge(sh.lat)
+		if sh.unc != nil {
+			res.Uncorrected.Merge(sh.unc)
+		}
+		sh.mu.Unlock()
+	}
 	var sumBehind time.Duration
 	var sends int64
 	for _, c := range r.conns {
@@ -326,11 +342,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		res.Requests += c.requests
 		res.Errors += c.errors
 		res.Bytes += c.bytes
-		res.Latency.Merge(c.lat)
 		res.Connect.Merge(c.connect)
-		if c.unc != nil {
-			res.Uncorrected.Merge(c.unc)
-		}
 		for s, n := range c.status {
 			if n > 0 {
 				res.Status[s] += n
