@@ -168,9 +168,11 @@ func (r *runner) dial(e int) (net.Conn, error) {
 	if r.hasEnd && deadline.After(r.endWall) {
 		deadline = r.endWall
 	}
-	d := r.dialer
-	d.Deadline = deadline
-	nc, err := d.DialContext(r.dialCtx, ep.network, ep.addr)
+	// A context with a deadline but no Done channel: the dialer then
+	// bounds the connect with a socket deadline instead of starting a
+	// goroutine per dial to watch the context. halt does not interrupt a
+	// dial; the deadline (never later than the end of the load) does.
+	nc, err := r.dialer.DialContext(&deadlineCtx{deadline: deadline}, ep.network, ep.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +181,14 @@ func (r *runner) dial(e int) (net.Conn, error) {
 	}
 	return nc, nil
 }
+
+// deadlineCtx is a context.Context with a deadline and nothing else.
+type deadlineCtx struct{ deadline time.Time }
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return nil }
+func (c *deadlineCtx) Err() error                  { return nil }
+func (c *deadlineCtx) Value(any) any               { return nil }
 
 // halt stops every slot: no new sends, and blocked I/O returns.
 func (r *runner) halt() {
