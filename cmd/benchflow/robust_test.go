@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,6 +334,25 @@ step "load" "main" {
 		t.Errorf("found %d manifest.json files, want the run's one: %v", len(manifests), manifests)
 	}
 	robustNoTempDirs(t, runID)
+
+	t.Run("files agree on the recorded trials", func(t *testing.T) {
+		t.Skip("known bug: engine/results/writer.go CommitTrials rolls back in memory when writeTables fails, but trials.parquet and latency.parquet were already renamed into place: after \"no space left on device\" on timeseries.parquet the last trial is in trials.parquet and latency.parquet, not in timeseries.parquet, and \"pending\" in manifest.json")
+		if len(manifests) != 1 {
+			t.Skip("no manifest")
+		}
+		runDir := filepath.Dir(manifests[0])
+		per := map[string]map[string]bool{}
+		for _, f := range []string{"trials", "latency", "timeseries"} {
+			per[f] = robustTrialIDs(t, filepath.Join(runDir, f+".parquet"))
+		}
+		m := readManifest(t, runDir)
+		for _, tr := range m.Trials {
+			in := []bool{per["trials"][tr.TrialID], per["latency"][tr.TrialID], per["timeseries"][tr.TrialID]}
+			if in[0] != in[1] || in[1] != in[2] {
+				t.Errorf("trial %s (manifest status %q) is in trials/latency/timeseries.parquet: %v; a trial is recorded in every file or in none", tr.TrialID, tr.Status, in)
+			}
+		}
+	})
 
 	t.Run("final error names the cause", func(t *testing.T) {
 		t.Skip("known bug: engine/run/run.go Apply only warns when CommitTrial fails (\"recording trial …: no space left on device\"), keeps running the remaining trials, and ends with \"run …: some trials failed (0 of 8 failed)\": the final error contradicts itself and does not name the disk")
@@ -711,4 +731,32 @@ step "load" "main" {
 	} else {
 		t.Errorf("want one run directory, found %v", runs)
 	}
+}
+
+// robustTrialIDs returns the trial ids present in a Parquet results file
+// (none when the file does not exist).
+func robustTrialIDs(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	if _, err := os.Stat(file); err != nil {
+		return ids
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(fmt.Sprintf("SELECT DISTINCT trial_id FROM read_parquet('%s')", file))
+	if err != nil {
+		t.Fatalf("reading %s: %v", file, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+	}
+	return ids
 }
