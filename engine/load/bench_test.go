@@ -119,13 +119,15 @@ func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil
 // BenchmarkExternal loads the URL in BENCHFLOW_BENCH_URL (e.g. a local
 // nginx) with 64 connections for b.N requests, for profiling the generator
 // against a real server: go test -bench External -cpuprofile cpu.out.
+// BENCHFLOW_BENCH_CLOSE=1 opens a new connection per request.
 func BenchmarkExternal(b *testing.B) {
 	url := os.Getenv("BENCHFLOW_BENCH_URL")
 	if url == "" {
 		b.Skip("set BENCHFLOW_BENCH_URL to a loopback server to run")
 	}
 	b.ReportAllocs()
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: url}}, Connections: 64, Requests: int64(b.N)})
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: url}}, Connections: 64, Requests: int64(b.N),
+		Close: os.Getenv("BENCHFLOW_BENCH_CLOSE") == "1"})
 	if err != nil {
 		b.Fatal(err)
 	}
