@@ -347,11 +347,16 @@ func (b *builder) validations(s site, body *hclsyntax.Body, v starlark.Value, na
 		b.errorf(valRng, "Invalid validation", "validation must be a dict {\"condition\": …, \"error_message\": …} or a list of them, not %s.", v.Type())
 		return
 	}
+	node := s.kwargNode("validation")
 	for i, it := range items {
 		d, ok := it.(*starlark.Dict)
 		if !ok {
 			b.errorf(valRng, "Invalid validation", "validation[%d] must be a dict, not %s.", i, it.Type())
 			continue
+		}
+		itemNode := node
+		if ln, ok := node.(*syntax.ListExpr); ok && i < len(ln.List) {
+			itemNode = ln.List[i]
 		}
 		vb := &hclsyntax.Body{Attributes: hclsyntax.Attributes{}, SrcRange: valRng}
 		for _, kv := range d.Items() {
@@ -360,23 +365,32 @@ func (b *builder) validations(s site, body *hclsyntax.Body, v starlark.Value, na
 				b.errorf(valRng, "Invalid validation", "The keys of validation[%d] must be strings.", i)
 				continue
 			}
+			rng, start := valRng, valRng.Start
+			if _, vn := dictEntry(itemNode, string(k)); vn != nil {
+				rng = s.src.nodeRange(vn)
+				start = rng.Start
+				if lit, ok := vn.(*syntax.Literal); ok && lit.Token == syntax.STRING && len(lit.Raw) > 0 && (lit.Raw[0] == '"' || lit.Raw[0] == '\'') {
+					start.Column++
+					start.Byte++
+				}
+			}
 			var e hclsyntax.Expression
 			if cs, isStr := kv[1].(starlark.String); isStr && k == "condition" {
-				ce, dg := hclsyntax.ParseExpression([]byte(cs), s.src.name, valRng.Start)
+				ce, dg := hclsyntax.ParseExpression([]byte(cs), s.src.name, start)
 				if dg.HasErrors() {
 					b.diags = append(b.diags, dg...)
 					continue
 				}
 				e = ce
 			} else {
-				ce, err := converter{rng: valRng}.expr(kv[1], fmt.Sprintf("validation[%d][%q]", i, string(k)))
+				ce, err := converter{rng: rng}.expr(kv[1], fmt.Sprintf("validation[%d][%q]", i, string(k)))
 				if err != nil {
-					b.errorf(valRng, "Invalid value", "%s.", err)
+					b.errorf(rng, "Invalid value", "%s.", err)
 					continue
 				}
 				e = ce
 			}
-			vb.Attributes[string(k)] = &hclsyntax.Attribute{Name: string(k), Expr: e, SrcRange: valRng, NameRange: valRng}
+			vb.Attributes[string(k)] = &hclsyntax.Attribute{Name: string(k), Expr: e, SrcRange: rng, NameRange: rng}
 		}
 		body.Blocks = append(body.Blocks, &hclsyntax.Block{Type: "validation", Body: vb, TypeRange: nameRng, OpenBraceRange: valRng, CloseBraceRange: valRng})
 	}
