@@ -123,12 +123,19 @@ func TestSummarizeFailedAndSingle(t *testing.T) {
 	spec.reps = 1
 	spec.cells = spec.cells[:2]
 	run := writeSynthRun(t, t.TempDir(), spec)
-	// Mark the second trial failed, as the executor would.
-	for i := range run.Trials {
-		if run.Trials[i].TrialID == "t001" {
-			run.Trials[i].Status = results.StatusFailed
+	// Mark the second trial failed, as the executor would: it failed
+	// before measuring, so it has one row without a step.
+	var kept []results.TrialRow
+	for _, tr := range run.Trials {
+		if tr.TrialID == "t001" {
+			if tr.StepKind == "warm" {
+				continue
+			}
+			tr.Status, tr.Step, tr.StepKind = results.StatusFailed, "", ""
 		}
+		kept = append(kept, tr)
 	}
+	run.Trials = kept
 	s, err := Summarize(run, Options{})
 	if err != nil {
 		t.Fatal(err)

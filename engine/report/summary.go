@@ -88,6 +88,15 @@ func (c *Cell) Label() string {
 	return strings.Join(parts, ", ")
 }
 
+// paramsKey identifies a cell's parameters, whatever the step.
+func paramsKey(c *Cell) string {
+	var b strings.Builder
+	for _, p := range c.Params {
+		fmt.Fprintf(&b, "%s=%v\x00", p.Name, p.Value)
+	}
+	return b.String()
+}
+
 // key identifies a cell across runs: params in axis order and the step.
 func (c *Cell) key() string {
 	var b strings.Builder
@@ -122,9 +131,14 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		tsBy[k] = append(tsBy[k], r)
 	}
 	hists := map[*Cell][]results.Histogram{}
+	var stepless []*results.TrialRow // trials that failed before any step
 	for i := range run.Trials {
 		t := &run.Trials[i]
-		if t.StepKind == "warm" || t.Step == "" {
+		if t.StepKind == "warm" {
+			continue
+		}
+		if t.Step == "" {
+			stepless = append(stepless, t)
 			continue
 		}
 		c := &Cell{Step: t.Step}
@@ -151,6 +165,26 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
 		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
+	}
+	// A trial without a step row failed before measuring: count it as a
+	// failed repetition of every cell with its parameters.
+	for _, t := range stepless {
+		probe := &Cell{}
+		for _, a := range s.Axes {
+			probe.Params = append(probe.Params, results.Param{Name: a, Value: t.Param(a)})
+		}
+		found := false
+		for _, c := range order {
+			if paramsKey(c) == paramsKey(probe) {
+				c.Failed++
+				found = true
+			}
+		}
+		if !found {
+			probe.Failed = 1
+			cells[probe.key()] = probe
+			order = append(order, probe)
+		}
 	}
 	s.multiStep = len(steps) > 1
 	top := opts.TopProcesses
