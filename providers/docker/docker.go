@@ -317,6 +317,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err := d.exitError(ctx, info); err != nil {
 		return d, err
 	}
+	if info.State != nil {
+		d.initPID = info.State.Pid
+	}
 	if info.NetworkSettings != nil {
 		for _, ep := range info.NetworkSettings.Networks {
 			if ep != nil && ep.IPAddress != "" {
@@ -480,6 +483,11 @@ type Deployment struct {
 
 	once    sync.Once
 	downErr error
+
+	initPID   int // host pid of the container's first process
+	procMu    sync.Mutex
+	procsFile string              // the container's cgroup.procs, once found
+	infra     []providers.Process // docker-proxy, dockerd, shim, once found
 }
 
 // Endpoint is where the service answers from the host: the bind address (or

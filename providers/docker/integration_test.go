@@ -169,6 +169,23 @@ func TestBridgePublishesAndMeasures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cgroup read gives what the engine's top gives.
+	top, err := d.topProcesses(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromCgroup []providers.Process
+	for _, p := range ps {
+		if p.Role == RoleService {
+			fromCgroup = append(fromCgroup, p)
+		}
+	}
+	sortByPID := func(a, b providers.Process) int { return a.PID - b.PID }
+	slices.SortFunc(top, sortByPID)
+	slices.SortFunc(fromCgroup, sortByPID)
+	if d.procsFile == "" || !slices.Equal(top, fromCgroup) {
+		t.Errorf("cgroup %q gave %+v, docker top %+v", d.procsFile, fromCgroup, top)
+	}
 	names := byName(ps)
 	if len(names["nginx"]) < 2 || names["nginx"][0].Role != RoleService {
 		t.Errorf("want nginx master and workers as service processes, got %+v", ps)

@@ -19,12 +19,37 @@ const (
 	RoleInfra   = "infra"
 )
 
-// Processes lists the container's processes as host pids (role "service",
-// from the engine's `top`), and, when the engine runs on this machine, the
+// Processes lists the container's processes as host pids (role "service"),
+// and, when the engine runs on this machine, the
 // processes that carry its traffic and manage it (role "infra"): the
 // docker-proxy processes of its published ports, dockerd, and the
 // containerd-shim of this container.
+//
+// Collect calls it every sample, so when the engine is local it reads the
+// container's cgroup.procs (found once from the container's first process)
+// instead of asking the engine, whose `top` would run ps inside dockerd and
+// show up in dockerd's CPU; and the infrastructure pids are found once and
+// scanned for again only when one of them is gone.
 func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error) {
+	var out []providers.Process
+	if pids, ok := d.cgroupPIDs(); ok {
+		for _, pid := range pids {
+			out = append(out, providers.Process{PID: pid, Name: procComm(pid), Role: RoleService})
+		}
+	} else {
+		var err error
+		if out, err = d.topProcesses(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if d.local {
+		out = append(out, d.cachedInfra()...)
+	}
+	return out, nil
+}
+
+// topProcesses asks the engine (`docker top`).
+func (d *Deployment) topProcesses(ctx context.Context) ([]providers.Process, error) {
 	top, err := d.cli.ContainerTop(ctx, d.id, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing processes of %s: %w", d.name, unavailable(err))
@@ -59,10 +84,85 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 		}
 		out = append(out, providers.Process{PID: pid, Name: name, Role: RoleService})
 	}
-	if d.local {
-		out = append(out, d.infraProcesses("/proc")...)
-	}
 	return out, nil
+}
+
+// cgroupPIDs reads the pids of the container's cgroup. ok is false when the
+// cgroup cannot be found or read (remote engine, no /sys/fs/cgroup).
+func (d *Deployment) cgroupPIDs() (pids []int, ok bool) {
+	d.procMu.Lock()
+	if d.procsFile == "" && d.local && d.initPID > 0 {
+		d.procsFile = findProcsFile("/proc", "/sys/fs/cgroup", d.initPID)
+	}
+	file := d.procsFile
+	d.procMu.Unlock()
+	if file == "" {
+		return nil, false
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, len(pids) > 0
+}
+
+// findProcsFile returns the cgroup.procs file of pid's cgroup, or "": the
+// v1 pids (or cpu) hierarchy, else the unified one.
+func findProcsFile(procRoot, cgroupRoot string, pid int) string {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return ""
+	}
+	var candidates []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[2] == "/" {
+			continue
+		}
+		path := parts[2]
+		if parts[0] == "0" && parts[1] == "" {
+			candidates = append(candidates,
+				filepath.Join(cgroupRoot, path, "cgroup.procs"),
+				filepath.Join(cgroupRoot, "unified", path, "cgroup.procs"))
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			switch c {
+			case "pids", "cpu", "cpuacct":
+				// Prepended: a v1 controller hierarchy is preferred.
+				candidates = append([]string{filepath.Join(cgroupRoot, parts[1], path, "cgroup.procs")}, candidates...)
+			}
+		}
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	return ""
+}
+
+// cachedInfra returns the infrastructure processes, scanning /proc again
+// only when one found earlier has exited.
+func (d *Deployment) cachedInfra() []providers.Process {
+	d.procMu.Lock()
+	defer d.procMu.Unlock()
+	stale := d.infra == nil
+	for _, p := range d.infra {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.PID))); err != nil {
+			stale = true
+			break
+		}
+	}
+	if stale {
+		d.infra = d.infraProcesses("/proc")
+	}
+	return append([]providers.Process(nil), d.infra...)
 }
 
 // infraProcesses scans procRoot for docker-proxy processes of this

@@ -46,3 +46,28 @@ func TestInfraProcesses(t *testing.T) {
 		t.Errorf("infraProcesses (-want +got):\n%s", d)
 	}
 }
+
+func TestFindProcsFile(t *testing.T) {
+	proc, cg := t.TempDir(), t.TempDir()
+	const path = "/docker/741ab68e3b0b"
+	os.MkdirAll(filepath.Join(proc, "42"), 0o755)
+	os.WriteFile(filepath.Join(proc, "42", "cgroup"), []byte("9:name=systemd:"+path+"\n8:pids:"+path+"\n1:cpu,cpuacct:"+path+"\n0::"+path+"\n"), 0o644)
+	if got := findProcsFile(proc, cg, 42); got != "" {
+		t.Errorf("no cgroup files yet: got %q", got)
+	}
+	unified := filepath.Join(cg, path, "cgroup.procs")
+	os.MkdirAll(filepath.Dir(unified), 0o755)
+	os.WriteFile(unified, []byte("42\n"), 0o644)
+	if got := findProcsFile(proc, cg, 42); got != unified {
+		t.Errorf("v2: got %q, want %q", got, unified)
+	}
+	v1 := filepath.Join(cg, "pids", path, "cgroup.procs")
+	os.MkdirAll(filepath.Dir(v1), 0o755)
+	os.WriteFile(v1, []byte("42\n"), 0o644)
+	if got := findProcsFile(proc, cg, 42); got != v1 {
+		t.Errorf("v1 pids preferred: got %q, want %q", got, v1)
+	}
+	if got := findProcsFile(proc, cg, 7); got != "" {
+		t.Errorf("unknown pid: got %q", got)
+	}
+}
