@@ -72,6 +72,7 @@ type settings struct {
 	token       string // Nomad ACL token
 	consulToken string
 	adminKey    string
+	gatewayErr  error // gateway = true without the APISIX addresses
 }
 
 func getenv(name, def string) string {
@@ -164,19 +165,29 @@ func resolve(c *Config) (*settings, error) {
 		if s.GatewayURL == "" {
 			s.GatewayURL = os.Getenv("APISIX_GATEWAY")
 		}
+		// Missing gateway addresses fail Provision, not New, so that
+		// `benchflow render` works without them.
+		var missing []string
 		if s.APISIXAdmin == "" {
-			bad("gateway = true needs apisix_admin (or APISIX_ADMIN), e.g. http://127.0.0.1:9180")
+			missing = append(missing, "apisix_admin (or APISIX_ADMIN), e.g. http://127.0.0.1:9180")
 		}
 		if s.GatewayURL == "" {
-			bad("gateway = true needs gateway_url (or APISIX_GATEWAY), e.g. http://127.0.0.1:9080")
+			missing = append(missing, "gateway_url (or APISIX_GATEWAY), e.g. http://127.0.0.1:9080")
+		}
+		if len(missing) > 0 {
+			s.gatewayErr = fmt.Errorf("gateway = true needs %s", strings.Join(missing, " and "))
 		}
 		s.GatewayURL = strings.TrimRight(s.GatewayURL, "/")
 		if s.adminKey, err = secret("apisix_key", s.APISIXKeyEnv, s.APISIXKeyFile, "APISIX_ADMIN_KEY"); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
 	}
 	return s, nil
 }

@@ -174,6 +174,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if p.s.gatewayErr != nil {
+		return nil, p.s.gatewayErr
+	}
 	js := p.jobSpec(req)
 	if js.count < 1 {
 		return nil, fmt.Errorf("count %d: a job needs at least one allocation", js.count)

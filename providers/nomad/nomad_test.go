@@ -188,8 +188,6 @@ func TestConfigErrors(t *testing.T) {
 		{"count", Config{Count: -1}, "count = -1"},
 		{"job name", Config{JobName: "my job"}, `job_name "my job"`},
 		{"route", Config{RouteURI: "app"}, `route_uri "app": must start with /`},
-		{"no admin", Config{Gateway: true, GatewayURL: "http://127.0.0.1:9080"}, "gateway = true needs apisix_admin"},
-		{"no gateway url", Config{Gateway: true, APISIXAdmin: "http://127.0.0.1:9180"}, "gateway = true needs gateway_url"},
 		{"both token sources", Config{TokenEnv: "X", TokenFile: "/x"}, "token_env and token_file are both set"},
 		{"missing token file", Config{TokenFile: "/nonexistent/benchflow-token"}, "reading token_file"},
 	}
@@ -373,6 +371,28 @@ func TestGatewayNodesDiscovery(t *testing.T) {
 // TestJobShape checks the job the fake received: labels, count,
 // resources, driver config, templates with ports and self.dir rewritten,
 // and the Consul service with its check.
+// TestGatewayAddressesRequired: without APISIX addresses Provision fails
+// before contacting anything, while Render still works.
+func TestGatewayAddressesRequired(t *testing.T) {
+	st := newStack(t)
+	t.Setenv("APISIX_ADMIN", "")
+	t.Setenv("APISIX_GATEWAY", "")
+	c := gatewayConfig(st)
+	c.APISIXAdmin, c.GatewayURL = "", ""
+	p := newProvider(t, c)
+	if _, err := p.Render(request(t)); err != nil {
+		t.Errorf("Render: %v", err)
+	}
+	_, err := p.Provision(context.Background(), request(t))
+	want := "gateway = true needs apisix_admin (or APISIX_ADMIN), e.g. http://127.0.0.1:9180 and gateway_url (or APISIX_GATEWAY), e.g. http://127.0.0.1:9080"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want %q", err, want)
+	}
+	if len(st.Nomad.Jobs()) != 0 {
+		t.Errorf("a job was registered: %v", st.Nomad.Jobs())
+	}
+}
+
 func TestJobShape(t *testing.T) {
 	st := newStack(t)
 	c := gatewayConfig(st)
