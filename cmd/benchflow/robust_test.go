@@ -466,6 +466,21 @@ func TestRobustLoadMisbehavingServers(t *testing.T) {
 				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly a few bytes"))
 			})
 		}, "read", ""},
+		{"bad content-length", func(t *testing.T) string {
+			return robustServer(t, func(c net.Conn) {
+				defer c.Close()
+				_ = readRequest(c)
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello\n"))
+			})
+		}, "parse", ""},
+		{"stalls in the headers", func(t *testing.T) string {
+			return robustServer(t, func(c net.Conn) {
+				defer c.Close()
+				_ = readRequest(c)
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Le"))
+				_, _ = io.Copy(io.Discard, c)
+			})
+		}, "timeout", ""},
 		{"never answers", func(t *testing.T) string {
 			return robustServer(t, func(c net.Conn) {
 				defer c.Close()
@@ -764,4 +779,99 @@ func robustTrialIDs(t *testing.T, file string) map[string]bool {
 		ids[id] = true
 	}
 	return ids
+}
+
+// TestRobustLoadServerDies: the server answers 50 requests on kept-alive
+// connections, then closes its listener and every connection. load goes on
+// until -n/-d, counts the failures by class and exits 0 because some
+// requests succeeded.
+func TestRobustLoadServerDies(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		served int
+		dead   bool
+		wg     sync.WaitGroup
+	)
+	die := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return
+		}
+		dead = true
+		ln.Close()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Cleanup(func() { die(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if dead {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line != "\r\n" {
+						continue
+					}
+					mu.Lock()
+					served++
+					last := served == 50
+					mu.Unlock()
+					if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n")); err != nil {
+						return
+					}
+					if last {
+						die()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+	stdout, stderr, code := robustRun(t, "", 30*time.Second, "load", "--json", "-c", "2", "-t", "1", "-n", "400", "-d", "2s", "--timeout", "200ms", url)
+	if code != 0 {
+		t.Errorf("exit %d, want 0 (some requests succeeded)\n%s%s", code, stdout, stderr)
+	}
+	var j struct {
+		Requests int64            `json:"requests"`
+		Errors   int64            `json:"errors"`
+		ErrorsBy map[string]int64 `json:"errors_by"`
+		Status   map[string]int64 `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
+	}
+	t.Logf("%+v", j)
+	if j.Status["200"] < 1 || j.Status["200"] > 50 {
+		t.Errorf("%d responses with status 200, want 1 to 50 (the server answered 50): %+v", j.Status["200"], j)
+	}
+	if j.Errors == 0 || j.ErrorsBy["connect"]+j.ErrorsBy["read"]+j.ErrorsBy["write"] == 0 {
+		t.Errorf("the server's death is not counted as connect/read/write errors: %+v", j)
+	}
 }
