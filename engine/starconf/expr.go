@@ -50,8 +50,32 @@ func traversal(root string, path ...any) *Expr {
 	return &Expr{kind: exprTraversal, root: root, path: path}
 }
 
-// String renders the expression as HCL would write it.
+// String renders the expression as an HCL template ("${matrix.size}"), so
+// that str(ref), "%s" % ref and "{}".format(ref) make strings that are
+// parsed back into the same expression when used as values.
 func (e *Expr) String() string {
+	if e.kind == exprConcat {
+		return e.template()
+	}
+	return "${" + e.hclText() + "}"
+}
+
+// template is the text of a concatenation as an HCL template, without
+// quotes.
+func (e *Expr) template() string {
+	var b strings.Builder
+	for _, p := range e.parts {
+		if s, ok := p.(starlark.String); ok {
+			b.WriteString(string(s))
+		} else {
+			b.WriteString(p.String())
+		}
+	}
+	return b.String()
+}
+
+// hclText is the expression as HCL source.
+func (e *Expr) hclText() string {
 	switch e.kind {
 	case exprTraversal:
 		var b strings.Builder
@@ -68,21 +92,18 @@ func (e *Expr) String() string {
 		}
 		return b.String()
 	case exprConcat:
-		var b strings.Builder
-		b.WriteByte('"')
-		for _, p := range e.parts {
-			if s, ok := p.(starlark.String); ok {
-				b.WriteString(string(s))
-			} else {
-				b.WriteString("${" + p.String() + "}")
-			}
-		}
-		b.WriteByte('"')
-		return b.String()
+		return strconv.Quote(e.template())
 	case exprCall:
 		var parts []string
 		for _, a := range e.args {
-			parts = append(parts, a.String())
+			switch a := a.(type) {
+			case *Expr:
+				parts = append(parts, a.hclText())
+			case starlark.String:
+				parts = append(parts, strconv.Quote(string(a)))
+			default:
+				parts = append(parts, a.String())
+			}
 		}
 		return e.fn + "(" + strings.Join(parts, ", ") + ")"
 	}
@@ -106,14 +127,14 @@ func (e *Expr) Truth() starlark.Bool { return starlark.True }
 
 // Hash fails: references cannot be dict keys.
 func (e *Expr) Hash() (uint32, error) {
-	return 0, fmt.Errorf("unhashable: %s (a %s is known only per trial)", e.String(), e.Type())
+	return 0, fmt.Errorf("unhashable: %s (a %s is known only per trial)", e.hclText(), e.Type())
 }
 
 // Attr extends a reference: service.nginx → service.nginx.url.
 func (e *Expr) Attr(name string) (starlark.Value, error) {
 	name = attrName(name)
 	if e.kind != exprTraversal {
-		return nil, starlark.NoSuchAttrError(fmt.Sprintf("%s has no .%s field: only references (like service.web.url) have fields", e.String(), name))
+		return nil, starlark.NoSuchAttrError(fmt.Sprintf("%s has no .%s field: only references (like service.web.url) have fields", e.hclText(), name))
 	}
 	return e.with(name), nil
 }
@@ -124,13 +145,13 @@ func (e *Expr) AttrNames() []string { return nil }
 // Get indexes a reference: service.web.ports["http"].
 func (e *Expr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if e.kind != exprTraversal {
-		return nil, false, fmt.Errorf("%s cannot be indexed: only references (like service.web.ports) can", e.String())
+		return nil, false, fmt.Errorf("%s cannot be indexed: only references (like service.web.ports) can", e.hclText())
 	}
 	switch k.(type) {
 	case starlark.String, starlark.Int:
 		return e.with(k), true, nil
 	}
-	return nil, false, fmt.Errorf("index of %s must be a string or int, not %s", e.String(), k.Type())
+	return nil, false, fmt.Errorf("index of %s must be a string or int, not %s", e.hclText(), k.Type())
 }
 
 func (e *Expr) with(p any) *Expr {

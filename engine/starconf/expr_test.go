@@ -61,15 +61,19 @@ func TestReferencesBecomeHCL(t *testing.T) {
 		expr, str string
 		want      cty.Value
 	}{
-		{`service.web.url`, `service.web.url`, cty.StringVal("http://127.0.0.1:8080")},
-		{`service.web.ports["http"]`, `service.web.ports["http"]`, cty.NumberIntVal(8080)},
-		{`var.list[1]`, `var.list[1]`, cty.StringVal("b")},
-		{`service.web.url + "/x?size=" + matrix.size`, `"${service.web.url}/x?size=${matrix.size}"`, cty.StringVal("http://127.0.0.1:8080/x?size=4KiB")},
-		{`"GET " + service.web.url`, `"GET ${service.web.url}"`, cty.StringVal("GET http://127.0.0.1:8080")},
-		{`step.load.main`, `step.load.main`, cty.StringVal("load.main")},
+		{`service.web.url`, `${service.web.url}`, cty.StringVal("http://127.0.0.1:8080")},
+		{`service.web.ports["http"]`, `${service.web.ports["http"]}`, cty.NumberIntVal(8080)},
+		{`var.list[1]`, `${var.list[1]}`, cty.StringVal("b")},
+		{`service.web.url + "/x?size=" + matrix.size`, `${service.web.url}/x?size=${matrix.size}`, cty.StringVal("http://127.0.0.1:8080/x?size=4KiB")},
+		{`"GET " + service.web.url`, `GET ${service.web.url}`, cty.StringVal("GET http://127.0.0.1:8080")},
+		{`step.load.main`, `${step.load.main}`, cty.StringVal("load.main")},
 		{`"n=${matrix.n * 2}"`, `"n=${matrix.n * 2}"`, cty.StringVal("n=6")},
-		{`hcl("matrix.n > 2 ? \"big\" : \"small\"")`, `matrix.n > 2 ? "big" : "small"`, cty.StringVal("big")},
-		{`{"a": [1, 2.5, True, None], "b": matrix.size}`, `{"a": [1, 2.5, True, None], "b": matrix.size}`,
+		{`hcl("matrix.n > 2 ? \"big\" : \"small\"")`, `${matrix.n > 2 ? "big" : "small"}`, cty.StringVal("big")},
+		// Formatting a reference makes a template: the same value.
+		{`"/item/%s" % matrix.n`, `"/item/${matrix.n}"`, cty.StringVal("/item/3")},
+		{`"{}-{}".format(matrix.size, service.web.url + "/")`, `"${matrix.size}-${service.web.url}/"`, cty.StringVal("4KiB-http://127.0.0.1:8080/")},
+		{`str(matrix.n)`, `"${matrix.n}"`, cty.NumberIntVal(3)},
+		{`{"a": [1, 2.5, True, None], "b": matrix.size}`, `{"a": [1, 2.5, True, None], "b": ${matrix.size}}`,
 			cty.ObjectVal(map[string]cty.Value{
 				"a": cty.TupleVal([]cty.Value{cty.NumberIntVal(1), cty.NumberFloatVal(2.5), cty.True, cty.NullVal(cty.DynamicPseudoType)}),
 				"b": cty.StringVal("4KiB"),
