@@ -113,6 +113,37 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if strings.Contains(dom, "ERR_") {
 		t.Errorf("the page tried a network request:\n%s", stderr.String())
 	}
+	// No browser process outlives the test (they all carry the profile
+	// folder on their command line).
+	profile := filepath.Join(dir, "profile")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := processesWith(profile)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("chromium processes left running: %v", left)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesWith lists the pids whose command line contains s.
+func processesWith(s string) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
 
 func TestPNG(t *testing.T) {
