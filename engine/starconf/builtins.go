@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -588,7 +589,10 @@ func (b *builder) hclFn(thread *starlark.Thread, fn *starlark.Builtin, args star
 	s := b.site(thread)
 	e, d := hclsyntax.ParseExpression([]byte(src), s.src.name, s.argStart(0))
 	if d.HasErrors() {
-		return nil, fmt.Errorf("hcl: invalid HCL expression %q: %s: %s", src, d[0].Summary, d[0].Detail)
+		// Reported where HCL found the problem, inside the string; the
+		// file keeps running so that later mistakes are reported too.
+		b.diags = append(b.diags, d...)
+		return &Expr{kind: exprRaw, raw: &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: s.arg(0)}, src: "null"}, nil
 	}
 	return &Expr{kind: exprRaw, raw: e, src: src}, nil
 }
