@@ -98,6 +98,9 @@ func NewRequester(fsys fs.FS, path string, base string) (load.Requester, error) 
 
 // Load reads and runs a request script's top level.
 func Load(ctx context.Context, fsys fs.FS, path, base string, opts Options) (*Script, error) {
+	if !fs.ValidPath(path) {
+		return nil, fmt.Errorf("reading request script: %q must be a path inside the pipeline's folder (relative, without ..)", path)
+	}
 	src, err := fs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("reading request script: %w", err)

@@ -183,6 +183,11 @@ func TestNewRequesterReadsFromFS(t *testing.T) {
 	if _, err := script.NewRequester(fsys, "missing.star", "http://h"); err == nil || !strings.Contains(err.Error(), "reading request script") {
 		t.Fatalf("missing script: %v", err)
 	}
+	for _, bad := range []string{"../r.star", "/etc/r.star", "scripts/../../r.star"} {
+		if _, err := script.NewRequester(fsys, bad, "http://h"); err == nil || !strings.Contains(err.Error(), "inside the pipeline's folder") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
 }
 
 // TestLoadSendsScriptedRequests drives a real (bounded) load on loopback
