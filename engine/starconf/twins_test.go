@@ -18,11 +18,15 @@ import (
 	_ "github.com/benchflow/benchflow/providers/standard"
 )
 
-// twins lists every .hcl file with a .star twin in the folders checked.
+// twins lists every .hcl file with a .star twin in testdata/twins,
+// pipelines/ and each examples/ folder.
 func twins(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"testdata/twins", "../../pipelines"} {
+	dirs := []string{"testdata/twins", "../../pipelines"}
+	examples, _ := filepath.Glob("../../examples/*")
+	dirs = append(dirs, examples...)
+	for _, dir := range dirs {
 		hcls, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
 		if err != nil {
 			t.Fatal(err)
