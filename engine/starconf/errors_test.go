@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -217,5 +218,30 @@ func TestReadErrorIsLocated(t *testing.T) {
 	_, diags := starconf.Parse(fstest.MapFS{}, "nope.star", "nope.star")
 	if len(diags) != 1 || diags[0].Summary != "Cannot read pipeline file" || diags[0].Subject.Filename != "nope.star" {
 		t.Fatalf("got %v", diags)
+	}
+}
+
+// TestNoGoroutineLeft checks that the goroutine watching the context ends
+// with every parse, successful or not.
+func TestNoGoroutineLeft(t *testing.T) {
+	fsys := fstest.MapFS{
+		"ok.star":  {Data: []byte("pipeline(\"p\")\nstep.load(\"main\", target = \"http://127.0.0.1:1/\")\n")},
+		"bad.star": {Data: []byte("pipeline(\"p\")\n1 // 0\n")},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := runtime.NumGoroutine()
+	for i := 0; i < 50; i++ {
+		for _, name := range []string{"ok.star", "bad.star"} {
+			starconf.ParseContext(ctx, fsys, name, name, starconf.Options{})
+		}
+	}
+	// Goroutines end asynchronously after their channel closes.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines before, %d after 100 parses", before, n)
 	}
 }
