@@ -64,20 +64,38 @@ func readRun(dir string, mem memory.Allocator) (*Run, error) {
 	if r.Trials, err = readTable(mem, p(TableTrials), format, trialColumnsFor); err != nil {
 		return nil, err
 	}
-	if r.Latency, err = readTable(mem, p(TableLatency), format, fixed(latencyColumns)); err != nil {
+	// run_id of the per-trial tables always equals the manifest's: it is
+	// not decoded but filled in.
+	id := m.RunID
+	if r.Latency, err = readTable(mem, p(TableLatency), format, fixed(latencyColumns), "run_id"); err != nil {
 		return nil, err
 	}
-	if r.Timeseries, err = readTable(mem, p(TableTimeseries), format, fixed(timeseriesColumns)); err != nil {
+	for i := range r.Latency {
+		r.Latency[i].RunID = id
+	}
+	if r.Timeseries, err = readTable(mem, p(TableTimeseries), format, fixed(timeseriesColumns), "run_id"); err != nil {
 		return nil, err
 	}
-	if r.Processes, err = readTable(mem, p(TableProcesses), format, fixed(processColumns)); err != nil {
+	for i := range r.Timeseries {
+		r.Timeseries[i].RunID = id
+	}
+	if r.Processes, err = readTable(mem, p(TableProcesses), format, fixed(processColumns), "run_id"); err != nil {
 		return nil, err
 	}
-	if r.System, err = readTable(mem, p(TableSystem), format, fixed(systemColumns)); err != nil {
+	for i := range r.Processes {
+		r.Processes[i].RunID = id
+	}
+	if r.System, err = readTable(mem, p(TableSystem), format, fixed(systemColumns), "run_id"); err != nil {
 		return nil, err
 	}
-	if r.Network, err = readTable(mem, p(TableNetwork), format, fixed(networkColumns)); err != nil {
+	for i := range r.System {
+		r.System[i].RunID = id
+	}
+	if r.Network, err = readTable(mem, p(TableNetwork), format, fixed(networkColumns), "run_id"); err != nil {
 		return nil, err
+	}
+	for i := range r.Network {
+		r.Network[i].RunID = id
 	}
 	if err := r.loadAxes(p(TableTrials), format, mem); err != nil {
 		return nil, err

@@ -149,8 +149,9 @@ func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Reco
 
 // readTable reads path back into rows. cols maps the file's schema to
 // columns (columns missing from the file keep zero values; unknown ones
-// are ignored). A missing file yields no rows and no error.
-func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R]) ([]R, error) {
+// are ignored); columns named in omit are not read (Parquet) or not
+// converted (Arrow IPC). A missing file yields no rows and no error.
+func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit ...string) ([]R, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -170,12 +171,20 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 			}
 		}
 	}
+	omitted := func(name string) bool {
+		for _, o := range omit {
+			if o == name {
+				return true
+			}
+		}
+		return false
+	}
 	resolve := func(s *arrow.Schema) ([]column[R], []int) {
 		cs := cols(s)
 		idx := make([]int, len(cs))
 		for i, c := range cs {
 			idx[i] = -1
-			if j := s.FieldIndices(c.name); len(j) > 0 {
+			if j := s.FieldIndices(c.name); len(j) > 0 && !omitted(c.name) {
 				idx[i] = j[0]
 			}
 		}
@@ -207,7 +216,19 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	var want []int // nil: every column
+	if len(omit) > 0 {
+		full, err := fr.Schema()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		for i, f := range full.Fields() {
+			if !omitted(f.Name) {
+				want = append(want, i)
+			}
+		}
+	}
+	rr, err := fr.GetRecordReader(context.Background(), want, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}

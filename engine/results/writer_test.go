@@ -113,6 +113,9 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("bucket total %d, want %d", h.Total(), res.Latency.TotalCount())
 				}
 			}
+			if run.Latency[0].RunID != "20261130T044500Z-aaaa" || run.Timeseries[0].RunID != "20261130T044500Z-aaaa" || run.Latency[0].TrialID == "" {
+				t.Errorf("keys of per-trial tables: %q %q %q", run.Latency[0].RunID, run.Timeseries[0].RunID, run.Latency[0].TrialID)
+			}
 			if got, want := len(run.Timeseries), len(recs)*(10+2); got != want {
 				t.Errorf("timeseries rows = %d, want %d", got, want)
 			}
