@@ -164,6 +164,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if spec.Image == "" {
 		return nil, errors.New("the docker provider needs an image (set image in the service block)")
 	}
+	if spec.Replicas > 1 {
+		return nil, fmt.Errorf("replicas = %d: the docker provider runs one container per service (use k8s or nomad for replicas)", spec.Replicas)
+	}
 	if p.s.network == NetworkNone && len(spec.Ports) > 0 {
 		return nil, fmt.Errorf("port %q cannot be reached: network = \"none\" gives the container no network", spec.Ports[0].Name)
 	}

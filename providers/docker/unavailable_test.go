@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/benchflow/benchflow/providers"
@@ -24,5 +25,25 @@ func TestUnreachableEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", sock)
 	if _, err := GC(context.Background(), ""); !errors.Is(err, providers.ErrUnavailable) {
 		t.Errorf("GC with no engine: %v, want ErrUnavailable", err)
+	}
+}
+
+// Requests the provider refuses before contacting the engine.
+func TestRefusedSpecs(t *testing.T) {
+	p, err := New(&providers.NewRequest{Name: "x", Config: &Config{Host: "unix:///nonexistent/docker.sock"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec providers.ServiceSpec
+		want string
+	}{
+		{providers.ServiceSpec{Name: "s"}, "needs an image"},
+		{providers.ServiceSpec{Name: "s", Image: "i", Replicas: 3}, "replicas = 3"},
+	} {
+		_, err := p.Provision(context.Background(), &providers.ProvisionRequest{RunID: "r", TrialID: "t", Service: tc.spec})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one containing %q", tc.spec, err, tc.want)
+		}
 	}
 }
