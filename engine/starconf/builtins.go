@@ -597,6 +597,27 @@ func (b *builder) hclFn(thread *starlark.Thread, fn *starlark.Builtin, args star
 	return &Expr{kind: exprRaw, raw: e, src: src}, nil
 }
 
+// fnModule is `fn`: fn.<name>(args…) calls the HCL function <name> when
+// the plan is evaluated (fn.jsonencode({"a": matrix.size}), fn.upper(…)).
+type fnModule struct{}
+
+var _ starlark.HasAttrs = fnModule{}
+
+func (fnModule) String() string        { return "fn" }
+func (fnModule) Type() string          { return "fn" }
+func (fnModule) Freeze()               {}
+func (fnModule) Truth() starlark.Bool  { return starlark.True }
+func (fnModule) Hash() (uint32, error) { return starlark.String("fn").Hash() }
+func (fnModule) AttrNames() []string   { return nil }
+func (fnModule) Attr(name string) (starlark.Value, error) {
+	return starlark.NewBuiltin("fn."+name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(kwargs) > 0 {
+			return nil, fmt.Errorf("fn.%s: HCL functions take positional arguments only", name)
+		}
+		return &Expr{kind: exprCall, fn: name, args: append([]starlark.Value(nil), args...)}, nil
+	}), nil
+}
+
 // root is a predeclared name that starts references (matrix.deploy) and,
 // for some, declares things when called (matrix(…), service(…)).
 type root struct {
@@ -692,6 +713,7 @@ func (b *builder) predeclared() starlark.StringDict {
 		"file":         starlark.NewBuiltin("file", fileFn),
 		"templatefile": starlark.NewBuiltin("templatefile", templatefileFn),
 		"hcl":          starlark.NewBuiltin("hcl", b.hclFn),
+		"fn":           fnModule{},
 		"local":        &root{name: "local", call: starlark.NewBuiltin("local", b.localFn)},
 		"matrix":       &root{name: "matrix", call: starlark.NewBuiltin("matrix", b.matrixFn)},
 		"service":      &root{name: "service", call: starlark.NewBuiltin("service", b.serviceFn)},

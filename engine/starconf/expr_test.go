@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -40,7 +42,9 @@ func eval(t *testing.T, expr string, vars map[string]cty.Value) (string, cty.Val
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
-	val, diags := e.Value(&hcl.EvalContext{Variables: vars})
+	val, diags := e.Value(&hcl.EvalContext{Variables: vars, Functions: map[string]function.Function{
+		"upper": stdlib.UpperFunc, "format": stdlib.FormatFunc,
+	}})
 	if diags.HasErrors() {
 		t.Fatalf("%s: %s", expr, diags.Error())
 	}
@@ -73,6 +77,8 @@ func TestReferencesBecomeHCL(t *testing.T) {
 		{`"/item/%s" % matrix.n`, `"/item/${matrix.n}"`, cty.StringVal("/item/3")},
 		{`"{}-{}".format(matrix.size, service.web.url + "/")`, `"${matrix.size}-${service.web.url}/"`, cty.StringVal("4KiB-http://127.0.0.1:8080/")},
 		{`str(matrix.n)`, `"${matrix.n}"`, cty.NumberIntVal(3)},
+		{`fn.upper(matrix.size)`, `${upper(matrix.size)}`, cty.StringVal("4KIB")},
+		{`fn.format("%s-%d", "n", matrix.n)`, `${format("%s-%d", "n", matrix.n)}`, cty.StringVal("n-3")},
 		{`{"a": [1, 2.5, True, None], "b": matrix.size}`, `{"a": [1, 2.5, True, None], "b": ${matrix.size}}`,
 			cty.ObjectVal(map[string]cty.Value{
 				"a": cty.TupleVal([]cty.Value{cty.NumberIntVal(1), cty.NumberFloatVal(2.5), cty.True, cty.NullVal(cty.DynamicPseudoType)}),
