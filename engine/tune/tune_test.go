@@ -440,7 +440,13 @@ func TestProcessSettings(t *testing.T) {
 	s := Settings{
 		PIDs:    []int{pid},
 		Rlimits: map[string]uint64{"nofile": 512, "core": 0},
-		Nice:    &nice,
+	}
+	// Restoring a lower nice value needs CAP_SYS_NICE.
+	root := os.Geteuid() == 0
+	if root {
+		s.Nice = &nice
+	} else {
+		nice = niceBefore
 	}
 	multi := runtime.NumCPU() >= 2
 	if multi {
@@ -477,18 +483,16 @@ func TestProcessSettings(t *testing.T) {
 
 func TestProcessSettingsRolledBack(t *testing.T) {
 	pid := sleeper(t)
-	niceBefore, _ := threadNice(pid, pid)
-	nice := niceBefore + 2
-	online := onlineCPUs()
-	if online == nil {
+	limitsBefore := procField(t, pid, "limits", "Max open files")
+	if onlineCPUs() == nil {
 		t.Skip("cannot read /sys/devices/system/cpu/online")
 	}
-	_, err := Apply(context.Background(), Settings{PIDs: []int{pid}, Nice: &nice, ServiceCPUs: []int{MaxCPU}}, nil)
+	_, err := Apply(context.Background(), Settings{PIDs: []int{pid}, Rlimits: map[string]uint64{"nofile": 100}, ServiceCPUs: []int{MaxCPU}}, nil)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("setting service cpu affinity %d for pid %d: cpu %d is not online", MaxCPU, pid, MaxCPU)) {
 		t.Fatalf("err = %v", err)
 	}
-	if got, _ := threadNice(pid, pid); got != niceBefore {
-		t.Errorf("nice not rolled back: %d, want %d", got, niceBefore)
+	if got := procField(t, pid, "limits", "Max open files"); got != limitsBefore {
+		t.Errorf("nofile not rolled back: %q, want %q", got, limitsBefore)
 	}
 }
 
@@ -565,4 +569,23 @@ func selfAffinity(t *testing.T) map[int]string {
 		}
 	}
 	return m
+}
+
+// TestNotRoot: without privileges a sysctl fails with the setting, the
+// reason and the hint.
+func TestNotRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("runs as an unprivileged user only")
+	}
+	cur, err := ReadSysctl("net.core.somaxconn")
+	if err != nil {
+		t.Skip(err)
+	}
+	n, _ := strconv.Atoi(cur)
+	v := strconv.Itoa(n + 1)
+	_, err = Apply(context.Background(), Settings{Sysctl: map[string]string{"net.core.somaxconn": v}}, nil)
+	want := "setting sysctl net.core.somaxconn=" + v + ": open /proc/sys/net/core/somaxconn: "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "(run as root, or mark the tune step optional = true)") {
+		t.Errorf("err = %v", err)
+	}
 }
