@@ -314,6 +314,9 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 		c.errs[classHTTP]++
 	}
 	c.mu.Unlock()
+	if r.opts.OnResponse != nil {
+		r.opts.OnResponse(o.status)
+	}
 	c.pend = append(c.pend, v)
 	if len(c.pend) == cap(c.pend) {
 		c.flush()

@@ -25,6 +25,11 @@ type Options struct {
 	// Requester, when set, supplies requests instead of Targets (request
 	// scripts). See the Requester interface.
 	Requester Requester
+	// OnResponse, when set, is called with the status code of every
+	// response, from the goroutine of its connection (so concurrently):
+	// request scripts' response() hook. Its time is added to every
+	// exchange; nil costs one comparison.
+	OnResponse func(status int)
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
 	Tag string

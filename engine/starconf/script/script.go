@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
@@ -77,6 +78,7 @@ type Script struct {
 	response *starlark.Function
 	done     *starlark.Function
 	poolSize int
+	hookErr  atomic.Pointer[error] // first response() error
 }
 
 var (
@@ -448,6 +450,33 @@ func (s *Script) Response(status int, hdrs [][2]string, body []byte) error {
 	_, err := starlark.Call(s.thread, s.response, starlark.Tuple{starlark.MakeInt(status), hd, starlark.Bytes(body)}, nil)
 	if err != nil {
 		return fmt.Errorf("calling response() of %s: %s", s.name, describe(err))
+	}
+	return nil
+}
+
+// ResponseHook returns the function to set as load.Options.OnResponse, or
+// nil when the script defines no response(). The load generator gives it
+// the status code only: response() receives an empty headers dict and
+// empty body. After the first error (see Err) later calls do nothing.
+func (s *Script) ResponseHook() func(status int) {
+	if s.response == nil {
+		return nil
+	}
+	return func(status int) {
+		if s.hookErr.Load() != nil {
+			return
+		}
+		if err := s.Response(status, nil, nil); err != nil {
+			s.hookErr.CompareAndSwap(nil, &err)
+		}
+	}
+}
+
+// Err returns the first error of a response() call made through
+// ResponseHook, or nil.
+func (s *Script) Err() error {
+	if p := s.hookErr.Load(); p != nil {
+		return *p
 	}
 	return nil
 }

@@ -231,3 +231,73 @@ def request(i):
 		t.Error("no POST /form was sent")
 	}
 }
+
+// TestResponseHookSeesEveryResponse runs a bounded load whose
+// OnResponse is the script's response(): it must be called once per
+// response, with the statuses the server sent.
+func TestResponseHookSeesEveryResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	s, out := loadScript(t, `
+seen = {}
+def request(i):
+    return "/missing" if i % 4 == 0 else "/"
+def response(status, headers, body):
+    seen[status] = seen.get(status, 0) + 1
+def done(summary):
+    total = 0
+    for n in seen.values():
+        total += n
+    print(sorted(seen.items()), total == summary["requests"], seen.get(404, 0) == summary["status"].get(404, 0))
+`, srv.URL)
+	hook := s.ResponseHook()
+	if hook == nil {
+		t.Fatal("ResponseHook is nil for a script with response()")
+	}
+	res, err := load.Run(context.Background(), load.Options{
+		Requester: s, OnResponse: hook, Connections: 4, Threads: 2, Requests: 1000, Duration: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Done(res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 1000 || res.Status[404] == 0 || res.Status[200] == 0 {
+		t.Fatalf("requests %d, statuses %v", res.Requests, res.Status)
+	}
+	want := fmt.Sprintf("[(200, %d), (404, %d)] True True\n", res.Status[200], res.Status[404])
+	if got := out.String(); got != want {
+		t.Errorf("done printed %q, want %q", got, want)
+	}
+}
+
+func TestResponseHookStopsAtFirstError(t *testing.T) {
+	s, _ := loadScript(t, `
+calls = {"n": 0}
+def request():
+    return "/"
+def response(status, headers, body):
+    calls["n"] += 1
+    if status != 200:
+        fail("status %d after %d calls" % (status, calls["n"]))
+`, "http://h")
+	hook := s.ResponseHook()
+	for _, st := range []int{200, 500, 503, 200} {
+		hook(st)
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "status 500 after 2 calls") {
+		t.Fatalf("Err() = %v, want the first failure", err)
+	}
+	noHook, _ := loadScript(t, "def request():\n    return '/'\n", "http://h")
+	if noHook.ResponseHook() != nil {
+		t.Error("ResponseHook must be nil without response()")
+	}
+}
