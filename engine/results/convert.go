@@ -61,24 +61,6 @@ func fillSummary(row *TrialRow, res *load.Result) {
 	}
 }
 
-// latencyRows lists the non-empty buckets of the result's latency
-// histogram.
-func latencyRows(runID, trialID, step string, res *load.Result) []LatencyRow {
-	h := res.Latency
-	if h == nil || h.TotalCount() == 0 {
-		return nil
-	}
-	var rows []LatencyRow
-	for _, b := range h.Distribution() {
-		if b.Count == 0 {
-			continue
-		}
-		rows = append(rows, LatencyRow{RunID: runID, TrialID: trialID, Step: step,
-			LowerUS: float64(b.From), UpperUS: float64(b.To), Count: b.Count})
-	}
-	return rows
-}
-
 // timeseriesRows lists the result's intervals. An interval lasts until the
 // next one starts; the last one until the end of the measured phase.
 func timeseriesRows(runID, trialID, step string, res *load.Result) []TimeseriesRow {

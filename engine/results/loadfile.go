@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/benchflow/benchflow/engine/load"
@@ -56,7 +57,9 @@ func writeLoadFile(mem memory.Allocator, path, step string, res *load.Result) er
 	if err := writeTable(mem, tp, format, trialColumns(nil), d.trials); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
-	if err := writeTable(mem, lp, format, latencyColumns, d.latency); err != nil {
+	lat := latencyRecord(mem, d.hists)
+	defer lat.Release()
+	if err := writeRecords(mem, lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	if err := writeTable(mem, sp, format, timeseriesColumns, d.timeseries); err != nil {

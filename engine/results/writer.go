@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -43,6 +45,14 @@ type trialData struct {
 	system     []SystemRow
 	network    []NetworkRow
 	recs       [numBig]arrow.RecordBatch // nil when the trial has no such rows
+	// hists are the steps' histograms of a new trial, converted straight
+	// into the latency record by seal (no LatencyRow per bucket).
+	hists []stepHist
+}
+
+type stepHist struct {
+	runID, trialID, step string
+	h                    *hdrhistogram.Histogram
 }
 
 // The tables kept as Arrow records, in trialData.recs order.
@@ -62,7 +72,10 @@ var (
 
 // seal converts the big tables' rows into records and drops the rows.
 func (d *trialData) seal(mem memory.Allocator) {
-	if len(d.latency) > 0 {
+	if len(d.hists) > 0 {
+		d.recs[bigLatency] = latencyRecord(mem, d.hists)
+		d.hists = nil
+	} else if len(d.latency) > 0 {
 		d.recs[bigLatency] = buildRecord(mem, bigSchemas[bigLatency], latencyColumns, d.latency)
 	}
 	if len(d.timeseries) > 0 {
@@ -497,7 +510,9 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 		}
 		if res := s.Result; res != nil {
 			fillSummary(&row, res)
-			d.latency = append(d.latency, latencyRows(runID, rec.TrialID, s.Name, res)...)
+			if res.Latency != nil && res.Latency.TotalCount() > 0 {
+				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, res.Latency})
+			}
 			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
 		}
 		d.trials = append(d.trials, row)
@@ -523,4 +538,31 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 		})
 	}
 	return d, nil
+}
+
+// latencyRecord builds the latency table's record for histograms directly
+// from their non-empty buckets.
+func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, bigSchemas[bigLatency])
+	defer b.Release()
+	run := b.Field(0).(*array.StringBuilder)
+	trial := b.Field(1).(*array.StringBuilder)
+	step := b.Field(2).(*array.StringBuilder)
+	lower := b.Field(3).(*array.Float64Builder)
+	upper := b.Field(4).(*array.Float64Builder)
+	count := b.Field(5).(*array.Int64Builder)
+	for _, sh := range hs {
+		for _, bar := range sh.h.Distribution() {
+			if bar.Count == 0 {
+				continue
+			}
+			run.Append(sh.runID)
+			trial.Append(sh.trialID)
+			step.Append(sh.step)
+			lower.Append(float64(bar.From))
+			upper.Append(float64(bar.To))
+			count.Append(bar.Count)
+		}
+	}
+	return b.NewRecordBatch()
 }
