@@ -123,6 +123,7 @@ failed (with the reason) or a flag is wrong.`,
 					return fmt.Errorf("-s/--script %s: %w", scriptFile, err)
 				}
 				opts.Requester = reqScript
+				opts.OnResponse = reqScript.ResponseHook()
 			}
 			opts.Close = opts.Close || closeConns
 			// -t means what it means in wrk: the number of threads doing
@@ -153,6 +154,9 @@ failed (with the reason) or a flag is wrong.`,
 				return runErr
 			}
 			if reqScript != nil {
+				if err := reqScript.Err(); err != nil {
+					return fmt.Errorf("-s/--script: %w", err)
+				}
 				if err := reqScript.Done(res); err != nil {
 					return fmt.Errorf("-s/--script: %w", err)
 				}
