@@ -222,7 +222,14 @@ func openForward(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, 
 	case <-ready:
 	case <-f.done:
 		cancel()
-		return nil, fmt.Errorf("%w %s", f.err, strings.TrimSpace(errOut.String()))
+		err := f.err
+		if err == nil {
+			err = errors.New("the port-forward ended before it was ready")
+		}
+		if msg := strings.TrimSpace(errOut.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
 	case <-ctx.Done():
 		f.Close()
 		return nil, ctx.Err()

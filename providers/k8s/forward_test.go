@@ -155,3 +155,33 @@ func TestPortForwardNeedsRESTConfig(t *testing.T) {
 	}
 	assertNoLeftovers(t, s.cs)
 }
+
+// TestPortForwardRefused checks that a port-forward the API server refuses
+// fails with the server's answer instead of hanging.
+func TestPortForwardRefused(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `pods "nginx-0" is forbidden: cannot create resource "pods/portforward"`, http.StatusForbidden)
+	}))
+	defer api.Close()
+	rc := &rest.Config{Host: api.URL}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New("cluster", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.client, p.rest, p.key = cs, rc, rc.Host
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := p.portForward(ctx, "bench", "nginx-0", []string{"0:80"})
+	if err == nil {
+		f.Close()
+		t.Fatal("a refused port-forward succeeded")
+	}
+	t.Logf("the error reads: %v", err)
+	if !strings.Contains(err.Error(), "forbidden") && !strings.Contains(err.Error(), "403") {
+		t.Errorf("error does not quote the refusal: %v", err)
+	}
+}
