@@ -56,9 +56,11 @@ service "nginx" {
 # Process and kernel settings, restored after each trial. They need root;
 # optional = true turns a refusal into a warning.
 step "tune" "limits" {
-  nofile   = 65535
-  sysctl   = { "net.core.somaxconn" = "4096" }
-  optional = true
+  nofile       = 65535
+  sysctl       = { "net.core.somaxconn" = "4096", "net.ipv4.tcp_max_syn_backlog" = "4096" }
+  service_cpus = "1" # nginx on cpu 1 …
+  loader_cpus  = "0" # … and the load generator on cpu 0
+  optional     = true
 }
 
 step "check" "hello" {
@@ -79,11 +81,10 @@ step "load" "wrk" {
   duration    = var.duration
 }
 
-# CPU per process during the load: nginx (master and workers, reported by
-# the provider) and the load generator itself.
+# CPU per process during the load: nginx (master and workers, as the local
+# provider reports them) and the load generator itself.
 step "collect" "cpu" {
-  during    = step.load.wrk
-  processes = ["nginx"]
-  loader    = true
-  interval  = "1s"
+  during   = step.load.wrk
+  loader   = true
+  interval = "1s"
 }

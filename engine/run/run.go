@@ -162,7 +162,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Seed:             pl.Seed,
 			Repetitions:      repetitions(pl),
 			Matrix:           matrixMap(pl),
-			Environment:      toMap(env),
+			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
 		}
 		for _, a := range pl.Axes {

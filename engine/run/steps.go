@@ -445,7 +445,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			for _, r := range samplers {
 				r.s.Stop()
 			}
-			return fmt.Errorf("starting collect %s: %w", cn.Step.Name, err)
+			return err
 		}
 		samplers = append(samplers, running{cn.Step.Name, s})
 	}
