@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -132,4 +133,32 @@ func BenchmarkExternal(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(res.RPS(), "req/s")
+}
+
+// TestMemoryDoesNotGrowWithRequests: a load of 10× more requests allocates
+// about the same (the difference is bounded by a few interval histograms,
+// not by the request count).
+func TestMemoryDoesNotGrowWithRequests(t *testing.T) {
+	s := fastServer(t)
+	allocated := func(n int64) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != n {
+			t.Fatalf("requests %d, want %d", res.Requests, n)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := allocated(2_000), allocated(20_000)
+	t.Logf("allocated %d B for 2,000 requests, %d B for 20,000", small, large)
+	// 18,000 more requests may cost a few more 1 s interval histograms
+	// (~20 KB each), never bytes per request.
+	if large > small+200_000 {
+		t.Errorf("allocated %d B for 20,000 requests vs %d B for 2,000: memory grows with requests", large, small)
+	}
 }
