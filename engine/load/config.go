@@ -2,8 +2,9 @@ package load
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -14,10 +15,11 @@ import (
 // FromConfig turns the body of a `step "load"` or `step "warm"` (kind is
 // pipeline.KindLoad or pipeline.KindWarm) into Options, so steps accept the
 // same settings as the `benchflow load` flags. A warm step defaults to 5s
-// instead of 10s; its result is tagged "warm" and a load's "load". dir
-// resolves a relative body_file. A request script (c.Script) is not read
-// here: the caller sets Options.Requester. Errors name the attribute.
-func FromConfig(kind string, c *pipeline.LoadConfig, dir string) (Options, error) {
+// instead of 10s; its result is tagged "warm" and a load's "load". body_file
+// is read from fsys (the pipeline's folder; nil means the current
+// directory). A request script (c.Script) is not read here: the caller
+// sets Options.Requester. Errors name the attribute.
+func FromConfig(kind string, c *pipeline.LoadConfig, fsys fs.FS) (Options, error) {
 	var o Options
 	if c == nil {
 		return o, fmt.Errorf("no %s settings", kind)
@@ -56,11 +58,10 @@ func FromConfig(kind string, c *pipeline.LoadConfig, dir string) (Options, error
 		if c.Body != "" {
 			return o, fmt.Errorf("body and body_file are mutually exclusive")
 		}
-		p := c.BodyFile
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
+		if fsys == nil {
+			fsys = os.DirFS(".")
 		}
-		if body, err = os.ReadFile(p); err != nil {
+		if body, err = fs.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
 			return o, fmt.Errorf("body_file: %w", err)
 		}
 	}

@@ -1,10 +1,9 @@
 package load
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,17 +12,14 @@ import (
 )
 
 func TestFromConfig(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "body.json"), []byte(`{"a":1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fsys := fstest.MapFS{"body.json": {Data: []byte(`{"a":1}`)}}
 	no := false
 	got, err := FromConfig(pipeline.KindLoad, &pipeline.LoadConfig{
 		Target: "http://127.0.0.1:8080/", Connections: 64, Threads: 4, Duration: "30s", Rate: 1000,
 		Timeout: "1s", Method: "post", Headers: map[string]string{"X-B": "2", "X-A": "1"},
 		BodyFile: "body.json", KeepAlive: &no,
 		URLs: []pipeline.URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
-	}, dir)
+	}, fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +37,7 @@ func TestFromConfig(t *testing.T) {
 		t.Errorf("FromConfig (-want +got):\n%s", d)
 	}
 
-	warm, err := FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: "http://h/"}, "")
+	warm, err := FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: "http://h/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +55,18 @@ func TestFromConfigErrors(t *testing.T) {
 		{pipeline.LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
 		{pipeline.LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
 		{pipeline.LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
-		{pipeline.LoadConfig{Target: "http://h/", BodyFile: "/nonexistent/x"}, "body_file"},
+		{pipeline.LoadConfig{Target: "http://h/", BodyFile: "missing.json"}, "body_file"},
 		{pipeline.LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
 		{pipeline.LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
 		{pipeline.LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
 	}
 	for _, tc := range cases {
-		_, err := FromConfig(pipeline.KindLoad, &tc.c, "")
+		_, err := FromConfig(pipeline.KindLoad, &tc.c, fstest.MapFS{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	if _, err := FromConfig("tune", &pipeline.LoadConfig{Target: "http://h/"}, ""); err == nil {
+	if _, err := FromConfig("tune", &pipeline.LoadConfig{Target: "http://h/"}, nil); err == nil {
 		t.Error("FromConfig accepted a tune step")
 	}
 }
