@@ -122,7 +122,7 @@ func robustNoTempDirs(t *testing.T, runID string) {
 // arguments: each must exit non-zero with a message naming the problem.
 // Usage errors exit 1 (cobra's own: unknown flag, bad value, argument count)
 // except where the command returns exit status 2 itself (--var without "=",
-// --quiet with --verbose, report/compare --format, compare --fail-above).
+// --quiet with --verbose).
 func TestRobustBadFlags(t *testing.T) {
 	dir := robustWrite(t, map[string]string{
 		"ok.hcl": `pipeline "ok" {}
@@ -207,13 +207,13 @@ step "load" "main" {
 		{[]string{"report"}, 1, "accepts 1 arg(s), received 0", ""},
 		{[]string{"report", noRun}, 1, "no such file or directory", ""},
 		{[]string{"report", dir}, 1, "manifest.json", ""},
-		{[]string{"report", "--format", "xml", dir}, 2, `unknown --format "xml"`, ""},
+		{[]string{"report", "--format", "xml", dir}, 1, `unknown --format "xml"`, ""},
 		{[]string{"report", "--top", "x", dir}, 1, `invalid argument "x" for "--top"`, ""},
 		{[]string{"compare", "--bogus", noRun, noRun}, 1, "unknown flag: --bogus", ""},
 		{[]string{"compare", noRun}, 1, "accepts 2 arg(s), received 1", ""},
 		{[]string{"compare", noRun, noRun}, 1, "no such file or directory", ""},
-		{[]string{"compare", "--format", "xml", dir, dir}, 2, `unknown --format "xml"`, ""},
-		{[]string{"compare", "--fail-above", "abc", dir, dir}, 2, `invalid --fail-above: "abc"`, ""},
+		{[]string{"compare", "--format", "xml", dir, dir}, 1, `unknown --format "xml"`, ""},
+		{[]string{"compare", "--fail-above", "abc", dir, dir}, 1, `invalid --fail-above: "abc"`, ""},
 		// gc.
 		{[]string{"gc", "--bogus"}, 1, "unknown flag: --bogus", ""},
 		{[]string{"gc", "extra"}, 1, `unknown command "extra"`, ""},
@@ -946,6 +946,15 @@ step "load" "main" {
 				}
 			} else if err := os.WriteFile(target, v.content, 0o644); err != nil {
 				t.Fatal(err)
+			}
+			if v.file == "latency.parquet" && v.content == nil {
+				t.Run("no made-up latencies", func(t *testing.T) {
+					t.Skip("known bug: engine/report (via results.ReadRun) prints p50/p99/p99.9 as 0.00 when latency.parquet is missing, with no warning; it should say the latency is unknown (\"-\") or name the missing file")
+					stdout, _, _ := robustRun(t, dir, 30*time.Second, "report", run)
+					if !strings.Contains(stdout, "latency.parquet") && regexp.MustCompile(`\s0\.00\s`).MatchString(stdout) {
+						t.Errorf("report shows zero latencies for a run without latency.parquet:\n%s", stdout)
+					}
+				})
 			}
 			for _, args := range [][]string{{"report", run}, {"report", "--format", "json", run}, {"compare", good, run}} {
 				_, stderr, code := robustRun(t, dir, 30*time.Second, args...)
