@@ -129,8 +129,8 @@ failed (with the reason) or a flag is wrong.`,
 			// -t means what it means in wrk: the number of threads doing
 			// the work, so the generator leaves the other cores to the
 			// server when both share a machine.
-			if opts.Threads < runtime.NumCPU() {
-				runtime.GOMAXPROCS(opts.Threads)
+			if n := min(opts.Threads, opts.Connections); n < runtime.NumCPU() {
+				runtime.GOMAXPROCS(n)
 			}
 			opts.Tag = "load"
 			opts = load.Defaults(opts)
