@@ -76,30 +76,56 @@ func runLoad(b *testing.B, opts load.Options) (rps float64, cpuPerReq time.Durat
 // time per request of this process in both modes. Each iteration is 10
 // one-second loads.
 func BenchmarkScriptRotate1000(b *testing.B) {
+	benchAgainstPlain(b, rotateScript, false)
+}
+
+const hookScript = `
+pool_size = 1000
+seen = {}
+def request(i):
+    return "/item/%d" % i
+def response(status, headers, body):
+    seen[status] = seen.get(status, 0) + 1
+`
+
+// BenchmarkScriptResponseHook is BenchmarkScriptRotate1000 with a
+// response() hook counting statuses, run for every response.
+func BenchmarkScriptResponseHook(b *testing.B) {
+	benchAgainstPlain(b, hookScript, true)
+}
+
+func benchAgainstPlain(b *testing.B, src string, hook bool) {
 	base := os.Getenv("BENCH_TARGET")
 	if base == "" {
 		base = startServe(b)
 	}
 	base = strings.TrimSuffix(base, "/")
-	s, err := script.LoadSource(context.Background(), "rotate.star", []byte(rotateScript), base, script.Options{})
+	s, err := script.LoadSource(context.Background(), "bench.star", []byte(src), base, script.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	scripted := load.Options{Requester: s}
+	if hook {
+		scripted.OnResponse = s.ResponseHook()
+	}
 	const rounds = 5
-	var plain, scripted float64
+	var plainRPS, scriptRPS float64
 	var plainCPU, scriptCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
 			rps, cpu := runLoad(b, load.Options{Targets: []load.Target{{URL: base + "/item/0"}}})
-			plain, plainCPU = plain+rps, plainCPU+cpu
-			rps, cpu = runLoad(b, load.Options{Requester: s})
-			scripted, scriptCPU = scripted+rps, scriptCPU+cpu
+			plainRPS, plainCPU = plainRPS+rps, plainCPU+cpu
+			rps, cpu = runLoad(b, scripted)
+			scriptRPS, scriptCPU = scriptRPS+rps, scriptCPU+cpu
 		}
 	}
+	if err := s.Err(); err != nil {
+		b.Fatal(err)
+	}
 	n := float64(rounds * b.N)
-	b.ReportMetric(plain/n, "plain-req/s")
-	b.ReportMetric(scripted/n, "script-req/s")
-	b.ReportMetric(scripted/plain, "ratio")
+	b.ReportMetric(plainRPS/n, "plain-req/s")
+	b.ReportMetric(scriptRPS/n, "script-req/s")
+	b.ReportMetric(scriptRPS/plainRPS, "ratio")
 	b.ReportMetric(float64(plainCPU.Nanoseconds())/n, "plain-cpu-ns/req")
 	b.ReportMetric(float64(scriptCPU.Nanoseconds())/n, "script-cpu-ns/req")
 }
