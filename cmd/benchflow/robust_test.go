@@ -16,6 +16,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -966,5 +968,52 @@ step "load" "main" {
 				}
 			}
 		})
+	}
+}
+
+// TestRobustLoadOutFullDisk: `load --out` onto a disk with 8 KiB left says
+// so, exits 1, and leaves no temporary file; what it did write parses.
+func TestRobustLoadOutFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v): %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("unmounting %s: %v: %s", mnt, err, out)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, 56<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello\n") }))
+	t.Cleanup(srv.Close)
+	stdout, stderr, code := robustRun(t, "", 30*time.Second, "load", "-c", "2", "-t", "1", "-n", "200", "--out", filepath.Join(mnt, "r.parquet"), srv.URL+"/")
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("stderr does not say the disk is full:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "Requests/sec:") {
+		t.Errorf("the summary was not printed before the write failed:\n%s", stdout)
+	}
+	ents, err := os.ReadDir(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		switch name := e.Name(); {
+		case name == "filler":
+		case strings.Contains(name, ".tmp"):
+			t.Errorf("temporary file left behind: %s", name)
+		case strings.HasSuffix(name, ".parquet"):
+			duckCount(t, filepath.Join(mnt, name))
+		default:
+			t.Errorf("unexpected file %s", name)
+		}
 	}
 }
