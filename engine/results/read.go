@@ -34,9 +34,16 @@ func ReadRun(dir string) (*Run, error) {
 }
 
 func readRun(dir string, mem memory.Allocator) (*Run, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("reading run: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("reading run: %s is not a directory", dir)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
 		if _, err2 := os.Stat(filepath.Join(dir, "latest", "manifest.json")); err2 == nil {
 			dir = filepath.Join(dir, "latest")
+		} else {
+			return nil, fmt.Errorf("reading run: %s is neither a run directory (no manifest.json) nor a results folder (no latest run)", dir)
 		}
 	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
