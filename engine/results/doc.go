@@ -5,10 +5,17 @@
 //
 // Entry points:
 //
-//   - Create starts a run directory; Writer.CommitTrial records each trial
-//     as it ends (atomically: temporary file, fsync, rename); Writer.Finish
-//     records the run's status. Resume reopens a run for `apply --resume`.
-//   - ReadRun reads a run directory back (engine/report uses it).
+//   - NewRunID names a run; Create starts its directory; Writer.CommitTrial
+//     records each trial as it ends (every table and manifest.json are
+//     rewritten atomically: temporary file, fsync, rename);
+//     Writer.CommitTrials does several at once; Writer.Finish records the
+//     run's status.
+//   - Resume reopens a run for `apply --resume`; Manifest.CheckResumable
+//     tells whether the pipeline changed (ErrPipelineChanged) and
+//     Manifest.Done which trials to skip.
+//   - ReadRun reads a run directory back (engine/report uses it);
+//     Run.Histogram and Histogram.Percentile recompute percentiles from the
+//     stored buckets the way HdrHistogram does.
 //   - WriteLoadFile writes the result of a one-off `benchflow load --out`.
 //
 // The input is TrialRecord (record.go), filled by the executor in
