@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -333,66 +332,12 @@ func (t *tailBuffer) String() string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-// LoadOptions converts a load or warm step's config into load options.
+// LoadOptions converts a load or warm step's config into load options
+// (load.FromConfig), adding the request script's requester.
 func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
-	o := load.Options{
-		Connections: c.Connections, Threads: c.Threads, Requests: c.Requests, Rate: c.Rate,
-	}
-	var err error
-	if c.Duration != "" {
-		if o.Duration, err = plan.ParseDuration(c.Duration); err != nil {
-			return o, fmt.Errorf("duration: %w", err)
-		}
-	} else if kind == pipeline.KindWarm && c.Requests == 0 {
-		o.Duration = 5 * time.Second
-	}
-	if c.Timeout != "" {
-		if o.Timeout, err = plan.ParseDuration(c.Timeout); err != nil {
-			return o, fmt.Errorf("timeout: %w", err)
-		}
-	}
-	if c.Interval != "" {
-		if o.Interval, err = plan.ParseDuration(c.Interval); err != nil {
-			return o, fmt.Errorf("interval: %w", err)
-		}
-	}
-	if c.KeepAlive != nil && !*c.KeepAlive {
-		o.Close = true
-	}
-	body := []byte(c.Body)
-	if c.BodyFile != "" {
-		if body, err = fs.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
-			return o, fmt.Errorf("body_file: %w", err)
-		}
-	}
-	headers := func(m map[string]string) [][2]string {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var out [][2]string
-		for _, k := range keys {
-			out = append(out, [2]string{k, m[k]})
-		}
-		return out
-	}
-	if c.Target != "" {
-		o.Targets = []load.Target{{URL: c.Target, Method: c.Method, Headers: headers(c.Headers), Body: body, Weight: 1}}
-	}
-	for _, u := range c.URLs {
-		t := load.Target{URL: u.URL, Method: u.Method, Headers: headers(c.Headers), Body: body, Weight: u.Weight}
-		if t.Method == "" {
-			t.Method = c.Method
-		}
-		t.Headers = append(t.Headers, headers(u.Headers)...)
-		if u.Body != "" {
-			t.Body = []byte(u.Body)
-		}
-		if t.Weight == 0 {
-			t.Weight = 1
-		}
-		o.Targets = append(o.Targets, t)
+	o, err := load.FromConfig(kind, c, fsys)
+	if err != nil {
+		return o, err
 	}
 	if c.Script != "" {
 		if RequesterFactory == nil {
