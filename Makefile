@@ -23,8 +23,14 @@ bench: build ## Benchmarks: Go benchmarks and the wrk comparison script
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	./engine/load/bench/compare-wrk.sh $(BIN)
 
-fuzz: ## Run each fuzz target for a short while
-	$(GO) test ./engine/hclconf -run '^$$' -fuzz FuzzParsePipeline -fuzztime 30s
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \
+	./engine/load:FuzzParseResponse ./engine/collect:FuzzParseStat ./engine/collect:FuzzParseNetDev \
+	./engine/tune:FuzzParseCPUList
+
+fuzz: ## Run each fuzz target for FUZZTIME (default 30s); corpora live in testdata/fuzz
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "== $$pkg $$fn"; $(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 lint: ## go vet
 	$(GO) vet $(PKGS)
