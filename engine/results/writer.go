@@ -179,7 +179,8 @@ func pointLatest(outDir, runID string) error {
 
 // Resume reopens an existing run directory (for `apply --resume`): it
 // loads manifest.json and every committed trial's rows, and sets the run's
-// status back to "running". The executor skips the trials for which
+// status back to "running" (written with the first commit; Resume itself
+// writes nothing). The executor skips the trials for which
 // Manifest().Done reports true; call Manifest().CheckResumable first.
 func Resume(runDir string) (*Writer, error) {
 	run, err := readRun(runDir, memory.DefaultAllocator)
@@ -224,12 +225,11 @@ func Resume(runDir string) (*Writer, error) {
 	for _, d := range w.trials {
 		d.seal(w.mem)
 	}
+	// The run becomes "running" again in memory; manifest.json changes at
+	// the first commit, so a resume refused after this call (pipeline
+	// changed) leaves the run directory untouched.
 	w.m.Status = RunRunning
 	w.m.FinishedAt = nil
-	if err := writeManifest(w.dir, w.m); err != nil {
-		w.releaseAll()
-		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
-	}
 	return w, nil
 }
 

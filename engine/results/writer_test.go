@@ -371,9 +371,13 @@ func TestResumeAfterKill(t *testing.T) {
 			if got := trialIDs(partial); !cmp.Equal(got, ids(recs[:3])) {
 				t.Fatalf("after kill, trials = %v", got)
 			}
+			before, _ := os.ReadFile(filepath.Join(partial.Dir, "manifest.json"))
 			w, err := Resume(partial.Dir)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if after, _ := os.ReadFile(filepath.Join(partial.Dir, "manifest.json")); string(after) != string(before) {
+				t.Error("Resume alone changed manifest.json")
 			}
 			var rest []*TrialRecord
 			for _, r := range recs {
