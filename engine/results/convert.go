@@ -61,13 +61,16 @@ func fillSummary(row *TrialRow, res *load.Result) {
 	}
 }
 
-// timeseriesRows lists the result's intervals. An interval lasts until the
-// next one starts; the last one until the end of the measured phase.
+// timeseriesRows lists the result's intervals. An interval lasts its
+// Duration when the generator sets it, else until the next one starts (the
+// last one until the end of the measured phase).
 func timeseriesRows(runID, trialID, step string, res *load.Result) []TimeseriesRow {
 	rows := make([]TimeseriesRow, 0, len(res.Intervals))
 	for i, iv := range res.Intervals {
 		var length float64
-		if i+1 < len(res.Intervals) {
+		if iv.Duration > 0 {
+			length = iv.Duration.Seconds()
+		} else if i+1 < len(res.Intervals) {
 			length = (res.Intervals[i+1].Start - iv.Start).Seconds()
 		} else {
 			length = (res.Duration - iv.Start).Seconds()
