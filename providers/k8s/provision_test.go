@@ -308,8 +308,7 @@ func TestEndpointIngress(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newSim(t, podsReady)
-			s.ingressIP = c.simIP
+			s := newSimWith(t, podsReady, func(s *sim) { s.ingressIP = c.simIP })
 			p, _ := testProvider(t, s.cs, c.cfg)
 			d, err := p.Provision(context.Background(), nginxRequest(t))
 			if err != nil {
@@ -451,19 +450,20 @@ func TestNamespaceTerminating(t *testing.T) {
 			Labels: map[string]string{providers.LabelManaged: "true"}},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating},
 	}
-	s := newSim(t, podsReady, old)
-	p, _ := testProvider(t, s.cs, Config{})
 	var polls int
 	var mu sync.Mutex
-	s.cs.PrependReactor("get", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		polls++
-		if polls == 3 { // the namespace controller finishes
-			s.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("namespaces"), "", old.Name)
-		}
-		return false, nil, nil
-	})
+	s := newSimWith(t, podsReady, func(s *sim) {
+		s.cs.PrependReactor("get", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			polls++
+			if polls == 3 { // the namespace controller finishes
+				s.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("namespaces"), "", old.Name)
+			}
+			return false, nil, nil
+		})
+	}, old)
+	p, _ := testProvider(t, s.cs, Config{})
 	d, err := p.Provision(context.Background(), nginxRequest(t))
 	if err != nil {
 		t.Fatal(err)
@@ -472,8 +472,11 @@ func TestNamespaceTerminating(t *testing.T) {
 	if err != nil || got.DeletionTimestamp != nil {
 		t.Fatalf("namespace not recreated: %v %v", got, err)
 	}
-	if polls < 3 {
-		t.Errorf("Provision did not wait for the terminating namespace (%d polls)", polls)
+	mu.Lock()
+	n := polls
+	mu.Unlock()
+	if n < 3 {
+		t.Errorf("Provision did not wait for the terminating namespace (%d polls)", n)
 	}
 	if err := d.Teardown(context.Background()); err != nil {
 		t.Fatal(err)

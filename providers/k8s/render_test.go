@@ -28,7 +28,7 @@ http {
 
 // nginxRequest is study S1's service as the engine hands it over, with its
 // files rendered into a temporary folder.
-func nginxRequest(t *testing.T) *providers.ProvisionRequest {
+func nginxRequest(t testing.TB) *providers.ProvisionRequest {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "nginx.conf")

@@ -47,6 +47,13 @@ type sim struct {
 // simulated controllers until the test ends.
 func newSim(t *testing.T, mode string, objs ...runtime.Object) *sim {
 	t.Helper()
+	return newSimWith(t, mode, nil, objs...)
+}
+
+// newSimWith is newSim with a function that configures the simulation
+// (ingress address, extra reactors) before its controllers start.
+func newSimWith(t *testing.T, mode string, configure func(*sim), objs ...runtime.Object) *sim {
+	t.Helper()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
 		Status: corev1.NodeStatus{
@@ -69,6 +76,9 @@ func newSim(t *testing.T, mode string, objs ...runtime.Object) *sim {
 		}
 		return false, nil, nil
 	})
+	if configure != nil {
+		configure(s)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
