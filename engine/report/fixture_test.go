@@ -38,7 +38,8 @@ type runSpec struct {
 	fingerprint string
 	cells       []cellSpec
 	seconds     int
-	samples     int // latency samples per second
+	samples     int    // latency samples per second
+	format      string // results.FormatParquet (default) or FormatArrow
 }
 
 func synthLoad(rng *rand.Rand, rps, medianUS float64, seconds, samples int) *load.Result {
@@ -75,7 +76,7 @@ func writeSynthRun(t testing.TB, dir string, spec runSpec) *results.Run {
 		RunID: spec.id, Pipeline: results.PipelineInfo{Name: "deploy-overhead", SHA256: "abc", Format: "hcl"},
 		BenchflowVersion: "test", StartedAt: t0, Order: "interleaved", Repetitions: spec.reps,
 		Matrix: map[string]any{}, Axes: []string{"deploy", "access_log"},
-		Environment: map[string]any{"fingerprint": spec.fingerprint},
+		Environment: map[string]any{"fingerprint": spec.fingerprint}, OutputFormat: spec.format,
 	}
 	var recs []*results.TrialRecord
 	i := 0

@@ -158,3 +158,29 @@ func TestSummarizeFailedAndSingle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReportArrowEqualsParquet: a run written as Arrow IPC reports exactly
+// as the same run written as Parquet.
+func TestReportArrowEqualsParquet(t *testing.T) {
+	var out [2]string
+	for i, f := range []string{results.FormatParquet, results.FormatArrow} {
+		spec := s1Spec("20261130T044500Z-fmt0", 9)
+		spec.cells, spec.seconds, spec.samples, spec.format = spec.cells[:4], 3, 50, f
+		run := writeSynthRun(t, t.TempDir(), spec)
+		if run.Format != f {
+			t.Fatalf("run format %q, want %q", run.Format, f)
+		}
+		s, err := Summarize(run, Options{Baseline: "deploy=bare"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := s.Write(&b, "json"); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b.String()
+	}
+	if out[0] != out[1] {
+		t.Errorf("reports differ:\n--- parquet\n%s\n--- arrow\n%s", out[0], out[1])
+	}
+}
