@@ -101,7 +101,13 @@ import() {
   local args=(--change "LABEL dev.benchflow.image.hash=$hash" --change "LABEL org.opencontainers.image.source=benchflow/providers/docker/images/build.sh")
   local c
   for c in "$@"; do args+=(--change "$c"); done
+  local old
+  old="$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
   tar -C "$root" --numeric-owner -cf - . | docker import "${args[@]}" - "$image" >/dev/null
+  # Drop the image this one replaces (kept if a container still uses it).
+  if [ -n "$old" ] && [ "$old" != "$(docker image inspect --format '{{.Id}}' "$image")" ]; then
+    docker rmi "$old" >/dev/null 2>&1 || true
+  fi
   echo "built $image ($(du -sh "$root" | cut -f1))"
 }
 
