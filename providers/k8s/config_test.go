@@ -251,6 +251,7 @@ func TestGC(t *testing.T) {
 func TestGCUnavailable(t *testing.T) {
 	t.Run("no kubeconfig", func(t *testing.T) {
 		t.Setenv("KUBECONFIG", "")
+		t.Setenv("KUBERNETES_SERVICE_HOST", "") // no in-cluster fallback either
 		t.Setenv("HOME", t.TempDir())
 		_, err := GC(context.Background(), "")
 		if !errors.Is(err, providers.ErrUnavailable) {

@@ -526,6 +526,7 @@ func TestProvisionAlreadyExists(t *testing.T) {
 
 func TestProvisionUnavailable(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // no in-cluster fallback either
 	t.Setenv("HOME", t.TempDir())
 	p, err := New("cluster", Config{})
 	if err != nil {
