@@ -12,6 +12,9 @@
 //     NodePort or the ingress controller's address;
 //   - Provider.Render, the manifests of `benchflow render --provider k8s`,
 //     built without a cluster;
+//   - Deployment.Alive (pods in CrashLoopBackOff, ImagePullBackOff…) and
+//     Deployment.Processes (the containers' host processes on a local node)
+//     for the engine's health wait and collect steps;
 //   - GC, which deletes labelled leftovers for `benchflow gc`.
 //
 // Every object carries the providers.Label* labels (values made valid
