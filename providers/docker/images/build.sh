@@ -206,6 +206,17 @@ build_serve() {
     return
   fi
   command -v go >/dev/null || { echo "build.sh: go not found (needed for $image)" >&2; exit 1; }
+  # The source state (commit, changed files and their contents) decides
+  # whether the binary must be rebuilt at all: go build takes a while.
+  local src=""
+  if git -C "$repo" rev-parse HEAD >/dev/null 2>&1; then
+    src="$( (git -C "$repo" rev-parse HEAD; cd "$repo" && git status --porcelain -- '*.go' go.mod go.sum |
+      while read -r _ f; do echo "$f"; [ -f "$f" ] && sha256sum "$f"; done; cat "$0") | sha256sum | cut -c1-16)"
+    if [ $force = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "dev.benchflow.image.src"}}' $image 2>/dev/null)" = "$src" ]; then
+      echo "$image is up to date"
+      return
+    fi
+  fi
   local root="$work/serve"
   mkdir -p "$root/tmp"
   if ! (cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$root/benchflow" ./cmd/benchflow); then
@@ -221,7 +232,7 @@ build_serve() {
   if [ $force = 0 ] && [ "$(current_hash $image)" = "$hash" ]; then echo "$image is up to date"; return; fi
   rm -f "$root/Dockerfile"
   # The equivalent of FROM scratch + COPY: a root holding only the binary.
-  import "$root" $image "$hash" 'ENTRYPOINT ["/benchflow"]' 'CMD ["serve","--addr","0.0.0.0:8080"]' 'EXPOSE 8080'
+  import "$root" $image "$hash" "LABEL dev.benchflow.image.src=$src" 'ENTRYPOINT ["/benchflow"]' 'CMD ["serve","--addr","0.0.0.0:8080"]' 'EXPOSE 8080'
 }
 
 for w in "${want[@]}"; do "build_$w"; done
