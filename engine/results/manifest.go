@@ -100,6 +100,8 @@ type TrialEntry struct {
 	Error      string         `json:"error,omitempty"`
 	StartedAt  *time.Time     `json:"started_at"`
 	FinishedAt *time.Time     `json:"finished_at"`
+	// Services says where each service ran (provider, URL, attributes).
+	Services []ServiceEntry `json:"services,omitempty"`
 }
 
 // Fingerprint returns Environment["fingerprint"] or "".

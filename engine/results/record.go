@@ -27,6 +27,21 @@ type TrialRecord struct {
 	// ServiceVersions maps service name to the output of its
 	// version_command (first line), when given.
 	ServiceVersions map[string]string
+	// Services describes where each service ran in this trial (recorded
+	// in manifest.json).
+	Services []ServiceEntry
+}
+
+// ServiceEntry is one provisioned service of a trial: its provider, its
+// URL and the attributes the provider exposed (container id, Nomad job,
+// allocation addresses, Kubernetes namespace, …).
+type ServiceEntry struct {
+	Name     string            `json:"name"`
+	Provider string            `json:"provider"`
+	Type     string            `json:"type"`
+	URL      string            `json:"url,omitempty"`
+	Attrs    map[string]string `json:"attrs,omitempty"`
+	Reused   bool              `json:"reused,omitempty"`
 }
 
 // Trial statuses.

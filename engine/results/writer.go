@@ -332,6 +332,7 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 			e.Status = StatusOK
 		}
 		e.Error = rec.Error
+		e.Services = rec.Services
 		e.StartedAt = timePtr(rec.StartedAt)
 		e.FinishedAt = timePtr(rec.FinishedAt)
 	}

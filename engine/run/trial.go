@@ -32,6 +32,8 @@ type liveService struct {
 	fingerprint string
 	dep         providers.Deployment
 	dir         string // host folder with rendered files (removed at teardown)
+	provider    string
+	typ         string
 	once        sync.Once
 	err         error
 }
@@ -228,6 +230,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 			tr.services[s.Name] = kept
 			tr.svcOrder = append(tr.svcOrder, s.Name)
 			tr.te.SetEndpoint(s.Name, kept.dep.Endpoint())
+			tr.recordService(kept, true)
 			tr.r.rep.Logf("trial %s: service %s kept from the previous trial", tr.trial.ID, s.Name)
 			return nil
 		}
@@ -254,7 +257,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	if err != nil {
 		return fmt.Errorf("creating the folder of service %q: %w", s.Name, err)
 	}
-	live := &liveService{name: s.Name, dir: hostDir, fingerprint: fingerprintOf(tr.trial, s.Name)}
+	live := &liveService{name: s.Name, dir: hostDir, fingerprint: fingerprintOf(tr.trial, s.Name), provider: name, typ: typ.Name}
 	tr.services[s.Name] = live
 	tr.svcOrder = append(tr.svcOrder, s.Name)
 	spec, scfg, err := PrepareService(tr.te, s, prov, hostDir, true)
@@ -290,7 +293,18 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 		return fmt.Errorf("service %q never became healthy: %w", s.Name, err)
 	}
 	tr.te.SetEndpoint(s.Name, dep.Endpoint())
+	tr.recordService(live, false)
 	return nil
+}
+
+// recordService notes where a service runs in this trial's record.
+func (tr *trialRun) recordService(l *liveService, reused bool) {
+	ep := l.dep.Endpoint()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.rec.Services = append(tr.rec.Services, results.ServiceEntry{
+		Name: l.name, Provider: l.provider, Type: l.typ, URL: ep.URL(), Attrs: ep.Attrs, Reused: reused,
+	})
 }
 
 // PrepareService evaluates a service for one trial: it assigns ports (free
