@@ -487,8 +487,16 @@ func (te *TrialEval) trialServices() []TrialService {
 		h := sha256.New()
 		if pv != nil {
 			ts.Provider, ts.ProviderType = pv.Name, pv.Type
-			_, cfg, _ := te.ProviderConfig(pv)
+			typ, cfg, d := te.ProviderConfig(pv)
 			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, cfg)
+			if !d.HasErrors() && typ != nil {
+				// New only checks the configuration; it contacts nothing.
+				if prov, err := typ.New(&providers.NewRequest{Name: pv.Name, Config: cfg}); err == nil {
+					if ds, ok := prov.(interface{ Describe() string }); ok {
+						ts.Describe = ds.Describe()
+					}
+				}
+			}
 		}
 		ports, _ := te.Ports(s)
 		listen := map[string]int{}

@@ -85,6 +85,9 @@ type TrialService struct {
 	ProviderType string
 	Reuse        bool   // kept running from the previous trial
 	Fingerprint  string // hash of the evaluated inputs
+	// Describe is the provider's one-line summary of how it deploys the
+	// service (e.g. "expose ingress"), when it offers one.
+	Describe string
 }
 
 // ParamString renders a trial's parameters as "a=1 b=x".

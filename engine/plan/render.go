@@ -48,6 +48,7 @@ type JSONService struct {
 	Provider     string         `json:"provider"`
 	ProviderType string         `json:"provider_type"`
 	Reuse        bool           `json:"reuse"`
+	Describe     string         `json:"describe,omitempty"`
 	Config       map[string]any `json:"config,omitempty"`
 }
 
@@ -128,7 +129,7 @@ func (p *Plan) JSON() *JSONPlan {
 			js := JSONService{Name: s.Name}
 			if i < len(t.Services) {
 				ts := t.Services[i]
-				js.Provider, js.ProviderType, js.Reuse = ts.Provider, ts.ProviderType, ts.Reuse
+				js.Provider, js.ProviderType, js.Reuse, js.Describe = ts.Provider, ts.ProviderType, ts.Reuse, ts.Describe
 			}
 			ports, _ := te.Ports(s)
 			listen := map[string]int{}
@@ -279,6 +280,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		var svcs []string
 		for _, s := range t.Services {
 			x := fmt.Sprintf("%s@%s(%s)", s.Name, s.Provider, s.ProviderType)
+			if s.Describe != "" {
+				x = fmt.Sprintf("%s@%s(%s: %s)", s.Name, s.Provider, s.ProviderType, s.Describe)
+			}
 			if s.Reuse {
 				x += " kept running"
 			}

@@ -46,6 +46,9 @@ func waitHealthy(ctx context.Context, dep providers.Deployment, h providers.Heal
 			}
 			url := fmt.Sprintf("%s://%s%s", scheme, addr, h.HTTPPath)
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if hh := ep.Attrs["host_header"]; hh != "" {
+				req.Host = hh // e.g. an ingress routed by name
+			}
 			resp, err := client.Do(req)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
