@@ -102,6 +102,7 @@ func (te *TrialEval) SetEndpoint(name string, ep providers.Endpoint) {
 		attrs[k] = cty.StringVal(v)
 	}
 	te.services[name] = cty.ObjectVal(attrs)
+	te.locals = nil // locals may refer to services
 }
 
 func (te *TrialEval) paramsObject() cty.Value {
@@ -142,8 +143,9 @@ func (te *TrialEval) baseVars() map[string]cty.Value {
 	}
 }
 
-// Locals evaluates the locals for this trial (they may use var, matrix and
-// trial, and each other).
+// Locals evaluates the locals for this trial. They may use var, matrix,
+// trial, each other, and services (whose attributes are placeholders until
+// the service is provisioned; SetEndpoint recomputes them).
 func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
 	if te.locals != nil {
 		return te.locals, nil
@@ -170,6 +172,7 @@ func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
 				continue
 			}
 			vars["local"] = cty.ObjectVal(done)
+			vars["service"] = cty.ObjectVal(te.services)
 			v, d := l.Expr.Value(&hcl.EvalContext{Variables: vars, Functions: te.plan.functions})
 			diags = append(diags, d...)
 			if d.HasErrors() {

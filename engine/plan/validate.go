@@ -374,14 +374,55 @@ func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
 			}
 		}
 	}
+	// Locals that use services may be used by steps, not by services or
+	// providers (which are evaluated before services exist).
+	usesService := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, l := range p.Locals {
+			for _, tr := range l.Expr.Variables() {
+				dep := false
+				switch tr.RootName() {
+				case "service":
+					dep = true
+				case "local":
+					if len(tr) > 1 {
+						if a, ok := tr[1].(hcl.TraverseAttr); ok && usesService[a.Name] {
+							dep = true
+						}
+					}
+				}
+				if dep && !usesService[l.Name] {
+					usesService[l.Name] = true
+					changed = true
+				}
+			}
+		}
+	}
 	for _, l := range p.Locals {
 		for _, tr := range l.Expr.Variables() {
 			check(tr, false, "locals")
-			if r := tr.RootName(); r == "service" || r == "step" {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference in local value",
-					Detail: "Local values are evaluated before services exist; use var, matrix, trial and other locals.", Subject: tr.SourceRange().Ptr()})
+		}
+	}
+	early := func(body hcl.Body, what string) {
+		for _, trs := range bodyTraversals(body) {
+			for _, tr := range trs {
+				if tr.RootName() != "local" || len(tr) < 2 {
+					continue
+				}
+				if a, ok := tr[1].(hcl.TraverseAttr); ok && usesService[a.Name] {
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference to a local value",
+						Detail:  fmt.Sprintf("local.%s depends on a service, and %s is evaluated before services exist.", a.Name, what),
+						Subject: tr.SourceRange().Ptr()})
+				}
 			}
 		}
+	}
+	for _, s := range p.Services {
+		early(s.Body, "service "+s.Name)
+	}
+	for _, pv := range p.Providers {
+		early(pv.Config, "provider "+pv.Name)
 	}
 	return diags
 }

@@ -49,8 +49,20 @@ variable "threads" {
   default = 4
 }
 
+variable "deploys" {
+  type        = list(string)
+  default     = ["host", "docker-nat", "docker-host"]
+  description = "Deployment variants; add \"k8s-ingress\" on a machine with a Kubernetes cluster and an ingress controller."
+}
+
+variable "ingress_address" {
+  type        = string
+  default     = "127.0.0.1:80"
+  description = "Where the cluster's ingress controller answers (k8s-ingress variant)."
+}
+
 matrix {
-  deploy     = ["host", "docker-nat", "docker-host"]
+  deploy     = var.deploys
   access_log = ["on", "off"]
 }
 
@@ -67,6 +79,15 @@ provider "docker" "docker-nat" {
 provider "docker" "docker-host" {
   network = "host"
   pull    = var.pull
+}
+
+# Study S1's fourth variant: a Deployment + Service + Ingress on a
+# (single-node) cluster, loaded through the ingress controller. Used only
+# when --var 'deploys=["host","docker-nat","docker-host","k8s-ingress"]'.
+provider "k8s" "k8s-ingress" {
+  expose          = "ingress"
+  ingress_class   = "nginx"
+  ingress_address = var.ingress_address
 }
 
 service "nginx" {
@@ -89,7 +110,7 @@ service "nginx" {
       run_dir = matrix.deploy == "host" ? self.dir : "/tmp"
       # Behind NAT nginx must accept on the container's interface;
       # otherwise loopback only: a benchmark target is never exposed.
-      listen_addr = matrix.deploy == "docker-nat" ? "0.0.0.0" : "127.0.0.1"
+      listen_addr = contains(["docker-nat", "k8s-ingress"], matrix.deploy) ? "0.0.0.0" : "127.0.0.1"
     }
   }
   file "index.html" {
@@ -103,13 +124,20 @@ service "nginx" {
   }
 }
 
+locals {
+  # The ingress routes by name; other variants need no Host header.
+  headers = matrix.deploy == "k8s-ingress" ? { Host = service.nginx.host_header } : tomap({})
+}
+
 step "check" "page" {
   url       = "${service.nginx.url}/"
+  headers   = local.headers
   body_size = 615
 }
 
 step "warm" "nginx" {
   target      = "${service.nginx.url}/"
+  headers     = local.headers
   connections = 32
   duration    = "2s"
 }
@@ -117,6 +145,7 @@ step "warm" "nginx" {
 # wrk -t4 -c160 -d30s, keep-alive.
 step "load" "wrk" {
   target      = "${service.nginx.url}/"
+  headers     = local.headers
   connections = var.connections
   threads     = var.threads
   duration    = var.duration
