@@ -30,14 +30,15 @@ interrupted run keeps its finished trials and can be completed with --resume.
 Ctrl-C (SIGINT) or SIGTERM stops the current trial, tears it down and marks
 it interrupted; a second Ctrl-C exits at once after killing every process
 and container the run started. Exit status: 0 when every trial completed,
-1 when a trial failed or the pipeline is invalid, 130 when interrupted.`,
+1 when a trial failed, the pipeline is invalid or a flag is wrong, 130 when
+interrupted.`,
 		Example: `  benchflow apply pipelines/quickstart.hcl
   benchflow apply study.hcl --var duration=5s --out /data/results
   benchflow apply study.hcl --resume results/20261130T044500Z-3f9c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if quiet && verbose {
-				return &exitError{code: 2, err: errors.New("--quiet and --verbose cannot be used together")}
+				return &exitError{code: 1, err: errors.New("--quiet and --verbose cannot be used together")}
 			}
 			pl, _, err := buildPlan(os.Stderr, args[0], &vf, false)
 			if err != nil {

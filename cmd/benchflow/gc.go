@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"time"
@@ -31,6 +32,9 @@ skipped with a note.`,
   benchflow gc --run 20261130T044500Z-3f9c`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return &exitError{code: 1, err: fmt.Errorf("--timeout %s: must be positive", timeout)}
+			}
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer cancel()
 			ctx, cancel2 := context.WithTimeout(ctx, timeout)

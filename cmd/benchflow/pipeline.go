@@ -35,6 +35,9 @@ func (v *varFlags) register(cmd *cobra.Command) {
 
 func (v *varFlags) inputs() (plan.Inputs, error) {
 	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps}
+	if v.reps < 0 {
+		return in, fmt.Errorf("--repetitions %d: must be at least 1 (or 0 for the pipeline's own)", v.reps)
+	}
 	for _, kv := range v.vars {
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -62,7 +65,7 @@ func loadPipeline(file string) (*pipeline.Pipeline, hcl.Diagnostics) {
 func buildPlan(w io.Writer, file string, vf *varFlags, jsonDiags bool) (*plan.Plan, hcl.Diagnostics, error) {
 	in, err := vf.inputs()
 	if err != nil {
-		return nil, nil, &exitError{code: 2, err: err}
+		return nil, nil, &exitError{code: 1, err: err}
 	}
 	if _, err := os.Stat(file); err != nil {
 		return nil, nil, &exitError{code: 1, err: fmt.Errorf("reading pipeline: %w", err)}

@@ -155,22 +155,22 @@ step "load" "main" {
 		{[]string{"validate", ok, ok}, 1, "accepts 1 arg(s), received 2", ""},
 		{[]string{"validate", missing}, 1, "missing.hcl: no such file or directory", ""},
 		{[]string{"validate", dir}, 1, "", ""},
-		{[]string{"validate", "--var", "novalue", ok}, 2, `--var "novalue": expected name=value`, ""},
-		{[]string{"validate", "--var", "=1", ok}, 2, `--var "=1": expected name=value`, ""},
+		{[]string{"validate", "--var", "novalue", ok}, 1, `--var "novalue": expected name=value`, ""},
+		{[]string{"validate", "--var", "=1", ok}, 1, `--var "=1": expected name=value`, ""},
 		{[]string{"validate", "--var", "nosuch=1", ok}, 1, "Undeclared variable", ""},
 		{[]string{"validate", "--var-file", filepath.Join(dir, "nofile.vars"), ok}, 1, "nofile.vars: no such file or directory", ""},
 		{[]string{"validate", "--repetitions", "x", ok}, 1, `invalid argument "x" for "--repetitions"`, ""},
-		{[]string{"validate", "--repetitions", "-1", ok}, 1, "--repetitions", "--repetitions -1 is accepted and silently ignored (cmd/benchflow/pipeline.go varFlags.inputs / engine/plan treats <= 0 as unset): validate says valid and apply runs the pipeline's repetitions"},
+		{[]string{"validate", "--repetitions", "-1", ok}, 1, "--repetitions -1: must be at least 1", ""},
 		{[]string{"plan", "--bogus", ok}, 1, "unknown flag: --bogus", ""},
 		{[]string{"plan"}, 1, "accepts 1 arg(s), received 0", ""},
 		{[]string{"plan", missing}, 1, "no such file or directory", ""},
 		{[]string{"plan", "--seed", "abc", ok}, 1, `invalid argument "abc" for "--seed"`, ""},
-		{[]string{"plan", "--var", "novalue", ok}, 2, "expected name=value", ""},
+		{[]string{"plan", "--var", "novalue", ok}, 1, "expected name=value", ""},
 		{[]string{"apply", "--bogus", ok}, 1, "unknown flag: --bogus", ""},
 		{[]string{"apply"}, 1, "accepts 1 arg(s), received 0", ""},
 		{[]string{"apply", "--out", filepath.Join(dir, "r"), missing}, 1, "no such file or directory", ""},
-		{[]string{"apply", "--out", filepath.Join(dir, "r"), "--var", "novalue", ok}, 2, "expected name=value", ""},
-		{[]string{"apply", "--out", filepath.Join(dir, "r"), "-q", "-v", ok}, 2, "--quiet and --verbose cannot be used together", ""},
+		{[]string{"apply", "--out", filepath.Join(dir, "r"), "--var", "novalue", ok}, 1, "expected name=value", ""},
+		{[]string{"apply", "--out", filepath.Join(dir, "r"), "-q", "-v", ok}, 1, "--quiet and --verbose cannot be used together", ""},
 		{[]string{"apply", "--out", filepath.Join(dir, "r"), "--resume", noRun, ok}, 1, "no such file or directory", ""},
 		{[]string{"apply", "--out", filepath.Join(dir, "notes.txt"), ok}, 1, "notes.txt", ""},
 		{[]string{"render", "--bogus", ok}, 1, "unknown flag: --bogus", ""},
@@ -220,7 +220,7 @@ step "load" "main" {
 		{[]string{"gc", "--bogus"}, 1, "unknown flag: --bogus", ""},
 		{[]string{"gc", "extra"}, 1, `unknown command "extra"`, ""},
 		{[]string{"gc", "--timeout", "banana"}, 1, `invalid argument "banana" for "--timeout"`, ""},
-		{[]string{"gc", "--timeout", "-1s"}, 1, "--timeout", "gc --timeout -1s is accepted: every backend then fails with \"context deadline exceeded\" (cmd/benchflow/gc.go does not reject a timeout <= 0)"},
+		{[]string{"gc", "--timeout", "-1s"}, 1, "--timeout -1s: must be positive", ""},
 		// the root command.
 		{[]string{"nosuchcommand"}, 1, `unknown command "nosuchcommand"`, ""},
 		{[]string{"--bogus"}, 1, "unknown flag: --bogus", ""},
@@ -343,7 +343,6 @@ step "load" "main" {
 	robustNoTempDirs(t, runID)
 
 	t.Run("files agree on the recorded trials", func(t *testing.T) {
-		t.Skip("known bug: engine/results/writer.go CommitTrials rolls back in memory when writeTables fails, but trials.parquet and latency.parquet were already renamed into place: after \"no space left on device\" on timeseries.parquet the last trial is in trials.parquet and latency.parquet, not in timeseries.parquet, and \"pending\" in manifest.json")
 		if len(manifests) != 1 {
 			t.Skip("no manifest")
 		}
@@ -362,7 +361,6 @@ step "load" "main" {
 	})
 
 	t.Run("final error names the cause", func(t *testing.T) {
-		t.Skip("known bug: engine/run/run.go Apply only warns when CommitTrial fails (\"recording trial …: no space left on device\"), keeps running the remaining trials, and ends with \"run …: some trials failed (0 of 8 failed)\": the final error contradicts itself and does not name the disk")
 		last := stderr[strings.LastIndex(stderr, "Error:"):]
 		if !strings.Contains(last, "no space left on device") && !strings.Contains(last, "recording") {
 			t.Errorf("final error %q does not name the disk", last)
@@ -676,7 +674,6 @@ step "load" "main" {
 		t.Errorf("trials.parquet has %d rows; the good trial is missing", n)
 	}
 	t.Run("service death fails its trial", func(t *testing.T) {
-		t.Skip("known bug: engine/run does not watch a local service during the load: when it exits 1s into a 3s load the trial is recorded \"ok\" (with thousands of connect errors and no error text) instead of failed with \"service exited\"")
 		if tr := m.Trials[0]; tr.Status != "failed" || !strings.Contains(tr.Error, "exit") {
 			t.Errorf("service dying during the load: %+v; want the trial failed, saying the service exited\n%s", tr, stderr)
 		}
@@ -938,9 +935,6 @@ step "load" "main" {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			if v.flipped {
-				t.Skip("known bug: engine/results/tableio.go readTable lets arrow-go panic on a corrupted Parquet file (\"panic: runtime error: makeslice: len out of range\" in parquet.(*ReaderProperties).GetStream via pqarrow GetRecordReader, for variant 01 here): report, compare and apply --resume crash instead of naming the file; readTable should recover the panic into an error")
-			}
 			run := filepath.Join(t.TempDir(), "run")
 			if err := os.CopyFS(run, os.DirFS(good)); err != nil {
 				t.Fatal(err)
@@ -955,7 +949,6 @@ step "load" "main" {
 			}
 			if v.file == "latency.parquet" && v.content == nil {
 				t.Run("no made-up latencies", func(t *testing.T) {
-					t.Skip("known bug: engine/report (via results.ReadRun) prints p50/p99/p99.9 as 0.00 when latency.parquet is missing, with no warning; it should say the latency is unknown (\"-\") or name the missing file")
 					stdout, _, _ := robustRun(t, dir, 30*time.Second, "report", run)
 					if !strings.Contains(stdout, "latency.parquet") && regexp.MustCompile(`\s0\.00\s`).MatchString(stdout) {
 						t.Errorf("report shows zero latencies for a run without latency.parquet:\n%s", stdout)

@@ -122,6 +122,10 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			s.TrialsOK++
 		}
 	}
+	noHist := len(run.Trials) > 0 && len(run.Latency) == 0
+	if noHist {
+		s.Warnings = append(s.Warnings, "the run has no latency histograms ("+results.TableFile(results.TableLatency, run.Format)+" is missing or empty): percentiles are the means of each repetition's own percentiles from the trials table, not computed from merged histograms")
+	}
 	cells := map[string]*Cell{}
 	var order []*Cell
 	steps := map[string]bool{}
@@ -199,6 +203,9 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.P90US = c.Histogram.Percentile(90)
 		c.P99US = c.Histogram.Percentile(99)
 		c.P999US = c.Histogram.Percentile(99.9)
+		if noHist {
+			c.P50US, c.P90US, c.P99US, c.P999US = meanPercentiles(run, c)
+		}
 		if top > 0 {
 			c.Processes = topProcesses(procs, c.TrialIDs, top)
 		}
@@ -359,4 +366,28 @@ func topProcesses(procs map[string]map[string]float64, trials []string, n int) [
 		out = out[:n]
 	}
 	return out
+}
+
+// meanPercentiles averages the per-repetition percentiles recorded in the
+// trials table for a cell (used when latency histograms are missing).
+func meanPercentiles(run *results.Run, c *Cell) (p50, p90, p99, p999 float64) {
+	ids := map[string]bool{}
+	for _, id := range c.TrialIDs {
+		ids[id] = true
+	}
+	n := 0.0
+	for _, t := range run.Trials {
+		if !ids[t.TrialID] || t.Step != c.Step {
+			continue
+		}
+		p50 += t.LatencyP50US
+		p90 += t.LatencyP90US
+		p99 += t.LatencyP99US
+		p999 += t.LatencyP999US
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	return p50 / n, p90 / n, p99 / n, p999 / n
 }

@@ -151,7 +151,14 @@ func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Reco
 // columns (columns missing from the file keep zero values; unknown ones
 // are ignored); columns named in omit are not read (Parquet) or not
 // converted (Arrow IPC). A missing file yields no rows and no error.
-func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit ...string) ([]R, error) {
+func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit ...string) (rows0 []R, err0 error) {
+	// A damaged file can make the Parquet reader panic on impossible
+	// sizes; report it as an error naming the file instead.
+	defer func() {
+		if r := recover(); r != nil {
+			rows0, err0 = nil, fmt.Errorf("reading %s: the file is damaged (%v)", path, r)
+		}
+	}()
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -446,20 +446,44 @@ func (w *Writer) writeTables() error {
 			}
 		}
 	}
+	// Every table is written into a staging folder first and moved into
+	// place only when all of them were written, so a failure (a full disk)
+	// never leaves the tables disagreeing about which trials they hold.
+	stage, err := os.MkdirTemp(w.dir, ".staging-")
+	if err != nil {
+		return fmt.Errorf("writing tables: %w", err)
+	}
+	defer os.RemoveAll(stage)
 	f := w.m.OutputFormat
-	p := func(t string) string { return filepath.Join(w.dir, TableFile(t, f)) }
+	var names []string
+	p := func(t string) string {
+		names = append(names, TableFile(t, f))
+		return filepath.Join(stage, TableFile(t, f))
+	}
 	if err := writeTable(w.mem, p(TableTrials), f, trialColumns(w.axes), tr); err != nil {
-		return err
+		return unstage(err, stage, w.dir)
 	}
 	for t := 0; t < numBig; t++ {
 		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
 			continue
 		}
 		if err := writeRecords(w.mem, p(bigNames[t]), f, bigSchemas[t], big[t]); err != nil {
-			return err
+			return unstage(err, stage, w.dir)
 		}
 	}
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(stage, n), filepath.Join(w.dir, n)); err != nil {
+			return fmt.Errorf("moving %s into place: %w", n, err)
+		}
+	}
+	syncDir(w.dir)
 	return nil
+}
+
+// unstage turns an error about a staged file into one about the run
+// directory's file, which is what the user knows.
+func unstage(err error, stage, dir string) error {
+	return errors.New(strings.ReplaceAll(err.Error(), stage, dir))
 }
 
 // rowsOf converts a trial record into table rows.

@@ -205,8 +205,13 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		}
 		rec := r.runTrial(ctx, t, next)
 		if err := w.CommitTrial(rec); err != nil {
-			rep.Warnf("recording trial %s: %v", t.ID, err)
-			status = results.RunFailed
+			// Results that cannot be written (a full disk, say) make
+			// further trials pointless: stop here.
+			r.releaseKept()
+			_ = w.Finish(results.RunFailed, time.Now().UTC())
+			s.Status = results.RunFailed
+			rep.RunDone(s)
+			return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
 		}
 		switch rec.Status {
 		case results.StatusOK:

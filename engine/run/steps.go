@@ -33,7 +33,58 @@ var errSkipped = errors.New("skipped: a step it waits for failed")
 // script = "…" (set by the Starlark front end's package at init).
 var RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
 
-func (tr *trialRun) runDAG(ctx context.Context) error {
+// watchServices cancels the trial when a provisioned service dies while
+// steps run, recording why (the provider's Alive error quotes its output).
+func (tr *trialRun) watchServices(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		tr.mu.Lock()
+		var live []*liveService
+		for _, name := range tr.svcOrder {
+			if l := tr.services[name]; l != nil && l.dep != nil {
+				live = append(live, l)
+			}
+		}
+		tr.mu.Unlock()
+		for _, l := range live {
+			lv, ok := l.dep.(providers.Liveness)
+			if !ok {
+				continue
+			}
+			actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+			err := lv.Alive(actx)
+			acancel()
+			if err != nil && ctx.Err() == nil {
+				tr.mu.Lock()
+				if tr.died == nil {
+					tr.died = fmt.Errorf("service %q stopped during the trial: %w", l.name, err)
+				}
+				tr.mu.Unlock()
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+func (tr *trialRun) serviceDied() error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.died
+}
+
+func (tr *trialRun) runDAG(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); tr.watchServices(ctx, cancel) }()
+	defer func() { cancel(); <-watchDone }()
 	nodes := tr.r.plan.Steps
 	done := map[string]chan struct{}{}
 	var mu sync.Mutex
@@ -83,13 +134,16 @@ func (tr *trialRun) runDAG(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if err := tr.serviceDied(); err != nil && parent.Err() == nil {
+		return err
+	}
 	for _, n := range nodes {
 		if err := errs[n.Addr()]; err != nil && !errors.Is(err, errSkipped) {
 			return fmt.Errorf("step %s: %w", n.Addr(), err)
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if parent.Err() != nil {
+		return parent.Err()
 	}
 	return nil
 }
@@ -411,7 +465,10 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		step.Status = results.StatusFailed
 		step.Error = lerr.Error()
 	}
-	if ctx.Err() != nil {
+	if err := tr.serviceDied(); err != nil {
+		step.Status = results.StatusFailed
+		step.Error = err.Error()
+	} else if ctx.Err() != nil {
 		step.Status = results.StatusInterrupted
 	}
 	tr.mu.Lock()

@@ -63,6 +63,7 @@ type trialRun struct {
 	services map[string]*liveService
 	undo     []undoItem // LIFO, excluding services
 	svcOrder []string
+	died     error // a service stopped while steps ran
 }
 
 type undoItem struct {
