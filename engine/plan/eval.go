@@ -453,7 +453,7 @@ func (te *TrialEval) dryRun() hcl.Diagnostics {
 			for i := range cfg.Files {
 				if _, err := te.RenderFile(&cfg.Files[i], self); err != nil {
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
-						Detail: err.Error() + ".", Subject: fileRange(s, cfg.Files[i].Name)})
+						Detail: strings.TrimSuffix(err.Error(), ".") + ".", Subject: fileRange(s, cfg.Files[i].Name)})
 				}
 			}
 		}

@@ -194,7 +194,7 @@ func diagsError(diags hcl.Diagnostics) error {
 		if d.Subject != nil {
 			loc = fmt.Sprintf("%s:%d,%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
 		}
-		parts = append(parts, loc+d.Summary+": "+d.Detail)
+		parts = append(parts, loc+d.Summary+": "+strings.TrimSuffix(d.Detail, "."))
 	}
 	return fmt.Errorf("%s", strings.Join(parts, "; "))
 }

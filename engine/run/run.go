@@ -134,7 +134,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 	if opts.Resume != "" {
 		w, err = results.Resume(opts.Resume)
 		if err != nil {
-			return nil, fmt.Errorf("resuming %s: %w", opts.Resume, err)
+			return nil, err // names the run directory already
 		}
 		if err := w.Manifest().CheckResumable(shaHex, vars); err != nil && !opts.Force {
 			return nil, fmt.Errorf("resuming %s: %w (use --force to resume anyway)", opts.Resume, err)
