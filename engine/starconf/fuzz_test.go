@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/starconf"
 )
@@ -52,12 +53,27 @@ func FuzzParseStar(f *testing.F) {
 				cells *= 10
 			}
 		}
-		if cells > 64 {
+		if cells > 64 || generatesFiles(p) {
 			return
 		}
 		_, diags = plan.Build(p, plan.Inputs{Repetitions: 1})
 		checkLocated(t, diags)
 	})
+}
+
+// generatesFiles reports a random_bytes file: the planner generates its
+// content (up to 1 GiB) for every trial, far too slow for fuzzing.
+func generatesFiles(p *pipeline.Pipeline) bool {
+	for _, sv := range p.Services {
+		if b, ok := sv.Body.(*hclsyntax.Body); ok {
+			for _, blk := range b.Blocks {
+				if _, ok := blk.Body.Attributes["random_bytes"]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func checkLocated(t *testing.T, diags hcl.Diagnostics) {
