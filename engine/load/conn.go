@@ -263,12 +263,18 @@ func (c *conn) pick() int {
 	c.rng ^= c.rng >> 7
 	c.rng ^= c.rng << 17
 	n := int(c.rng % uint64(r.totalWeight))
-	for i, w := range r.cum {
-		if n < w {
-			return i
+	// Binary search over the cumulative weights: the first index whose
+	// cumulative weight exceeds n (request scripts rotate over thousands).
+	lo, hi := 0, len(r.cum)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if n < r.cum[mid] {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
 	}
-	return len(r.reqs) - 1
+	return lo
 }
 
 // record adds one exchange to the slot's measurements.

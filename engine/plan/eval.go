@@ -386,6 +386,10 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 		if n > 1<<30 {
 			return nil, fmt.Errorf("file %q: random_bytes %s is over the 1 GiB limit", fc.Name, fc.RandomBytes)
 		}
+		if te.dry {
+			// Planning only needs to know the size is valid.
+			return []byte(fmt.Sprintf("random_bytes %d", n)), nil
+		}
 		return seededBytes(fc.Name, n), nil
 	}
 	vars := te.Context(self).Variables

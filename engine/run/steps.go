@@ -448,7 +448,26 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		}
 		samplers = append(samplers, running{cn.Step.Name, s})
 	}
+	// Request scripts may watch responses and summarise the run.
+	type responseHooker interface{ ResponseHook() func(int) }
+	type doner interface {
+		Err() error
+		Done(*load.Result) error
+	}
+	if h, ok := opts.Requester.(responseHooker); ok {
+		opts.OnResponse = h.ResponseHook()
+	}
 	res, lerr := load.Run(ctx, opts)
+	if d, ok := opts.Requester.(doner); ok {
+		if err := d.Err(); err != nil && lerr == nil {
+			lerr = fmt.Errorf("script: %w", err)
+		}
+		if res != nil {
+			if err := d.Done(res); err != nil && lerr == nil {
+				lerr = fmt.Errorf("script done(): %w", err)
+			}
+		}
+	}
 	for _, r := range samplers {
 		ps, sys, nets := r.s.Stop()
 		tr.mu.Lock()
