@@ -1,6 +1,7 @@
 package results
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,26 +120,70 @@ func BucketsOf(h *hdrhistogram.Histogram) Histogram {
 }
 
 // MergeHistograms adds the counts of equal buckets and sorts the result.
+// Sorted inputs (as ReadRun and BucketsOf return them) are merged in one
+// linear pass each; an unsorted one is sorted (in a copy) first.
 func MergeHistograms(hs ...Histogram) Histogram {
 	if len(hs) == 1 {
 		out := append(Histogram(nil), hs[0]...)
 		if !out.sorted() {
 			out.sort()
 		}
-		return out
+		return mergeEqual(out)
 	}
-	type key struct{ l, u float64 }
-	sum := map[key]int64{}
+	var out, spare Histogram
 	for _, h := range hs {
-		for _, b := range h {
-			sum[key{b.Lower, b.Upper}] += b.Count
+		if len(h) == 0 {
+			continue
+		}
+		if !h.sorted() {
+			h = append(Histogram(nil), h...)
+			h.sort()
+		}
+		spare = mergeSorted(spare[:0], out, h)
+		out, spare = spare, out
+	}
+	if out == nil {
+		return Histogram{}
+	}
+	return mergeEqual(out)
+}
+
+// mergeSorted appends to dst the buckets of a and b (both sorted) in
+// order, adding the counts of buckets with equal bounds.
+func mergeSorted(dst, a, b Histogram) Histogram {
+	dst = slices.Grow(dst, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		x, y := a[i], b[j]
+		switch {
+		case x.Upper < y.Upper || (x.Upper == y.Upper && x.Lower < y.Lower):
+			dst = append(dst, x)
+			i++
+		case y.Upper < x.Upper || (x.Upper == y.Upper && y.Lower < x.Lower):
+			dst = append(dst, y)
+			j++
+		default:
+			x.Count += y.Count
+			dst = append(dst, x)
+			i++
+			j++
 		}
 	}
-	out := make(Histogram, 0, len(sum))
-	for k, c := range sum {
-		out = append(out, Bucket{Lower: k.l, Upper: k.u, Count: c})
+	dst = append(dst, a[i:]...)
+	return append(dst, b[j:]...)
+}
+
+// mergeEqual adds the counts of consecutive buckets with equal bounds
+// (buckets repeated within one input), in place.
+func mergeEqual(h Histogram) Histogram {
+	out := h[:0]
+	for _, b := range h {
+		if n := len(out); n > 0 && out[n-1].Lower == b.Lower && out[n-1].Upper == b.Upper {
+			out[n-1].Count += b.Count
+			continue
+		}
+		out = append(out, b)
 	}
-	out.sort()
 	return out
 }
 

@@ -143,6 +143,9 @@ func (r *Run) Histogram(trialID, step string) Histogram {
 			}
 			k := [2]string{r.Latency[i].TrialID, r.Latency[i].Step}
 			h := r.hist[k]
+			if h == nil {
+				h = make(Histogram, 0, j-i)
+			}
 			for _, l := range r.Latency[i:j] {
 				h = append(h, Bucket{Lower: l.LowerUS, Upper: l.UpperUS, Count: l.Count})
 			}

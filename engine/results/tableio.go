@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -171,7 +172,9 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	each := func(rec arrow.RecordBatch, cs []column[R], idx []int) {
 		base := len(rows)
 		n := int(rec.NumRows())
-		rows = append(rows, make([]R, n)...)
+		// Grow in place (the Parquet path reserves every row up front):
+		// appending a fresh zeroed batch would clear and copy it again.
+		rows = slices.Grow(rows, n)[:base+n]
 		for c := range cs {
 			if idx[c] >= 0 {
 				cs[c].get(rec.Column(idx[c]), rows[base:base+n])

@@ -566,28 +566,84 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 }
 
 // latencyRecord builds the latency table's record for histograms directly
-// from their non-empty buckets.
+// from their non-empty buckets. The arrays are sized exactly up front: the
+// id columns hold one value per histogram, repeated on each of its rows, so
+// their buffers are filled directly instead of through growing builders.
 func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, bigSchemas[bigLatency])
-	defer b.Release()
-	run := b.Field(0).(*array.StringBuilder)
-	trial := b.Field(1).(*array.StringBuilder)
-	step := b.Field(2).(*array.StringBuilder)
-	lower := b.Field(3).(*array.Float64Builder)
-	upper := b.Field(4).(*array.Float64Builder)
-	count := b.Field(5).(*array.Int64Builder)
-	for _, sh := range hs {
-		for _, bar := range sh.h.Distribution() {
-			if bar.Count == 0 {
-				continue
+	bars := make([][]hdrhistogram.Bar, len(hs))
+	n := 0
+	for i, sh := range hs {
+		all := sh.h.Distribution()
+		nz := all[:0]
+		for _, bar := range all {
+			if bar.Count != 0 {
+				nz = append(nz, bar)
 			}
-			run.Append(sh.runID)
-			trial.Append(sh.trialID)
-			step.Append(sh.step)
-			lower.Append(float64(bar.From))
-			upper.Append(float64(bar.To))
-			count.Append(bar.Count)
+		}
+		bars[i] = nz
+		n += len(nz)
+	}
+	lower := array.NewFloat64Builder(mem)
+	defer lower.Release()
+	upper := array.NewFloat64Builder(mem)
+	defer upper.Release()
+	count := array.NewInt64Builder(mem)
+	defer count.Release()
+	lower.Reserve(n)
+	upper.Reserve(n)
+	count.Reserve(n)
+	for i := range hs {
+		for _, bar := range bars[i] {
+			lower.UnsafeAppend(float64(bar.From))
+			upper.UnsafeAppend(float64(bar.To))
+			count.UnsafeAppend(bar.Count)
 		}
 	}
-	return b.NewRecordBatch()
+	runs := make([]int, len(hs))
+	for i := range hs {
+		runs[i] = len(bars[i])
+	}
+	cols := []arrow.Array{
+		repeatedStrings(mem, runs, func(i int) string { return hs[i].runID }),
+		repeatedStrings(mem, runs, func(i int) string { return hs[i].trialID }),
+		repeatedStrings(mem, runs, func(i int) string { return hs[i].step }),
+		lower.NewArray(), upper.NewArray(), count.NewArray(),
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	return array.NewRecordBatch(bigSchemas[bigLatency], cols, int64(n))
+}
+
+// repeatedStrings builds a string array (no nulls) holding val(i) runs[i]
+// times, for each i in order.
+func repeatedStrings(mem memory.Allocator, runs []int, val func(int) string) arrow.Array {
+	n, size := 0, 0
+	for i, r := range runs {
+		n += r
+		size += r * len(val(i))
+	}
+	offsets := memory.NewResizableBuffer(mem)
+	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(size)
+	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
+	buf := data.Bytes()
+	pos, row := 0, 0
+	for i, r := range runs {
+		v := val(i)
+		for j := 0; j < r; j++ {
+			offs[row] = int32(pos)
+			pos += copy(buf[pos:], v)
+			row++
+		}
+	}
+	offs[n] = int32(pos)
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, offsets, data}, nil, 0, 0)
+	defer d.Release()
+	offsets.Release()
+	data.Release()
+	return array.MakeFromData(d)
 }
