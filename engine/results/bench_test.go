@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +55,7 @@ func benchRecords(n int) []*TrialRecord {
 func BenchmarkWrite1000Trials(b *testing.B) {
 	recs := benchRecords(1000)
 	var cpu time.Duration
+	var size int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -69,8 +71,12 @@ func BenchmarkWrite1000Trials(b *testing.B) {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - c
+		b.StopTimer()
+		size = dirSize(b, w.Dir())
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(size)/1e6, "MB-on-disk")
 }
 
 // BenchmarkRead1000Trials reads such a run back (ReadRun).
@@ -98,6 +104,21 @@ func BenchmarkRead1000Trials(b *testing.B) {
 	reportCPU(b, c)
 	run, _ := ReadRun(w.Dir())
 	b.ReportMetric(float64(len(run.Latency))/1000, "buckets/trial")
+}
+
+// dirSize is the size of the files in dir.
+func dirSize(b *testing.B, dir string) int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 // cpuTime is the process's user+system CPU time (all threads, GC

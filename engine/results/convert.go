@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -11,8 +12,8 @@ import (
 )
 
 // fillSummary copies a load result's totals and percentiles into a trials
-// row.
-func fillSummary(row *TrialRow, res *load.Result) {
+// row; bars are nonEmptyBars(res.Latency).
+func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
 	row.DurationS = res.Duration.Seconds()
 	row.Requests = res.Requests
 	row.Errors = res.Errors
@@ -26,8 +27,9 @@ func fillSummary(row *TrialRow, res *load.Result) {
 		row.LatencyP90US = float64(h.ValueAtQuantile(90))
 		row.LatencyP99US = float64(h.ValueAtQuantile(99))
 		row.LatencyP999US = float64(h.ValueAtQuantile(99.9))
-		row.LatencyMaxUS = float64(h.Max())
-		row.LatencyMeanUS = h.Mean()
+		mean, max := barsMeanMax(bars, h.TotalCount())
+		row.LatencyMaxUS = float64(max)
+		row.LatencyMeanUS = mean
 		row.LatencyUncorrectedP99US = row.LatencyP99US
 	}
 	if h := res.Uncorrected; h != nil && h.TotalCount() > 0 {
@@ -107,16 +109,106 @@ type Histogram []Bucket
 
 // BucketsOf converts an HDR histogram into its non-empty buckets.
 func BucketsOf(h *hdrhistogram.Histogram) Histogram {
-	var out Histogram
 	if h == nil {
 		return nil
 	}
+	bars := nonEmptyBars(h)
+	if len(bars) == 0 {
+		return nil
+	}
+	out := make(Histogram, len(bars))
+	for i, b := range bars {
+		out[i] = Bucket{Lower: float64(b.From), Upper: float64(b.To), Count: b.Count}
+	}
+	return out
+}
+
+// nonEmptyBars lists h's non-empty buckets in value order, as
+// h.Distribution() does (without its empty ones). It walks the exported
+// counts with the bucket geometry HdrHistogram derives from the lowest
+// discernible value and the significant digits, which costs a fraction of
+// Distribution's iterator; should the result disagree with the histogram
+// (total count, highest value) it falls back to Distribution.
+func nonEmptyBars(h *hdrhistogram.Histogram) []hdrhistogram.Bar {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	if bars, ok := walkCounts(h); ok {
+		return bars
+	}
+	var out []hdrhistogram.Bar
 	for _, b := range h.Distribution() {
-		if b.Count > 0 {
-			out = append(out, Bucket{Lower: float64(b.From), Upper: float64(b.To), Count: b.Count})
+		if b.Count != 0 {
+			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// walkCounts is nonEmptyBars' fast path; ok is false when its result
+// cannot be trusted.
+func walkCounts(h *hdrhistogram.Histogram) (bars []hdrhistogram.Bar, ok bool) {
+	s := h.Export()
+	lowest, digits := s.LowestTrackableValue, s.SignificantFigures
+	if lowest < 1 || digits < 1 || digits > 5 {
+		return nil, false
+	}
+	// The geometry of hdrhistogram.New: single-unit resolution up to
+	// 2·10^digits, rounded up to a power of two sub-buckets.
+	halfMag := int64(math.Ceil(math.Log2(2*math.Pow10(int(digits))))) - 1
+	unitMag := int64(math.Floor(math.Log2(float64(lowest))))
+	if halfMag < 0 || unitMag < 0 || unitMag+halfMag > 61 {
+		return nil, false
+	}
+	half := int64(1) << halfMag
+	n := 0
+	for _, c := range s.Counts {
+		if c != 0 {
+			n++
+		}
+	}
+	bars = make([]hdrhistogram.Bar, 0, n)
+	var total int64
+	for i, c := range s.Counts {
+		if c == 0 {
+			continue
+		}
+		if c < 0 {
+			return nil, false
+		}
+		idx := int64(i)
+		bucket := (idx >> halfMag) - 1
+		sub := idx&(half-1) + half
+		if bucket < 0 {
+			sub -= half
+			bucket = 0
+		}
+		shift := bucket + unitMag
+		if shift > 62 {
+			return nil, false
+		}
+		from := sub << shift
+		bars = append(bars, hdrhistogram.Bar{From: from, To: from + (int64(1) << shift) - 1, Count: c})
+		total += c
+	}
+	if total != h.TotalCount() || len(bars) == 0 || bars[len(bars)-1].To != h.ValueAtQuantile(100) {
+		return nil, false
+	}
+	return bars, true
+}
+
+// barsMeanMax computes what h.Mean() and h.Max() return from h's
+// non-empty buckets (same order of summation, so the same float64).
+func barsMeanMax(bars []hdrhistogram.Bar, total int64) (mean float64, max int64) {
+	if total == 0 || len(bars) == 0 {
+		return 0, 0
+	}
+	t := float64(total)
+	for _, b := range bars {
+		median := b.From + (b.To-b.From+1)>>1
+		mean += float64(b.Count) * float64(median) / t
+	}
+	return mean, bars[len(bars)-1].To
 }
 
 // MergeHistograms adds the counts of equal buckets and sorts the result.

@@ -100,6 +100,11 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 			// Dictionary encoding costs a hash lookup per value; ids
 			// repeat on consecutive rows, which zstd compresses as well.
 			parquet.WithDictionaryDefault(false),
+			// Min/max statistics of strings cost a comparison per value:
+			// run_id is one value per file and step a handful, so only
+			// trial_id keeps them (for row-group pruning in queries).
+			parquet.WithStatsFor("run_id", false),
+			parquet.WithStatsFor("step", false),
 		)
 		// The writer closes an io.Closer on Close; the file must stay open
 		// for the fsync, so hide its Close method.

@@ -52,7 +52,7 @@ type trialData struct {
 
 type stepHist struct {
 	runID, trialID, step string
-	h                    *hdrhistogram.Histogram
+	bars                 []hdrhistogram.Bar // the non-empty buckets
 }
 
 // The tables kept as Arrow records, in trialData.recs order.
@@ -534,9 +534,10 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			row.Error = s.Error
 		}
 		if res := s.Result; res != nil {
-			fillSummary(&row, res)
-			if res.Latency != nil && res.Latency.TotalCount() > 0 {
-				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, res.Latency})
+			bars := nonEmptyBars(res.Latency)
+			fillSummary(&row, res, bars)
+			if len(bars) > 0 {
+				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, bars})
 			}
 			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
 		}
@@ -573,15 +574,8 @@ func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
 	bars := make([][]hdrhistogram.Bar, len(hs))
 	n := 0
 	for i, sh := range hs {
-		all := sh.h.Distribution()
-		nz := all[:0]
-		for _, bar := range all {
-			if bar.Count != 0 {
-				nz = append(nz, bar)
-			}
-		}
-		bars[i] = nz
-		n += len(nz)
+		bars[i] = sh.bars
+		n += len(sh.bars)
 	}
 	lower := array.NewFloat64Builder(mem)
 	defer lower.Release()

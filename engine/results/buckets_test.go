@@ -1,0 +1,70 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The fast bucket walk must list exactly Distribution's non-empty buckets
+// and give Mean and Max bit for bit, whatever the histogram's geometry.
+func TestNonEmptyBarsMatchDistribution(t *testing.T) {
+	geometries := []struct {
+		lowest, highest int64
+		digits          int
+	}{
+		{1, 60_000_000, 3}, {1, 3_600_000_000, 2}, {1, 1_000_000, 1}, {1, 100_000, 5},
+		{1000, 1_000_000_000, 4}, {7, 10_000_000, 3}, {2, 1 << 40, 3}, {1, 100, 3},
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, g := range geometries {
+		for _, spread := range []float64{0.1, 1, 3} {
+			name := fmt.Sprintf("%d-%d-%d-spread%v", g.lowest, g.highest, g.digits, spread)
+			h := hdrhistogram.New(g.lowest, g.highest, g.digits)
+			for i := 0; i < 5000; i++ {
+				v := int64(float64(g.lowest) * 50 * math.Exp(spread*rng.NormFloat64()))
+				if v > g.highest {
+					v = g.highest
+				}
+				if err := h.RecordValue(v); err != nil {
+					t.Fatalf("%s: recording %d: %v", name, v, err)
+				}
+			}
+			h.RecordValue(0)
+			h.RecordValue(g.highest)
+			var want []hdrhistogram.Bar
+			for _, b := range h.Distribution() {
+				if b.Count != 0 {
+					want = append(want, b)
+				}
+			}
+			got, ok := walkCounts(h)
+			if !ok {
+				t.Errorf("%s: the fast walk refused the histogram", name)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: buckets differ from Distribution (-want +got):\n%s", name, diff)
+			}
+			mean, max := barsMeanMax(nonEmptyBars(h), h.TotalCount())
+			if mean != h.Mean() || max != h.Max() {
+				t.Errorf("%s: mean, max = %v, %d; want %v, %d", name, mean, max, h.Mean(), h.Max())
+			}
+		}
+	}
+}
+
+func TestNonEmptyBarsEmpty(t *testing.T) {
+	if bars := nonEmptyBars(hdrhistogram.New(1, 1000, 3)); bars != nil {
+		t.Errorf("empty histogram: %v", bars)
+	}
+	if bars := nonEmptyBars(nil); bars != nil {
+		t.Errorf("nil histogram: %v", bars)
+	}
+	if mean, max := barsMeanMax(nil, 0); mean != 0 || max != 0 {
+		t.Errorf("no buckets: %v %v", mean, max)
+	}
+}
