@@ -4,9 +4,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -66,5 +72,64 @@ func TestNonEmptyBarsEmpty(t *testing.T) {
 	}
 	if mean, max := barsMeanMax(nil, 0); mean != 0 || max != 0 {
 		t.Errorf("no buckets: %v %v", mean, max)
+	}
+}
+
+// Id columns are written dictionary-encoded and read back as dictionary
+// arrays; files whose id columns are plain-encoded (written before) read
+// the same.
+func TestIDColumnsDictionaryAndPlain(t *testing.T) {
+	dir := t.TempDir()
+	rows := []LatencyRow{
+		{RunID: "r1", TrialID: "t1", Step: "wrk", LowerUS: 1, UpperUS: 1, Count: 3},
+		{RunID: "r1", TrialID: "t1", Step: "wrk", LowerUS: 2, UpperUS: 3, Count: 4},
+		{RunID: "r1", TrialID: "t2", Step: "wrk2", LowerUS: 2, UpperUS: 3, Count: 5},
+		{RunID: "r1", TrialID: "t1", Step: "wrk", LowerUS: 8, UpperUS: 15, Count: 6},
+	}
+	mem := memory.DefaultAllocator
+	dictPath := filepath.Join(dir, "dict.parquet")
+	if err := writeTable(mem, dictPath, FormatParquet, latencyColumns, rows); err != nil {
+		t.Fatal(err)
+	}
+	// The same rows with every column plain-encoded.
+	plainPath := filepath.Join(dir, "plain.parquet")
+	rec := buildRecord(mem, schemaOf(latencyColumns), latencyColumns, rows)
+	defer rec.Release()
+	f, err := os.Create(plainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for path, wantDict := range map[string]bool{dictPath: true, plainPath: false} {
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, name := range []string{"run_id", "trial_id", "step"} {
+			cc, err := pf.MetaData().RowGroup(0).ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cc.HasDictionaryPage(); got != wantDict {
+				t.Errorf("%s: column %s has a dictionary page: %v, want %v", filepath.Base(path), name, got, wantDict)
+			}
+		}
+		pf.Close()
+		got, err := readTable(mem, path, FormatParquet, fixed(latencyColumns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(rows, got); diff != "" {
+			t.Errorf("%s read back differs (-want +got):\n%s", filepath.Base(path), diff)
+		}
 	}
 }

@@ -162,6 +162,10 @@ func str[R any](name string, p func(*R) *string) column[R] {
 			// equal values (ids repeat on consecutive rows).
 			var last string
 			val := func(int) string { return "" }
+			if d, ok := a.(*array.Dictionary); ok {
+				getDict(d, rows, p)
+				return
+			}
 			switch a := a.(type) {
 			case *array.String:
 				val = a.Value
@@ -180,6 +184,31 @@ func str[R any](name string, p func(*R) *string) column[R] {
 				*p(&rows[i]) = last
 			}
 		}}
+}
+
+// getDict stores the values of a dictionary array of strings: each
+// distinct value is copied once.
+func getDict[R any](d *array.Dictionary, rows []R, p func(*R) *string) {
+	var vals []string
+	switch dict := d.Dictionary().(type) {
+	case *array.String:
+		vals = make([]string, dict.Len())
+		for i := range vals {
+			vals[i] = strings.Clone(dict.Value(i))
+		}
+	case *array.LargeString:
+		vals = make([]string, dict.Len())
+		for i := range vals {
+			vals[i] = strings.Clone(dict.Value(i))
+		}
+	default:
+		return
+	}
+	for i := range rows {
+		if d.IsValid(i) {
+			*p(&rows[i]) = vals[d.GetValueIndex(i)]
+		}
+	}
 }
 
 func i64[R any](name string, p func(*R) *int64) column[R] {

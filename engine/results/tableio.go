@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -93,10 +94,21 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 			}
 			return w.Close()
 		}
-		props := parquet.NewWriterProperties(
+		// The id columns repeat one value over long runs of rows: they are
+		// handed to the Parquet writer as dictionary arrays (built without
+		// hashing every value), which it writes as a dictionary page and
+		// run-length encoded indices. The file's column type stays string.
+		recs, schema := recs, schema
+		var dictCols []string
+		if len(recs) == 1 && recs[0] != nil {
+			one, s2, names := dictionaryIDs(mem, recs[0])
+			defer one.Release()
+			recs, schema, dictCols = []arrow.RecordBatch{one}, s2, names
+		}
+		opts := []parquet.WriterProperty{
 			parquet.WithAllocator(mem),
 			parquet.WithCompression(compress.Codecs.Zstd),
-			parquet.WithMaxRowGroupLength(1<<20),
+			parquet.WithMaxRowGroupLength(1 << 20),
 			// Dictionary encoding costs a hash lookup per value; ids
 			// repeat on consecutive rows, which zstd compresses as well.
 			parquet.WithDictionaryDefault(false),
@@ -105,7 +117,11 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 			// trial_id keeps them (for row-group pruning in queries).
 			parquet.WithStatsFor("run_id", false),
 			parquet.WithStatsFor("step", false),
-		)
+		}
+		for _, c := range dictCols {
+			opts = append(opts, parquet.WithDictionaryFor(c, true))
+		}
+		props := parquet.NewWriterProperties(opts...)
 		// The writer closes an io.Closer on Close; the file must stay open
 		// for the fsync, so hide its Close method.
 		w, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
@@ -123,6 +139,72 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 		}
 		return w.Close()
 	})
+}
+
+// idColumns are the columns dictionaryIDs converts.
+var idColumns = map[string]bool{"run_id": true, "trial_id": true, "step": true}
+
+// dictionaryIDs returns rec with its id columns (string, no nulls) as
+// dictionary arrays, the schema of the result and the names of the columns
+// converted. Consecutive equal values cost a comparison; only a change of
+// value is looked up in the dictionary. The caller releases the record.
+func dictionaryIDs(mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, *arrow.Schema, []string) {
+	schema := rec.Schema()
+	fields := append([]arrow.Field(nil), schema.Fields()...)
+	cols := make([]arrow.Array, len(fields))
+	var names []string
+	for i, f := range fields {
+		col := rec.Column(i)
+		str, ok := col.(*array.String)
+		if !ok || !idColumns[f.Name] || str.NullN() > 0 {
+			col.Retain()
+			cols[i] = col
+			continue
+		}
+		d := stringDictionary(mem, str)
+		cols[i] = d
+		fields[i].Type = d.DataType()
+		names = append(names, f.Name)
+	}
+	md := schema.Metadata()
+	out := arrow.NewSchema(fields, &md)
+	r := array.NewRecordBatch(out, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return r, out, names
+}
+
+// stringDictionary converts a string array without nulls into a
+// dictionary array (int32 indices; values in order of first appearance).
+func stringDictionary(mem memory.Allocator, a *array.String) *array.Dictionary {
+	n := a.Len()
+	idx := array.NewInt32Builder(mem)
+	defer idx.Release()
+	idx.Reserve(n)
+	vals := array.NewStringBuilder(mem)
+	defer vals.Release()
+	seen := map[string]int32{}
+	last, cur := "", int32(-1)
+	for i := 0; i < n; i++ {
+		v := a.Value(i)
+		if cur < 0 || v != last {
+			k, ok := seen[v]
+			if !ok {
+				k = int32(len(seen))
+				seen[strings.Clone(v)] = k
+				vals.Append(v)
+			}
+			last, cur = v, k
+		}
+		idx.UnsafeAppend(cur)
+	}
+	indices := idx.NewArray()
+	defer indices.Release()
+	dict := vals.NewArray()
+	defer dict.Release()
+	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	return array.NewDictionaryArray(typ, indices, dict)
 }
 
 // concatRecords concatenates records column by column.
@@ -227,7 +309,15 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	defer pf.Close()
 	rows = make([]R, 0, pf.NumRows())
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
+	// The id columns are read as dictionary arrays: one string per
+	// distinct value instead of one per row.
+	rprops := pqarrow.ArrowReadProperties{BatchSize: batchRows}
+	for i := 0; i < pf.MetaData().Schema.NumColumns(); i++ {
+		if c := pf.MetaData().Schema.Column(i); idColumns[c.Name()] && c.PhysicalType() == parquet.Types.ByteArray {
+			rprops.SetReadDict(i, true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, rprops, mem)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
