@@ -67,15 +67,27 @@ func writeTable[R any](mem memory.Allocator, path, format string, cols []column[
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
 // groups hold up to a million rows whatever the size of the records.
 func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
+	var nonEmpty []arrow.RecordBatch
+	for _, r := range recs {
+		if r != nil && r.NumRows() > 0 {
+			nonEmpty = append(nonEmpty, r)
+		}
+	}
 	// Many small records (one per trial) cost a fixed overhead each in the
-	// Parquet writer: write them as one.
-	if len(recs) > 1 {
-		one, err := concatRecords(mem, schema, recs)
+	// Parquet writer: write them as one. For Parquet, the id columns repeat
+	// one value over long runs of rows: they become dictionary arrays
+	// (built without hashing every value), which the writer stores as a
+	// dictionary page and run-length encoded indices; the file's column
+	// type stays string.
+	var one arrow.RecordBatch
+	var dictCols []string
+	if len(nonEmpty) > 0 {
+		var err error
+		one, dictCols, err = concatRecords(mem, schema, nonEmpty, format != FormatArrow)
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 		defer one.Release()
-		recs = []arrow.RecordBatch{one}
 	}
 	return writeFileAtomic(path, func(f *os.File) error {
 		if format == FormatArrow {
@@ -83,27 +95,17 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 			if err != nil {
 				return err
 			}
-			for _, rec := range recs {
-				if rec == nil || rec.NumRows() == 0 {
-					continue
-				}
-				if err := w.Write(rec); err != nil {
+			if one != nil {
+				if err := w.Write(one); err != nil {
 					w.Close()
 					return err
 				}
 			}
 			return w.Close()
 		}
-		// The id columns repeat one value over long runs of rows: they are
-		// handed to the Parquet writer as dictionary arrays (built without
-		// hashing every value), which it writes as a dictionary page and
-		// run-length encoded indices. The file's column type stays string.
-		recs, schema := recs, schema
-		var dictCols []string
-		if len(recs) == 1 && recs[0] != nil {
-			one, s2, names := dictionaryIDs(mem, recs[0])
-			defer one.Release()
-			recs, schema, dictCols = []arrow.RecordBatch{one}, s2, names
+		schema := schema
+		if one != nil {
+			schema = one.Schema()
 		}
 		opts := []parquet.WriterProperty{
 			parquet.WithAllocator(mem),
@@ -128,11 +130,8 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 		if err != nil {
 			return err
 		}
-		for _, rec := range recs {
-			if rec == nil || rec.NumRows() == 0 {
-				continue
-			}
-			if err := w.Write(rec); err != nil {
+		if one != nil {
+			if err := w.Write(one); err != nil {
 				w.Close()
 				return err
 			}
@@ -141,75 +140,16 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 	})
 }
 
-// idColumns are the columns dictionaryIDs converts.
+// idColumns are the columns concatRecords may turn into dictionaries.
 var idColumns = map[string]bool{"run_id": true, "trial_id": true, "step": true}
 
-// dictionaryIDs returns rec with its id columns (string, no nulls) as
-// dictionary arrays, the schema of the result and the names of the columns
-// converted. Consecutive equal values cost a comparison; only a change of
-// value is looked up in the dictionary. The caller releases the record.
-func dictionaryIDs(mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, *arrow.Schema, []string) {
-	schema := rec.Schema()
+// concatRecords concatenates records (of schema) column by column. With
+// dict, the id columns (string, without nulls) become dictionary arrays;
+// the record's schema then says so and dictCols names them. The caller
+// releases the record.
+func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, dict bool) (rec arrow.RecordBatch, dictCols []string, err error) {
 	fields := append([]arrow.Field(nil), schema.Fields()...)
 	cols := make([]arrow.Array, len(fields))
-	var names []string
-	for i, f := range fields {
-		col := rec.Column(i)
-		str, ok := col.(*array.String)
-		if !ok || !idColumns[f.Name] || str.NullN() > 0 {
-			col.Retain()
-			cols[i] = col
-			continue
-		}
-		d := stringDictionary(mem, str)
-		cols[i] = d
-		fields[i].Type = d.DataType()
-		names = append(names, f.Name)
-	}
-	md := schema.Metadata()
-	out := arrow.NewSchema(fields, &md)
-	r := array.NewRecordBatch(out, cols, rec.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return r, out, names
-}
-
-// stringDictionary converts a string array without nulls into a
-// dictionary array (int32 indices; values in order of first appearance).
-func stringDictionary(mem memory.Allocator, a *array.String) *array.Dictionary {
-	n := a.Len()
-	idx := array.NewInt32Builder(mem)
-	defer idx.Release()
-	idx.Reserve(n)
-	vals := array.NewStringBuilder(mem)
-	defer vals.Release()
-	seen := map[string]int32{}
-	last, cur := "", int32(-1)
-	for i := 0; i < n; i++ {
-		v := a.Value(i)
-		if cur < 0 || v != last {
-			k, ok := seen[v]
-			if !ok {
-				k = int32(len(seen))
-				seen[strings.Clone(v)] = k
-				vals.Append(v)
-			}
-			last, cur = v, k
-		}
-		idx.UnsafeAppend(cur)
-	}
-	indices := idx.NewArray()
-	defer indices.Release()
-	dict := vals.NewArray()
-	defer dict.Release()
-	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	return array.NewDictionaryArray(typ, indices, dict)
-}
-
-// concatRecords concatenates records column by column.
-func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
 			if c != nil {
@@ -226,13 +166,77 @@ func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Reco
 		for i, r := range recs {
 			parts[i] = r.Column(c)
 		}
+		if dict && idColumns[fields[c].Name] {
+			if d := stringDictionary(mem, parts); d != nil {
+				cols[c] = d
+				fields[c].Type = d.DataType()
+				dictCols = append(dictCols, fields[c].Name)
+				continue
+			}
+		}
+		if len(parts) == 1 {
+			parts[0].Retain()
+			cols[c] = parts[0]
+			continue
+		}
 		a, err := array.Concatenate(parts, mem)
 		if err != nil {
-			return nil, fmt.Errorf("concatenating column %s: %w", schema.Field(c).Name, err)
+			return nil, nil, fmt.Errorf("concatenating column %s: %w", fields[c].Name, err)
 		}
 		cols[c] = a
 	}
-	return array.NewRecordBatch(schema, cols, rows), nil
+	out := schema
+	if len(dictCols) > 0 {
+		md := schema.Metadata()
+		out = arrow.NewSchema(fields, &md)
+	}
+	return array.NewRecordBatch(out, cols, rows), dictCols, nil
+}
+
+// stringDictionary joins string arrays without nulls into one dictionary
+// array (int32 indices; values in order of first appearance). Only a change
+// of value from one row to the next is looked up. It returns nil when some
+// part is not such an array.
+func stringDictionary(mem memory.Allocator, parts []arrow.Array) *array.Dictionary {
+	n := 0
+	for _, p := range parts {
+		if s, ok := p.(*array.String); !ok || s.NullN() > 0 {
+			return nil
+		}
+		n += p.Len()
+	}
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(arrow.Int32Traits.BytesRequired(n))
+	defer buf.Release()
+	idx := arrow.Int32Traits.CastFromBytes(buf.Bytes())
+	vals := array.NewStringBuilder(mem)
+	defer vals.Release()
+	seen := map[string]int32{}
+	last, cur, row := "", int32(-1), 0
+	for _, p := range parts {
+		a := p.(*array.String)
+		for i := 0; i < a.Len(); i++ {
+			if v := a.Value(i); cur < 0 || v != last {
+				k, ok := seen[v]
+				if !ok {
+					k = int32(len(seen))
+					seen[strings.Clone(v)] = k
+					vals.Append(v)
+				}
+				last, cur = v, k
+			}
+			idx[row] = cur
+			row++
+		}
+	}
+	data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer data.Release()
+	indices := array.MakeFromData(data)
+	defer indices.Release()
+	dict := vals.NewArray()
+	defer dict.Release()
+	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	return array.NewDictionaryArray(typ, indices, dict)
 }
 
 // readTable reads path back into rows. cols maps the file's schema to
