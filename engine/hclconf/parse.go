@@ -217,19 +217,7 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 				continue
 			}
 			gotOutput = true
-			var o outputBlock
-			diags = append(diags, gohcl.DecodeBody(b.Body, nil, &o)...)
-			if o.Dir != "" {
-				p.Output.Dir = o.Dir
-			}
-			switch o.Format {
-			case "", "parquet":
-			case "arrow":
-				p.Output.Format = "arrow"
-			default:
-				diags = append(diags, attrDiag(b.Body, "format", "Invalid output format",
-					fmt.Sprintf("The output format must be \"parquet\" or \"arrow\", not %q.", o.Format)))
-			}
+			diags = append(diags, DecodeOutput(p, b.Body)...)
 		}
 	}
 	if !gotPipeline {
@@ -252,17 +240,23 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 }
 
 func decodePipeline(p *pipeline.Pipeline, b *hcl.Block) hcl.Diagnostics {
-	p.Name = b.Labels[0]
-	p.DeclRange = b.DefRange
+	return DecodePipeline(p, b.Labels[0], b.DefRange, b.Body)
+}
+
+// DecodePipeline decodes the body of a pipeline block into p. The Starlark
+// front end uses it too, so both accept and reject the same things.
+func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Body) hcl.Diagnostics {
+	p.Name = name
+	p.DeclRange = at
 	var pb pipelineBlock
-	diags := gohcl.DecodeBody(b.Body, nil, &pb)
+	diags := gohcl.DecodeBody(body, nil, &pb)
 	if diags.HasErrors() {
 		return diags
 	}
 	p.Description = pb.Description
 	if pb.Repetitions != nil {
 		if *pb.Repetitions < 1 || *pb.Repetitions > 10000 {
-			diags = append(diags, attrDiag(b.Body, "repetitions", "Invalid repetitions",
+			diags = append(diags, attrDiag(body, "repetitions", "Invalid repetitions",
 				fmt.Sprintf("repetitions must be between 1 and 10000, not %d.", *pb.Repetitions)))
 		}
 		p.Repetitions = *pb.Repetitions
@@ -272,7 +266,7 @@ func decodePipeline(p *pipeline.Pipeline, b *hcl.Block) hcl.Diagnostics {
 	case pipeline.OrderInterleaved, pipeline.OrderSequential, pipeline.OrderRandom:
 		p.Order = pb.Order
 	default:
-		diags = append(diags, attrDiag(b.Body, "order", "Invalid trial order",
+		diags = append(diags, attrDiag(body, "order", "Invalid trial order",
 			fmt.Sprintf("order must be \"interleaved\", \"sequential\" or \"random\", not %q.%s", pb.Order,
 				suggest(pb.Order, []string{"interleaved", "sequential", "random"}))))
 	}
@@ -284,7 +278,7 @@ func decodePipeline(p *pipeline.Pipeline, b *hcl.Block) hcl.Diagnostics {
 	case "continue", "abort":
 		p.OnFailure = pb.OnFailure
 	default:
-		diags = append(diags, attrDiag(b.Body, "on_failure", "Invalid on_failure",
+		diags = append(diags, attrDiag(body, "on_failure", "Invalid on_failure",
 			fmt.Sprintf("on_failure must be \"continue\" or \"abort\", not %q.", pb.OnFailure)))
 	}
 	p.ReuseServices = pb.ReuseServices
@@ -292,8 +286,13 @@ func decodePipeline(p *pipeline.Pipeline, b *hcl.Block) hcl.Diagnostics {
 }
 
 func decodeVariable(b *hcl.Block) (*pipeline.Variable, hcl.Diagnostics) {
-	v := &pipeline.Variable{Name: b.Labels[0], Type: cty.DynamicPseudoType, DeclRange: b.DefRange}
-	content, diags := b.Body.Content(variableSchema)
+	return DecodeVariable(b.Labels[0], b.DefRange, b.Body)
+}
+
+// DecodeVariable decodes the body of a variable block (both front ends).
+func DecodeVariable(name string, at hcl.Range, body hcl.Body) (*pipeline.Variable, hcl.Diagnostics) {
+	v := &pipeline.Variable{Name: name, Type: cty.DynamicPseudoType, DeclRange: at}
+	content, diags := body.Content(variableSchema)
 	if a, ok := content.Attributes["description"]; ok {
 		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Description)...)
 	}
@@ -375,6 +374,34 @@ func decodeMatrix(m *pipeline.Matrix, b *hcl.Block) hcl.Diagnostics {
 	}
 	return diags
 }
+
+// DecodeOutput decodes the body of an output block into p.Output.
+func DecodeOutput(p *pipeline.Pipeline, body hcl.Body) hcl.Diagnostics {
+	var o outputBlock
+	diags := gohcl.DecodeBody(body, nil, &o)
+	if o.Dir != "" {
+		p.Output.Dir = o.Dir
+	}
+	switch o.Format {
+	case "", "parquet":
+	case "arrow":
+		p.Output.Format = "arrow"
+	default:
+		diags = append(diags, attrDiag(body, "format", "Invalid output format",
+			fmt.Sprintf("The output format must be \"parquet\" or \"arrow\", not %q.", o.Format)))
+	}
+	return diags
+}
+
+// CheckBody reports structural problems in a service or step body (both
+// front ends); see checkBody.
+func CheckBody(body hcl.Body, v any) hcl.Diagnostics { return checkBody(body, v) }
+
+// ValidName reports whether s is a valid block or axis name.
+func ValidName(s string) bool { return validName(s) }
+
+// ShortRange renders FILE:LINE,COL.
+func ShortRange(r hcl.Range) string { return shortRange(r) }
 
 // checkBody reports structural problems (unknown or missing arguments and
 // blocks, with suggestions) in a body that is only evaluated per trial.
