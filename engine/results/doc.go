@@ -18,6 +18,10 @@
 //     stored buckets the way HdrHistogram does.
 //   - WriteLoadFile writes the result of a one-off `benchflow load --out`.
 //
+// Parquet files store run_id, trial_id and step dictionary-encoded (their
+// column type stays string); docs/performance.md has the costs of writing
+// and reading a large run.
+//
 // The input is TrialRecord (record.go), filled by the executor in
 // engine/run from engine/load results and engine/collect samples. The
 // tables are defined once, in schema.go; docs/results.md documents every
