@@ -133,3 +133,29 @@ func TestIDColumnsDictionaryAndPlain(t *testing.T) {
 		}
 	}
 }
+
+// A dictionary larger than the Parquet writer's dictionary page limit
+// (1 MB) still writes and reads back every value.
+func TestIDColumnsLargeDictionary(t *testing.T) {
+	rows := make([]LatencyRow, 150_000)
+	for i := range rows {
+		rows[i] = LatencyRow{RunID: "r", TrialID: fmt.Sprintf("trial-%010d", i), Step: "wrk", LowerUS: float64(i), UpperUS: float64(i), Count: 1}
+	}
+	path := filepath.Join(t.TempDir(), "latency.parquet")
+	mem := memory.DefaultAllocator
+	if err := writeTable(mem, path, FormatParquet, latencyColumns, rows); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readTable(mem, path, FormatParquet, fixed(latencyColumns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("read %d rows, want %d", len(got), len(rows))
+	}
+	for i := range rows {
+		if got[i] != rows[i] {
+			t.Fatalf("row %d: got %+v, want %+v", i, got[i], rows[i])
+		}
+	}
+}
