@@ -22,7 +22,8 @@ func init() {
 		Long: `Every process, container, network, Kubernetes object and Nomad job benchflow
 creates carries the label dev.benchflow.managed=true and the run id. A run
 that was killed (SIGKILL, power loss) cannot tear down; gc finds those
-leftovers through each provider's API and removes them. apply runs it for
+leftovers through each provider's API and removes them, along with the
+rendered service folders in $TMPDIR whose benchflow process is gone. apply runs it for
 the providers a pipeline uses before starting (unless --no-gc).
 
 Backends that cannot be reached (no Docker engine, no kubeconfig) are

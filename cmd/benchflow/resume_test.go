@@ -127,6 +127,11 @@ func TestKillAndResume(t *testing.T) {
 	if m.Status != "ok" {
 		t.Errorf("resumed run status %q", m.Status)
 	}
+	// The killed run could not remove its service folder; apply's gc
+	// removes it once its owner is gone.
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchflow-"+m.RunID+"-*")); len(left) > 0 {
+		t.Errorf("service folders of the killed run left behind: %v", left)
+	}
 	var got []string
 	for _, k := range trialKeys(t, run) {
 		got = append(got, k)

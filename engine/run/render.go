@@ -94,6 +94,16 @@ func GC(ctx context.Context, w io.Writer, runID string, only []string) error {
 	sort.Strings(names)
 	var errs []error
 	total := 0
+	if len(only) == 0 {
+		dirs, err := gcTempDirs()
+		for _, d := range dirs {
+			fmt.Fprintf(w, "removed service folder: %s\n", d)
+		}
+		total += len(dirs)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, n := range names {
 		t, ok := providers.Lookup(n)
 		if !ok {

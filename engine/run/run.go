@@ -254,8 +254,15 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 }
 
 // gc removes leftovers of crashed runs for the provider types this pipeline
-// uses.
+// uses, and service folders of killed runs.
 func (r *Runner) gc(ctx context.Context) {
+	dirs, err := gcTempDirs()
+	if err != nil {
+		r.rep.Warnf("removing service folders of earlier runs: %v", err)
+	}
+	for _, d := range dirs {
+		r.rep.Logf("removed the service folder of a killed run: %s", d)
+	}
 	types := map[string]bool{}
 	for _, pv := range r.plan.Pipeline.Providers {
 		types[pv.Type] = true

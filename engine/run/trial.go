@@ -254,7 +254,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	if err != nil {
 		return fmt.Errorf("configuring provider %q for service %q: %w", name, s.Name, err)
 	}
-	hostDir, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("benchflow-%s-%s-%s-", tr.r.w.Manifest().RunID, tr.trial.ID, s.Name))
+	hostDir, err := os.MkdirTemp(tempRoot(), serviceDirPrefix(tr.r.w.Manifest().RunID, tr.trial.ID, s.Name))
 	if err != nil {
 		return fmt.Errorf("creating the folder of service %q: %w", s.Name, err)
 	}
