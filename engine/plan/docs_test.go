@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/plan"
 	_ "github.com/benchflow/benchflow/providers/standard"
@@ -53,5 +55,29 @@ func TestDocExamplesValidate(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d pipeline examples found in the docs", n)
+	}
+}
+
+// TestShippedPipelinesValidate plans every pipeline under pipelines/ and
+// examples/ as users run them (from disk, with their templates).
+func TestShippedPipelinesValidate(t *testing.T) {
+	files, _ := filepath.Glob("../../pipelines/*.hcl")
+	ex, _ := filepath.Glob("../../examples/*/*.hcl")
+	files = append(files, ex...)
+	if len(files) < 8 {
+		t.Fatalf("found only %d pipelines", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
+			p, diags := hclconf.ParseFile(f)
+			if !diags.HasErrors() {
+				var d hcl.Diagnostics
+				_, d = plan.Build(p, plan.Inputs{})
+				diags = append(diags, d...)
+			}
+			if diags.HasErrors() {
+				t.Errorf("%s does not validate: %s", f, diags.Error())
+			}
+		})
 	}
 }
