@@ -257,7 +257,7 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	defer w.mu.Unlock()
 	axes := w.axes
 	data := make([]*trialData, len(recs))
-	for i, rec := range recs {
+	for _, rec := range recs {
 		if rec == nil {
 			return errors.New("committing trial: nil record")
 		}
@@ -271,6 +271,9 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 		if axes, err = mergeAxes(axes, w.m.Axes, rec.Params); err != nil {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
+	}
+	for i, rec := range recs {
+		var err error
 		if data[i], err = rowsOf(w.m.RunID, rec); err != nil {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
@@ -460,14 +463,30 @@ func (w *Writer) writeTables() error {
 		names = append(names, TableFile(t, f))
 		return filepath.Join(stage, TableFile(t, f))
 	}
-	if err := writeTable(w.mem, p(TableTrials), f, trialColumns(w.axes), tr); err != nil {
-		return unstage(err, stage, w.dir)
-	}
+	// The tables are independent files: encode them concurrently (the
+	// allocator is safe for concurrent use), then move them together.
+	var wg sync.WaitGroup
+	errs := make([]error, numBig+1)
+	trialsPath := p(TableTrials)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[numBig] = writeTable(w.mem, trialsPath, f, trialColumns(w.axes), tr)
+	}()
 	for t := 0; t < numBig; t++ {
 		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
 			continue
 		}
-		if err := writeRecords(w.mem, p(bigNames[t]), f, bigSchemas[t], big[t]); err != nil {
+		path := p(bigNames[t])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[t] = writeRecords(w.mem, path, f, bigSchemas[t], big[t])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return unstage(err, stage, w.dir)
 		}
 	}
