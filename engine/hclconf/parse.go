@@ -98,18 +98,7 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	p = &pipeline.Pipeline{
-		Repetitions: 1,
-		Order:       pipeline.OrderInterleaved,
-		OnFailure:   "continue",
-		Matrix:      &pipeline.Matrix{},
-		File:        display,
-		Dir:         path.Dir(display),
-		FS:          fsys,
-		Source:      src,
-		Format:      "hcl",
-		Output:      pipeline.OutputSettings{Dir: "results", Format: "parquet"},
-	}
+	p = pipeline.New(display, fsys, src, "hcl")
 	content, cdiags := file.Body.Content(rootSchema)
 	diags = append(diags, cdiags...)
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"io/fs"
+	"path"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -144,4 +145,23 @@ func (s *Step) Addr() string { return s.Kind + "." + s.Name }
 type OutputSettings struct {
 	Dir    string // default "results"
 	Format string // "parquet" (default) or "arrow"
+}
+
+// New returns an empty pipeline with the defaults every front end starts
+// from: one repetition, interleaved order, continue on failure, an empty
+// matrix, results in "results" as Parquet. display is the file name shown
+// in diagnostics; fsys is the pipeline's folder; format is "hcl" or "star".
+func New(display string, fsys fs.FS, src []byte, format string) *Pipeline {
+	return &Pipeline{
+		Repetitions: 1,
+		Order:       OrderInterleaved,
+		OnFailure:   "continue",
+		Matrix:      &Matrix{},
+		File:        display,
+		Dir:         path.Dir(display),
+		FS:          fsys,
+		Source:      src,
+		Format:      format,
+		Output:      OutputSettings{Dir: "results", Format: "parquet"},
+	}
 }

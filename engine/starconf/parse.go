@@ -103,18 +103,7 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 		}
 	}()
 	b := &builder{
-		p: &pipeline.Pipeline{
-			Repetitions: 1,
-			Order:       pipeline.OrderInterleaved,
-			OnFailure:   "continue",
-			Matrix:      &pipeline.Matrix{},
-			File:        display,
-			Dir:         path.Dir(display),
-			FS:          fsys,
-			Source:      src,
-			Format:      "star",
-			Output:      pipeline.OutputSettings{Dir: "results", Format: "parquet"},
-		},
+		p:       pipeline.New(display, fsys, src, "star"),
 		seen:    map[string]hcl.Range{},
 		sources: map[string]*source{},
 	}
