@@ -99,12 +99,9 @@ func configDuration(name, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := pipeline.ParseDuration(s) // the same rules validate applied
 	if err != nil {
-		return 0, fmt.Errorf("%s = %q: want a duration like 10s, 2m or 500ms", name, s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%s = %q: must not be negative", name, s)
+		return 0, fmt.Errorf("%s = %q: %w", name, s, err)
 	}
 	return d, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/tune"
 )
 
 func levenshteinDistance(a, b string) int { return levenshtein.Distance(a, b, nil) }
@@ -34,24 +35,8 @@ func attrErr(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: attrRange(body, name)}
 }
 
-// ParseDuration parses a Go duration ("30s", "1m30s") or a bare number of
-// seconds ("30").
-func ParseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 30s, 2m)", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
-	}
-	return d, nil
-}
+// ParseDuration parses a duration attribute; see pipeline.ParseDuration.
+func ParseDuration(s string) (time.Duration, error) { return pipeline.ParseDuration(s) }
 
 var sizeRe = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$`)
 
@@ -70,30 +55,6 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q has an unknown unit %q (use B, KiB, MiB, GiB, KB, MB, GB)", s, m[2])
 	}
 	return int64(n * mult), nil
-}
-
-// ParseCPUList parses "0", "1-3", "0,2-3".
-func ParseCPUList(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("%q is not a CPU list (examples: 0, 1-3, 0,2)", s)
-		}
-		b := a
-		if isRange {
-			b, err = strconv.Atoi(hi)
-			if err != nil || b < a {
-				return nil, fmt.Errorf("%q is not a CPU list (examples: 0, 1-3, 0,2)", s)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }
 
 func seededBytes(name string, n int64) []byte {
@@ -231,7 +192,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	case *pipeline.TuneConfig:
 		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
 			if kv.v != "" {
-				if _, err := ParseCPUList(kv.v); err != nil {
+				if _, err := tune.ParseCPUList(kv.v); err != nil {
 					add(attrErr(body, kv.name, "Invalid CPU list", err.Error()+"."))
 				}
 			}

@@ -1,0 +1,27 @@
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ParseDuration parses a duration attribute of a pipeline: a Go duration
+// ("30s", "1m30s") or a bare number of seconds ("30"). Validation and the
+// executor both use it, so what validates also runs.
+func ParseDuration(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 30s, 2m)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
