@@ -3,7 +3,6 @@ package run
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -213,5 +212,3 @@ func (c *Console) Warnf(format string, args ...any) {
 	defer c.mu.Unlock()
 	c.println("warning: "+format, args...)
 }
-
-var _ = sort.Strings

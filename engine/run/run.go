@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -350,16 +349,6 @@ func RedactedVariables(pl *plan.Plan) map[string]any {
 		out[v.Name] = plan.GoValue(val)
 	}
 	return out
-}
-
-func toMap(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 // tempRoot is where per-trial service folders are created.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/pipeline"
@@ -418,5 +417,3 @@ func healthSpec(h *pipeline.HealthConfig, ports []providers.Port) providers.Heal
 	}
 	return out
 }
-
-var _ = cty.NilVal
