@@ -425,48 +425,87 @@ func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
 }
 
 // dryRun evaluates everything of the trial that can be evaluated before
-// provisioning.
-func (te *TrialEval) dryRun() hcl.Diagnostics {
+// provisioning, and summarises each service: which provider deploys it and
+// a fingerprint of its evaluated inputs (for reuse between trials).
+func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 	_, diags := te.Locals()
 	p := te.plan.Pipeline
+	type decoded struct {
+		typ *providers.Type
+		cfg any
+		ok  bool
+	}
+	provs := map[string]decoded{}
 	for _, pv := range p.Providers {
-		_, _, d := te.ProviderConfig(pv)
+		typ, cfg, d := te.ProviderConfig(pv)
 		diags = append(diags, d...)
+		provs[pv.Name] = decoded{typ, cfg, !d.HasErrors()}
 	}
 	if len(p.Providers) == 0 {
 		_, d := ProviderType(nil)
 		diags = append(diags, d...)
 	}
+	var services []TrialService
 	for _, s := range p.Services {
-		_, d := te.Provider(s)
+		ts := TrialService{Name: s.Name, Provider: ImplicitLocal, ProviderType: ImplicitLocal}
+		h := sha256.New()
+		pv, d := te.Provider(s)
 		diags = append(diags, d...)
-		ports, d := te.Ports(s)
-		diags = append(diags, d...)
-		listen := map[string]int{}
-		for _, pc := range ports {
-			n, _ := strconv.Atoi(pc.Host)
-			if pc.Container > 0 && n == 0 {
-				n = pc.Container
-			}
-			listen[pc.Name] = n
-		}
-		self := Self(s.Name, "${self.dir}", listen)
-		cfg, d := te.Service(s, self)
-		diags = append(diags, d...)
-		if cfg != nil {
-			for i := range cfg.Files {
-				if _, err := te.RenderFile(&cfg.Files[i], self); err != nil {
-					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
-						Detail: strings.TrimSuffix(err.Error(), ".") + ".", Subject: fileRange(s, cfg.Files[i].Name)})
+		if pv != nil {
+			ts.Provider, ts.ProviderType = pv.Name, pv.Type
+			dp := provs[pv.Name]
+			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, dp.cfg)
+			if dp.ok && dp.typ != nil {
+				// New only checks the configuration; it contacts nothing.
+				if prov, err := dp.typ.New(&providers.NewRequest{Name: pv.Name, Config: dp.cfg}); err == nil {
+					if ds, ok := prov.(interface{ Describe() string }); ok {
+						ts.Describe = ds.Describe()
+					}
 				}
 			}
 		}
+		ports, d := te.Ports(s)
+		diags = append(diags, d...)
+		self := Self(s.Name, "${self.dir}", dryListen(ports))
+		cfg, d := te.Service(s, self)
+		diags = append(diags, d...)
+		if cfg != nil {
+			fmt.Fprintf(h, "%q %q %v %d %v\n", cfg.Image, cfg.Command, sortedMap(cfg.Env), cfg.Replicas, ports)
+			fileErr := false
+			for i := range cfg.Files {
+				b, err := te.RenderFile(&cfg.Files[i], self)
+				if err != nil {
+					fileErr = true
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
+						Detail: strings.TrimSuffix(err.Error(), ".") + ".", Subject: fileRange(s, cfg.Files[i].Name)})
+				}
+				fmt.Fprintf(h, "%s %x\n", cfg.Files[i].Name, sha256.Sum256(b))
+			}
+			if !d.HasErrors() && !fileErr {
+				ts.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+			}
+		}
+		services = append(services, ts)
 	}
 	for _, st := range p.Steps {
 		_, d := te.Step(st)
 		diags = append(diags, d...)
 	}
-	return diags
+	return services, diags
+}
+
+// dryListen is self.port.* before provisioning: the fixed host port, else
+// the container port, else 0.
+func dryListen(ports []pipeline.PortConfig) map[string]int {
+	listen := map[string]int{}
+	for _, pc := range ports {
+		n, _ := strconv.Atoi(pc.Host)
+		if pc.Container > 0 && n == 0 {
+			n = pc.Container
+		}
+		listen[pc.Name] = n
+	}
+	return listen
 }
 
 func fileRange(s *pipeline.Service, name string) *hcl.Range {
@@ -478,50 +517,6 @@ func fileRange(s *pipeline.Service, name string) *hcl.Range {
 		}
 	}
 	return s.DeclRange.Ptr()
-}
-
-// trialServices summarises which provider serves each service, with a
-// fingerprint of its evaluated inputs (for reuse between trials).
-func (te *TrialEval) trialServices() []TrialService {
-	var out []TrialService
-	for _, s := range te.plan.Pipeline.Services {
-		ts := TrialService{Name: s.Name, Provider: ImplicitLocal, ProviderType: ImplicitLocal}
-		pv, d := te.Provider(s)
-		if d.HasErrors() {
-			out = append(out, ts)
-			continue
-		}
-		h := sha256.New()
-		if pv != nil {
-			ts.Provider, ts.ProviderType = pv.Name, pv.Type
-			typ, cfg, d := te.ProviderConfig(pv)
-			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, cfg)
-			if !d.HasErrors() && typ != nil {
-				// New only checks the configuration; it contacts nothing.
-				if prov, err := typ.New(&providers.NewRequest{Name: pv.Name, Config: cfg}); err == nil {
-					if ds, ok := prov.(interface{ Describe() string }); ok {
-						ts.Describe = ds.Describe()
-					}
-				}
-			}
-		}
-		ports, _ := te.Ports(s)
-		listen := map[string]int{}
-		for _, pc := range ports {
-			listen[pc.Name] = pc.Container
-		}
-		self := Self(s.Name, "", listen)
-		if cfg, d := te.Service(s, self); !d.HasErrors() && cfg != nil {
-			fmt.Fprintf(h, "%q %q %v %d %v\n", cfg.Image, cfg.Command, sortedMap(cfg.Env), cfg.Replicas, ports)
-			for i := range cfg.Files {
-				b, _ := te.RenderFile(&cfg.Files[i], self)
-				fmt.Fprintf(h, "%s %x\n", cfg.Files[i].Name, sha256.Sum256(b))
-			}
-			ts.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
-		}
-		out = append(out, ts)
-	}
-	return out
 }
 
 func sortedMap(m map[string]string) []string {

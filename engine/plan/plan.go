@@ -176,7 +176,7 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 	var prev *Trial
 	for _, t := range pl.Trials {
 		te := pl.NewTrialEval(t, true)
-		td := te.dryRun()
+		services, td := te.dryRun()
 		for _, dg := range td {
 			key := dg.Summary + "\x00" + dg.Detail
 			if dg.Subject != nil {
@@ -188,7 +188,7 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 			seen[key] = true
 			diags = append(diags, dg)
 		}
-		t.Services = te.trialServices()
+		t.Services = services
 		if p.ReuseServices && prev != nil {
 			for i := range t.Services {
 				if i < len(prev.Services) && prev.Services[i].Fingerprint == t.Services[i].Fingerprint && t.Services[i].Fingerprint != "" {

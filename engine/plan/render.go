@@ -132,15 +132,7 @@ func (p *Plan) JSON() *JSONPlan {
 				js.Provider, js.ProviderType, js.Reuse, js.Describe = ts.Provider, ts.ProviderType, ts.Reuse, ts.Describe
 			}
 			ports, _ := te.Ports(s)
-			listen := map[string]int{}
-			for _, pc := range ports {
-				n, _ := strconv.Atoi(pc.Host)
-				if pc.Container > 0 && n == 0 {
-					n = pc.Container
-				}
-				listen[pc.Name] = n
-			}
-			if cfg, d := te.Service(s, Self(s.Name, "${self.dir}", listen)); !d.HasErrors() {
+			if cfg, d := te.Service(s, Self(s.Name, "${self.dir}", dryListen(ports))); !d.HasErrors() {
 				js.Config = structMap(reflect.ValueOf(cfg).Elem())
 			}
 			jt.Services = append(jt.Services, js)
