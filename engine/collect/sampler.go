@@ -48,6 +48,11 @@ const (
 	RoleNamed   = "named"
 )
 
+// LoaderName is the process name of benchflow's own samples, so the load
+// generator never merges with a service that is also benchflow (benchflow
+// serve) in summaries and reports.
+const LoaderName = "benchflow-loader"
+
 // Sampler samples until Stop.
 type Sampler struct {
 	cfg      Config
@@ -229,7 +234,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 	}
 	if s.cfg.Loader {
 		if _, ok := s.tgt[s.self]; !ok {
-			s.tgt[s.self] = target{role: RoleLoader}
+			s.tgt[s.self] = target{name: LoaderName, role: RoleLoader}
 		}
 	}
 	if len(s.matchers) > 0 {
