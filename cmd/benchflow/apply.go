@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -46,14 +47,12 @@ interrupted.`,
 			}
 			if resume != "" && pl.Order == "random" && vf.seed == 0 {
 				// Keep the recorded seed so the order is the same.
-				if s, err := recordedSeed(resume); err == nil && s != 0 {
-					seed := s
-					vf.seed = s
+				if m, err := results.ReadManifest(resume); err == nil && m.Seed != 0 {
+					vf.seed = m.Seed
 					in, _ := vf.inputs()
-					in.Seed = &seed
 					d, diags := plan.Build(pl.Pipeline, in)
 					if diags.HasErrors() {
-						return &exitError{code: 1, err: fmt.Errorf("re-planning with seed %d failed", s)}
+						return &exitError{code: 1, err: fmt.Errorf("re-planning with seed %d failed", m.Seed)}
 					}
 					pl = d
 				}
@@ -99,9 +98,4 @@ interrupted.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
 	cmd.Flags().BoolVar(&noGC, "no-gc", false, "do not remove leftovers of crashed runs before starting")
 	rootCmd.AddCommand(cmd)
-}
-
-func recordedSeed(runDir string) (int64, error) {
-	m, err := readManifestSeed(runDir)
-	return m, err
 }
