@@ -90,40 +90,186 @@ func (rd *reader) fill() error {
 	return io.ErrNoProgress
 }
 
-// response is what readResponse learned about one response.
+// response is what the parser learned about one response.
 type response struct {
 	status int
 	close  bool // the connection cannot be reused
 }
 
 // readResponse reads one complete response (interim 1xx responses are
-// skipped). head says the request was HEAD (no body follows).
+// skipped) from a blocking source. head says the request was HEAD (no
+// body follows).
 func (rd *reader) readResponse(head bool) (response, error) {
-	for interim := 0; ; interim++ {
-		if interim > 8 {
-			return response{}, errTooManyInterim
+	var p parser
+	p.begin(head)
+	for {
+		used, done, err := p.feed(rd.buf[rd.r:rd.w])
+		rd.r += used
+		if err != nil || done {
+			return p.resp, err
 		}
-		resp, bodyMode, length, err := rd.readHeader(interim == 0)
-		if err != nil {
-			return resp, err
+		if err := rd.fill(); err != nil {
+			if err == io.EOF {
+				_, err = p.eof(rd.w - rd.r)
+			}
+			return p.resp, err
 		}
-		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {
-			continue
-		}
-		if head || resp.status == 204 || resp.status == 304 || resp.status < 200 {
-			return resp, nil
-		}
-		switch bodyMode {
-		case bodyLength:
-			err = rd.discard(length)
-		case bodyChunked:
-			err = rd.discardChunked()
-		case bodyUntilClose:
-			resp.close = true
-			err = rd.discardUntilEOF()
-		}
-		return resp, err
 	}
+}
+
+// Parser states.
+const (
+	stHeader     = iota // before the end of a header block
+	stLength            // n body bytes left
+	stChunkSize         // before a chunk-size line
+	stChunkData         // n bytes of chunk data left
+	stChunkEnd          // before the CRLF after chunk data
+	stTrailer           // trailer lines up to the empty line
+	stUntilClose        // body delimited by the end of the connection
+	stDone
+)
+
+// parser is an incremental HTTP/1.1 response parser: feed it the unread
+// bytes whenever more arrive, and it consumes what it can. It holds no
+// buffer of its own, so the blocking reader and the event loop share it;
+// a header block or chunk-size line must be complete in one feed.
+type parser struct {
+	st      int
+	head    bool
+	interim int   // 1xx responses skipped so far
+	n       int64 // bytes left in stLength and stChunkData
+	scanned int   // header bytes already searched for the blank line
+	resp    response
+}
+
+// begin prepares the parser for the response to a new request.
+func (p *parser) begin(head bool) {
+	*p = parser{head: head}
+}
+
+// feed consumes what it can of b (the unread bytes) and reports how many
+// bytes it used and whether the response is complete.
+func (p *parser) feed(b []byte) (used int, done bool, err error) {
+	for {
+		rest := b[used:]
+		switch p.st {
+		case stHeader:
+			from := max(p.scanned-3, 0)
+			i := bytes.Index(rest[from:], crlfcrlf)
+			if i < 0 {
+				if len(rest) >= readBufferSize {
+					return used, false, errHeaderTooLarge
+				}
+				p.scanned = len(rest)
+				return used, false, nil
+			}
+			end := from + i + 4
+			used += end
+			p.scanned = 0
+			if err := p.header(rest[:end]); err != nil {
+				return used, false, err
+			}
+		case stLength, stChunkData:
+			if int64(len(rest)) < p.n {
+				p.n -= int64(len(rest))
+				return len(b), false, nil
+			}
+			used += int(p.n)
+			p.n = 0
+			if p.st == stLength {
+				p.st = stDone
+			} else {
+				p.st = stChunkEnd
+			}
+		case stChunkSize, stChunkEnd, stTrailer:
+			nl := bytes.IndexByte(rest, '\n')
+			if nl < 0 {
+				if len(rest) > maxChunkLine {
+					return used, false, errChunkLine
+				}
+				return used, false, nil
+			}
+			used += nl + 1
+			if err := p.line(trimCR(rest[:nl])); err != nil {
+				return used, false, err
+			}
+		case stUntilClose:
+			return len(b), false, nil
+		}
+		if p.st == stDone {
+			return used, true, nil
+		}
+	}
+}
+
+// header applies one complete header block.
+func (p *parser) header(block []byte) error {
+	resp, bodyMode, length, err := parseHeader(block)
+	if err != nil {
+		return err
+	}
+	p.resp = resp
+	switch {
+	case resp.status >= 100 && resp.status < 200 && resp.status != 101:
+		if p.interim++; p.interim > 8 {
+			return errTooManyInterim
+		}
+	case p.head || resp.status == 204 || resp.status == 304 || resp.status < 200:
+		p.st = stDone
+	case bodyMode == bodyLength:
+		p.st, p.n = stLength, length
+		if length == 0 {
+			p.st = stDone
+		}
+	case bodyMode == bodyChunked:
+		p.st = stChunkSize
+	default:
+		p.resp.close = true
+		p.st = stUntilClose
+	}
+	return nil
+}
+
+// line applies one line (without its CRLF) of a chunked body.
+func (p *parser) line(l []byte) error {
+	switch p.st {
+	case stChunkSize:
+		if i := bytes.IndexByte(l, ';'); i >= 0 {
+			l = l[:i]
+		}
+		size, ok := parseHex(trimSpace(l))
+		switch {
+		case !ok:
+			return errChunkSize
+		case size == 0:
+			p.st = stTrailer
+		default:
+			p.st, p.n = stChunkData, size
+		}
+	case stChunkEnd:
+		if len(l) != 0 {
+			return errChunkTerminator
+		}
+		p.st = stChunkSize
+	case stTrailer:
+		if len(l) == 0 {
+			p.st = stDone
+		}
+	}
+	return nil
+}
+
+// eof reports how the end of the connection ends the response, given how
+// many fed bytes were left unconsumed: it completes a body delimited by
+// the close and is an error anywhere else.
+func (p *parser) eof(unread int) (done bool, err error) {
+	switch {
+	case p.st == stUntilClose:
+		return true, nil
+	case p.st == stHeader && p.interim == 0 && unread == 0:
+		return false, errClosedBeforeResponse
+	}
+	return false, errClosedMidResponse
 }
 
 const (
@@ -131,42 +277,6 @@ const (
 	bodyLength
 	bodyChunked
 )
-
-// readHeader reads the status line and headers and consumes them from the
-// buffer. first reports whether this is the first header block of the
-// exchange (an EOF before any byte is then errClosedBeforeResponse).
-func (rd *reader) readHeader(first bool) (resp response, bodyMode int, length int64, err error) {
-	scanned := rd.r
-	var end int
-	for {
-		if i := bytes.Index(rd.buf[scanned:rd.w], crlfcrlf); i >= 0 {
-			end = scanned + i + 4
-			break
-		}
-		if rd.w-4 > scanned {
-			scanned = rd.w - 4
-		}
-		before := rd.r
-		if err = rd.fill(); err != nil {
-			if err == io.EOF {
-				if first && rd.r == rd.w {
-					err = errClosedBeforeResponse
-				} else {
-					err = errClosedMidResponse
-				}
-			}
-			return resp, 0, 0, err
-		}
-		scanned -= before - rd.r // the buffer may have been compacted
-		if scanned < rd.r {
-			scanned = rd.r
-		}
-	}
-	block := rd.buf[rd.r:end]
-	rd.r = end
-	resp, bodyMode, length, err = parseHeader(block)
-	return resp, bodyMode, length, err
-}
 
 var crlfcrlf = []byte("\r\n\r\n")
 
@@ -238,111 +348,6 @@ func parseHeader(block []byte) (resp response, bodyMode int, length int64, err e
 	// it unless keep-alive is announced.
 	resp.close = closeHeader || (minor == '0' && !keepAliveHeader)
 	return resp, bodyMode, length, nil
-}
-
-// discard consumes n body bytes.
-func (rd *reader) discard(n int64) error {
-	for n > 0 {
-		if rd.r == rd.w {
-			if err := rd.fill(); err != nil {
-				if err == io.EOF {
-					err = errClosedMidResponse
-				}
-				return err
-			}
-		}
-		avail := int64(rd.w - rd.r)
-		if avail > n {
-			rd.r += int(n)
-			return nil
-		}
-		n -= avail
-		rd.r, rd.w = 0, 0
-	}
-	return nil
-}
-
-// discardUntilEOF consumes a body delimited by the end of the connection.
-func (rd *reader) discardUntilEOF() error {
-	for {
-		rd.r, rd.w = 0, 0
-		if err := rd.fill(); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// line returns the next line (without CRLF) and consumes it. The line must
-// fit in max bytes.
-func (rd *reader) line(max int, tooLong error) ([]byte, error) {
-	scanned := rd.r
-	for {
-		if i := bytes.IndexByte(rd.buf[scanned:rd.w], '\n'); i >= 0 {
-			end := scanned + i
-			l := trimCR(rd.buf[rd.r:end])
-			rd.r = end + 1
-			return l, nil
-		}
-		if rd.w-rd.r > max {
-			return nil, tooLong
-		}
-		before := rd.r
-		scanned = rd.w
-		if err := rd.fill(); err != nil {
-			if err == io.EOF || err == errHeaderTooLarge {
-				if err == io.EOF {
-					err = errClosedMidResponse
-				} else {
-					err = tooLong
-				}
-			}
-			return nil, err
-		}
-		scanned -= before - rd.r
-	}
-}
-
-// discardChunked consumes a chunked body including trailers.
-func (rd *reader) discardChunked() error {
-	for {
-		l, err := rd.line(maxChunkLine, errChunkLine)
-		if err != nil {
-			return err
-		}
-		if i := bytes.IndexByte(l, ';'); i >= 0 {
-			l = l[:i]
-		}
-		l = trimSpace(l)
-		size, ok := parseHex(l)
-		if !ok {
-			return errChunkSize
-		}
-		if size == 0 {
-			// Trailers up to the empty line.
-			for {
-				t, err := rd.line(maxChunkLine, errChunkLine)
-				if err != nil {
-					return err
-				}
-				if len(t) == 0 {
-					return nil
-				}
-			}
-		}
-		if err := rd.discard(size); err != nil {
-			return err
-		}
-		t, err := rd.line(maxChunkLine, errChunkLine)
-		if err != nil {
-			return err
-		}
-		if len(t) != 0 {
-			return errChunkTerminator
-		}
-	}
 }
 
 func trimCR(b []byte) []byte {
