@@ -126,17 +126,7 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 		props := parquet.NewWriterProperties(opts...)
 		// The writer closes an io.Closer on Close; the file must stay open
 		// for the fsync, so hide its Close method.
-		w, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
-		if err != nil {
-			return err
-		}
-		if one != nil {
-			if err := w.Write(one); err != nil {
-				w.Close()
-				return err
-			}
-		}
-		return w.Close()
+		return writeParquet(struct{ io.Writer }{f}, schema, one, props)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -272,14 +273,8 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
 	}
-	for i, rec := range recs {
-		var err error
-		if data[i], err = rowsOf(w.m.RunID, rec); err != nil {
-			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
-		}
-	}
-	for _, d := range data {
-		d.seal(w.mem)
+	if err := convertTrials(w.mem, w.m.RunID, recs, data); err != nil {
+		return err
 	}
 	prev := map[string]*trialData{}
 	for i, rec := range recs {
@@ -503,6 +498,46 @@ func (w *Writer) writeTables() error {
 // directory's file, which is what the user knows.
 func unstage(err error, stage, dir string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), stage, dir))
+}
+
+// convertTrials converts recs into data[i] (rows and sealed records),
+// spreading the trials over the CPUs: converting a trial (walking its
+// histograms, building its records) is independent of the others and, for
+// a bulk commit, a large share of the work. On error, nothing is kept and
+// the error names the first failing trial in recs' order.
+func convertTrials(mem memory.Allocator, runID string, recs []*TrialRecord, data []*trialData) error {
+	errs := make([]error, len(recs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				d, err := rowsOf(runID, recs[i])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				d.seal(mem)
+				data[i] = d
+			}
+		}()
+	}
+	for i := range recs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, d := range data {
+				d.release()
+			}
+			return fmt.Errorf("committing trial %q: %w", recs[i].TrialID, err)
+		}
+	}
+	return nil
 }
 
 // rowsOf converts a trial record into table rows.
