@@ -15,6 +15,8 @@ build: ## Build bin/benchflow
 
 test: build ## Run the whole test suite (Docker tests skip without an engine)
 	BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m $(PKGS)
+	# The load generator again on its goroutine engine (what TLS targets use).
+	BENCHFLOW_LOAD_ENGINE=goroutines $(GO) test -count=1 -timeout 10m ./engine/load
 
 testacc: build ## Acceptance tests against real clusters (needs BENCHFLOW_ACC=1 and cluster settings)
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run 'Acc' $(PKGS)

@@ -51,6 +51,12 @@ type runner struct {
 	conns  []*conn
 	shards []*shard // full-resolution latency histograms, one per thread
 	urls   []string
+	// engine is the engine that ran the slots: "events" (poll_linux.go)
+	// or "goroutines" (conn.go).
+	engine string
+	// wake interrupts the event loops' waits (nil on the goroutine
+	// engine).
+	wake func()
 }
 
 // Run drives one load and returns what it measured. It returns an error
@@ -199,6 +205,9 @@ func (r *runner) halt() {
 		for _, c := range r.conns {
 			c.interrupt()
 		}
+		if r.wake != nil {
+			r.wake()
+		}
 	})
 }
 
@@ -208,10 +217,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	defer r.dialStop()
 	r.begin()
 	var wg sync.WaitGroup
-	wg.Add(len(r.conns))
-	for _, c := range r.conns {
-		go c.loop(&wg)
-	}
+	r.startSlots(&wg)
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 
@@ -265,6 +271,22 @@ wait:
 		}
 	}
 	return res, nil
+}
+
+// startSlots runs the slots on the event loops where they can serve the
+// load (poll_linux.go), else one goroutine per slot.
+func (r *runner) startSlots(wg *sync.WaitGroup) {
+	if eps, ok := r.resolveForPoll(); ok {
+		if wake, ok := r.startPoll(eps, wg); ok {
+			r.engine, r.wake = "events", wake
+			return
+		}
+	}
+	r.engine = "goroutines"
+	wg.Add(len(r.conns))
+	for _, c := range r.conns {
+		go c.loop(wg)
+	}
 }
 
 // initConns creates the connection slots (not connected yet).

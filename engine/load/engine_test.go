@@ -1,0 +1,164 @@
+package load
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// runWithEngine runs a load and reports which engine served it.
+func runWithEngine(t *testing.T, o Options) (*Result, string) {
+	t.Helper()
+	r, err := newRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.run(context.Background())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, r.engine
+}
+
+// TestEngineChoice: plain TCP and unix sockets run on the event loops
+// (on Linux), TLS on goroutines, and the environment can force goroutines.
+func TestEngineChoice(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the event-loop engine is Linux only")
+	}
+	if os.Getenv(pollEngineEnv) != "" {
+		t.Skipf("%s is set", pollEngineEnv)
+	}
+	plain := okServer(t)
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "u") })}
+	go us.Serve(ln)
+	defer us.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "t") }))
+	defer tlsSrv.Close()
+	for _, tc := range []struct {
+		url, env, want string
+	}{
+		{plain.URL("/"), "", "events"},
+		{"unix:" + sock + ":/", "", "events"},
+		{tlsSrv.URL + "/", "", "goroutines"},
+		{plain.URL("/"), "goroutines", "goroutines"},
+	} {
+		t.Setenv(pollEngineEnv, tc.env)
+		res, engine := runWithEngine(t, Options{Targets: []Target{{URL: tc.url}}, Connections: 2, Requests: 50})
+		if engine != tc.want {
+			t.Errorf("%s (%s=%q): engine %q, want %q", tc.url, pollEngineEnv, tc.env, engine, tc.want)
+		}
+		if res.Requests != 50 || res.Status[200] != 50 {
+			t.Errorf("%s: requests %d status %v (%s)", tc.url, res.Requests, res.Status, res.ErrorSummary())
+		}
+	}
+}
+
+// TestNoAllocationPerRequestWholeLoad: over whole loads (either engine),
+// 20,000 more requests cost no more allocations than a handful of
+// interval histograms: nothing is allocated per request.
+func TestNoAllocationPerRequestWholeLoad(t *testing.T) {
+	s := fastServer(t)
+	mallocs := func(n int64) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != n {
+			t.Fatalf("requests %d, want %d", res.Requests, n)
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	mallocs(1000) // warm up lazily initialised state
+	small, large := mallocs(2_000), mallocs(22_000)
+	perRequest := (float64(large) - float64(small)) / 20_000
+	t.Logf("%d allocations for 2,000 requests, %d for 22,000: %.4f per request", small, large, perRequest)
+	if perRequest > 0.01 {
+		t.Errorf("%.4f allocations per request, want 0", perRequest)
+	}
+}
+
+// TestTwoEndpoints: a slot alternating between two servers keeps one
+// connection to each and measures every request.
+func TestTwoEndpoints(t *testing.T) {
+	a, b := okServer(t), okServer(t)
+	checkNoGoroutineLeak(t)
+	res := run(t, Options{Targets: []Target{{URL: a.URL("/a")}, {URL: b.URL("/b")}}, Connections: 2, Requests: 2000})
+	if res.Requests != 2000 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	na, nb := a.accepted.Load(), b.accepted.Load()
+	if na != 2 || nb != 2 {
+		t.Errorf("servers accepted %d and %d connections, want 2 each (one per slot)", na, nb)
+	}
+	if res.Reconnects != 0 {
+		t.Errorf("reconnects = %d, want 0", res.Reconnects)
+	}
+	a.waitClientsGone(t)
+	b.waitClientsGone(t)
+}
+
+// TestNoDescriptorLeak: finished, failed and cancelled loads close every
+// socket and descriptor they opened.
+func TestNoDescriptorLeak(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts /proc/self/fd")
+	}
+	fds := func() []string {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+			out = append(out, e.Name()+"->"+l)
+		}
+		return out
+	}
+	s := okServer(t)
+	stall := newRawServer(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // never answers
+	refused := closedPort(t)
+	before := fds()
+	run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: 500})
+	run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: 500, Close: true})
+	Run(context.Background(), Options{Targets: []Target{{URL: "http://" + refused + "/"}}, Connections: 4, Requests: 100})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	Run(ctx, Options{Targets: []Target{{URL: stall.URL("/")}}, Connections: 8, Duration: time.Minute})
+	cancel()
+	// The test servers close their side when they see the client's
+	// close: give them a moment, then compare.
+	s.waitClientsGone(t)
+	stall.waitClientsGone(t)
+	if after := fds(); len(after) != len(before) {
+		t.Errorf("descriptors before the loads:\n%v\nafter:\n%v", before, after)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

@@ -1,0 +1,722 @@
+//go:build linux
+
+package load
+
+import (
+	"net"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event-loop engine: one epoll loop per thread (-t) drives its share
+// of the connection slots over non-blocking sockets, as wrk does. Each
+// keep-alive request costs one write and one read system call, plus a
+// share of epoll_wait; there are no goroutine switches, no runtime timers
+// and no deadline updates per request. Plain TCP and unix-socket targets
+// use it; TLS targets use the goroutine per connection engine (conn.go),
+// which crypto/tls needs.
+
+// pollEngineEnv selects the engine for diagnosis and comparison:
+// BENCHFLOW_LOAD_ENGINE=goroutines forces the goroutine engine.
+const pollEngineEnv = "BENCHFLOW_LOAD_ENGINE"
+
+// pollEndpoint is an endpoint resolved once, before the load starts.
+type pollEndpoint struct {
+	family  int
+	sa      unix.Sockaddr
+	tcp     bool
+	network string
+	addr    net.Addr
+	// Errors without per-request detail are built once: timeouts.
+	dialTimeout, readTimeout, writeTimeout error
+}
+
+// resolveForPoll resolves every endpoint to a socket address. ok is false
+// when the event loops cannot serve this load (TLS, a name that does not
+// resolve, the engine switched off); the goroutine engine then runs it
+// and reports any resolution error per request, as a connect error.
+func (r *runner) resolveForPoll() ([]pollEndpoint, bool) {
+	if os.Getenv(pollEngineEnv) == "goroutines" {
+		return nil, false
+	}
+	eps := make([]pollEndpoint, len(r.endpoints))
+	for i, ep := range r.endpoints {
+		if ep.tls != nil {
+			return nil, false
+		}
+		pe := &eps[i]
+		pe.network = ep.network
+		switch ep.network {
+		case "unix":
+			pe.family, pe.sa = unix.AF_UNIX, &unix.SockaddrUnix{Name: ep.addr}
+			pe.addr = &net.UnixAddr{Name: ep.addr, Net: "unix"}
+		case "tcp":
+			ta, err := net.ResolveTCPAddr("tcp", ep.addr)
+			if err != nil {
+				return nil, false
+			}
+			pe.tcp, pe.addr = true, ta
+			if ip4 := ta.IP.To4(); ip4 != nil {
+				pe.family, pe.sa = unix.AF_INET, &unix.SockaddrInet4{Port: ta.Port, Addr: [4]byte(ip4)}
+			} else {
+				sa := &unix.SockaddrInet6{Port: ta.Port, Addr: [16]byte(ta.IP.To16())}
+				if ta.Zone != "" {
+					ifi, err := net.InterfaceByName(ta.Zone)
+					if err != nil {
+						return nil, false
+					}
+					sa.ZoneId = uint32(ifi.Index)
+				}
+				pe.family, pe.sa = unix.AF_INET6, sa
+			}
+		default:
+			return nil, false
+		}
+		pe.dialTimeout = pe.opError("dial", os.ErrDeadlineExceeded)
+		pe.readTimeout = pe.opError("read", os.ErrDeadlineExceeded)
+		pe.writeTimeout = pe.opError("write", os.ErrDeadlineExceeded)
+	}
+	return eps, true
+}
+
+// opError describes a failed operation the way the net package does
+// ("dial tcp 127.0.0.1:80: connect: connection refused").
+func (pe *pollEndpoint) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: pe.network, Addr: pe.addr, Err: err}
+}
+
+// Slot states.
+const (
+	psIdle       = iota // no exchange: waiting for its schedule, or finished
+	psConnecting        // non-blocking connect in progress
+	psWriting           // request partly written, waiting for EPOLLOUT
+	psReading           // waiting for (more of) the response
+)
+
+// pslot is a connection slot driven by an event loop. Its measurements
+// live in the embedded conn, exactly as for the goroutine engine.
+type pslot struct {
+	*conn
+	idx    int32   // index in the loop
+	fds    []int   // per endpoint, -1 when not connected
+	serial []int32 // per endpoint: the identity of fds[e] in epoll events
+	ep     int     // endpoint of the current exchange, -1 before the first
+
+	state    int
+	req      *request
+	wrote    int
+	intended time.Duration
+	sent     time.Duration
+	dialAt   time.Duration
+	deadline time.Duration
+	connect  time.Duration // > 0 when this exchange connected
+	reconn   bool          // this exchange replaced an earlier connection
+	p        parser
+	// readable is false only when the socket is known drained (a short
+	// read or EAGAIN); edge-triggered epoll sets it again on new data.
+	readable bool
+	// hup: the peer closed or the socket failed; reads go on to EOF or
+	// the error, since a short read no longer means drained.
+	hup bool
+
+	due      time.Duration // open loop: when the next send is due
+	finished bool
+}
+
+// ploop is one event loop.
+type ploop struct {
+	r      *runner
+	eps    []pollEndpoint
+	slots  []*pslot
+	epfd   int
+	wakeFd int // eventfd written by halt
+	timeFd int // timerfd for the open-loop schedule
+	armed  time.Duration
+	serial int32
+	live   int // slots not finished
+	events []unix.EpollEvent
+	sched  slotHeap
+	// ready holds slots whose exchange ended, to start their next one
+	// from the loop rather than recursively (a refused connect fails at
+	// once, again and again).
+	ready      []*pslot
+	readyHead  int
+	readyCount int
+	ev         unix.EpollEvent // scratch for epoll_ctl (kept off the stack)
+	scan       time.Duration   // next timeout scan
+}
+
+// Event tokens that are not slots.
+const (
+	tokenWake  = -1
+	tokenTimer = -2
+)
+
+// scanEvery is how often in-flight exchanges are checked for their
+// deadline (-timeout): timeouts fire up to this much late.
+const scanEvery = 5 * time.Millisecond
+
+// startPoll starts one event loop per thread over the slots and returns
+// the function halt calls to wake them, or ok false when the loops cannot
+// be set up (the goroutine engine then runs the load).
+func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (wake func(), ok bool) {
+	loops := make([]*ploop, 0, r.opts.Threads)
+	for t := 0; t < r.opts.Threads; t++ {
+		l, err := newPloop(r, eps)
+		if err != nil {
+			for _, l := range loops {
+				l.closeFds()
+			}
+			return nil, false
+		}
+		loops = append(loops, l)
+	}
+	for i, c := range r.conns {
+		l := loops[i%len(loops)]
+		s := &pslot{conn: c, idx: int32(len(l.slots)), ep: -1,
+			fds: make([]int, len(eps)), serial: make([]int32, len(eps))}
+		for e := range s.fds {
+			s.fds[e] = -1
+		}
+		l.slots = append(l.slots, s)
+	}
+	wg.Add(len(loops))
+	for _, l := range loops {
+		l.live = len(l.slots)
+		l.sched = make(slotHeap, 0, len(l.slots))
+		l.ready = make([]*pslot, len(l.slots))
+		l.events = make([]unix.EpollEvent, min(max(len(l.slots), 16), 1024))
+		go l.run(wg)
+	}
+	return func() {
+		one := [8]byte{1}
+		for _, l := range loops {
+			unix.Write(l.wakeFd, one[:])
+		}
+	}, true
+}
+
+func newPloop(r *runner, eps []pollEndpoint) (*ploop, error) {
+	l := &ploop{r: r, eps: eps, epfd: -1, wakeFd: -1, timeFd: -1, armed: -1}
+	var err error
+	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, err
+	}
+	if l.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		l.closeFds()
+		return nil, err
+	}
+	if l.timeFd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		l.closeFds()
+		return nil, err
+	}
+	for _, t := range []struct {
+		fd    int
+		token int32
+	}{{l.wakeFd, tokenWake}, {l.timeFd, tokenTimer}} {
+		l.ev = unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: t.token}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, t.fd, &l.ev); err != nil {
+			l.closeFds()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *ploop) closeFds() {
+	for _, fd := range []int{l.epfd, l.wakeFd, l.timeFd} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+func (l *ploop) now() time.Duration { return time.Since(l.r.start) }
+
+// run is the loop: start every slot, then wait for events and act on them
+// until the load ends, stops or runs out of requests.
+func (l *ploop) run(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer l.closeFds()
+	defer l.shutdown()
+	r := l.r
+	for _, s := range l.slots {
+		l.queue(s)
+	}
+	l.scan = l.now() + scanEvery
+	for {
+		if !l.drain() || l.live == 0 {
+			return
+		}
+		now := l.now()
+		l.armTimer(now)
+		wait := int(scanEvery / time.Millisecond)
+		if r.hasEnd {
+			wait = min(wait, int((r.endOff-now+time.Millisecond-1)/time.Millisecond))
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, wait)
+		if err != nil && err != unix.EINTR {
+			// Not expected with valid descriptors; fail every exchange in
+			// flight rather than spin.
+			l.failAll(err)
+			return
+		}
+		for i := 0; i < n; i++ {
+			ev := &l.events[i]
+			if ev.Fd < 0 {
+				continue // wake-up or timer: the checks below act on them
+			}
+			l.event(l.slots[ev.Fd], ev.Events, ev.Pad)
+		}
+		now = l.now()
+		if l.over(now) {
+			return
+		}
+		if now >= l.scan {
+			l.timeouts(now)
+			l.scan = now + scanEvery
+		}
+		for len(l.sched) > 0 && l.sched[0].due <= now+schedSlack {
+			s := l.sched.pop()
+			l.start(s, s.due, l.now())
+		}
+	}
+}
+
+// queue marks s ready for its next exchange.
+func (l *ploop) queue(s *pslot) {
+	s.state = psIdle
+	l.ready[(l.readyHead+l.readyCount)%len(l.ready)] = s
+	l.readyCount++
+}
+
+// drain starts the next exchange of every ready slot, including slots
+// that become ready again meanwhile. It returns false once the load is
+// over.
+func (l *ploop) drain() bool {
+	for l.readyCount > 0 {
+		s := l.ready[l.readyHead]
+		l.ready[l.readyHead] = nil
+		l.readyHead = (l.readyHead + 1) % len(l.ready)
+		l.readyCount--
+		now := l.now()
+		if l.over(now) {
+			return false
+		}
+		l.next(s, now)
+	}
+	return !l.over(l.now())
+}
+
+// schedSlack: an open-loop send due within this is sent now rather than
+// after another timer round trip.
+const schedSlack = 20 * time.Microsecond
+
+// armTimer points the timer at the earliest scheduled send.
+func (l *ploop) armTimer(now time.Duration) {
+	if len(l.sched) == 0 {
+		return
+	}
+	due := l.sched[0].due
+	if due == l.armed && due > now {
+		return
+	}
+	d := max(due-now, time.Microsecond)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if err := unix.TimerfdSettime(l.timeFd, 0, &spec, nil); err == nil {
+		l.armed = due
+	}
+}
+
+// shutdown closes every connection and hands the buffered latencies over.
+func (l *ploop) shutdown() {
+	for _, s := range l.slots {
+		for e, fd := range s.fds {
+			if fd >= 0 {
+				unix.Close(fd)
+				s.fds[e] = -1
+			}
+		}
+		s.flush()
+	}
+}
+
+// event handles readiness of one of slot s's connections.
+func (l *ploop) event(s *pslot, events uint32, serial int32) {
+	if s.ep < 0 || s.fds[s.ep] < 0 || s.serial[s.ep] != serial {
+		return // an idle connection to another endpoint, or a closed one
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.readable = true
+	}
+	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.hup = true
+	}
+	out := events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0
+	switch s.state {
+	case psConnecting:
+		if out {
+			l.connected(s, events)
+		}
+	case psWriting:
+		if out {
+			l.write(s)
+		}
+	case psReading:
+		if s.readable {
+			l.read(s)
+		}
+	}
+}
+
+// next starts the slot's next exchange, schedules it (open loop) or
+// finishes the slot (-n exhausted, end of the schedule, stopped).
+func (l *ploop) next(s *pslot, now time.Duration) {
+	r := l.r
+	if r.stop.Load() {
+		l.finish(s)
+		return
+	}
+	if r.bounded {
+		if s.quota == 0 {
+			if s.quota = r.claim(); s.quota == 0 {
+				l.finish(s)
+				return
+			}
+		}
+		s.quota--
+	}
+	intended := now
+	if r.openLoop {
+		intended = s.conn.next
+		s.conn.next += s.period
+		if r.hasEnd && intended >= r.endOff {
+			l.finish(s)
+			return
+		}
+		if intended > now+schedSlack {
+			s.due = intended
+			l.sched.push(s)
+			return
+		}
+	}
+	l.start(s, intended, now)
+}
+
+func (l *ploop) finish(s *pslot) {
+	if !s.finished {
+		s.finished = true
+		l.live--
+	}
+}
+
+// start begins an exchange: pick a request, connect if needed, write.
+func (l *ploop) start(s *pslot, intended, now time.Duration) {
+	r := l.r
+	req := &r.reqs[s.pick()]
+	e := req.endpoint
+	if e != s.ep {
+		s.rd.r, s.rd.w = 0, 0
+		s.ep = e
+		s.readable = true // unknown: the first read finds out
+	}
+	s.req, s.wrote, s.connect, s.reconn = req, 0, 0, false
+	s.intended, s.sent = intended, now
+	s.deadline = l.deadline(now)
+	if s.fds[e] < 0 {
+		l.dial(s, now)
+		return
+	}
+	l.write(s)
+}
+
+// deadline is when an exchange (or connect) begun at t times out.
+func (l *ploop) deadline(t time.Duration) time.Duration {
+	d := t + l.r.opts.Timeout
+	if l.r.hasEnd {
+		d = min(d, l.r.endOff)
+	}
+	return d
+}
+
+// dial opens a non-blocking connection for the slot's current endpoint.
+func (l *ploop) dial(s *pslot, now time.Duration) {
+	e := s.ep
+	pe := &l.eps[e]
+	fd, err := unix.Socket(pe.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		l.fail(s, classConnect, pe.opError("dial", os.NewSyscallError("socket", err)))
+		return
+	}
+	if pe.tcp {
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+	l.serial++
+	l.ev = unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: s.idx, Pad: l.serial}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &l.ev); err != nil {
+		unix.Close(fd)
+		l.fail(s, classConnect, pe.opError("dial", os.NewSyscallError("epoll_ctl", err)))
+		return
+	}
+	s.fds[e], s.serial[e] = fd, l.serial
+	s.reconn = s.dialed[e]
+	s.dialed[e] = true
+	s.dialAt = now
+	s.readable, s.hup = false, false
+	s.rd.r, s.rd.w = 0, 0
+	switch err := unix.Connect(fd, pe.sa); err {
+	case nil:
+		l.connected(s, 0)
+	case unix.EINPROGRESS:
+		s.state = psConnecting
+	default:
+		l.fail(s, classConnect, pe.opError("dial", os.NewSyscallError("connect", err)))
+	}
+}
+
+// connected completes a connect (events are the readiness that reported
+// it, 0 when connect succeeded at once) and writes the request.
+func (l *ploop) connected(s *pslot, events uint32) {
+	if events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		errno, err := unix.GetsockoptInt(s.fds[s.ep], unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil {
+			err = unix.Errno(errno)
+			if errno == 0 {
+				err = unix.ECONNRESET
+			}
+		}
+		l.fail(s, classConnect, l.eps[s.ep].opError("dial", os.NewSyscallError("connect", err)))
+		return
+	}
+	now := l.now()
+	s.connect = max(now-s.dialAt, 1)
+	if !l.r.opts.Close {
+		s.sent = now // keep-alive: connect time is not latency
+	}
+	s.deadline = l.deadline(now)
+	l.write(s)
+}
+
+// write sends (the rest of) the request, then reads if data is waiting.
+func (l *ploop) write(s *pslot) {
+	fd, raw := s.fds[s.ep], s.req.raw
+	for s.wrote < len(raw) {
+		n, err := rawWrite(fd, raw[s.wrote:])
+		switch err {
+		case nil:
+			s.wrote += n
+			continue
+		case unix.EAGAIN:
+			s.state = psWriting
+			return
+		case unix.EINTR:
+			continue
+		}
+		l.fail(s, classWrite, l.eps[s.ep].opError("write", os.NewSyscallError("write", err)))
+		return
+	}
+	s.state = psReading
+	s.p.begin(s.req.head)
+	if s.readable {
+		l.read(s)
+	}
+}
+
+// read takes what the socket holds and feeds the parser until the
+// response is complete or the socket is drained.
+func (l *ploop) read(s *pslot) {
+	fd, rd := s.fds[s.ep], s.rd
+	for {
+		if rd.r == rd.w {
+			rd.r, rd.w = 0, 0
+		} else if rd.w == len(rd.buf) && rd.r > 0 {
+			rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+			rd.r = 0
+		}
+		space := len(rd.buf) - rd.w
+		n, err := rawRead(fd, rd.buf[rd.w:])
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			s.readable = false
+			return
+		case unix.EINTR:
+			continue
+		default:
+			l.fail(s, classRead, l.eps[s.ep].opError("read", os.NewSyscallError("read", err)))
+			return
+		}
+		if n == 0 {
+			if _, err := s.p.eof(rd.w - rd.r); err != nil {
+				l.fail(s, classRead, err)
+				return
+			}
+			l.complete(s)
+			return
+		}
+		rd.w += n
+		rd.nread += int64(n)
+		used, done, err := s.p.feed(rd.buf[rd.r:rd.w])
+		rd.r += used
+		if err != nil {
+			l.fail(s, classify(err, classRead), err)
+			return
+		}
+		if n < space && !s.hup {
+			s.readable = false // drained: epoll reports the next data
+		}
+		if done {
+			l.complete(s)
+			return
+		}
+		if !s.readable {
+			return
+		}
+	}
+}
+
+// complete records a finished exchange and moves on.
+func (l *ploop) complete(s *pslot) {
+	r := l.r
+	if s.p.resp.close || r.opts.Close || s.p.st == stUntilClose {
+		l.drop(s)
+	}
+	done := l.now()
+	if l.over(done) {
+		s.state = psIdle
+		return
+	}
+	s.record(s.req, outcome{status: s.p.resp.status, connect: s.connect, reconnect: s.reconn}, l.intended(s), s.sent, done)
+	l.queue(s)
+}
+
+// intended is the latency origin: the schedule in open loop, the send in
+// closed loop.
+func (l *ploop) intended(s *pslot) time.Duration {
+	if l.r.openLoop {
+		return s.intended
+	}
+	return s.sent
+}
+
+// over reports whether the load has ended (stopped, or its duration is
+// up): exchanges in flight then are not measured.
+func (l *ploop) over(now time.Duration) bool {
+	r := l.r
+	return r.stop.Load() || (r.hasEnd && now >= r.endOff)
+}
+
+// fail records a failed exchange, closes its connection and moves on.
+func (l *ploop) fail(s *pslot, class int, err error) {
+	if s.ep >= 0 {
+		l.drop(s)
+	}
+	done := l.now()
+	if l.over(done) {
+		s.state = psIdle
+		return
+	}
+	s.record(s.req, outcome{class: class, err: err, connect: s.connect, reconnect: s.reconn}, l.intended(s), s.sent, done)
+	l.queue(s)
+}
+
+// drop closes the connection of the current exchange.
+func (l *ploop) drop(s *pslot) {
+	if fd := s.fds[s.ep]; fd >= 0 {
+		unix.Close(fd)
+		s.fds[s.ep] = -1
+		s.rd.r, s.rd.w = 0, 0
+	}
+}
+
+// timeouts fails the exchanges whose deadline passed.
+func (l *ploop) timeouts(now time.Duration) {
+	for _, s := range l.slots {
+		if s.state == psIdle || now < s.deadline {
+			continue
+		}
+		pe := &l.eps[s.ep]
+		switch s.state {
+		case psConnecting:
+			l.fail(s, classTimeout, pe.dialTimeout)
+		case psWriting:
+			l.fail(s, classTimeout, pe.writeTimeout)
+		default:
+			l.fail(s, classTimeout, pe.readTimeout)
+		}
+	}
+}
+
+// failAll ends every exchange in flight with err (epoll itself failed).
+func (l *ploop) failAll(err error) {
+	for _, s := range l.slots {
+		if s.state != psIdle {
+			l.fail(s, classRead, os.NewSyscallError("epoll_wait", err))
+		}
+	}
+}
+
+// rawWrite and rawRead are write(2) and read(2) on a non-blocking socket
+// without the scheduler hand-off of syscall.Syscall: they never block.
+func rawWrite(fd int, b []byte) (int, error) {
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawRead(fd int, b []byte) (int, error) {
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// slotHeap is a min-heap of slots by due time (the open-loop schedule).
+type slotHeap []*pslot
+
+func (h *slotHeap) push(s *pslot) {
+	*h = append(*h, s)
+	hh := *h
+	i := len(hh) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if hh[p].due <= hh[i].due {
+			break
+		}
+		hh[p], hh[i] = hh[i], hh[p]
+		i = p
+	}
+}
+
+func (h *slotHeap) pop() *pslot {
+	hh := *h
+	top := hh[0]
+	last := len(hh) - 1
+	hh[0] = hh[last]
+	hh[last] = nil
+	hh = hh[:last]
+	i := 0
+	for {
+		l, m := 2*i+1, i
+		if l < len(hh) && hh[l].due < hh[m].due {
+			m = l
+		}
+		if l+1 < len(hh) && hh[l+1].due < hh[m].due {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		hh[m], hh[i] = hh[i], hh[m]
+		i = m
+	}
+	*h = hh
+	return top
+}
