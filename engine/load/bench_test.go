@@ -81,17 +81,22 @@ func BenchmarkRequestClose(b *testing.B) {
 	}
 }
 
-// BenchmarkRun measures whole loads of b.N requests over 16 connections;
-// setup is amortised over b.N.
+// BenchmarkRun measures whole loads of b.N requests over 16 connections,
+// on each engine; setup is amortised over b.N.
 func BenchmarkRun(b *testing.B) {
 	s := fastServer(b)
-	b.ReportAllocs()
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 16, Requests: int64(b.N)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if res.Requests != int64(b.N) {
-		b.Fatalf("requests %d, want %d", res.Requests, b.N)
+	for _, engine := range []string{"events", "goroutines"} {
+		b.Run("engine="+engine, func(b *testing.B) {
+			b.Setenv(pollEngineEnv, engine)
+			b.ReportAllocs()
+			res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 16, Requests: int64(b.N)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Requests != int64(b.N) {
+				b.Fatalf("requests %d, want %d", res.Requests, b.N)
+			}
+		})
 	}
 }
 

@@ -20,10 +20,6 @@ import (
 // use it; TLS targets use the goroutine per connection engine (conn.go),
 // which crypto/tls needs.
 
-// pollEngineEnv selects the engine for diagnosis and comparison:
-// BENCHFLOW_LOAD_ENGINE=goroutines forces the goroutine engine.
-const pollEngineEnv = "BENCHFLOW_LOAD_ENGINE"
-
 // pollEndpoint is an endpoint resolved once, before the load starts.
 type pollEndpoint struct {
 	family  int

@@ -273,6 +273,10 @@ wait:
 	return res, nil
 }
 
+// pollEngineEnv selects the engine for diagnosis and comparison:
+// BENCHFLOW_LOAD_ENGINE=goroutines forces the goroutine engine.
+const pollEngineEnv = "BENCHFLOW_LOAD_ENGINE"
+
 // startSlots runs the slots on the event loops where they can serve the
 // load (poll_linux.go), else one goroutine per slot.
 func (r *runner) startSlots(wg *sync.WaitGroup) {
