@@ -79,6 +79,27 @@ func (r *runner) resolveForPoll() ([]pollEndpoint, bool) {
 	return eps, true
 }
 
+// cloneEndpoints gives a loop its own socket addresses: connect(2)
+// marshals an address into a buffer inside it.
+func cloneEndpoints(eps []pollEndpoint) []pollEndpoint {
+	out := make([]pollEndpoint, len(eps))
+	for i, pe := range eps {
+		switch sa := pe.sa.(type) {
+		case *unix.SockaddrInet4:
+			c := *sa
+			pe.sa = &c
+		case *unix.SockaddrInet6:
+			c := *sa
+			pe.sa = &c
+		case *unix.SockaddrUnix:
+			c := *sa
+			pe.sa = &c
+		}
+		out[i] = pe
+	}
+	return out
+}
+
 // opError describes a failed operation the way the net package does
 // ("dial tcp 127.0.0.1:80: connect: connection refused").
 func (pe *pollEndpoint) opError(op string, err error) error {
@@ -129,8 +150,9 @@ type ploop struct {
 	eps    []pollEndpoint
 	slots  []*pslot
 	epfd   int
-	wakeFd int // eventfd written by halt
-	timeFd int // timerfd for the open-loop schedule
+	wakeMu sync.Mutex // guards wakeFd against closing while halt writes
+	wakeFd int        // eventfd written by halt
+	timeFd int        // timerfd for the open-loop schedule
 	armed  time.Duration
 	serial int32
 	live   int // slots not finished
@@ -189,15 +211,25 @@ func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (wake func(),
 		go l.run(wg)
 	}
 	return func() {
-		one := [8]byte{1}
 		for _, l := range loops {
-			unix.Write(l.wakeFd, one[:])
+			l.wake()
 		}
 	}, true
 }
 
+// wake interrupts the loop's epoll_wait. It never writes to a closed
+// descriptor: its number may already belong to another file.
+func (l *ploop) wake() {
+	l.wakeMu.Lock()
+	defer l.wakeMu.Unlock()
+	if l.wakeFd >= 0 {
+		one := [8]byte{1}
+		unix.Write(l.wakeFd, one[:])
+	}
+}
+
 func newPloop(r *runner, eps []pollEndpoint) (*ploop, error) {
-	l := &ploop{r: r, eps: eps, epfd: -1, wakeFd: -1, timeFd: -1, armed: -1}
+	l := &ploop{r: r, eps: cloneEndpoints(eps), epfd: -1, wakeFd: -1, timeFd: -1, armed: -1}
 	var err error
 	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, err
@@ -224,9 +256,12 @@ func newPloop(r *runner, eps []pollEndpoint) (*ploop, error) {
 }
 
 func (l *ploop) closeFds() {
-	for _, fd := range []int{l.epfd, l.wakeFd, l.timeFd} {
-		if fd >= 0 {
-			unix.Close(fd)
+	l.wakeMu.Lock()
+	defer l.wakeMu.Unlock()
+	for _, fd := range []*int{&l.epfd, &l.wakeFd, &l.timeFd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
 		}
 	}
 }
