@@ -59,7 +59,7 @@ func writeLoadFile(mem memory.Allocator, path, step string, res *load.Result) er
 	}
 	lat := latencyRecord(mem, d.hists)
 	defer lat.Release()
-	if err := writeRecords(mem, lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}); err != nil {
+	if err := writeRecords(mem, lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}, []idRuns{histRuns(d.hists)}); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	if err := writeTable(mem, sp, format, timeseriesColumns, d.timeseries); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,16 +62,22 @@ func writeTable[R any](mem memory.Allocator, path, format string, cols []column[
 		defer rec.Release()
 		recs = append(recs, rec)
 	}
-	return writeRecords(mem, path, format, schema, recs)
+	return writeRecords(mem, path, format, schema, recs, nil)
 }
 
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
 // groups hold up to a million rows whatever the size of the records.
-func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
+// runs, when not nil, holds the id runs of each record (runs[i] of
+// recs[i]; see idRuns).
+func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
 	var nonEmpty []arrow.RecordBatch
-	for _, r := range recs {
+	var nonEmptyRuns []idRuns
+	for i, r := range recs {
 		if r != nil && r.NumRows() > 0 {
 			nonEmpty = append(nonEmpty, r)
+			if runs != nil {
+				nonEmptyRuns = append(nonEmptyRuns, runs[i])
+			}
 		}
 	}
 	// Many small records (one per trial) cost a fixed overhead each in the
@@ -83,7 +90,7 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 	var dictCols []string
 	if len(nonEmpty) > 0 {
 		var err error
-		one, dictCols, err = concatRecords(mem, schema, nonEmpty, format != FormatArrow)
+		one, dictCols, err = concatRecords(mem, schema, nonEmpty, nonEmptyRuns, format != FormatArrow)
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
@@ -133,47 +140,64 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 // idColumns are the columns concatRecords may turn into dictionaries.
 var idColumns = map[string]bool{"run_id": true, "trial_id": true, "step": true}
 
-// concatRecords concatenates records (of schema) column by column. With
-// dict, the id columns (string, without nulls) become dictionary arrays;
-// the record's schema then says so and dictCols names them. The caller
+// idNames are the first three columns of every per-trial table, in order.
+var idNames = [numIDs]string{"run_id", "trial_id", "step"}
+
+const numIDs = 3
+
+// idRun is a run of consecutive rows holding one value of an id column.
+type idRun struct {
+	val string
+	n   int
+}
+
+// idRuns are a per-trial record's run_id, trial_id and step columns as
+// runs of equal values, listed when the trial is sealed (a few runs per
+// trial) so that joining the trials' id columns into dictionaries does
+// not compare millions of strings at every commit.
+type idRuns [numIDs][]idRun
+
+// concatRecords concatenates records (of schema) column by column, one
+// goroutine per column. With dict, the id columns (string, without nulls)
+// become dictionary arrays; the record's schema then says so and dictCols
+// names them. runs, when not nil, are the records' id runs. The caller
 // releases the record.
-func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, dict bool) (rec arrow.RecordBatch, dictCols []string, err error) {
+func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns, dict bool) (rec arrow.RecordBatch, dictCols []string, err error) {
 	fields := append([]arrow.Field(nil), schema.Fields()...)
 	cols := make([]arrow.Array, len(fields))
-	defer func() {
+	errs := make([]error, len(fields))
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	var wg sync.WaitGroup
+	for c := range cols {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cols[c], errs[c] = concatColumn(mem, fields[c].Name, c, recs, runs, dict)
+		}()
+	}
+	wg.Wait()
+	release := func() {
 		for _, c := range cols {
 			if c != nil {
 				c.Release()
 			}
 		}
-	}()
-	var rows int64
-	for _, r := range recs {
-		rows += r.NumRows()
 	}
-	parts := make([]arrow.Array, len(recs))
-	for c := range cols {
-		for i, r := range recs {
-			parts[i] = r.Column(c)
-		}
-		if dict && idColumns[fields[c].Name] {
-			if d := stringDictionary(mem, parts); d != nil {
-				cols[c] = d
-				fields[c].Type = d.DataType()
-				dictCols = append(dictCols, fields[c].Name)
-				continue
-			}
-		}
-		if len(parts) == 1 {
-			parts[0].Retain()
-			cols[c] = parts[0]
-			continue
-		}
-		a, err := array.Concatenate(parts, mem)
+	for c, err := range errs {
 		if err != nil {
+			release()
 			return nil, nil, fmt.Errorf("concatenating column %s: %w", fields[c].Name, err)
 		}
-		cols[c] = a
+	}
+	defer release()
+	for c, a := range cols {
+		if a.DataType().ID() == arrow.DICTIONARY {
+			fields[c].Type = a.DataType()
+			dictCols = append(dictCols, fields[c].Name)
+		}
 	}
 	out := schema
 	if len(dictCols) > 0 {
@@ -181,6 +205,81 @@ func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Reco
 		out = arrow.NewSchema(fields, &md)
 	}
 	return array.NewRecordBatch(out, cols, rows), dictCols, nil
+}
+
+// concatColumn joins column c (named name) of recs: a dictionary array
+// for an id column when dict is set, else one array of the column's type.
+func concatColumn(mem memory.Allocator, name string, c int, recs []arrow.RecordBatch, runs []idRuns, dict bool) (arrow.Array, error) {
+	parts := make([]arrow.Array, len(recs))
+	for i, r := range recs {
+		parts[i] = r.Column(c)
+	}
+	if dict && runs != nil && c < numIDs && idNames[c] == name {
+		col := make([][]idRun, len(runs))
+		for i := range runs {
+			col[i] = runs[i][c]
+		}
+		return runsDictionary(mem, col), nil
+	}
+	if dict && idColumns[name] {
+		if d := stringDictionary(mem, parts); d != nil {
+			return d, nil
+		}
+	}
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return array.Concatenate(parts, mem)
+}
+
+// runsDictionary builds the dictionary array (int32 indices; values in
+// order of first appearance) of the rows that runs describe, part after
+// part: one lookup per run, not per row.
+func runsDictionary(mem memory.Allocator, runs [][]idRun) *array.Dictionary {
+	n := 0
+	for _, p := range runs {
+		for _, r := range p {
+			n += r.n
+		}
+	}
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(arrow.Int32Traits.BytesRequired(n))
+	defer buf.Release()
+	idx := arrow.Int32Traits.CastFromBytes(buf.Bytes())
+	vals := array.NewStringBuilder(mem)
+	defer vals.Release()
+	seen := map[string]int32{}
+	row := 0
+	for _, p := range runs {
+		for _, r := range p {
+			k, ok := seen[r.val]
+			if !ok {
+				k = int32(len(seen))
+				seen[r.val] = k
+				vals.Append(r.val)
+			}
+			fill := idx[row : row+r.n]
+			for i := range fill {
+				fill[i] = k
+			}
+			row += r.n
+		}
+	}
+	return newStringDictionary(mem, buf, n, vals)
+}
+
+// newStringDictionary makes the dictionary array of n int32 indices in
+// buf and the values in vals.
+func newStringDictionary(mem memory.Allocator, buf *memory.Buffer, n int, vals *array.StringBuilder) *array.Dictionary {
+	data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer data.Release()
+	indices := array.MakeFromData(data)
+	defer indices.Release()
+	dict := vals.NewArray()
+	defer dict.Release()
+	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	return array.NewDictionaryArray(typ, indices, dict)
 }
 
 // stringDictionary joins string arrays without nulls into one dictionary
@@ -219,14 +318,7 @@ func stringDictionary(mem memory.Allocator, parts []arrow.Array) *array.Dictiona
 			row++
 		}
 	}
-	data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
-	defer data.Release()
-	indices := array.MakeFromData(data)
-	defer indices.Release()
-	dict := vals.NewArray()
-	defer dict.Release()
-	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	return array.NewDictionaryArray(typ, indices, dict)
+	return newStringDictionary(mem, buf, n, vals)
 }
 
 // readTable reads path back into rows. cols maps the file's schema to

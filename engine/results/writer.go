@@ -46,6 +46,7 @@ type trialData struct {
 	system     []SystemRow
 	network    []NetworkRow
 	recs       [numBig]arrow.RecordBatch // nil when the trial has no such rows
+	runs       [numBig]idRuns            // the id columns of recs, as runs
 	// hists are the steps' histograms of a new trial, converted straight
 	// into the latency record by seal (no LatencyRow per bucket).
 	hists []stepHist
@@ -75,23 +76,63 @@ var (
 func (d *trialData) seal(mem memory.Allocator) {
 	if len(d.hists) > 0 {
 		d.recs[bigLatency] = latencyRecord(mem, d.hists)
+		d.runs[bigLatency] = histRuns(d.hists)
 		d.hists = nil
 	} else if len(d.latency) > 0 {
 		d.recs[bigLatency] = buildRecord(mem, bigSchemas[bigLatency], latencyColumns, d.latency)
+		d.runs[bigLatency] = rowRuns(d.latency, func(r *LatencyRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.timeseries) > 0 {
 		d.recs[bigTimeseries] = buildRecord(mem, bigSchemas[bigTimeseries], timeseriesColumns, d.timeseries)
+		d.runs[bigTimeseries] = rowRuns(d.timeseries, func(r *TimeseriesRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.processes) > 0 {
 		d.recs[bigProcesses] = buildRecord(mem, bigSchemas[bigProcesses], processColumns, d.processes)
+		d.runs[bigProcesses] = rowRuns(d.processes, func(r *ProcessRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.system) > 0 {
 		d.recs[bigSystem] = buildRecord(mem, bigSchemas[bigSystem], systemColumns, d.system)
+		d.runs[bigSystem] = rowRuns(d.system, func(r *SystemRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.network) > 0 {
 		d.recs[bigNetwork] = buildRecord(mem, bigSchemas[bigNetwork], networkColumns, d.network)
+		d.runs[bigNetwork] = rowRuns(d.network, func(r *NetworkRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	d.latency, d.timeseries, d.processes, d.system, d.network = nil, nil, nil, nil, nil
+}
+
+// histRuns lists the id runs of latencyRecord(hs): one run per histogram.
+func histRuns(hs []stepHist) idRuns {
+	var runs idRuns
+	for _, h := range hs {
+		n := len(h.bars)
+		runs[0] = appendRun(runs[0], h.runID, n)
+		runs[1] = appendRun(runs[1], h.trialID, n)
+		runs[2] = appendRun(runs[2], h.step, n)
+	}
+	return runs
+}
+
+// rowRuns lists the id runs of rows; ids returns a row's run_id,
+// trial_id and step.
+func rowRuns[R any](rows []R, ids func(*R) [numIDs]string) idRuns {
+	var runs idRuns
+	for i := range rows {
+		for c, v := range ids(&rows[i]) {
+			runs[c] = appendRun(runs[c], v, 1)
+		}
+	}
+	return runs
+}
+
+// appendRun adds n rows of val to runs, extending the last run when it
+// holds the same value.
+func appendRun(runs []idRun, val string, n int) []idRun {
+	if k := len(runs) - 1; k >= 0 && runs[k].val == val {
+		runs[k].n += n
+		return runs
+	}
+	return append(runs, idRun{val, n})
 }
 
 // release frees the trial's records.
@@ -435,12 +476,14 @@ func (w *Writer) writeTables() error {
 	})
 	var tr []TrialRow
 	var big [numBig][]arrow.RecordBatch
+	var bigRuns [numBig][]idRuns
 	for _, id := range ids {
 		d := w.trials[id]
 		tr = append(tr, d.trials...)
 		for t, r := range d.recs {
 			if r != nil {
 				big[t] = append(big[t], r)
+				bigRuns[t] = append(bigRuns[t], d.runs[t])
 			}
 		}
 	}
@@ -476,7 +519,7 @@ func (w *Writer) writeTables() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[t] = writeRecords(w.mem, path, f, bigSchemas[t], big[t])
+			errs[t] = writeRecords(w.mem, path, f, bigSchemas[t], big[t], bigRuns[t])
 		}()
 	}
 	wg.Wait()

@@ -1,0 +1,61 @@
+package results
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestRunsDictionaryMatchesRows checks that the dictionaries built from
+// the id runs listed when trials are sealed (rowRuns, histRuns) equal the
+// ones built by scanning the id columns row by row (stringDictionary), for
+// trials whose ids repeat within and across trials.
+func TestRunsDictionaryMatchesRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var recs []arrow.RecordBatch
+	var runs []idRuns
+	for trial := 0; trial < 20; trial++ {
+		var rows []LatencyRow
+		for i := rng.IntN(40); i >= 0; i-- {
+			rows = append(rows, LatencyRow{
+				RunID:   fmt.Sprintf("run%d", trial/7),
+				TrialID: fmt.Sprintf("t%d", trial%5),
+				Step:    []string{"a", "b", ""}[rng.IntN(3)],
+				LowerUS: float64(i), UpperUS: float64(i), Count: 1,
+			})
+		}
+		recs = append(recs, buildRecord(mem, bigSchemas[bigLatency], latencyColumns, rows))
+		runs = append(runs, rowRuns(rows, func(r *LatencyRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} }))
+	}
+	hs := []stepHist{{"run9", "t1", "a", make([]hdrhistogram.Bar, 3)}, {"run9", "t1", "b", make([]hdrhistogram.Bar, 2)}, {"run9", "t2", "b", make([]hdrhistogram.Bar, 4)}}
+	recs = append(recs, latencyRecord(mem, hs))
+	runs = append(runs, histRuns(hs))
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for c := 0; c < numIDs; c++ {
+		parts := make([]arrow.Array, len(recs))
+		col := make([][]idRun, len(recs))
+		for i, r := range recs {
+			parts[i] = r.Column(c)
+			col[i] = runs[i][c]
+		}
+		want := stringDictionary(mem, parts)
+		got := runsDictionary(mem, col)
+		if !array.Equal(want, got) {
+			t.Errorf("column %s: runs give %v, rows give %v", idNames[c], got, want)
+		}
+		want.Release()
+		got.Release()
+	}
+}
