@@ -681,13 +681,16 @@ step "load" "main" {
 }
 
 // TestRobustDoubleInterrupt: a second Ctrl-C right after the first exits at
-// once with status 130 and kills the service.
+// once with status 130 and kills the service. The service's shell lingers
+// after SIGTERM, so the graceful teardown the first Ctrl-C starts would
+// take the whole stop_timeout: only the forced exit ends the run quickly.
 func TestRobustDoubleInterrupt(t *testing.T) {
 	marker := robustMarker()
 	src := fmt.Sprintf(`
 pipeline "double-interrupt" {}
 service "web" {
-  command = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--size", "%s"]
+  command = ["sh", "-c", "trap 'sleep 30' TERM; \"$@\" & wait $!; wait", "sh",
+             benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--size", "%s"]
   port "http" {}
   health { http = "/" }
 }
