@@ -12,10 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestRunsDictionaryMatchesRows checks that the dictionaries built from
-// the id runs listed when trials are sealed (rowRuns, histRuns) equal the
-// ones built by scanning the id columns row by row (stringDictionary), for
-// trials whose ids repeat within and across trials.
+// TestRunsDictionaryMatchesRows checks that the dictionaries and string
+// columns built from the id runs listed when trials are sealed (rowRuns,
+// histRuns) equal the ones built from the rows' id columns, for trials
+// whose ids repeat within and across trials.
 func TestRunsDictionaryMatchesRows(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -36,7 +36,13 @@ func TestRunsDictionaryMatchesRows(t *testing.T) {
 		runs = append(runs, rowRuns(rows, func(r *LatencyRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} }))
 	}
 	hs := []stepHist{{"run9", "t1", "a", make([]hdrhistogram.Bar, 3)}, {"run9", "t1", "b", make([]hdrhistogram.Bar, 2)}, {"run9", "t2", "b", make([]hdrhistogram.Bar, 4)}}
-	recs = append(recs, latencyRecord(mem, hs))
+	var rows []LatencyRow
+	for _, h := range hs {
+		for range h.bars {
+			rows = append(rows, LatencyRow{RunID: h.runID, TrialID: h.trialID, Step: h.step})
+		}
+	}
+	recs = append(recs, buildRecord(mem, bigSchemas[bigLatency], latencyColumns, rows))
 	runs = append(runs, histRuns(hs))
 	defer func() {
 		for _, r := range recs {
@@ -57,5 +63,15 @@ func TestRunsDictionaryMatchesRows(t *testing.T) {
 		}
 		want.Release()
 		got.Release()
+		wantStr, err := array.Concatenate(parts, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotStr := runsStrings(mem, col)
+		if !array.Equal(wantStr, gotStr) {
+			t.Errorf("column %s: runs give strings %v, rows give %v", idNames[c], gotStr, wantStr)
+		}
+		wantStr.Release()
+		gotStr.Release()
 	}
 }

@@ -67,8 +67,8 @@ func writeTable[R any](mem memory.Allocator, path, format string, cols []column[
 
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
 // groups hold up to a million rows whatever the size of the records.
-// runs, when not nil, holds the id runs of each record (runs[i] of
-// recs[i]; see idRuns).
+// With runs (a per-trial table), recs hold only the columns after the id
+// columns and runs[i] the id columns of recs[i] (see trialData).
 func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
 	var nonEmpty []arrow.RecordBatch
 	var nonEmptyRuns []idRuns
@@ -160,8 +160,8 @@ type idRuns [numIDs][]idRun
 // concatRecords concatenates records (of schema) column by column, one
 // goroutine per column. With dict, the id columns (string, without nulls)
 // become dictionary arrays; the record's schema then says so and dictCols
-// names them. runs, when not nil, are the records' id runs. The caller
-// releases the record.
+// names them. With runs, recs hold only the columns after the ids, which
+// runs describe (see writeRecords). The caller releases the record.
 func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns, dict bool) (rec arrow.RecordBatch, dictCols []string, err error) {
 	fields := append([]arrow.Field(nil), schema.Fields()...)
 	cols := make([]arrow.Array, len(fields))
@@ -207,19 +207,26 @@ func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.Reco
 	return array.NewRecordBatch(out, cols, rows), dictCols, nil
 }
 
-// concatColumn joins column c (named name) of recs: a dictionary array
-// for an id column when dict is set, else one array of the column's type.
+// concatColumn joins column c (named name) of the table: a dictionary
+// array for an id column when dict is set, else one array of the column's
+// type.
 func concatColumn(mem memory.Allocator, name string, c int, recs []arrow.RecordBatch, runs []idRuns, dict bool) (arrow.Array, error) {
+	if runs != nil {
+		if c < numIDs {
+			col := make([][]idRun, len(runs))
+			for i := range runs {
+				col[i] = runs[i][c]
+			}
+			if dict {
+				return runsDictionary(mem, col), nil
+			}
+			return runsStrings(mem, col), nil
+		}
+		c -= numIDs
+	}
 	parts := make([]arrow.Array, len(recs))
 	for i, r := range recs {
 		parts[i] = r.Column(c)
-	}
-	if dict && runs != nil && c < numIDs && idNames[c] == name {
-		col := make([][]idRun, len(runs))
-		for i := range runs {
-			col[i] = runs[i][c]
-		}
-		return runsDictionary(mem, col), nil
 	}
 	if dict && idColumns[name] {
 		if d := stringDictionary(mem, parts); d != nil {

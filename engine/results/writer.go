@@ -35,8 +35,12 @@ type Writer struct {
 }
 
 // trialData is every row one trial contributes to the tables. Rows of
-// the big tables are converted to Arrow records once, when the trial is
-// committed (seal), so that rewriting the tables costs no conversion.
+// the big tables are converted once, when the trial is committed (seal),
+// so that rewriting the tables costs no conversion: their id columns
+// (run_id, trial_id, step) to runs of equal values, the other columns to
+// an Arrow record. Holding the ids as runs instead of one string per row
+// keeps a long run's memory down and lets a commit build the id
+// dictionaries with one lookup per run.
 type trialData struct {
 	index      int
 	trials     []TrialRow
@@ -45,8 +49,8 @@ type trialData struct {
 	processes  []ProcessRow
 	system     []SystemRow
 	network    []NetworkRow
-	recs       [numBig]arrow.RecordBatch // nil when the trial has no such rows
-	runs       [numBig]idRuns            // the id columns of recs, as runs
+	recs       [numBig]arrow.RecordBatch // the columns after the ids; nil when the trial has no such rows
+	runs       [numBig]idRuns            // the id columns of recs' rows
 	// hists are the steps' histograms of a new trial, converted straight
 	// into the latency record by seal (no LatencyRow per bucket).
 	hists []stepHist
@@ -69,8 +73,27 @@ const (
 
 var (
 	bigNames   = [numBig]string{TableLatency, TableTimeseries, TableProcesses, TableSystem, TableNetwork}
-	bigSchemas = [numBig]*arrow.Schema{schemaOf(latencyColumns), schemaOf(timeseriesColumns), schemaOf(processColumns), schemaOf(systemColumns), schemaOf(networkColumns)}
+	bigSchemas = [numBig]*arrow.Schema{idSchema(latencyColumns), idSchema(timeseriesColumns), idSchema(processColumns), idSchema(systemColumns), idSchema(networkColumns)}
+	// valueSchemas are the schemas of trialData.recs: bigSchemas without
+	// the id columns.
+	valueSchemas = [numBig]*arrow.Schema{schemaOf(latencyColumns[numIDs:]), schemaOf(timeseriesColumns[numIDs:]), schemaOf(processColumns[numIDs:]), schemaOf(systemColumns[numIDs:]), schemaOf(networkColumns[numIDs:])}
 )
+
+// idSchema is the schema of a per-trial table, whose first columns must
+// be the id columns.
+func idSchema[R any](cols []column[R]) *arrow.Schema {
+	for i, n := range idNames {
+		if cols[i].name != n {
+			panic(fmt.Sprintf("results: column %d of a per-trial table is %s, not %s", i, cols[i].name, n))
+		}
+	}
+	return schemaOf(cols)
+}
+
+// valueRecord converts the columns after the ids of rows into a record.
+func valueRecord[R any](mem memory.Allocator, t int, cols []column[R], rows []R) arrow.RecordBatch {
+	return buildRecord(mem, valueSchemas[t], cols[numIDs:], rows)
+}
 
 // seal converts the big tables' rows into records and drops the rows.
 func (d *trialData) seal(mem memory.Allocator) {
@@ -79,23 +102,23 @@ func (d *trialData) seal(mem memory.Allocator) {
 		d.runs[bigLatency] = histRuns(d.hists)
 		d.hists = nil
 	} else if len(d.latency) > 0 {
-		d.recs[bigLatency] = buildRecord(mem, bigSchemas[bigLatency], latencyColumns, d.latency)
+		d.recs[bigLatency] = valueRecord(mem, bigLatency, latencyColumns, d.latency)
 		d.runs[bigLatency] = rowRuns(d.latency, func(r *LatencyRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.timeseries) > 0 {
-		d.recs[bigTimeseries] = buildRecord(mem, bigSchemas[bigTimeseries], timeseriesColumns, d.timeseries)
+		d.recs[bigTimeseries] = valueRecord(mem, bigTimeseries, timeseriesColumns, d.timeseries)
 		d.runs[bigTimeseries] = rowRuns(d.timeseries, func(r *TimeseriesRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.processes) > 0 {
-		d.recs[bigProcesses] = buildRecord(mem, bigSchemas[bigProcesses], processColumns, d.processes)
+		d.recs[bigProcesses] = valueRecord(mem, bigProcesses, processColumns, d.processes)
 		d.runs[bigProcesses] = rowRuns(d.processes, func(r *ProcessRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.system) > 0 {
-		d.recs[bigSystem] = buildRecord(mem, bigSchemas[bigSystem], systemColumns, d.system)
+		d.recs[bigSystem] = valueRecord(mem, bigSystem, systemColumns, d.system)
 		d.runs[bigSystem] = rowRuns(d.system, func(r *SystemRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	if len(d.network) > 0 {
-		d.recs[bigNetwork] = buildRecord(mem, bigSchemas[bigNetwork], networkColumns, d.network)
+		d.recs[bigNetwork] = valueRecord(mem, bigNetwork, networkColumns, d.network)
 		d.runs[bigNetwork] = rowRuns(d.network, func(r *NetworkRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} })
 	}
 	d.latency, d.timeseries, d.processes, d.system, d.network = nil, nil, nil, nil, nil
@@ -663,15 +686,12 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 	return d, nil
 }
 
-// latencyRecord builds the latency table's record for histograms directly
-// from their non-empty buckets. The arrays are sized exactly up front: the
-// id columns hold one value per histogram, repeated on each of its rows, so
-// their buffers are filled directly instead of through growing builders.
+// latencyRecord builds the value columns of the latency table (see
+// valueSchemas) for histograms directly from their non-empty buckets, with
+// arrays sized exactly up front; histRuns lists the matching id runs.
 func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
-	bars := make([][]hdrhistogram.Bar, len(hs))
 	n := 0
-	for i, sh := range hs {
-		bars[i] = sh.bars
+	for _, sh := range hs {
 		n += len(sh.bars)
 	}
 	lower := array.NewFloat64Builder(mem)
@@ -683,38 +703,31 @@ func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
 	lower.Reserve(n)
 	upper.Reserve(n)
 	count.Reserve(n)
-	for i := range hs {
-		for _, bar := range bars[i] {
+	for _, sh := range hs {
+		for _, bar := range sh.bars {
 			lower.UnsafeAppend(float64(bar.From))
 			upper.UnsafeAppend(float64(bar.To))
 			count.UnsafeAppend(bar.Count)
 		}
 	}
-	runs := make([]int, len(hs))
-	for i := range hs {
-		runs[i] = len(bars[i])
-	}
-	cols := []arrow.Array{
-		repeatedStrings(mem, runs, func(i int) string { return hs[i].runID }),
-		repeatedStrings(mem, runs, func(i int) string { return hs[i].trialID }),
-		repeatedStrings(mem, runs, func(i int) string { return hs[i].step }),
-		lower.NewArray(), upper.NewArray(), count.NewArray(),
-	}
+	cols := []arrow.Array{lower.NewArray(), upper.NewArray(), count.NewArray()}
 	defer func() {
 		for _, c := range cols {
 			c.Release()
 		}
 	}()
-	return array.NewRecordBatch(bigSchemas[bigLatency], cols, int64(n))
+	return array.NewRecordBatch(valueSchemas[bigLatency], cols, int64(n))
 }
 
-// repeatedStrings builds a string array (no nulls) holding val(i) runs[i]
-// times, for each i in order.
-func repeatedStrings(mem memory.Allocator, runs []int, val func(int) string) arrow.Array {
+// runsStrings builds the string array (no nulls) of the rows that runs
+// describe, part after part.
+func runsStrings(mem memory.Allocator, runs [][]idRun) arrow.Array {
 	n, size := 0, 0
-	for i, r := range runs {
-		n += r
-		size += r * len(val(i))
+	for _, p := range runs {
+		for _, r := range p {
+			n += r.n
+			size += r.n * len(r.val)
+		}
 	}
 	offsets := memory.NewResizableBuffer(mem)
 	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
@@ -723,12 +736,13 @@ func repeatedStrings(mem memory.Allocator, runs []int, val func(int) string) arr
 	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
 	buf := data.Bytes()
 	pos, row := 0, 0
-	for i, r := range runs {
-		v := val(i)
-		for j := 0; j < r; j++ {
-			offs[row] = int32(pos)
-			pos += copy(buf[pos:], v)
-			row++
+	for _, p := range runs {
+		for _, r := range p {
+			for j := 0; j < r.n; j++ {
+				offs[row] = int32(pos)
+				pos += copy(buf[pos:], r.val)
+				row++
+			}
 		}
 	}
 	offs[n] = int32(pos)
