@@ -2,6 +2,7 @@ package results
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 
@@ -27,6 +28,11 @@ import (
 // Only flat tables are supported (every column a primitive, string or
 // dictionary array), which is what the tables of a run are.
 func writeParquet(w io.Writer, schema *arrow.Schema, rec arrow.RecordBatch, props *parquet.WriterProperties) error {
+	for _, f := range schema.Fields() {
+		if _, nested := f.Type.(arrow.NestedType); nested {
+			return fmt.Errorf("column %s: nested types are not supported", f.Name)
+		}
+	}
 	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(props.Allocator()))
 	pqSchema, err := pqarrow.ToParquet(schema, props, arrProps)
 	if err != nil {
