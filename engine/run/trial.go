@@ -35,12 +35,30 @@ type liveService struct {
 	typ         string
 	once        sync.Once
 	err         error
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // ends the context of a teardown in progress
 }
 
+// teardown stops the service once. A later call with an expired context
+// (a forced exit) cuts short a graceful teardown still in progress:
+// providers then kill at once instead of waiting for a polite stop.
 func (l *liveService) teardown(ctx context.Context) error {
+	if ctx.Err() != nil {
+		l.mu.Lock()
+		if l.cancel != nil {
+			l.cancel()
+		}
+		l.mu.Unlock()
+	}
 	l.once.Do(func() {
+		tctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		l.mu.Lock()
+		l.cancel = cancel
+		l.mu.Unlock()
 		if l.dep != nil {
-			l.err = l.dep.Teardown(ctx)
+			l.err = l.dep.Teardown(tctx)
 		}
 		if l.dir != "" {
 			if err := os.RemoveAll(l.dir); err != nil && l.err == nil {
