@@ -24,6 +24,7 @@ testacc: build ## Acceptance tests against real clusters (needs BENCHFLOW_ACC=1 
 bench: build ## Benchmarks: Go benchmarks and the wrk comparison script
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	./engine/load/bench/compare-wrk.sh $(BIN)
+	BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \

@@ -24,7 +24,7 @@ import (
 func init() {
 	var (
 		opts                         load.Options
-		duration, timeout            string
+		duration, timeout, busyPoll  string
 		headers                      []string
 		method, body, bodyFile, out  string
 		latency, jsonOut, closeConns bool
@@ -80,6 +80,9 @@ failed (with the reason) or a flag is wrong.`,
 			if opts.Timeout, err = parseLoadDuration(timeout); err != nil {
 				return fmt.Errorf("--timeout: %w", err)
 			}
+			if opts.BusyPoll, err = parseLoadDuration(busyPoll); err != nil {
+				return fmt.Errorf("--busy-poll: %w", err)
+			}
 			switch {
 			case opts.Connections <= 0:
 				return fmt.Errorf("-c/--connections %d: must be at least 1", opts.Connections)
@@ -89,6 +92,8 @@ failed (with the reason) or a flag is wrong.`,
 				return fmt.Errorf("-n/--requests %d: must not be negative", opts.Requests)
 			case opts.Rate < 0:
 				return fmt.Errorf("-R/--rate %g: must not be negative", opts.Rate)
+			case opts.BusyPoll > load.MaxBusyPoll:
+				return fmt.Errorf("--busy-poll %s: at most %s (polling longer before sleeping only burns CPU)", busyPoll, load.MaxBusyPoll)
 			case body != "" && bodyFile != "":
 				return errors.New("--body and --body-file are mutually exclusive")
 			}
@@ -197,6 +202,7 @@ failed (with the reason) or a flag is wrong.`,
 	f.StringVar(&bodyFile, "body-file", "", "request body read from `FILE`")
 	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
+	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
 	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")

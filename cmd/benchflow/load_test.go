@@ -144,6 +144,8 @@ func TestLoadBadFlags(t *testing.T) {
 		{[]string{"--body", "a", "--body-file", "b", "http://127.0.0.1:1/"}, "mutually exclusive"},
 		{[]string{"--body-file", "/nonexistent/file", "http://127.0.0.1:1/"}, "--body-file"},
 		{[]string{"-R", "-5", "http://127.0.0.1:1/"}, "-R/--rate"},
+		{[]string{"--busy-poll", "soon", "http://127.0.0.1:1/"}, "--busy-poll"},
+		{[]string{"--busy-poll", "1s", "http://127.0.0.1:1/"}, "--busy-poll 1s: at most 10ms"},
 	}
 	for _, tc := range cases {
 		out, errOut, code := runLoad(t, tc.args...)

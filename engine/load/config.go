@@ -50,6 +50,9 @@ func FromConfig(kind string, c *pipeline.LoadConfig, fsys fs.FS) (Options, error
 	if o.Interval, err = configDuration("interval", c.Interval); err != nil {
 		return o, err
 	}
+	if o.BusyPoll, err = configDuration("busy_poll", c.BusyPoll); err != nil {
+		return o, err
+	}
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true
 	}

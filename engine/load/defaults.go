@@ -48,6 +48,10 @@ func Defaults(o Options) Options {
 	return o
 }
 
+// MaxBusyPoll bounds Options.BusyPoll: polling longer before sleeping only
+// burns CPU.
+const MaxBusyPoll = 10 * time.Millisecond
+
 // Validate checks options after Defaults; the error names the bad setting.
 func Validate(o Options) error {
 	if len(o.Targets) == 0 && o.Requester == nil {
@@ -67,6 +71,8 @@ func Validate(o Options) error {
 		return fmt.Errorf("rate %g: must be a positive number of requests per second", o.Rate)
 	case o.Rate > 0 && o.Rate/float64(o.Connections) > 1e7:
 		return fmt.Errorf("rate %g: more than 10 million requests/s per connection", o.Rate)
+	case o.BusyPoll < 0 || o.BusyPoll > MaxBusyPoll:
+		return fmt.Errorf("busy poll %s: must be between 0 and %s", o.BusyPoll, MaxBusyPoll)
 	}
 	return nil
 }

@@ -162,3 +162,16 @@ func closedPort(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestBusyPoll: polling before sleeping changes how the loop waits, not
+// what it measures.
+func TestBusyPoll(t *testing.T) {
+	s := okServer(t)
+	res := run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 4, Requests: 2000, BusyPoll: 50 * time.Microsecond})
+	if res.Requests != 2000 || res.Errors != 0 || res.Status[200] != 2000 {
+		t.Fatalf("requests %d errors %d status %v (%s)", res.Requests, res.Errors, res.Status, res.ErrorSummary())
+	}
+	if _, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, BusyPoll: time.Second}); err == nil {
+		t.Error("a 1s busy poll was accepted")
+	}
+}

@@ -18,7 +18,12 @@ type Options struct {
 	Rate        float64       // -R, requests/s in total; 0 = closed loop
 	Timeout     time.Duration // per request, default 2s
 	Close       bool          // a new connection per request
-	Interval    time.Duration // timeseries interval, default 1s
+	// BusyPoll, when > 0, makes each event loop poll for up to this long
+	// before it sleeps in epoll_wait (--busy-poll). It spends client CPU
+	// to spare the wake-ups of a sleeping client, which on one machine the
+	// server under test pays for. The goroutine engine (TLS) ignores it.
+	BusyPoll time.Duration
+	Interval time.Duration // timeseries interval, default 1s
 	// Progress, when set, is called about once a second from a single
 	// goroutine with the totals so far. It must not block.
 	Progress func(Progress)

@@ -86,6 +86,7 @@ type LoadConfig struct {
 	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
+	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
 	DependsOn   hcl.Expression    `hcl:"depends_on,optional"`
 }
 

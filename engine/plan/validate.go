@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/tune"
 )
@@ -161,6 +162,10 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		add(checkDuration(body, "duration", c.Duration))
 		add(checkDuration(body, "timeout", c.Timeout))
 		add(checkDuration(body, "interval", c.Interval))
+		add(checkDuration(body, "busy_poll", c.BusyPoll))
+		if d, err := pipeline.ParseDuration(c.BusyPoll); c.BusyPoll != "" && err == nil && d > load.MaxBusyPoll {
+			add(attrErr(body, "busy_poll", "Invalid busy_poll", fmt.Sprintf("busy_poll is at most %s (it is how long the loader polls before it sleeps), not %s.", load.MaxBusyPoll, c.BusyPoll)))
+		}
 		add(checkURL(body, "target", c.Target))
 		if c.Target == "" && len(c.URLs) == 0 {
 			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",

@@ -6,7 +6,8 @@
 #
 # Environment: PAIRS (default 5), DURATION (default 5s), CONNS (default 64),
 #   THREADS (default 1), CASES (default "6b 6b-close 1k 1k-close 1m 1m-close"),
-#   NGINX (default /usr/sbin/nginx), WRK (default wrk).
+#   NGINX (default /usr/sbin/nginx), WRK (default wrk), BFFLAGS (extra
+#   flags for benchflow load, e.g. "--busy-poll 20us").
 set -euo pipefail
 
 BF=${1:?usage: compare-wrk.sh path/to/benchflow}
@@ -18,6 +19,7 @@ THREADS=${THREADS:-1}
 CASES=${CASES:-"6b 6b-close 1k 1k-close 1m 1m-close"}
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
+read -r -a BFFLAGS <<<"${BFFLAGS:-}"
 
 command -v "$WRK" >/dev/null || { echo "compare-wrk: wrk not found (apt-get install wrk)" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "compare-wrk: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
@@ -86,7 +88,7 @@ measure() {
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs"
+echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}"
 printf '%-10s %10s %10s %7s   %12s %12s %7s\n' case wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
 echo "(ratio = benchflow req/s ÷ wrk req/s; cpu_us = client CPU µs per request; eff = wrk cpu ÷ benchflow cpu; all medians)"
 for c in $CASES; do
@@ -106,7 +108,7 @@ for c in $CASES; do
 	bc_all=()
 	for i in $(seq "$PAIRS"); do
 		read -r w wc < <(measure "$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url")
-		read -r b bc < <(measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "$url")
+		read -r b bc < <(measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "${BFFLAGS[@]}" "$url")
 		w_all+=("$w")
 		b_all+=("$b")
 		wc_all+=("$wc")
