@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -173,5 +175,51 @@ func TestBusyPoll(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, BusyPoll: time.Second}); err == nil {
 		t.Error("a 1s busy poll was accepted")
+	}
+}
+
+// TestDribbledResponses: responses that arrive a few bytes per segment
+// (the reads of one response see many partial buffers, and the event loop
+// sleeps between them) are parsed and counted like whole ones, on both
+// engines.
+func TestDribbledResponses(t *testing.T) {
+	big := strings.Repeat("x", 40_000) // larger than the 32 KiB read buffer
+	cases := []struct{ name, resp string }{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n"},
+		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"},
+		{"big-chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strconv.FormatInt(int64(len(big)), 16) + "\r\n" + big + "\r\n0\r\n\r\n"},
+	}
+	for _, engine := range []string{"events", "goroutines"} {
+		for _, tc := range cases {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				t.Setenv(pollEngineEnv, engine)
+				s := newRawServer(t, func(c net.Conn) {
+					readRequests(c, func(w io.Writer, _, _ string) bool {
+						b := []byte(tc.resp)
+						for len(b) > 0 {
+							// 7-byte segments; 200 per response at most.
+							n := min(len(b), max(7, len(tc.resp)/200))
+							if _, err := w.Write(b[:n]); err != nil {
+								return false
+							}
+							b = b[n:]
+							time.Sleep(20 * time.Microsecond)
+						}
+						return true
+					})
+				})
+				res := run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 2, Requests: 10})
+				if res.Requests != 10 || res.Errors != 0 || res.Status[200] != 10 {
+					t.Fatalf("requests %d errors %d status %v (%s)", res.Requests, res.Errors, res.Status, res.ErrorSummary())
+				}
+				if want := int64(10 * len(tc.resp)); res.Bytes != want {
+					t.Errorf("bytes = %d, want %d", res.Bytes, want)
+				}
+				if n := s.accepted.Load(); n != 2 {
+					t.Errorf("server accepted %d connections, want 2", n)
+				}
+			})
+		}
 	}
 }
