@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -221,5 +222,29 @@ func TestDribbledResponses(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLargeRequestBody: a body larger than the socket buffers is written
+// in parts as the server drains it (the event loop waits for EPOLLOUT).
+func TestLargeRequestBody(t *testing.T) {
+	body := make([]byte, 8<<20)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	var got atomic.Int64
+	s := newRawServer(t, func(c net.Conn) {
+		readRequests(c, func(w io.Writer, _, _ string) bool {
+			got.Add(1)
+			_, err := io.WriteString(w, okResponse)
+			return err == nil
+		})
+	})
+	res := run(t, Options{Targets: []Target{{URL: s.URL("/"), Method: "POST", Body: body}}, Connections: 2, Requests: 6})
+	if res.Requests != 6 || res.Errors != 0 || res.Status[200] != 6 {
+		t.Fatalf("requests %d errors %d status %v (%s)", res.Requests, res.Errors, res.Status, res.ErrorSummary())
+	}
+	if n := got.Load(); n != 6 {
+		t.Errorf("server parsed %d requests with their 8 MiB bodies, want 6", n)
 	}
 }
