@@ -60,10 +60,20 @@ type Pipeline struct {
 	Dir    string
 	FS     fs.FS // rooted at Dir; file(), templatefile() and file blocks read from it
 	Source []byte
+	// Loaded are the files a Starlark pipeline pulled in with load(), in
+	// the order they were first loaded: they are part of what ran.
+	Loaded []LoadedFile
 	// Format is "hcl" or "star".
 	Format string
 
 	DeclRange hcl.Range
+}
+
+// LoadedFile is a file a pipeline loaded, with its path relative to the
+// pipeline's folder (slash-separated).
+type LoadedFile struct {
+	Path   string
+	Source []byte
 }
 
 // Variable is an input variable (`variable "name" {}`), set with --var or

@@ -84,9 +84,18 @@ type PipelineInfo struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 	Format string `json:"format"` // "hcl" or "star"
+	// Files are the files the pipeline loaded (Starlark load()), copied
+	// into the run directory under sources/; SHA256 covers them too.
+	Files []PipelineFile `json:"files,omitempty"`
 	// Variables are the effective variable values, secrets redacted by
 	// the executor.
 	Variables map[string]any `json:"variables"`
+}
+
+// PipelineFile is a loaded file kept with the run.
+type PipelineFile struct {
+	Path   string `json:"path"` // relative to the pipeline's folder, and to sources/
+	SHA256 string `json:"sha256"`
 }
 
 // TrialEntry is one trial in manifest.json.

@@ -1,6 +1,8 @@
 package results
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,6 +223,47 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 		return nil, fmt.Errorf("creating run: %w", err)
 	}
 	return w, nil
+}
+
+// SourcesDir is the folder of a run directory that holds the files the
+// pipeline loaded, at their paths relative to the pipeline's folder.
+const SourcesDir = "sources"
+
+// SourceFile is a file the pipeline loaded (path relative to the
+// pipeline's folder, slash-separated).
+type SourceFile struct {
+	Path string
+	Data []byte
+}
+
+// SaveSources copies the files the pipeline loaded into the run directory
+// (SourcesDir/<path>, each through a temporary file and rename) and lists
+// them with their sha256 in manifest.json, so the run keeps everything
+// that ran.
+func (w *Writer) SaveSources(files []SourceFile) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return fmt.Errorf("saving pipeline file %q: not a path inside the pipeline's folder", f.Path)
+		}
+		dst := filepath.Join(w.dir, SourcesDir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("saving pipeline file %s: %w", f.Path, err)
+		}
+		if err := writeFileAtomic(dst, func(out *os.File) error {
+			_, err := out.Write(f.Data)
+			return err
+		}); err != nil {
+			return fmt.Errorf("saving pipeline file %s: %w", f.Path, err)
+		}
+		sum := sha256.Sum256(f.Data)
+		w.m.Pipeline.Files = append(w.m.Pipeline.Files, PipelineFile{Path: f.Path, SHA256: hex.EncodeToString(sum[:])})
+	}
+	if err := writeManifest(w.dir, w.m); err != nil {
+		return fmt.Errorf("saving pipeline files: %w", err)
+	}
+	return nil
 }
 
 // pointLatest makes outDir/latest a symlink to runID, atomically.

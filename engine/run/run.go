@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/envinfo"
+	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
@@ -124,8 +126,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		r.gc(ctx)
 	}
 
-	sum := sha256.Sum256(pl.Pipeline.Source)
-	shaHex := hex.EncodeToString(sum[:])
+	shaHex := PipelineSHA256(pl.Pipeline)
 	vars := RedactedVariables(pl)
 
 	var w *results.Writer
@@ -180,6 +181,15 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		w, err = results.Create(opts.OutDir, m, pl.Pipeline.Source, name)
 		if err != nil {
 			return nil, fmt.Errorf("creating the results directory: %w", err)
+		}
+		if len(pl.Pipeline.Loaded) > 0 {
+			files := make([]results.SourceFile, len(pl.Pipeline.Loaded))
+			for i, f := range pl.Pipeline.Loaded {
+				files[i] = results.SourceFile{Path: f.Path, Data: f.Source}
+			}
+			if err := w.SaveSources(files); err != nil {
+				return nil, fmt.Errorf("creating the results directory: %w", err)
+			}
 		}
 	}
 	r.w = w
@@ -357,4 +367,23 @@ func tempRoot() string {
 		return d
 	}
 	return os.TempDir()
+}
+
+// PipelineSHA256 identifies what ran: the pipeline's source and, for a
+// Starlark pipeline, every file it loaded (by path and content, in sorted
+// order). A pipeline that loads nothing hashes to the sha256 of its
+// source alone, as recorded by earlier versions.
+func PipelineSHA256(p *pipeline.Pipeline) string {
+	if len(p.Loaded) == 0 {
+		sum := sha256.Sum256(p.Source)
+		return hex.EncodeToString(sum[:])
+	}
+	h := sha256.New()
+	h.Write(p.Source)
+	loaded := slices.Clone(p.Loaded)
+	slices.SortFunc(loaded, func(a, b pipeline.LoadedFile) int { return strings.Compare(a.Path, b.Path) })
+	for _, f := range loaded {
+		fmt.Fprintf(h, "\x00load %s %x", f.Path, sha256.Sum256(f.Source))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -165,6 +165,7 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 		}
 		m := &module{running: true}
 		modules[fsName] = m
+		b.p.Loaded = append(b.p.Loaded, pipeline.LoadedFile{Path: fsName, Source: src})
 		m.globals, m.err = exec(fsName, path.Join(displayDir, fsName), src)
 		m.running = false
 		return m.globals, m.err
