@@ -119,14 +119,25 @@ func percentileChart(s *Summary) *chart {
 	maxX = math.Ceil(maxX)
 	ch.XMin, ch.XMax = 0, maxX
 	for n := 0; n <= int(maxX); n++ {
-		label := "0%"
-		if n > 0 {
-			label = strconv.FormatFloat(100*(1-math.Pow(10, -float64(n))), 'f', -1, 64) + "%"
-		}
-		ch.XTicks = append(ch.XTicks, tick{float64(n), label})
+		ch.XTicks = append(ch.XTicks, tick{float64(n), ninesLabel(n)})
 	}
 	ch.YMin, ch.YMax, ch.YTicks = niceAxis(0, maxY)
 	return ch
+}
+
+// ninesLabel names the percentile with n nines (0%, 90%, 99%, 99.9%, …),
+// spelled out rather than computed in floating point (99.99900000000001%).
+func ninesLabel(n int) string {
+	switch n {
+	case 0:
+		return "0%"
+	case 1:
+		return "90%"
+	}
+	if n == 2 {
+		return "99%"
+	}
+	return "99." + strings.Repeat("9", n-2) + "%"
 }
 
 func timeChart(s *Summary) *chart {

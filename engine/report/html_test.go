@@ -3,11 +3,13 @@ package report
 import (
 	"bytes"
 	"context"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +182,48 @@ func TestPNG(t *testing.T) {
 			if !seen[[3]uint32{uint32(col.R), uint32(col.G), uint32(col.B)}] {
 				t.Errorf("chart %d (%s): colour of cell %d missing", i, filepath.Base(p), c)
 			}
+		}
+	}
+}
+
+// TestPNGLabels: the PNG charts carry text (title, bar labels, legend):
+// rendering them without their labels leaves fewer text-coloured pixels.
+func TestPNGLabels(t *testing.T) {
+	s := s1Summary(t)
+	textPixels := func(img *image.RGBA) int {
+		n := 0
+		for i := 0; i+3 < len(img.Pix); i += 4 {
+			if img.Pix[i] == black.R && img.Pix[i+1] == black.G && img.Pix[i+2] == black.B {
+				n++
+			}
+		}
+		return n
+	}
+	for _, ch := range charts(s) {
+		with := textPixels(ch.raster())
+		bare := *ch
+		bare.Title = ""
+		bare.Bars = slices.Clone(ch.Bars)
+		for i := range bare.Bars {
+			bare.Bars[i].Label = ""
+		}
+		bare.Lines = slices.Clone(ch.Lines)
+		for i := range bare.Lines {
+			bare.Lines[i].Label = ""
+		}
+		without := textPixels(bare.raster())
+		// Each label character draws a dozen or more pixels.
+		if with < without+12*len(ch.Title) {
+			t.Errorf("chart %s: %d text pixels with labels, %d without: labels are not drawn", ch.ID, with, without)
+		}
+	}
+}
+
+func TestNinesLabels(t *testing.T) {
+	want := []string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"}
+	for n, w := range want {
+		if got := ninesLabel(n); got != w {
+			t.Errorf("ninesLabel(%d) = %q, want %q", n, got, w)
 		}
 	}
 }

@@ -9,12 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unicode/utf8"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
 )
 
 // WritePNG renders the report's charts as PNG files in dir (created if
-// needed): rps.png, latency.png and time.png, drawn in pure Go. Tick values
-// are labelled with a small built-in digit font; cells are identified by
-// the same colours as in the HTML report and in the order of the table.
+// needed): rps.png, latency.png and time.png, drawn in pure Go with a
+// built-in bitmap font: titles, axis labels and ticks, each bar's cell
+// label, and a legend naming each line, in the HTML report's colours.
 // It returns the paths written.
 func WritePNG(dir string, s *Summary) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -112,35 +117,32 @@ func abs(x int) int {
 	return x
 }
 
-// glyphs is a 3×5 font for tick labels (rows top to bottom, 3 bits each).
-var glyphs = map[rune][5]uint8{
-	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
-	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 2, 2, 2},
-	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2}, '%': {5, 1, 2, 4, 5},
-	'k': {4, 5, 6, 5, 5}, 'M': {5, 7, 7, 5, 5}, '-': {0, 0, 7, 0, 0}, ',': {0, 0, 0, 2, 4},
-}
+// face is the PNG charts' font: the 7×13 bitmap face of x/image, so the
+// charts need no font files.
+var face = basicfont.Face7x13
 
-// text draws s at scale 2 with its top-left corner at (x, y); unknown
-// characters are left blank. It returns the width drawn.
+// text draws s with its top-left corner at (x, y) and returns its width.
 func (c canvas) text(x, y int, s string, col color.RGBA) int {
-	const scale = 2
-	for _, r := range s {
-		g, ok := glyphs[r]
-		if ok {
-			for row := 0; row < 5; row++ {
-				for bit := 0; bit < 3; bit++ {
-					if g[row]&(4>>bit) != 0 {
-						c.rect(x+bit*scale, y+row*scale, x+(bit+1)*scale, y+(row+1)*scale, col)
-					}
-				}
-			}
-		}
-		x += 4 * scale
-	}
-	return len([]rune(s)) * 4 * scale
+	d := font.Drawer{Dst: c.RGBA, Src: image.NewUniform(col), Face: face,
+		Dot: fixed.P(x, y+face.Ascent)}
+	d.DrawString(s)
+	return textWidth(s)
 }
 
-func textWidth(s string) int { return len([]rune(s)) * 8 }
+func textWidth(s string) int { return utf8.RuneCountInString(s) * face.Advance }
+
+// clip shortens s to at most w pixels, ending it with "…" when cut.
+func clip(s string, w int) string {
+	max := w / face.Advance
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	if max < 1 {
+		return ""
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
+}
 
 func (ch *chart) raster() *image.RGBA {
 	if len(ch.Bars) > 0 {
@@ -150,18 +152,28 @@ func (ch *chart) raster() *image.RGBA {
 }
 
 func (ch *chart) barsRaster() *image.RGBA {
-	h := 20 + len(ch.Bars)*(pngBarH+6) + 30
+	const top = 30
+	labelW := 0
+	for _, b := range ch.Bars {
+		labelW = max(labelW, textWidth(b.Label))
+	}
+	labelW = min(labelW, pngW/3)
+	h := top + len(ch.Bars)*(pngBarH+6) + 44
 	c := newCanvas(pngW, h)
-	x0, x1 := 20.0, float64(pngW-30)
+	c.text(10, 6, clip(ch.Title, pngW-20), black)
+	x0, x1 := float64(20+labelW+8), float64(pngW-30)
 	sx := func(v float64) int { return int(x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0)) }
-	yb := h - 30
+	yb := h - 44
 	for _, t := range ch.XTicks {
 		x := sx(t.Pos)
-		c.line(x, 20, x, yb, grey, 1)
-		c.text(x-textWidth(t.Label)/2, yb+8, t.Label, dark)
+		c.line(x, top, x, yb, grey, 1)
+		c.text(x-textWidth(t.Label)/2, yb+6, t.Label, dark)
 	}
+	c.text(int(x0+x1)/2-textWidth(ch.XLabel)/2, yb+24, ch.XLabel, dark)
 	for i, b := range ch.Bars {
-		y := 20 + i*(pngBarH+6)
+		y := top + i*(pngBarH+6)
+		label := clip(b.Label, labelW)
+		c.text(int(x0)-8-textWidth(label), y+(pngBarH-face.Height)/2, label, black)
 		c.rect(int(x0), y, sx(b.Value), y+pngBarH, parseColor(b.Color))
 		if !math.IsNaN(b.Low) && !math.IsNaN(b.Hi) {
 			lo, hi, ym := sx(b.Low), sx(b.Hi), y+pngBarH/2
@@ -170,27 +182,31 @@ func (ch *chart) barsRaster() *image.RGBA {
 			c.line(hi, y+4, hi, y+pngBarH-4, black, 2)
 		}
 	}
-	c.line(int(x0), 20, int(x0), yb, black, 1)
+	c.line(int(x0), top, int(x0), yb, black, 1)
 	return c.RGBA
 }
 
 func (ch *chart) linesRaster() *image.RGBA {
-	h := 20 + lineH + 30 + len(ch.Lines)*16
+	const top = 44
+	h := top + lineH + 44 + len(ch.Lines)*18
 	c := newCanvas(pngW, h)
-	x0, x1 := 70.0, float64(pngW-30)
-	y0, y1 := float64(20+lineH), 20.0
+	c.text(10, 6, clip(ch.Title, pngW-20), black)
+	x0, x1 := 80.0, float64(pngW-30)
+	y0, y1 := float64(top+lineH), float64(top)
 	sx := func(v float64) int { return int(x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0)) }
 	sy := func(v float64) int { return int(y0 + (v-ch.YMin)/(ch.YMax-ch.YMin)*(y1-y0)) }
 	for _, t := range ch.XTicks {
 		x := sx(t.Pos)
 		c.line(x, int(y1), x, int(y0), grey, 1)
-		c.text(x-textWidth(t.Label)/2, int(y0)+8, t.Label, dark)
+		c.text(x-textWidth(t.Label)/2, int(y0)+6, t.Label, dark)
 	}
 	for _, t := range ch.YTicks {
 		y := sy(t.Pos)
 		c.line(int(x0), y, int(x1), y, grey, 1)
-		c.text(int(x0)-6-textWidth(t.Label), y-5, t.Label, dark)
+		c.text(int(x0)-6-textWidth(t.Label), y-face.Height/2, t.Label, dark)
 	}
+	c.text(int(x0+x1)/2-textWidth(ch.XLabel)/2, int(y0)+22, ch.XLabel, dark)
+	c.text(10, 24, clip(ch.YLabel, pngW-20), dark)
 	c.line(int(x0), int(y1), int(x0), int(y0), black, 1)
 	c.line(int(x0), int(y0), int(x1), int(y0), black, 1)
 	for i, se := range ch.Lines {
@@ -198,8 +214,9 @@ func (ch *chart) linesRaster() *image.RGBA {
 		for j := 1; j < len(se.Pts); j++ {
 			c.line(sx(se.Pts[j-1][0]), sy(se.Pts[j-1][1]), sx(se.Pts[j][0]), sy(se.Pts[j][1]), col, 2)
 		}
-		ly := int(y0) + 30 + i*16
+		ly := int(y0) + 44 + i*18
 		c.rect(int(x0), ly, int(x0)+12, ly+12, col)
+		c.text(int(x0)+18, ly, clip(se.Label, int(x1-x0)-18), black)
 	}
 	return c.RGBA
 }
