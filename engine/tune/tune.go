@@ -551,20 +551,29 @@ func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
 		}
 		// Threads started after Apply (the Go runtime adds threads to
 		// benchflow during a load) inherited the new mask: give them the
-		// old mask of the first changed thread.
-		if len(changed) > 0 {
+		// old mask of the first changed thread. A thread still pinned can
+		// start another while this runs, so sweep until a pass finds no
+		// thread left with the new mask (a new thread can only inherit it
+		// from one).
+		for pass := 0; len(changed) > 0 && pass < 20; pass++ {
 			now, _ := tasks(pid)
+			fixed := 0
 			for _, tid := range now {
 				if known[tid] {
 					continue
 				}
 				var cur unix.CPUSet
 				if unix.SchedGetaffinity(tid, &cur) == nil && cur == want {
+					known[tid] = true
+					fixed++
 					err := unix.SchedSetaffinity(tid, &changed[0].set)
 					if err != nil && !errors.Is(err, syscall.ESRCH) {
 						errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
 					}
 				}
+			}
+			if fixed == 0 {
+				break
 			}
 		}
 		return errors.Join(errs...)
