@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -542,6 +543,19 @@ func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
 	restore := func() error {
 		var errs []error
 		known := map[int]bool{}
+		// Threads the runtime starts while this runs are cloned from the
+		// calling thread (or its template thread): restore the calling
+		// thread first and keep this goroutine on it.
+		if pid == os.Getpid() && len(changed) > 0 {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			self := unix.Gettid()
+			for _, c := range changed {
+				if c.tid == self {
+					unix.SchedSetaffinity(self, &c.set)
+				}
+			}
+		}
 		for i := len(changed) - 1; i >= 0; i-- {
 			known[changed[i].tid] = true
 			err := unix.SchedSetaffinity(changed[i].tid, &changed[i].set)
@@ -555,7 +569,9 @@ func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
 		// start another while this runs, so sweep until a pass finds no
 		// thread left with the new mask (a new thread can only inherit it
 		// from one).
-		for pass := 0; len(changed) > 0 && pass < 20; pass++ {
+		// Two passes in a row must find nothing: a thread being cloned
+		// while a pass lists them shows up in the next.
+		for pass, quiet := 0, 0; len(changed) > 0 && pass < 50 && quiet < 2; pass++ {
 			now, _ := tasks(pid)
 			fixed := 0
 			for _, tid := range now {
@@ -573,32 +589,63 @@ func applyAffinity(u *Undo, role string, pid int, cpus []int) error {
 				}
 			}
 			if fixed == 0 {
-				break
+				quiet++
+			} else {
+				quiet = 0
 			}
 		}
 		return errors.Join(errs...)
 	}
-	for _, tid := range tids {
-		var old unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &old); err != nil {
-			if errors.Is(err, syscall.ESRCH) {
+	// The calling thread first, and this goroutine kept on it, so threads
+	// the runtime clones from it meanwhile inherit the new mask.
+	if pid == os.Getpid() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids = append([]int{unix.Gettid()}, tids...)
+	}
+	seen := map[int]bool{}
+	// A thread being started while a pass lists the threads may have
+	// copied the old mask: pass again until two passes in a row change
+	// nothing.
+	for pass, quiet := 0, 0; pass < 50 && quiet < 2; pass++ {
+		if pass > 0 {
+			if tids, err = tasks(pid); err != nil {
+				return &SettingError{Setting: setting, Err: errors.Join(err, restore())}
+			}
+		}
+		set := 0
+		for _, tid := range tids {
+			if seen[tid] {
 				continue
 			}
-			return &SettingError{Setting: setting, Err: errors.Join(err, restore())}
-		}
-		if old == want {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &want); err != nil {
-			if errors.Is(err, syscall.ESRCH) {
+			seen[tid] = true
+			var old unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &old); err != nil {
+				if errors.Is(err, syscall.ESRCH) {
+					continue
+				}
+				return &SettingError{Setting: setting, Err: errors.Join(err, restore())}
+			}
+			if old == want {
 				continue
 			}
-			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("sched_setaffinity thread %d: %w", tid, err), restore())}
+			if err := unix.SchedSetaffinity(tid, &want); err != nil {
+				if errors.Is(err, syscall.ESRCH) {
+					continue
+				}
+				return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("sched_setaffinity thread %d: %w", tid, err), restore())}
+			}
+			set++
+			changed = append(changed, prev{tid, old})
+			var got unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &got); err == nil && got != want {
+				return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("%w: thread %d", ErrMismatch, tid), restore())}
+			}
 		}
-		changed = append(changed, prev{tid, old})
-		var got unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &got); err == nil && got != want {
-			return &SettingError{Setting: setting, Err: errors.Join(fmt.Errorf("%w: thread %d", ErrMismatch, tid), restore())}
+		if set == 0 {
+			quiet++
+		} else {
+			quiet = 0
 		}
 	}
 	if len(changed) > 0 {
