@@ -183,7 +183,7 @@ const scanEvery = 5 * time.Millisecond
 // be set up (the goroutine engine then runs the load).
 func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (wake func(), ok bool) {
 	loops := make([]*ploop, 0, r.opts.Threads)
-	for t := 0; t < r.opts.Threads; t++ {
+	for t := 0; t < min(r.opts.Threads, len(r.conns)); t++ { // every loop gets a slot
 		l, err := newPloop(r, eps)
 		if err != nil {
 			for _, l := range loops {
