@@ -41,6 +41,10 @@ type sim struct {
 	mu     sync.Mutex
 	mode   string
 	seeded map[string]bool
+	// gone holds the Deployments (namespace/name) deleted since they were
+	// last created: like the real ReplicaSet controller, the simulation
+	// never starts pods for them, however stale its last list is.
+	gone map[string]bool
 }
 
 // newSim returns a fake clientset with a Ready node and starts the
@@ -64,7 +68,27 @@ func newSimWith(t *testing.T, mode string, configure func(*sim), objs ...runtime
 			},
 		},
 	}
-	s := &sim{cs: fake.NewClientset(append([]runtime.Object{node}, objs...)...), mode: mode, seeded: map[string]bool{}}
+	s := &sim{cs: fake.NewClientset(append([]runtime.Object{node}, objs...)...), mode: mode, seeded: map[string]bool{}, gone: map[string]bool{}}
+	// These reactors run under the fake clientset's lock; they only take
+	// s.mu, and the simulation never calls the clientset while holding
+	// s.mu (it adds pods through the tracker), so they cannot deadlock.
+	for verb, deleted := range map[string]bool{"create": false, "delete": true} {
+		s.cs.PrependReactor(verb, "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			name := ""
+			switch a := a.(type) {
+			case k8stesting.CreateAction:
+				if d, ok := a.GetObject().(*appsv1.Deployment); ok {
+					name = d.Name
+				}
+			case k8stesting.DeleteAction:
+				name = a.GetName()
+			}
+			s.mu.Lock()
+			s.gone[a.GetNamespace()+"/"+name] = deleted
+			s.mu.Unlock()
+			return false, nil, nil
+		})
+	}
 	s.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
 		if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
@@ -138,7 +162,8 @@ func (s *sim) deployment(ctx context.Context, d *appsv1.Deployment, mode string)
 	key := d.Namespace + "/" + d.Name + "/" + d.Labels[providers.LabelTrial]
 	sel := selectorString(d.Spec.Selector.MatchLabels)
 	pods := s.cs.CoreV1().Pods(d.Namespace)
-	if !s.seeded[key] {
+	s.mu.Lock()
+	if !s.seeded[key] && !s.gone[d.Namespace+"/"+d.Name] {
 		s.seeded[key] = true
 		for i := 0; i < int(*d.Spec.Replicas); i++ {
 			p := &corev1.Pod{
@@ -149,11 +174,13 @@ func (s *sim) deployment(ctx context.Context, d *appsv1.Deployment, mode string)
 				Spec: *d.Spec.Template.Spec.DeepCopy(),
 			}
 			p.Spec.NodeName = "node-1"
-			if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if err := s.cs.Tracker().Add(p); err != nil {
+				s.mu.Unlock()
 				return
 			}
 		}
 	}
+	s.mu.Unlock()
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return
