@@ -8,15 +8,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/starconf/script"
 )
@@ -73,14 +72,14 @@ failed (with the reason) or a flag is wrong.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if cmd.Flags().Changed("duration") || opts.Requests == 0 {
-				if opts.Duration, err = parseLoadDuration(duration); err != nil {
+				if opts.Duration, err = pipeline.ParseDuration(duration); err != nil {
 					return fmt.Errorf("-d/--duration: %w", err)
 				}
 			}
-			if opts.Timeout, err = parseLoadDuration(timeout); err != nil {
+			if opts.Timeout, err = pipeline.ParseDuration(timeout); err != nil {
 				return fmt.Errorf("--timeout: %w", err)
 			}
-			if opts.BusyPoll, err = parseLoadDuration(busyPoll); err != nil {
+			if opts.BusyPoll, err = pipeline.ParseDuration(busyPoll); err != nil {
 				return fmt.Errorf("--busy-poll: %w", err)
 			}
 			switch {
@@ -208,25 +207,6 @@ failed (with the reason) or a flag is wrong.`,
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
 	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
 	rootCmd.AddCommand(cmd)
-}
-
-// parseLoadDuration accepts Go durations ("10s", "1m30s") and, like wrk,
-// a bare number of seconds.
-func parseLoadDuration(s string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%q: must not be negative", s)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want a duration like 10s, 2m or 500ms", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q: must not be negative", s)
-	}
-	return d, nil
 }
 
 func isTerminal(w io.Writer) bool {

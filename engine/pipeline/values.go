@@ -7,12 +7,13 @@ import (
 )
 
 // ParseDuration parses a duration attribute of a pipeline: a Go duration
-// ("30s", "1m30s") or a bare number of seconds ("30"). Validation and the
-// executor both use it, so what validates also runs.
+// ("30s", "1m30s") or a bare number of seconds ("30", as wrk takes it).
+// Validation, the executor and `benchflow load`'s flags all use it, so what
+// validates also runs.
 func ParseDuration(s string) (time.Duration, error) {
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
 		if n < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
+			return 0, fmt.Errorf("%q must not be negative", s)
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
@@ -21,7 +22,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 30s, 2m)", s)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
+		return 0, fmt.Errorf("%q must not be negative", s)
 	}
 	return d, nil
 }
