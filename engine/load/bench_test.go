@@ -145,20 +145,7 @@ func BenchmarkExternal(b *testing.B) {
 // not by the request count).
 func TestMemoryDoesNotGrowWithRequests(t *testing.T) {
 	s := fastServer(t)
-	allocated := func(n int64) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Requests != n {
-			t.Fatalf("requests %d, want %d", res.Requests, n)
-		}
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
+	allocated := func(n int64) uint64 { b, _ := loadAllocs(t, s, n); return b }
 	small, large := allocated(2_000), allocated(20_000)
 	t.Logf("allocated %d B for 2,000 requests, %d B for 20,000", small, large)
 	// 18,000 more requests may cost a few more 1 s interval histograms
@@ -166,4 +153,22 @@ func TestMemoryDoesNotGrowWithRequests(t *testing.T) {
 	if large > small+200_000 {
 		t.Errorf("allocated %d B for 20,000 requests vs %d B for 2,000: memory grows with requests", large, small)
 	}
+}
+
+// loadAllocs runs a closed-loop load of n requests over 8 connections
+// against s and returns the bytes and the number of allocations it made.
+func loadAllocs(t *testing.T, s *rawServer, n int64) (bytes, mallocs uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != n {
+		t.Fatalf("requests %d, want %d", res.Requests, n)
+	}
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc, after.Mallocs - before.Mallocs
 }

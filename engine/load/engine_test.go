@@ -74,20 +74,7 @@ func TestEngineChoice(t *testing.T) {
 // interval histograms: nothing is allocated per request.
 func TestNoAllocationPerRequestWholeLoad(t *testing.T) {
 	s := fastServer(t)
-	mallocs := func(n int64) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 8, Requests: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Requests != n {
-			t.Fatalf("requests %d, want %d", res.Requests, n)
-		}
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs
-	}
+	mallocs := func(n int64) uint64 { _, m := loadAllocs(t, s, n); return m }
 	mallocs(1000) // warm up lazily initialised state
 	small, large := mallocs(2_000), mallocs(22_000)
 	perRequest := (float64(large) - float64(small)) / 20_000
