@@ -76,7 +76,7 @@ interrupted.`,
 					os.Exit(130)
 				}
 			}()
-			console := &run.Console{W: os.Stderr, TTY: isTTY(os.Stderr), Quiet: quiet, Verbose: verbose}
+			console := &run.Console{W: os.Stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
 			_, err = run.Apply(ctx, pl, run.Options{
 				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
 			})

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/hclconf"
@@ -97,13 +95,4 @@ func buildPlan(w io.Writer, file string, vf *varFlags, jsonDiags bool) (*plan.Pl
 		return nil, diags, &exitError{code: 1}
 	}
 	return pl, diags, nil
-}
-
-func isTTY(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }
