@@ -133,15 +133,14 @@ func textWidth(s string) int { return utf8.RuneCountInString(s) * face.Advance }
 
 // clip shortens s to at most w pixels, ending it with "…" when cut.
 func clip(s string, w int) string {
-	max := w / face.Advance
-	if utf8.RuneCountInString(s) <= max {
+	n := w / face.Advance
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	if max < 1 {
+	if n < 1 {
 		return ""
 	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func (ch *chart) raster() *image.RGBA {
