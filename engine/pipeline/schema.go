@@ -87,8 +87,15 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
-	DependsOn   hcl.Expression    `hcl:"depends_on,optional"`
+	// MaxErrorRatio fails the trial when a larger fraction of the step's
+	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
+	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
+	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
 }
+
+// DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:
+// a trial where more than half the requests failed measured a failure.
+const DefaultMaxErrorRatio = 0.5
 
 // URLConfig is a `url {}` block of a load step: one of several weighted
 // targets.
