@@ -53,6 +53,8 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return nil, fmt.Errorf("building the manifests of %q: %w", name, err)
 	}
+	// The benchflow process owning the objects, so gc leaves a live run alone.
+	o.addLabels(providers.SelfOwner().Labels())
 	cs, err := p.clientset()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)

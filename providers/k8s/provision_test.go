@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -153,7 +155,7 @@ func TestProvisionCreatesRenderedObjects(t *testing.T) {
 			}
 			var stored []runtime.Object
 			for _, obj := range o.list() {
-				stored = append(stored, fetch(t, s.cs, obj))
+				stored = append(stored, stripOwner(t, fetch(t, s.cs, obj)))
 			}
 			got, err := renderYAML(stored)
 			if err != nil {
@@ -167,6 +169,32 @@ func TestProvisionCreatesRenderedObjects(t *testing.T) {
 			assertNoLeftovers(t, s.cs)
 		})
 	}
+}
+
+// stripOwner checks that obj (and a Deployment's pod template) carries this
+// process's owner labels, which gc reads, and removes them: the rest must
+// equal what render shows.
+func stripOwner(t *testing.T, obj runtime.Object) runtime.Object {
+	t.Helper()
+	check := func(what string, labels map[string]string) {
+		for k, v := range providers.SelfOwner().Labels() {
+			if labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q (the owner gc checks)", what, k, labels[k], v)
+			}
+			delete(labels, k)
+		}
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.GetLabels()
+	check(fmt.Sprintf("%T %s", obj, a.GetName()), l)
+	a.SetLabels(l)
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		check("pod template of "+d.Name, d.Spec.Template.Labels)
+	}
+	return obj
 }
 
 // fetch reads the stored version of obj and clears what the API server
