@@ -177,23 +177,48 @@ func (d *Deployment) deletePods(ctx context.Context) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	wctx, cancel := context.WithTimeout(ctx, podsGoneTimeout)
+	// Wait until the API server no longer has them: the kubelet has stopped
+	// their containers and released their IPs and ports.
+	limit := d.p.podsGone
+	if limit == 0 {
+		limit = podsGoneTimeout
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	var left []corev1.Pod // as last seen
 	for {
 		list, err := pods.List(wctx, sel)
 		if err == nil && len(list.Items) == 0 {
 			return nil
 		}
+		if err == nil {
+			left = list.Items
+			// A pod the ReplicaSet started after the first list: delete it too.
+			for _, pod := range list.Items {
+				if pod.DeletionTimestamp == nil {
+					_ = pods.Delete(wctx, pod.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
 		select {
 		case <-wctx.Done():
-			if err == nil {
-				var names []string
-				for _, p := range list.Items {
-					names = append(names, p.Name)
-				}
-				d.logf("k8s: pods still exiting after %s: %s", podsGoneTimeout, strings.Join(names, ", "))
+			if len(left) == 0 && err != nil {
+				return fmt.Errorf("waiting for the pods of %q to be gone: %w", d.objs.name, err)
 			}
-			return nil
+			var names []string
+			for _, p := range left {
+				s := p.Name + " (" + string(p.Status.Phase)
+				if p.DeletionTimestamp != nil {
+					s += ", terminating"
+				}
+				if p.Spec.NodeName != "" {
+					s += ", node " + p.Spec.NodeName
+				}
+				names = append(names, s+")")
+			}
+			return fmt.Errorf("pods of %q still exist %s after they were deleted: %s (the node may be slow to stop them; check `kubectl -n %s get pods`)",
+				d.objs.name, time.Since(start).Round(time.Second), strings.Join(names, ", "), d.objs.ns)
 		case <-time.After(d.p.pollInterval):
 		}
 	}

@@ -568,3 +568,49 @@ func TestProvisionUnavailable(t *testing.T) {
 		t.Errorf("error does not say what and why: %v", err)
 	}
 }
+
+// TestTeardownWaitsForPodsGone: Teardown returns only once the pods are
+// gone from the API server, and with a clear error naming the pods when
+// they are still there at the bound (a kubelet that does not stop them).
+func TestTeardownWaitsForPodsGone(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stuck=%v", stuck), func(t *testing.T) {
+			var mu sync.Mutex
+			deletes := 0
+			s := newSimWith(t, podsReady, func(s *sim) {
+				s.cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					deletes++
+					// A pod is marked terminating first; the kubelet removes it
+					// after a few polls — or never.
+					if stuck || deletes < 3 {
+						return true, nil, nil
+					}
+					return false, nil, nil
+				})
+			})
+			p, _ := testProvider(t, s.cs, Config{})
+			p.podsGone = 200 * time.Millisecond
+			d, err := p.Provision(context.Background(), nginxRequest(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = d.Teardown(context.Background())
+			pods, lerr := s.cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if !stuck {
+				if err != nil || len(pods.Items) != 0 {
+					t.Fatalf("Teardown = %v with %d pods left, want nil once they are gone", err, len(pods.Items))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), `pods of "nginx" still exist`) || !strings.Contains(err.Error(), "nginx-") ||
+				!strings.Contains(err.Error(), "after they were deleted") {
+				t.Fatalf("Teardown with pods that never exit = %v, want an error naming them", err)
+			}
+		})
+	}
+}
