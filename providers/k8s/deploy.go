@@ -26,15 +26,17 @@ const podsGoneTimeout = gracePeriod*time.Second + 40*time.Second
 // Deployment is one service provisioned on the cluster. Teardown deletes
 // what Provision created in reverse order.
 type Deployment struct {
-	p    *Provider
-	cs   kubernetes.Interface
-	objs *objects
-	logf func(format string, args ...any)
+	p      *Provider
+	cs     kubernetes.Interface
+	objs   *objects
+	logf   func(format string, args ...any)
+	logDir string // the trial's log folder, "" when none
 
 	nsHeld   bool
 	endpoint providers.Endpoint
 	fwd      forwarder
-	ingress  string // the ingress address from its status, host only
+	fwdLog   *forwardLog // what the port-forwarder reported
+	ingress  string      // the ingress address from its status, host only
 
 	once  sync.Once
 	tdErr error
@@ -63,7 +65,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	d := &Deployment{p: p, cs: cs, objs: o, logf: logf}
+	d := &Deployment{p: p, cs: cs, objs: o, logf: logf, logDir: req.LogDir}
 	if err := d.provision(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
@@ -125,6 +127,11 @@ func (d *Deployment) teardown(ctx context.Context) error {
 	var errs []error
 	if d.fwd != nil {
 		d.fwd.Close()
+	}
+	if d.fwdLog != nil {
+		if s := d.fwdLog.close(); s != "" {
+			d.logf("k8s: %s", s)
+		}
 	}
 	api := &apiObjects{cs: d.cs, ns: o.ns}
 	objs := o.list()
