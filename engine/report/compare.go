@@ -396,7 +396,14 @@ func (c *Comparison) reproSummary() string {
 			not = append(not, p.Label)
 		}
 	}
-	s := fmt.Sprintf("reproduced: %d of %d cells (B's req/s inside A's 95%% interval, or no significant difference)", c.ReproducedN, c.ReproJudged)
+	widest := 0.0
+	for _, p := range c.Pairs {
+		if h := p.RPSRatio.HalfWidth(); p.Reproduced != "" && h > widest {
+			widest = h
+		}
+	}
+	s := fmt.Sprintf("reproduced: %d of %d cells (B's req/s inside A's 95%% interval, or no significant difference; the widest req/s ratio interval is ×/÷%.3f)",
+		c.ReproducedN, c.ReproJudged, math.Exp(widest))
 	if len(not) > 0 {
 		s += "; not reproduced: " + strings.Join(not, "; ")
 	}
