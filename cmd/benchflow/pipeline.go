@@ -18,8 +18,8 @@ import (
 
 // varFlags are the flags shared by validate, plan, apply and render.
 type varFlags struct {
-	vars     []string
-	varFiles []string
+	vars      []string
+	varFiles  []string
 	seed      int64
 	reps      int
 	maxTrials int

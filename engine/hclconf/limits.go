@@ -20,4 +20,3 @@ func checkLimits(display string, src []byte) hcl.Diagnostics {
 	}
 	return pipeline.CheckNesting(display, src)
 }
-
