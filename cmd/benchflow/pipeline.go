@@ -13,6 +13,7 @@ import (
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/starconf"
 )
 
@@ -79,6 +80,9 @@ func buildPlan(w io.Writer, file string, vf *varFlags, jsonDiags bool) (*plan.Pl
 		var d hcl.Diagnostics
 		pl, d = plan.Build(p, in)
 		diags = append(diags, d...)
+		if pl != nil {
+			redact.Default.Add(pl.SensitiveValues()...)
+		}
 	}
 	if len(diags) > 0 && !jsonDiags {
 		src := diag.Sources{}

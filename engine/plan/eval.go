@@ -93,6 +93,9 @@ func (p *Plan) providerAttrs() []string {
 	return out
 }
 
+// Plan is the plan this evaluation belongs to.
+func (te *TrialEval) Plan() *Plan { return te.plan }
+
 // SetEndpoint records a provisioned service's endpoint, making
 // service.<name>.* known to later evaluations.
 func (te *TrialEval) SetEndpoint(name string, ep providers.Endpoint) {

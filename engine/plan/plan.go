@@ -673,3 +673,30 @@ func tooManyTrials(p *pipeline.Pipeline, cells, reps, maxTrials int) *hcl.Diagno
 		Detail:  fmt.Sprintf("A plan has at most %d trials (matrix cells × repetitions); %s. Shrink the matrix, or raise the limit with --max-trials.", maxTrials, what),
 		Subject: rng.Ptr()}
 }
+
+// SensitiveValues lists the values of the pipeline's sensitive variables
+// (every string, number and bool inside them), for redaction.
+func (p *Plan) SensitiveValues() []string {
+	var out []string
+	var walk func(v cty.Value)
+	walk = func(v cty.Value) {
+		if v == cty.NilVal || v.IsNull() || !v.IsKnown() {
+			return
+		}
+		switch {
+		case v.Type().IsPrimitiveType():
+			out = append(out, ValueString(v))
+		case v.CanIterateElements():
+			for it := v.ElementIterator(); it.Next(); {
+				_, ev := it.Element()
+				walk(ev)
+			}
+		}
+	}
+	for _, v := range p.Pipeline.Variables {
+		if v.Sensitive {
+			walk(p.Vars[v.Name])
+		}
+	}
+	return out
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -126,6 +127,8 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		r.gc(ctx)
 	}
 
+	// Sensitive values never reach a record, a log line or the console.
+	redact.Default.Add(pl.SensitiveValues()...)
 	shaHex := PipelineSHA256(pl.Pipeline)
 	vars := RedactedVariables(pl)
 
@@ -164,6 +167,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Matrix:           matrixMap(pl),
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
+			Private:          privateResults(pl),
 		}
 		for _, a := range pl.Axes {
 			m.Axes = append(m.Axes, a.Name)
@@ -213,6 +217,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			next = pl.Trials[i+1]
 		}
 		rec := r.runTrial(ctx, t, next)
+		redactRecord(rec)
 		if err := w.CommitTrial(rec); err != nil {
 			// Results that cannot be written (a full disk, say) make
 			// further trials pointless: stop here.
