@@ -270,6 +270,13 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 // gc removes leftovers of crashed runs for the provider types this pipeline
 // uses, and service folders of killed runs.
 func (r *Runner) gc(ctx context.Context) {
+	restored, err := restoreJournals()
+	for _, x := range restored {
+		r.rep.Warnf("restored what a killed run changed: %s", x)
+	}
+	if err != nil {
+		r.rep.Warnf("restoring what killed runs changed: %v", err)
+	}
 	dirs, err := gcTempDirs()
 	if err != nil {
 		r.rep.Warnf("removing service folders of earlier runs: %v", err)
