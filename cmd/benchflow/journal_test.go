@@ -30,7 +30,9 @@ func TestKilledRunSysctlRestoredByGC(t *testing.T) {
 		t.Skipf("cannot create a network namespace: %v %s", err, out)
 	}
 	const key, path = "net.ipv4.tcp_keepalive_probes", "/proc/sys/net/ipv4/tcp_keepalive_probes"
-	inNS := func(args ...string) *exec.Cmd { return exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...) }
+	inNS := func(args ...string) *exec.Cmd {
+		return exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
+	}
 	read := func() string {
 		b, err := inNS("cat", path).Output()
 		if err != nil {
