@@ -55,6 +55,7 @@ func gatewayConfig(st *fake.Stack) *Config {
 		APISIXAdmin:   st.APISIX.AdminURL(),
 		APISIXKeyEnv:  testKeyEnv,
 		GatewayURL:    st.APISIX.GatewayURL(),
+		APISIXControl: st.APISIX.ControlURL(),
 		ReadyTimeout:  "20s",
 	}
 }
@@ -711,18 +712,48 @@ func TestNegativeReplicas(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// TestTaskFailsToStart: Nomad ends a failed task's events with the
+// restart policy's "Not Restarting"; the error quotes the driver failure
+// before it and says what to do.
 func TestTaskFailsToStart(t *testing.T) {
 	st := newStack(t)
-	st.Nomad.TaskFailure = `failed to launch command with executor: exec: "/usr/local/bin/benchflow": permission denied`
+	st.Nomad.TaskFailure = `failed to launch command with executor: rpc error: code = Unknown desc = exec: "/usr/local/bin/benchflow": permission denied`
 	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
 	if err == nil {
 		t.Fatal("Provision succeeded with failing tasks")
 	}
 	t.Log(err)
-	for _, want := range []string{"of job \"benchflow-web-", " failed: task \"web\": failed to launch command", "permission denied"} {
+	for _, want := range []string{"of job \"benchflow-web-", ` failed: task "web": Driver Failure: failed to launch command`,
+		"permission denied", "check that the command exists and is executable on the Nomad client"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+	if strings.Contains(err.Error(), "Policy allows no restarts") {
+		t.Errorf("error quotes the restart policy instead of the cause: %v", err)
+	}
+	assertEmpty(t, st)
+}
+
+// TestTaskExits: a task that exits is explained by its exit code and the
+// last lines of its stderr, read from the allocation's logs.
+func TestTaskExits(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskExitCode = 3
+	st.Nomad.TaskStderr = "starting\nlisten tcp 0.0.0.0:23456: bind: address already in use\nexiting\n"
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with exiting tasks")
+	}
+	t.Log(err)
+	for _, want := range []string{`failed: task "web": Terminated: Exit Code: 3`, "last stderr lines:",
+		"bind: address already in use", "the service exited by itself"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "Not Restarting") {
+		t.Errorf("error quotes the restart policy instead of the cause: %v", err)
 	}
 	assertEmpty(t, st)
 }

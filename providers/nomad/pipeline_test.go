@@ -59,6 +59,7 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	t.Setenv("CONSUL_HTTP_ADDR", st.Consul.URL())
 	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
 	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
+	t.Setenv("APISIX_CONTROL", st.APISIX.ControlURL())
 	t.Setenv("APISIX_ADMIN_KEY", key)
 	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
 		t.Setenv(v, "")
