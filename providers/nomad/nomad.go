@@ -52,6 +52,8 @@ type Provider struct {
 	s    *settings
 	// pollInterval paces the waits that are not blocking queries.
 	pollInterval time.Duration
+	// stopTimeout bounds Teardown's wait for the allocations to stop.
+	stopTimeout time.Duration
 }
 
 // New builds a provider from a decoded *Config (nil means all defaults).
@@ -68,7 +70,7 @@ func New(req *providers.NewRequest) (providers.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring nomad provider %q: %w", req.Name, err)
 	}
-	return &Provider{name: req.Name, s: s, pollInterval: 200 * time.Millisecond}, nil
+	return &Provider{name: req.Name, s: s, pollInterval: 200 * time.Millisecond, stopTimeout: stopTimeout}, nil
 }
 
 // String describes the provider without secrets.

@@ -208,8 +208,14 @@ func TestConfigErrors(t *testing.T) {
 // TestGatewayConsulDiscovery is the S3 architecture end to end on the
 // fakes: two allocations, APISIX resolving them through Consul, real
 // requests through both paths, and nothing left after teardown.
+//
+// APISIX's caches lag as they do for real: the upstream DELETE right
+// after the route's is refused while the worker still holds the route,
+// and Consul discovery learns of the instances a while after they pass.
 func TestGatewayConsulDiscovery(t *testing.T) {
 	st := newStack(t)
+	st.APISIX.RouteCacheLag = 300 * time.Millisecond
+	st.APISIX.DiscoveryLag = time.Second
 	p := newProvider(t, gatewayConfig(st))
 	ctx := context.Background()
 	dep, err := p.Provision(ctx, request(t))
@@ -267,6 +273,68 @@ func TestGatewayConsulDiscovery(t *testing.T) {
 	// Teardown twice is harmless.
 	if err := dep.Teardown(ctx); err != nil {
 		t.Errorf("second Teardown: %v", err)
+	}
+}
+
+// TestTeardownWaitsForAllocations: Nomad stops allocations after the
+// deregistration answers, and removes their Consul services before it
+// kills the tasks. Teardown returns only once every allocation is
+// terminal, and copies their logs to the trial's logs folder.
+func TestTeardownWaitsForAllocations(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.StopDelay = time.Second
+	c := gatewayConfig(st)
+	c.Gateway = false
+	req := request(t)
+	req.LogDir = filepath.Join(t.TempDir(), "logs")
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if live := st.Nomad.LiveAllocs(); len(live) > 0 {
+		t.Errorf("allocations still live after Teardown: %v", live)
+	}
+	assertEmpty(t, st)
+	for _, f := range []string{"web.0.web.stdout.log", "web.1.web.stdout.log", "web.0.web.stderr.log", "web.0.web.events.log"} {
+		b, err := os.ReadFile(filepath.Join(req.LogDir, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if strings.HasSuffix(f, ".stdout.log") && !strings.Contains(string(b), "listening on 127.0.0.1:") {
+			t.Errorf("%s = %q, want the task's output", f, b)
+		}
+		if strings.HasSuffix(f, ".events.log") && !strings.Contains(string(b), "Killed: Task successfully killed") {
+			t.Errorf("%s = %q, want the task events", f, b)
+		}
+	}
+}
+
+// TestTeardownStopTimeout: allocations that never stop make Teardown fail
+// with a clear error after its bound, instead of letting the next trial
+// share the machine with them silently.
+func TestTeardownStopTimeout(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.StopDelay = 3 * time.Second
+	c := gatewayConfig(st)
+	c.Gateway = false
+	p := newProvider(t, c)
+	p.stopTimeout = 300 * time.Millisecond
+	dep, err := p.Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dep.Teardown(context.Background())
+	if err == nil {
+		t.Fatal("Teardown succeeded while allocations still ran")
+	}
+	for _, want := range []string{"still not stopped after 300ms", "desired=stop client=running", "the next trial would share the machine"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }
 

@@ -121,7 +121,7 @@ func (d *Deployment) deleteUpstream(ctx context.Context) error {
 // stopTimeout. After a purge Nomad still lists the job's allocations
 // under its id until they are garbage-collected. It returns the last list.
 func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStub, error) {
-	wctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	wctx, cancel := context.WithTimeout(ctx, d.p.stopTimeout)
 	defer cancel()
 	var index uint64
 	var live []string
@@ -131,7 +131,7 @@ func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStu
 			if wctx.Err() != nil && ctx.Err() == nil {
 				sort.Strings(live)
 				return stubs, fmt.Errorf("allocations of job %q still not stopped after %s: %s; the next trial would share the machine with them (check the Nomad client: nomad alloc status <id>)",
-					d.jobID, stopTimeout, strings.Join(live, ", "))
+					d.jobID, d.p.stopTimeout, strings.Join(live, ", "))
 			}
 			return nil, fmt.Errorf("waiting for the allocations of job %q to stop: %w", d.jobID, err)
 		}
