@@ -41,12 +41,13 @@ type Type struct {
 	// type may expose, e.g. "gateway_url"; pipelines may refer to them as
 	// service.<name>.<attr>, and validation accepts those names.
 	Attrs []string
-	// GC, when set, removes what a crashed run left behind: every object
-	// labelled LabelManaged (and LabelRun = runID when runID is not
-	// empty), using default connection settings (environment variables).
-	// It returns a description of each removed object, and an error
-	// wrapping ErrUnavailable when the backend cannot be reached.
-	GC func(ctx context.Context, runID string) ([]string, error)
+	// GC, when set, removes what crashed runs left behind: objects labelled
+	// LabelManaged (and LabelRun = req.RunID when that is not empty) whose
+	// owner is gone (GCDecision), reaching the backend through req.Configs
+	// (or the environment's defaults). It reports each object it keeps
+	// through req.Keep and returns a description of each removed one, and an
+	// error wrapping ErrUnavailable when the backend cannot be reached.
+	GC func(ctx context.Context, req *GCRequest) ([]string, error)
 }
 
 // NewRequest carries what New needs.

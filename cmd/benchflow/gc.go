@@ -16,8 +16,10 @@ func init() {
 	var runID string
 	var only []string
 	var timeout time.Duration
+	var verbose bool
+	var vf varFlags
 	cmd := &cobra.Command{
-		Use:   "gc",
+		Use:   "gc [FILE]",
 		Short: "Remove what crashed runs left behind (containers, processes, cluster objects)",
 		Long: `Every process, container, network, Kubernetes object and Nomad job benchflow
 creates carries the label dev.benchflow.managed=true and the run id. A run
@@ -26,12 +28,24 @@ leftovers through each provider's API and removes them, along with the
 rendered service folders in $TMPDIR whose benchflow process is gone. apply runs it for
 the providers a pipeline uses before starting (unless --no-gc).
 
+Only what crashed runs left is removed: every object also records the
+benchflow process that created it (host, pid, start time), and objects whose
+process still runs — another apply in progress — are kept, as are objects
+created on another host (nothing here can tell whether that run is alive).
+--run removes what the named run left, whoever owns it.
+
+With a pipeline FILE (and its --var flags), gc reaches the engines and
+clusters that pipeline's provider blocks name (docker host, kubeconfig and
+context, Nomad address) and only its provider types; without one it uses each
+type's defaults from the environment.
+
 Backends that cannot be reached (no Docker engine, no kubeconfig) are
 skipped with a note.`,
 		Example: `  benchflow gc
   benchflow gc --provider docker
-  benchflow gc --run 20261130T044500Z-3f9c`,
-		Args: cobra.NoArgs,
+  benchflow gc --run 20261130T044500Z-3f9c
+  benchflow gc pipelines/k8s-ingress.hcl --var kubeconfig=$HOME/.kube/lab -v`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
 				return &exitError{code: 1, err: fmt.Errorf("--timeout %s: must be positive", timeout)}
@@ -40,7 +54,15 @@ skipped with a note.`,
 			defer cancel()
 			ctx, cancel2 := context.WithTimeout(ctx, timeout)
 			defer cancel2()
-			if err := run.GC(ctx, cmd.OutOrStdout(), runID, only); err != nil {
+			o := run.GCOptions{RunID: runID, Only: only, Verbose: verbose}
+			if len(args) == 1 {
+				pl, _, err := buildPlan(cmd.ErrOrStderr(), args[0], &vf, false)
+				if err != nil {
+					return err
+				}
+				o.Configs = run.ProviderConfigs(pl)
+			}
+			if err := run.GC(ctx, cmd.OutOrStdout(), o); err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			return nil
@@ -49,5 +71,7 @@ skipped with a note.`,
 	cmd.Flags().StringVar(&runID, "run", "", "only remove what this run id left (default: every benchflow-managed object)")
 	cmd.Flags().StringSliceVar(&only, "provider", nil, "only these provider types (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
+	vf.register(cmd)
 	rootCmd.AddCommand(cmd)
 }

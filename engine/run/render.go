@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/benchflow/benchflow/engine/plan"
@@ -84,17 +86,69 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 	return nil
 }
 
+// ProviderConfigs decodes every provider block of the pipeline for each
+// cell (first repetitions only: repetitions do not change a block) and
+// returns the distinct configs by provider type, for gc to reach the
+// engines and clusters the pipeline uses. Blocks that fail to decode are
+// skipped: gc then falls back to the type's defaults.
+func ProviderConfigs(pl *plan.Plan) map[string][]any {
+	out := map[string][]any{}
+	if len(pl.Pipeline.Providers) == 0 {
+		out[plan.ImplicitLocal] = nil
+		return out
+	}
+	for _, t := range pl.Trials {
+		if t.Repetition != 1 {
+			continue
+		}
+		te := pl.NewTrialEval(t, true)
+		for _, pv := range pl.Pipeline.Providers {
+			typ, cfg, d := te.ProviderConfig(pv)
+			if d.HasErrors() || typ == nil {
+				continue
+			}
+			if _, ok := out[typ.Name]; !ok {
+				out[typ.Name] = nil
+			}
+			if cfg == nil || slices.ContainsFunc(out[typ.Name], func(x any) bool { return reflect.DeepEqual(x, cfg) }) {
+				continue
+			}
+			out[typ.Name] = append(out[typ.Name], cfg)
+		}
+	}
+	return out
+}
+
+// GCOptions select what GC removes.
+type GCOptions struct {
+	// RunID limits gc to what one run left (whoever owns it).
+	RunID string
+	// Only limits gc to these provider types; empty means every registered
+	// type (or, with Configs, the types the pipeline uses).
+	Only []string
+	// Configs are a pipeline's provider configs by type (ProviderConfigs).
+	Configs map[string][]any
+	// Verbose also prints each object kept because its run is alive.
+	Verbose bool
+}
+
 // GC removes leftovers of crashed runs for every registered provider type
-// (or only the named ones). Unreachable backends are skipped with a note.
-func GC(ctx context.Context, w io.Writer, runID string, only []string) error {
+// (or the selected ones). Unreachable backends are skipped with a note.
+func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	names := providers.Names()
-	if len(only) > 0 {
-		names = only
+	if len(o.Configs) > 0 {
+		names = names[:0:0]
+		for n := range o.Configs {
+			names = append(names, n)
+		}
+	}
+	if len(o.Only) > 0 {
+		names = o.Only
 	}
 	sort.Strings(names)
 	var errs []error
-	total := 0
-	if len(only) == 0 {
+	total, kept := 0, 0
+	if len(o.Only) == 0 {
 		dirs, err := gcTempDirs()
 		for _, d := range dirs {
 			fmt.Fprintf(w, "removed service folder: %s\n", d)
@@ -113,7 +167,13 @@ func GC(ctx context.Context, w io.Writer, runID string, only []string) error {
 		if t.GC == nil {
 			continue
 		}
-		removed, err := t.GC(ctx, runID)
+		req := &providers.GCRequest{RunID: o.RunID, Configs: o.Configs[n], Logf: func(format string, args ...any) {
+			kept++
+			if o.Verbose {
+				fmt.Fprintf(w, "%s: %s\n", n, fmt.Sprintf(format, args...))
+			}
+		}}
+		removed, err := t.GC(ctx, req)
 		for _, r := range removed {
 			fmt.Fprintf(w, "removed %s: %s\n", n, r)
 		}
@@ -126,6 +186,13 @@ func GC(ctx context.Context, w io.Writer, runID string, only []string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 		}
 	}
-	fmt.Fprintf(w, "%d leftover(s) removed\n", total)
+	fmt.Fprintf(w, "%d leftover(s) removed", total)
+	if kept > 0 {
+		fmt.Fprintf(w, ", %d object(s) of live runs kept", kept)
+		if !o.Verbose {
+			fmt.Fprint(w, " (-v lists them)")
+		}
+	}
+	fmt.Fprintln(w)
 	return errors.Join(errs...)
 }

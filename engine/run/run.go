@@ -272,15 +272,9 @@ func (r *Runner) gc(ctx context.Context) {
 	for _, d := range dirs {
 		r.rep.Logf("removed the service folder of a killed run: %s", d)
 	}
-	types := map[string]bool{}
-	for _, pv := range r.plan.Pipeline.Providers {
-		types[pv.Type] = true
-	}
-	if len(r.plan.Pipeline.Providers) == 0 {
-		types[plan.ImplicitLocal] = true
-	}
-	names := make([]string, 0, len(types))
-	for n := range types {
+	configs := ProviderConfigs(r.plan)
+	names := make([]string, 0, len(configs))
+	for n := range configs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -290,7 +284,7 @@ func (r *Runner) gc(ctx context.Context) {
 			continue
 		}
 		gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		removed, err := t.GC(gctx, "")
+		removed, err := t.GC(gctx, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
 		cancel()
 		if err != nil && !errors.Is(err, providers.ErrUnavailable) {
 			r.rep.Warnf("removing leftovers of earlier runs (%s): %v", n, err)

@@ -211,7 +211,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	labels[providers.LabelRun] = req.RunID
 	labels[providers.LabelTrial] = req.TrialID
 	labels[providers.LabelService] = spec.Name
-	ownerLabels(labels)
+	providers.AddOwnerLabels(labels)
 
 	cfg := &container.Config{
 		Image:        spec.Image,
@@ -423,7 +423,7 @@ func (p *Provider) acquireNetwork(ctx context.Context, cli *client.Client, req *
 	}
 	labels[providers.LabelManaged] = "true"
 	labels[providers.LabelRun] = req.RunID
-	ownerLabels(labels)
+	providers.AddOwnerLabels(labels)
 	// As with containers: created on a context a Ctrl-C does not cut
 	// short, then removed at once if ctx ended meanwhile.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

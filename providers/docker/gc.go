@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -18,21 +16,52 @@ import (
 )
 
 // GC removes every container, network and volume labelled
-// dev.benchflow.managed=true (and dev.benchflow.run=runID when runID is not
-// empty) from the engine the environment names. It returns one line per
-// removed object, and an error wrapping providers.ErrUnavailable when no
-// engine can be reached.
+// dev.benchflow.managed=true (and dev.benchflow.run=req.RunID when that is
+// not empty) from each engine the pipeline's docker providers use (their
+// host attribute; the environment's engine without a pipeline). It returns
+// one line per removed object, and an error wrapping
+// providers.ErrUnavailable when no engine can be reached.
 //
-// Without a runID, objects whose owner (labels dev.benchflow.host and
-// dev.benchflow.pid) is a process still running on this machine are kept:
-// they belong to a run in progress, not to a crashed one.
-func GC(ctx context.Context, runID string) ([]string, error) {
-	cli, err := newClient("")
-	if err != nil {
-		return nil, err
+// Without a run id, objects whose owner (providers.LabelHost, LabelPID,
+// LabelStart) is a process still running, or one on another host, are kept
+// (providers.GCDecision): they belong to a run in progress, not to a
+// crashed one.
+func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
+	hosts := map[string]bool{}
+	for _, c := range req.Configs {
+		if cfg, ok := c.(*Config); ok {
+			hosts[cfg.Host] = true
+		}
 	}
-	defer cli.Close()
-	return gc(ctx, cli, runID)
+	if len(hosts) == 0 {
+		hosts[""] = true
+	}
+	var removed []string
+	var errs []error
+	unreachable := 0
+	for h := range hosts {
+		cli, err := newClient(h)
+		if err == nil {
+			var r []string
+			r, err = gc(ctx, cli, req)
+			removed = append(removed, r...)
+			cli.Close()
+		}
+		if errors.Is(err, providers.ErrUnavailable) {
+			unreachable++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if unreachable < len(hosts) {
+		// When some engine answered, an unreachable other one is reported
+		// as an error rather than skipped.
+		for i, err := range errs {
+			errs[i] = errors.New(err.Error())
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // ManagedFilter selects what benchflow labelled, for one run when runID is
@@ -45,13 +74,12 @@ func ManagedFilter(runID string) filters.Args {
 	return f
 }
 
-func gc(ctx context.Context, cli *client.Client, runID string) ([]string, error) {
-	return gcFiltered(ctx, cli, ManagedFilter(runID), runID == "")
+func gc(ctx context.Context, cli *client.Client, req *providers.GCRequest) ([]string, error) {
+	return gcFiltered(ctx, cli, ManagedFilter(req.RunID), req)
 }
 
-// gcFiltered removes what f selects; with keepLive, objects whose owner
-// process still runs are kept.
-func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLive bool) ([]string, error) {
+// gcFiltered removes what f selects that providers.GCDecision lets go.
+func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, req *providers.GCRequest) ([]string, error) {
 	var removed []string
 	var errs []error
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
@@ -60,7 +88,8 @@ func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLiv
 	}
 	for _, c := range cs {
 		name := strings.TrimPrefix(strings.Join(c.Names, ","), "/")
-		if keepLive && ownerAlive(c.Labels) {
+		if ok, why := providers.GCDecision(c.Labels, req.RunID); !ok {
+			req.Keep("docker container "+name, why)
 			continue
 		}
 		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
@@ -74,7 +103,8 @@ func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLiv
 		return removed, errors.Join(append(errs, fmt.Errorf("listing networks: %w", unavailable(err)))...)
 	}
 	for _, n := range ns {
-		if keepLive && ownerAlive(n.Labels) {
+		if ok, why := providers.GCDecision(n.Labels, req.RunID); !ok {
+			req.Keep("docker network "+n.Name, why)
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
@@ -88,7 +118,8 @@ func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLiv
 		return removed, errors.Join(append(errs, fmt.Errorf("listing volumes: %w", unavailable(err)))...)
 	}
 	for _, v := range vs.Volumes {
-		if keepLive && ownerAlive(v.Labels) {
+		if ok, why := providers.GCDecision(v.Labels, req.RunID); !ok {
+			req.Keep("docker volume "+v.Name, why)
 			continue
 		}
 		if err := cli.VolumeRemove(ctx, v.Name, true); err != nil && !client.IsErrNotFound(err) {
@@ -103,39 +134,9 @@ func gcFiltered(ctx context.Context, cli *client.Client, f filters.Args, keepLiv
 	return removed, nil
 }
 
-// Labels naming the process that created an object, so gc without a run id
-// can tell a run in progress from a crashed one.
+// Owner labels, kept under their old names for the docker package's
+// callers.
 const (
-	LabelHost = "dev.benchflow.host" // hostname of the benchflow process
-	LabelPID  = "dev.benchflow.pid"  // its pid
+	LabelHost = providers.LabelHost
+	LabelPID  = providers.LabelPID
 )
-
-// ownerLabels adds LabelHost and LabelPID for this process.
-func ownerLabels(labels map[string]string) {
-	if h, err := os.Hostname(); err == nil {
-		labels[LabelHost] = h
-	}
-	labels[LabelPID] = strconv.Itoa(os.Getpid())
-}
-
-// ownerAlive reports whether the labels name a process that still runs on
-// this machine (and is not this one's zombie child or a kernel thread).
-func ownerAlive(labels map[string]string) bool {
-	h, err := os.Hostname()
-	if err != nil || labels[LabelHost] == "" || labels[LabelHost] != h {
-		return false
-	}
-	pid, err := strconv.Atoi(labels[LabelPID])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// State is the field after the parenthesised command name.
-	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z' && stat[i+2] != 'X'
-	}
-	return false
-}

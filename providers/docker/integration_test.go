@@ -521,7 +521,7 @@ func TestGCRemovesCrashedRunLeftovers(t *testing.T) {
 	defer h.cli.ContainerRemove(ctx, o.ID, container.RemoveOptions{Force: true})
 
 	typ, _ := providers.Lookup("docker")
-	removed, err := typ.GC(ctx, h.runID)
+	removed, err := typ.GC(ctx, &providers.GCRequest{RunID: h.runID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +564,7 @@ func TestGCWithoutRunIDKeepsLiveRuns(t *testing.T) {
 	// may be in progress on this engine.
 	f := ManagedFilter("")
 	f.Add("label", providers.LabelRun+"="+h.runID)
-	removed, err := gcFiltered(ctx, h.cli, f, true)
+	removed, err := gcFiltered(ctx, h.cli, f, &providers.GCRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

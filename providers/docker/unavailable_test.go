@@ -23,7 +23,7 @@ func TestUnreachableEngine(t *testing.T) {
 		t.Errorf("Provision with no engine: %v, want ErrUnavailable", err)
 	}
 	t.Setenv("DOCKER_HOST", sock)
-	if _, err := GC(context.Background(), ""); !errors.Is(err, providers.ErrUnavailable) {
+	if _, err := GC(context.Background(), &providers.GCRequest{}); !errors.Is(err, providers.ErrUnavailable) {
 		t.Errorf("GC with no engine: %v, want ErrUnavailable", err)
 	}
 }

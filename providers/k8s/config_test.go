@@ -253,7 +253,7 @@ func TestGCUnavailable(t *testing.T) {
 		t.Setenv("KUBECONFIG", "")
 		t.Setenv("KUBERNETES_SERVICE_HOST", "") // no in-cluster fallback either
 		t.Setenv("HOME", t.TempDir())
-		_, err := GC(context.Background(), "")
+		_, err := GC(context.Background(), &providers.GCRequest{})
 		if !errors.Is(err, providers.ErrUnavailable) {
 			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}
@@ -272,7 +272,7 @@ current-context: c
 			t.Fatal(err)
 		}
 		t.Setenv("KUBECONFIG", kc)
-		_, err := GC(context.Background(), "")
+		_, err := GC(context.Background(), &providers.GCRequest{})
 		if !errors.Is(err, providers.ErrUnavailable) {
 			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}

@@ -18,7 +18,8 @@ import (
 // dev.benchflow.managed=true (and dev.benchflow.run=runID when runID is
 // not empty). It returns one line per deleted object. Without a kubeconfig
 // or a reachable API server the error wraps providers.ErrUnavailable.
-func GC(ctx context.Context, runID string) ([]string, error) {
+func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
+	runID := req.RunID
 	rc, err := restConfig("", "", false)
 	if err != nil {
 		return nil, err

@@ -124,10 +124,10 @@ func TestGCAfterCrash(t *testing.T) {
 		}
 	}
 
-	if found, err := GC(context.Background(), runID+"-other"); err != nil || len(found) != 0 {
+	if found, err := GC(context.Background(), &providers.GCRequest{RunID: runID + "-other"}); err != nil || len(found) != 0 {
 		t.Fatalf("GC of another run = %v, %v; want nothing", found, err)
 	}
-	found, err := GC(context.Background(), "")
+	found, err := GC(context.Background(), &providers.GCRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

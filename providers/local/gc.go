@@ -1,6 +1,8 @@
 package local
 
 import (
+	"github.com/benchflow/benchflow/providers"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -19,7 +21,8 @@ import (
 // are never touched — except benchflow itself and its own process group, and the rest of its process group when the group's leader is
 // such a process or gone. They get SIGTERM, and SIGKILL two seconds later. It returns one line per process found. Processes of other users
 // are only visible to root.
-func GC(ctx context.Context, runID string) ([]string, error) {
+func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
+	runID := req.RunID
 	table, err := processTable()
 	if err != nil {
 		return nil, fmt.Errorf("collecting local processes: %w", err)

@@ -76,7 +76,7 @@ func TestAccGateway(t *testing.T) {
 			t.Errorf("trial %s %v: %d requests, status %s", row.TrialID, row.Params, row.Requests, row.Status)
 		}
 	}
-	removed, err := nomad.GC(context.Background(), r.Manifest.RunID)
+	removed, err := nomad.GC(context.Background(), &providers.GCRequest{RunID: r.Manifest.RunID})
 	if err != nil || len(removed) > 0 {
 		t.Errorf("after the run GC removed %v (%v); want nothing left", removed, err)
 	}

@@ -591,7 +591,8 @@ func short(id string) string {
 // GC removes what crashed runs left behind: Nomad jobs whose meta carries
 // LabelManaged (and LabelRun = runID when given), and APISIX routes and
 // upstreams labelled LabelManaged, using NOMAD_* and APISIX_* variables.
-func GC(ctx context.Context, runID string) ([]string, error) {
+func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
+	runID := req.RunID
 	s, err := resolve(&Config{})
 	if err != nil {
 		return nil, fmt.Errorf("collecting nomad leftovers: %w", err)

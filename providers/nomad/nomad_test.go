@@ -719,11 +719,11 @@ func TestGC(t *testing.T) {
 	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
 	t.Setenv("APISIX_ADMIN_KEY", testKey)
 
-	removed, err := GC(context.Background(), "another-run")
+	removed, err := GC(context.Background(), &providers.GCRequest{RunID: "another-run"})
 	if err != nil || len(removed) != 0 {
 		t.Fatalf("GC(another run) = %v, %v; want nothing removed", removed, err)
 	}
-	removed, err = GC(context.Background(), testRunID)
+	removed, err = GC(context.Background(), &providers.GCRequest{RunID: testRunID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +744,7 @@ func TestGCUnavailable(t *testing.T) {
 	ln.Close() // nothing listens there now
 	t.Setenv("NOMAD_ADDR", "http://"+addr)
 	t.Setenv("APISIX_ADMIN", "")
-	_, err = GC(context.Background(), "")
+	_, err = GC(context.Background(), &providers.GCRequest{})
 	if !errors.Is(err, providers.ErrUnavailable) {
 		t.Fatalf("error = %v, want ErrUnavailable", err)
 	}
