@@ -126,6 +126,8 @@ func buildJob(js jobSpec) (*napi.Job, error) {
 		providers.LabelTrial:   js.req.TrialID,
 		providers.LabelService: spec.Name,
 	}
+	// Who created the job, so gc keeps the jobs of runs in progress.
+	addOwnerLabels(job.Meta)
 
 	tg := napi.NewTaskGroup(s.Group, js.count)
 	nw := &napi.NetworkResource{}

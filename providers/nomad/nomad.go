@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +55,9 @@ type Provider struct {
 	stopTimeout time.Duration
 }
 
+// defaultPoll paces the waits that cannot block on an index.
+const defaultPoll = 200 * time.Millisecond
+
 // New builds a provider from a decoded *Config (nil means all defaults).
 // It validates the config and reads the tokens; it contacts nothing.
 func New(req *providers.NewRequest) (providers.Provider, error) {
@@ -70,7 +72,7 @@ func New(req *providers.NewRequest) (providers.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring nomad provider %q: %w", req.Name, err)
 	}
-	return &Provider{name: req.Name, s: s, pollInterval: 200 * time.Millisecond, stopTimeout: stopTimeout}, nil
+	return &Provider{name: req.Name, s: s, pollInterval: defaultPoll, stopTimeout: stopTimeout}, nil
 }
 
 // String describes the provider without secrets.
@@ -471,6 +473,7 @@ func deploymentState(dep *napi.Deployment) string {
 func (d *Deployment) gateway(ctx context.Context, runID, service string, insts []consul.Instance, healthPath string) (string, error) {
 	s := d.p.s
 	labels := map[string]string{providers.LabelManaged: "true", providers.LabelService: service}
+	addOwnerLabels(labels)
 	if runID != "" {
 		labels[providers.LabelRun] = runID
 	}
@@ -586,73 +589,4 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// GC removes what crashed runs left behind: Nomad jobs whose meta carries
-// LabelManaged (and LabelRun = runID when given), and APISIX routes and
-// upstreams labelled LabelManaged, using NOMAD_* and APISIX_* variables.
-func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
-	runID := req.RunID
-	s, err := resolve(&Config{})
-	if err != nil {
-		return nil, fmt.Errorf("collecting nomad leftovers: %w", err)
-	}
-	p := &Provider{s: s}
-	nc, err := p.nomadClient()
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	stubs, _, err := nc.Jobs().ListOptions(&napi.JobListOptions{Fields: &napi.JobListFields{Meta: true}}, (&napi.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		if isUnreachable(err) {
-			return nil, fmt.Errorf("listing nomad jobs at %s: %w: %v", s.Address, providers.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("listing nomad jobs: %w", err)
-	}
-	var errs []error
-	for _, j := range stubs {
-		if j.Meta[providers.LabelManaged] != "true" || (runID != "" && j.Meta[providers.LabelRun] != runID) {
-			continue
-		}
-		if _, _, err := nc.Jobs().Deregister(j.ID, true, (&napi.WriteOptions{Namespace: j.Namespace}).WithContext(ctx)); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("deregistering job %q: %w", j.ID, err))
-			continue
-		}
-		removed = append(removed, "nomad job "+j.ID)
-	}
-	admin, key := getenv("APISIX_ADMIN", ""), getenv("APISIX_ADMIN_KEY", "")
-	if admin != "" {
-		ac, err := apisix.New(admin, key, nil)
-		if err != nil {
-			return removed, err
-		}
-		for _, kind := range []string{apisix.KindRoutes, apisix.KindUpstreams} {
-			items, err := ac.List(ctx, kind)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			for _, it := range items {
-				if it.Labels()[providers.LabelManaged] != "true" {
-					continue
-				}
-				if runID != "" && it.Labels()[providers.LabelRun] != runID {
-					continue
-				}
-				if err := ac.Delete(ctx, kind, it.ID()); err != nil && !errors.Is(err, apisix.ErrNotFound) {
-					errs = append(errs, err)
-					continue
-				}
-				removed = append(removed, "apisix "+strings.TrimSuffix(kind, "s")+" "+it.ID())
-			}
-		}
-	}
-	return removed, errors.Join(errs...)
-}
-
-func isUnreachable(err error) bool {
-	var ue *url.Error
-	var oe *net.OpError
-	return errors.As(err, &oe) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled))
 }

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -708,29 +711,95 @@ func TestProvisionCancelled(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// deadOwner is the owner of a benchflow process that ended: a child that
+// ran and was waited for.
+func deadOwner(t *testing.T) map[string]string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	o := providers.SelfOwner()
+	o.PID, o.Start = cmd.Process.Pid, 1
+	return o.Labels()
+}
+
+// TestGC: gc without a run id removes what a crashed run left (its owner
+// is gone) and keeps a live run's job, route and upstream, reporting why;
+// with a run id it removes exactly that run's objects.
 func TestGC(t *testing.T) {
 	st := newStack(t)
-	dep, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	cfg := gatewayConfig(st)
+	ctx := context.Background()
+
+	// A crashed run: its owner process is gone, and it never tore down.
+	dead := deadOwner(t)
+	addOwnerLabels = func(m map[string]string) { maps.Copy(m, dead) }
+	_, err := newProvider(t, cfg).Provision(ctx, request(t))
+	addOwnerLabels = providers.AddOwnerLabels
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = dep // a crashed run: no Teardown
-	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
-	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
-	t.Setenv("APISIX_ADMIN_KEY", testKey)
-
-	removed, err := GC(context.Background(), &providers.GCRequest{RunID: "another-run"})
-	if err != nil || len(removed) != 0 {
-		t.Fatalf("GC(another run) = %v, %v; want nothing removed", removed, err)
+	// A run in progress (this process), with its own job name.
+	live := request(t)
+	live.RunID = "20261130T050000Z-live"
+	liveDep, err := newProvider(t, cfg).Provision(ctx, live)
+	if err != nil {
+		t.Fatal(err)
 	}
-	removed, err = GC(context.Background(), &providers.GCRequest{RunID: testRunID})
+
+	var kept []string
+	req := &providers.GCRequest{Configs: []any{cfg}, Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }}
+	removed, err := GC(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	job := "benchflow-web-20261130t044500z-3f9c"
-	want := []string{"nomad job " + job, "apisix route " + job, "apisix upstream " + job}
+	want := []string{"nomad job " + job + " (run " + testRunID + ")", "apisix route " + job, "apisix upstream " + job}
 	if d := cmp.Diff(want, removed); d != "" {
 		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	liveJob := "benchflow-web-20261130t050000z-live"
+	if !slices.Contains(st.Nomad.Jobs(), liveJob) || len(st.APISIX.Routes()) != 1 {
+		t.Fatalf("gc removed the live run's objects: jobs %v routes %v", st.Nomad.Jobs(), st.APISIX.Routes())
+	}
+	if len(kept) != 3 || !strings.Contains(kept[0], "kept nomad job "+liveJob) || !strings.Contains(kept[0], "is still running") {
+		t.Errorf("kept = %q", kept)
+	}
+	// The crashed run's allocations were stopped before gc returned.
+	for _, a := range st.Nomad.LiveAllocs() {
+		if !strings.HasPrefix(a, liveJob) {
+			t.Errorf("gc left allocation %s running", a)
+		}
+	}
+
+	// An explicit run id removes that run's objects only, live or not.
+	if removed, err := GC(ctx, &providers.GCRequest{RunID: "another-run", Configs: []any{cfg}}); err != nil || len(removed) != 0 {
+		t.Errorf("GC(another run) = %v, %v; want nothing removed", removed, err)
+	}
+	if err := liveDep.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, st)
+}
+
+// TestGCFromEnvironment: without configs gc uses NOMAD_ADDR and the
+// APISIX_* variables.
+func TestGCFromEnvironment(t *testing.T) {
+	st := newStack(t)
+	dead := deadOwner(t)
+	addOwnerLabels = func(m map[string]string) { maps.Copy(m, dead) }
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	addOwnerLabels = providers.AddOwnerLabels
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
+	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
+	t.Setenv("APISIX_ADMIN_KEY", testKey)
+	removed, err := GC(context.Background(), &providers.GCRequest{RunID: testRunID})
+	if err != nil || len(removed) != 3 {
+		t.Fatalf("GC = %v, %v; want the job, route and upstream", removed, err)
 	}
 	assertEmpty(t, st)
 }
