@@ -108,9 +108,9 @@ func advice(ev *napi.TaskEvent, driver string, logs bool) string {
 		return "check that the command exists and is executable on the Nomad client (the same path as on this host for benchflow.bin)"
 	case "Terminated":
 		if logs {
-			return "the service exited by itself: the stderr lines above, the full logs in the trial's logs/ folder"
+			return "the service exited by itself: see the stderr lines above; the trial's logs/ folder gets the whole output"
 		}
-		return "the service exited by itself: run its command by hand, or read `nomad alloc logs -stderr <alloc>`"
+		return "the service exited by itself: run its command by hand on the Nomad client to see why"
 	case "Setup Failure", "Task hook failed", "Failed Artifact Download", "Failed Validation":
 		return "the Nomad client could not prepare the task; `nomad alloc status <alloc>` shows every event"
 	}

@@ -198,6 +198,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if js.count < 1 {
 		return nil, fmt.Errorf("count %d: a job needs at least one allocation", js.count)
 	}
+	if err := checkExecCommand(p.s.Driver, req.Service.Command); err != nil {
+		return nil, err
+	}
 	job, err := buildJob(js)
 	if err != nil {
 		return nil, err

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -869,6 +869,31 @@ func TestTaskFailsToStart(t *testing.T) {
 	if strings.Contains(err.Error(), "Policy allows no restarts") {
 		t.Errorf("error quotes the restart policy instead of the cause: %v", err)
 	}
+	assertEmpty(t, st)
+}
+
+// TestExecOutsideChroot: the exec driver cannot run a binary outside the
+// task's chroot; the trial fails before anything is registered.
+func TestExecOutsideChroot(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Driver = "exec"
+	req := request(t)
+	req.Service.Command[0] = "/work/wt/bin/benchflow"
+	_, err := newProvider(t, c).Provision(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), `command /work/wt/bin/benchflow is outside it: use driver = "raw_exec"`) {
+		t.Fatalf("error = %v", err)
+	}
+	if jobs := st.Nomad.Jobs(); len(jobs) > 0 {
+		t.Errorf("a job was registered: %v", jobs)
+	}
+	// Under /usr the chroot has it.
+	req.Service.Command[0] = "/usr/local/bin/benchflow"
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Teardown(context.Background())
 	assertEmpty(t, st)
 }
 

@@ -48,8 +48,8 @@ type Consul struct {
 	// of an earlier time (a lagging discovery cache).
 	since map[string]time.Time
 	past  []passedInterval
-	stops     map[string]chan struct{}
-	wg        sync.WaitGroup
+	stops map[string]chan struct{}
+	wg    sync.WaitGroup
 }
 
 type passedInterval struct {

@@ -1138,7 +1138,7 @@ func (n *Nomad) deregister(w http.ResponseWriter, r *http.Request, ns, id string
 	key := nsKey(ns, id)
 	fj, ok := n.jobs[key]
 	if !ok {
-		n.writeJSON(w, n.tables[tableJobs], napi.JobDeregisterResponse{})
+		n.writeJSON(w, 0, napi.JobDeregisterResponse{}) // as Nomad: index 0 too
 		return
 	}
 	index := n.writeLocked(tableJobs, tableEvals)
