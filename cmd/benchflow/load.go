@@ -209,7 +209,8 @@ failed (with the reason) or a flag is wrong.`,
 	rootCmd.AddCommand(cmd)
 }
 
+// isTerminal reports whether w is (or wraps, see engine/redact) a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }

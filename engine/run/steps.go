@@ -21,6 +21,7 @@ import (
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/tune"
 	"github.com/benchflow/benchflow/providers"
@@ -342,7 +343,7 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	setProcessGroup(cmd)
-	if err := os.MkdirAll(tr.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
 		return err
 	}
 	logPath := filepath.Join(tr.logDir, "exec-"+name+".log")
@@ -352,8 +353,9 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 	}
 	defer f.Close()
 	var tail tailBuffer
-	cmd.Stdout = io.MultiWriter(f, &tail)
-	cmd.Stderr = io.MultiWriter(f, &tail)
+	out := redact.Default.Writer(io.MultiWriter(f, &tail))
+	cmd.Stdout = out
+	cmd.Stderr = out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("running %q: %w; last output:\n%s", strings.Join(c.Command, " "), err, tail.String())
 	}
