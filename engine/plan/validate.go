@@ -229,6 +229,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		}
 	case *pipeline.CollectConfig:
 		add(checkDuration(body, "interval", c.Interval))
+		add(checkCollectMachine(body, c))
 		for _, p := range c.Processes {
 			if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
 				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {

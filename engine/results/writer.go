@@ -711,6 +711,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			}
 			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
 		}
+		fillExplanation(&row, &s)
 		d.trials = append(d.trials, row)
 	}
 	for _, p := range rec.Processes {
@@ -718,6 +719,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			RunID: runID, TrialID: rec.TrialID, Step: p.Step, TS: p.T, Process: p.Process, PID: int64(p.PID),
 			Role: p.Role, CPUPct: p.CPUPct, UserPct: p.UserPct, SystemPct: p.SystemPct, RSSBytes: p.RSSBytes,
 			Threads: p.Threads, CtxSwitchesVoluntary: p.CtxSwitchesVoluntary, CtxSwitchesNonvoluntary: p.CtxSwitchesNonvoluntary,
+			Container: p.Container,
 		})
 	}
 	for _, s := range rec.System {

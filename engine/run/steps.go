@@ -425,23 +425,16 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		s    *collect.Sampler
 	}
 	var samplers []running
+	machine := false // a sampler with machine accounting started
 	for _, cn := range collects {
 		cfg, d := tr.te.Step(cn.Step)
 		if d.HasErrors() {
 			return fmt.Errorf("collect %s: %w", cn.Step.Name, diagErr(d))
 		}
 		cc := cfg.(*pipeline.CollectConfig)
-		interval := time.Second
-		if cc.Interval != "" {
-			interval, _ = plan.ParseDuration(cc.Interval)
-		}
-		services := cc.Services
-		s, err := collect.Start(ctx, collect.Config{
-			Step: cn.Step.Name, Interval: interval, Names: cc.Processes, Loader: cc.Loader,
-			System:  cc.System == nil || *cc.System,
-			Network: cc.Network == nil || *cc.Network,
-			Procs:   func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, services) },
-		})
+		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)
+		machine = machine || ccfg.Machine
+		s, err := collect.Start(ctx, ccfg)
 		if err != nil {
 			for _, r := range samplers {
 				r.s.Stop()
@@ -470,8 +463,12 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			}
 		}
 	}
+	var ex *collect.Explanation
 	for _, r := range samplers {
 		ps, sys, nets := r.s.Stop()
+		if ex == nil {
+			ex = r.s.Explain()
+		}
 		tr.mu.Lock()
 		tr.rec.Processes = append(tr.rec.Processes, ps...)
 		tr.rec.System = append(tr.rec.System, sys...)
@@ -482,6 +479,8 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		}
 	}
 	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res}
+	explainStep(&step, ex, res)
+	tr.logExplanation(&step)
 	if lerr != nil {
 		step.Status = results.StatusFailed
 		step.Error = lerr.Error()
