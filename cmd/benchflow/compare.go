@@ -20,10 +20,12 @@ func init() {
 		Use:   "compare DIR_A DIR_B",
 		Short: "Compare two runs cell by cell (B relative to A)",
 		Long: `compare pairs the matrix cells of two runs by their parameters and shows,
-for each, the ratio B/A of req/s and of p99 latency with a 95% bootstrap
-confidence interval over repetitions, and a verdict: faster, slower or no
-significant difference. Cells with fewer than 3 repetitions on a side are
-judged on their per-interval samples instead.
+for each, the ratio B/A of req/s and of p99 latency (geometric means) with a
+95% Welch confidence interval on the logarithms over repetitions, a verdict
+(faster, slower or no significant difference) and whether the cell
+reproduced (B inside A's interval, or no significant difference), then a
+summary line. Cells with fewer than 3 repetitions on a side are judged on
+their per-interval samples instead.
 
 It warns when the runs come from different environments. With
 --fail-above, it exits with status 2 when some cell is significantly

@@ -23,9 +23,13 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Summarise a run: one row per matrix cell, repetitions aggregated",
-		Long: `report prints one row per matrix cell of a run: mean req/s with a 95%
-confidence interval over repetitions, p50/p99/p99.9 latency from the merged
-histograms, errors, and the CPU% of the top processes when collected.
+		Long: `report prints one row per matrix cell of a run: req/s (the geometric
+mean of the repetitions) with a 95% confidence interval computed on the
+logarithms (log-t; with 2 repetitions the min-max range instead), the method
+and n, p50/p99/p99.9 latency from the merged histograms, errors, outlier
+flags (MAD rule; flagged repetitions are kept), and the CPU% of the top
+processes when collected. --baseline ratios pair the repetitions by round.
+docs/statistics.md explains every number.
 
 DIR is a run directory (results/<run-id>) or a results folder, whose
 "latest" run is used.`,

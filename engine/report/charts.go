@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/benchflow/benchflow/engine/results"
 )
 
 // chart is a renderer-independent chart: bars with CI whiskers, or lines.
@@ -34,6 +36,8 @@ type series struct {
 	Label string
 	Color string
 	Pts   [][2]float64
+	// Band is an optional shaded band around the line: x, low, high.
+	Band [][3]float64
 }
 
 type tick struct {
@@ -141,35 +145,70 @@ func ninesLabel(n int) string {
 }
 
 func timeChart(s *Summary) *chart {
-	ch := &chart{ID: "time", Title: "Requests per second over time (mean of repetitions)", XLabel: "s", YLabel: "req/s"}
+	ch := &chart{ID: "time", Title: "Requests per second over time (mean of repetitions aligned on time since load start; band: min-max)", XLabel: "s since load start", YLabel: "req/s"}
 	maxX, maxY := 1.0, 0.0
 	for i, c := range s.Cells {
-		byT := map[float64][]float64{}
-		for _, ts := range c.Timeseries {
-			for _, r := range ts {
-				byT[r.TS] = append(byT[r.TS], r.RPS)
-			}
-		}
-		if len(byT) == 0 {
+		xs, mid, lo, hi := alignedRPS(c.Timeseries)
+		if len(xs) == 0 {
 			continue
 		}
-		var xs []float64
-		for t := range byT {
-			xs = append(xs, t)
-		}
-		sort.Float64s(xs)
 		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
-		for _, t := range xs {
-			y := mean(byT[t])
-			se.Pts = append(se.Pts, [2]float64{t, y})
+		for j, t := range xs {
+			se.Pts = append(se.Pts, [2]float64{t, mid[j]})
+			if len(c.Timeseries) > 1 {
+				se.Band = append(se.Band, [3]float64{t, lo[j], hi[j]})
+			}
 			maxX = math.Max(maxX, t)
-			maxY = math.Max(maxY, y)
+			maxY = math.Max(maxY, hi[j])
 		}
 		ch.Lines = append(ch.Lines, se)
 	}
 	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, maxX)
 	ch.YMin, ch.YMax, ch.YTicks = niceAxis(0, maxY)
 	return ch
+}
+
+// alignedRPS aligns the repetitions' intervals on their time since the
+// load started: interval starts carry a few milliseconds of jitter, so each
+// is put in the bin of the nominal interval length it falls in (the
+// median interval length), and each bin gets the mean req/s of the
+// repetitions with the smallest and largest. Averaging raw start times
+// instead pairs nothing and draws a zigzag.
+func alignedRPS(reps [][]results.TimeseriesRow) (xs, mid, lo, hi []float64) {
+	var lens []float64
+	for _, ts := range reps {
+		for _, r := range ts {
+			if r.IntervalS > 0 {
+				lens = append(lens, r.IntervalS)
+			}
+		}
+	}
+	if len(lens) == 0 {
+		return nil, nil, nil, nil
+	}
+	step := median(lens)
+	bins := map[int][]float64{}
+	for _, ts := range reps {
+		for _, r := range ts {
+			if r.IntervalS <= 0 {
+				continue
+			}
+			k := int(math.Floor(r.TS/step + 0.5))
+			bins[k] = append(bins[k], r.RPS)
+		}
+	}
+	var ks []int
+	for k := range bins {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	for _, k := range ks {
+		l, h := minMax(bins[k])
+		xs = append(xs, float64(k)*step)
+		mid = append(mid, mean(bins[k]))
+		lo, hi = append(lo, l), append(hi, h)
+	}
+	return xs, mid, lo, hi
 }
 
 // niceAxis returns a range starting at lo covering hi with 4–6 round ticks.
@@ -285,6 +324,22 @@ func (ch *chart) linesSVG() string {
 	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((x0+x1)/2), f1(y0+32), esc(ch.XLabel))
 	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="end">%s</text>`, f1(x0-4), f1(y1-10), esc(ch.YLabel))
 	for i, se := range ch.Lines {
+		if len(se.Band) > 1 {
+			var p strings.Builder
+			for j, q := range se.Band {
+				if j == 0 {
+					p.WriteString("M")
+				} else {
+					p.WriteString("L")
+				}
+				p.WriteString(f1(sx(q[0])) + " " + f1(sy(q[2])))
+			}
+			for j := len(se.Band) - 1; j >= 0; j-- {
+				p.WriteString("L" + f1(sx(se.Band[j][0])) + " " + f1(sy(se.Band[j][1])))
+			}
+			p.WriteString("Z")
+			fmt.Fprintf(&b, `<g class="cell" data-series="%d"><path class="band" d="%s" fill="%s"/></g>`, se.Idx, p.String(), se.Color)
+		}
 		var d strings.Builder
 		for j, p := range se.Pts {
 			if j == 0 {

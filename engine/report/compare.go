@@ -29,10 +29,6 @@ type CompareOptions struct {
 	// than FailAbove, or has a significantly higher p99 by more than
 	// FailAbove. 0 disables the check.
 	FailAbove float64
-	// Resamples for the bootstrap (default 10000) and its seed (default
-	// 1: comparisons are reproducible).
-	Resamples int
-	Seed      uint64
 }
 
 // Comparison pairs the cells of two runs by parameters.
@@ -46,6 +42,14 @@ type Comparison struct {
 	Warnings    []string `json:"warnings,omitempty"`
 	FailAbove   float64  `json:"fail_above,omitempty"`
 	Regressions []string `json:"regressions,omitempty"`
+	// SamePipeline is true when both runs ran the same pipeline source
+	// (equal sha256): then a difference is not expected, and each pair
+	// says whether it reproduced.
+	SamePipeline bool `json:"same_pipeline"`
+	// ReproducedN counts the pairs that reproduced, of ReproJudged pairs
+	// that could be judged.
+	ReproducedN int `json:"reproduced"`
+	ReproJudged int `json:"reproduced_of"`
 }
 
 // Pair is one cell present in both runs.
@@ -58,27 +62,27 @@ type Pair struct {
 	// at least 3, else "intervals" (per-interval req/s and p99 from
 	// timeseries.parquet; a weaker test, since intervals are correlated).
 	Basis    string   `json:"basis"`
-	RPSRatio Interval `json:"-"` // mean req/s B / A, 95% bootstrap CI
-	P99Ratio Interval `json:"-"` // mean p99 B / A, 95% bootstrap CI
+	RPSRatio Interval `json:"-"` // req/s B / A (geometric means), 95% Welch interval on logs
+	P99Ratio Interval `json:"-"` // p99 B / A (geometric means), 95% Welch interval on logs
 	Verdict  string   `json:"verdict"`
 	// LatencyVerdict is the p99 verdict: "faster" means a lower p99 in B.
 	LatencyVerdict string `json:"p99_verdict"`
 	Regression     bool   `json:"regression"`
+	// Reproduced is "yes" when B's req/s estimate lies inside A's 95%
+	// interval or the req/s verdict is no significant difference, "no"
+	// otherwise, "" when it cannot be judged (fewer than 3 samples).
+	Reproduced string `json:"reproduced,omitempty"`
 }
 
 // Compare pairs the cells of a and b by parameters and step and judges each
-// pair with a percentile bootstrap of the ratio of means (B/A): "faster"
-// when the 95% interval of the req/s ratio lies above 1, "slower" below,
-// else "no significant difference".
+// pair by the ratio B/A of the geometric means with a 95% Welch t interval
+// on the logs (the runs are independent: no pairing across runs):
+// "faster" when the interval of the req/s ratio lies above 1, "slower"
+// below, else "no significant difference". Each pair also says whether it
+// reproduced (Pair.Reproduced).
 func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("comparing: missing run")
-	}
-	if opts.Resamples <= 0 {
-		opts.Resamples = 10000
-	}
-	if opts.Seed == 0 {
-		opts.Seed = 1
 	}
 	if opts.FailAbove < 0 || math.IsNaN(opts.FailAbove) {
 		return nil, fmt.Errorf("comparing: negative threshold %v", opts.FailAbove)
@@ -91,7 +95,8 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove}
+	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove,
+		SamePipeline: a.Manifest.Pipeline.SHA256 != "" && a.Manifest.Pipeline.SHA256 == b.Manifest.Pipeline.SHA256}
 	fa, fb := a.Manifest.Fingerprint(), b.Manifest.Fingerprint()
 	switch {
 	case fa == "" || fb == "":
@@ -107,14 +112,20 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		inB[cb.key()] = cb
 	}
 	seen := map[string]bool{}
-	for i, ca := range sa.Cells {
+	for _, ca := range sa.Cells {
 		cb := inB[ca.key()]
 		if cb == nil {
 			c.OnlyA = append(c.OnlyA, ca.Label())
 			continue
 		}
 		seen[ca.key()] = true
-		p := judge(ca, cb, opts, uint64(i))
+		p := judge(ca, cb)
+		if p.Reproduced != "" {
+			c.ReproJudged++
+			if p.Reproduced == "yes" {
+				c.ReproducedN++
+			}
+		}
 		if opts.FailAbove > 0 {
 			slow := p.Verdict == VerdictSlower && 1-p.RPSRatio.Value > opts.FailAbove
 			lat := p.LatencyVerdict == VerdictSlower && p.P99Ratio.Value-1 > opts.FailAbove
@@ -143,26 +154,33 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 	return c, nil
 }
 
-func judge(a, b *Cell, opts CompareOptions, i uint64) *Pair {
+func judge(a, b *Cell) *Pair {
 	p := &Pair{Label: a.Label(), Step: a.Step, A: a, B: b, Basis: "repetitions"}
-	ra, rb, la, lb := a.RepRPS, b.RepRPS, a.RepP99US, b.RepP99US
+	ra, rb, la, lb := a.usedRPS(), b.usedRPS(), a.usedP99(), b.usedP99()
 	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
 		p.Basis = "intervals"
 		ra, la = intervalSamples(a)
 		rb, lb = intervalSamples(b)
 	}
-	seed := opts.Seed + 2*i
-	p.RPSRatio = bootstrapRatio(rb, ra, opts.Resamples, seed)
-	p.P99Ratio = bootstrapRatio(lb, la, opts.Resamples, seed+1)
+	p.RPSRatio = welchRatio(rb, ra)
+	p.P99Ratio = welchRatio(lb, la)
 	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
 		p.Verdict, p.LatencyVerdict = VerdictInsufficient, VerdictInsufficient
 		// Still report the point estimates of the cells themselves.
-		p.RPSRatio = noCI(b.RPS.Value / a.RPS.Value)
-		p.P99Ratio = noCI(b.P99US / a.P99US)
+		p.RPSRatio = noCI(b.RPS.Value/a.RPS.Value, min(a.N, b.N))
+		p.P99Ratio = noCI(b.P99US/a.P99US, min(a.N, b.N))
 		return p
 	}
 	p.Verdict = verdict(p.RPSRatio, false)
 	p.LatencyVerdict = verdict(p.P99Ratio, true)
+	switch {
+	case p.Verdict == VerdictNoDifference:
+		p.Reproduced = "yes"
+	case a.RPS.IsCI() && b.RPS.Value >= a.RPS.Low && b.RPS.Value <= a.RPS.High:
+		p.Reproduced = "yes"
+	case p.Verdict == VerdictFaster || p.Verdict == VerdictSlower:
+		p.Reproduced = "no"
+	}
 	return p
 }
 
@@ -230,7 +248,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 }
 
 func (c *Comparison) rows() (header []string, rows [][]string) {
-	header = []string{"cell", "n A/B", "req/s A", "req/s B", "req/s B/A [95% CI]", "p99 ms A", "p99 ms B", "p99 B/A [95% CI]", "verdict"}
+	header = []string{"cell", "n A/B", "req/s A", "req/s B", "req/s B/A [95% CI] method", "p99 ms A", "p99 ms B", "p99 B/A [95% CI] method", "verdict", "reproduced"}
 	multi := false
 	for _, p := range c.Pairs {
 		if p.Step != c.Pairs[0].Step {
@@ -254,7 +272,7 @@ func (c *Comparison) rows() (header []string, rows [][]string) {
 		}
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
 			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), fmtRatio(p.RPSRatio),
-			fmtMS(p.A.P99US), fmtMS(p.B.P99US), fmtRatio(p.P99Ratio), v})
+			fmtMS(p.A.P99US), fmtMS(p.B.P99US), fmtRatio(p.P99Ratio), v, orDash(p.Reproduced)})
 	}
 	return header, rows
 }
@@ -280,7 +298,7 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 		for i := range sep {
 			sep[i] = "---:"
 		}
-		sep[0], sep[len(sep)-1] = "---", "---"
+		sep[0], sep[len(sep)-2], sep[len(sep)-1] = "---", "---", "---"
 		writeMDRow(w, sep)
 		for _, r := range rows {
 			writeMDRow(w, r)
@@ -314,6 +332,9 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 	for _, m := range c.Regressions {
 		notes = append(notes, "regression: "+m)
 	}
+	if s := c.reproSummary(); s != "" {
+		notes = append(notes, s)
+	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 	}
@@ -327,12 +348,12 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 
 func (c *Comparison) writeCSV(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("cell,step,basis,n_a,n_b,rps_a,rps_b,rps_ratio,rps_ratio_ci_low,rps_ratio_ci_high,p99_us_a,p99_us_b,p99_ratio,p99_ratio_ci_low,p99_ratio_ci_high,verdict,p99_verdict,regression\n")
+	b.WriteString("cell,step,basis,n_a,n_b,rps_a,rps_b,rps_ratio,rps_ratio_ci_low,rps_ratio_ci_high,p99_us_a,p99_us_b,p99_ratio,p99_ratio_ci_low,p99_ratio_ci_high,verdict,p99_verdict,regression,ratio_ci_method,reproduced\n")
 	for _, p := range c.Pairs {
 		fields := []string{csvQuote(p.Label), csvQuote(p.Step), p.Basis, strconv.Itoa(p.A.N), strconv.Itoa(p.B.N),
 			num(p.A.RPS.Value), num(p.B.RPS.Value), num(p.RPSRatio.Value), num(p.RPSRatio.Low), num(p.RPSRatio.High),
 			num(p.A.P99US), num(p.B.P99US), num(p.P99Ratio.Value), num(p.P99Ratio.Low), num(p.P99Ratio.High),
-			csvQuote(p.Verdict), csvQuote(p.LatencyVerdict), strconv.FormatBool(p.Regression)}
+			csvQuote(p.Verdict), csvQuote(p.LatencyVerdict), strconv.FormatBool(p.Regression), p.RPSRatio.Method, p.Reproduced}
 		b.WriteString(strings.Join(fields, ",") + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -361,4 +382,33 @@ func (p *Pair) MarshalJSON() ([]byte, error) {
 
 func fmtPct(f float64) string {
 	return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
+}
+
+// reproSummary is the one-line reproducibility verdict: "reproduced: 7 of
+// 8 cells …"; "" when no pair could be judged.
+func (c *Comparison) reproSummary() string {
+	if c.ReproJudged == 0 {
+		return ""
+	}
+	var not []string
+	for _, p := range c.Pairs {
+		if p.Reproduced == "no" {
+			not = append(not, p.Label)
+		}
+	}
+	widest := 0.0
+	for _, p := range c.Pairs {
+		if h := p.RPSRatio.HalfWidth(); p.Reproduced != "" && h > widest {
+			widest = h
+		}
+	}
+	s := fmt.Sprintf("reproduced: %d of %d cells (B's req/s inside A's 95%% interval, or no significant difference; the widest req/s ratio interval is ×/÷%.3f)",
+		c.ReproducedN, c.ReproJudged, math.Exp(widest))
+	if len(not) > 0 {
+		s += "; not reproduced: " + strings.Join(not, "; ")
+	}
+	if !c.SamePipeline {
+		s += " — the runs' pipelines differ, so a difference may be intended"
+	}
+	return s
 }

@@ -4,14 +4,19 @@
 //
 // Entry points:
 //
-//   - Summarize aggregates a run per matrix cell (mean req/s with a 95%
-//     t interval over repetitions, p50/p99/p99.9 from the merged
-//     histograms, errors, top processes by CPU%, optional ratio to a
-//     baseline cell); Summary.Write renders it as text, markdown, csv or
+//   - Summarize aggregates a run per matrix cell (geometric mean req/s
+//     with a 95% t interval on the logs over repetitions, the range below
+//     3; p50/p99/p99.9 from the merged histograms, errors, MAD outlier
+//     flags, top processes by CPU%, optional ratio to a baseline cell
+//     paired by round); Summary.Write renders it as text, markdown, csv or
 //     json; WriteHTML writes a self-contained page with SVG charts;
 //     WritePNG writes the same charts as PNG files.
-//   - Compare pairs the cells of two runs and judges each pair with a
-//     bootstrap of the ratio of means; Comparison.Write renders it.
+//   - Compare pairs the cells of two runs, judges each pair with a Welch
+//     interval on the log ratio and says whether it reproduced;
+//     Comparison.Write renders it.
+//
+// The statistics live in stats.go (intervals), outliers.go (MAD rule) and
+// samples.go (per-repetition flags); docs/statistics.md explains them.
 //
 // The cmd/benchflow report and compare commands are thin wrappers around
 // these. Reading and writing the tables is engine/results' job.

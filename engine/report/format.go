@@ -37,11 +37,15 @@ func (s *Summary) table() (header []string, rows [][]string) {
 	if s.multiStep {
 		header = append(header, "step")
 	}
-	header = append(header, "n", "req/s", "95% CI", "p50 ms", "p99 ms", "p99.9 ms", "errors")
+	header = append(header, "n", "req/s", "95% CI", "method", "p50 ms", "p99 ms", "p99.9 ms", "errors")
 	if s.Baseline != "" {
 		header = append(header, "vs "+s.Baseline)
 	}
-	header = append(header, "top processes (CPU%)")
+	header = append(header, "flags", "top processes (CPU%)")
+	verdicts := s.hasVerdicts()
+	if verdicts {
+		header = append(header, "verdict")
+	}
 	for _, c := range s.Cells {
 		var row []string
 		for _, p := range c.Params {
@@ -52,9 +56,9 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		}
 		row = append(row, strconv.Itoa(c.N))
 		if c.N == 0 {
-			row = append(row, "-", "-", "-", "-", "-")
+			row = append(row, "-", "-", "-", "-", "-", "-")
 		} else {
-			row = append(row, fmtRate(c.RPS.Value), fmtCI(c.RPS, fmtRate), fmtMS(c.P50US), fmtMS(c.P99US), fmtMS(c.P999US))
+			row = append(row, fmtRate(c.RPS.Value), fmtCI(c.RPS, fmtRate), methodLabel(c.RPS), fmtMS(c.P50US), fmtMS(c.P99US), fmtMS(c.P999US))
 		}
 		row = append(row, fmtErrors(c.Errors, c.Requests))
 		if s.Baseline != "" {
@@ -64,6 +68,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 				row = append(row, fmtRatio(*c.Baseline))
 			}
 		}
+		row = append(row, orDash(c.flags()))
 		var ps []string
 		for _, p := range c.Processes {
 			ps = append(ps, fmt.Sprintf("%s %.1f", p.Process, p.CPUPct))
@@ -72,6 +77,9 @@ func (s *Summary) table() (header []string, rows [][]string) {
 			ps = []string{"-"}
 		}
 		row = append(row, strings.Join(ps, ", "))
+		if verdicts {
+			row = append(row, c.Verdict.Label())
+		}
 		rows = append(rows, row)
 	}
 	return header, rows
@@ -91,6 +99,7 @@ func (s *Summary) title() string {
 func (s *Summary) writeText(w io.Writer) error {
 	fmt.Fprintln(w, s.title())
 	fmt.Fprintln(w)
+	s.writeNotices(w, "")
 	header, rows := s.table()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
@@ -100,6 +109,7 @@ func (s *Summary) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	s.writeMethod(w, "")
 	return s.writeWarnings(w, "")
 }
 
@@ -117,6 +127,7 @@ func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
 
 func (s *Summary) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "**%s**\n\n", mdEscape(s.title()))
+	s.writeNotices(w, "> ")
 	header, rows := s.table()
 	writeMDRow(w, header)
 	sep := make([]string, len(header))
@@ -130,6 +141,7 @@ func (s *Summary) writeMarkdown(w io.Writer) error {
 	for _, r := range rows {
 		writeMDRow(w, r)
 	}
+	s.writeMethod(w, "> ")
 	return s.writeWarnings(w, "> ")
 }
 
@@ -151,7 +163,12 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	}
 	header = append(header, "step", "n", "failed", "rps_mean", "rps_ci_low", "rps_ci_high",
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
-		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes")
+		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
+		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean")
+	verdicts := s.hasVerdicts()
+	if verdicts {
+		header = append(header, csvVerdictHeader...)
+	}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -165,7 +182,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			}
 		}
 		row = append(row, c.Step, strconv.Itoa(c.N), strconv.Itoa(c.Failed),
-			num(c.RPS.Value), num(c.RPS.Low), num(c.RPS.High),
+			num(mean(c.usedRPS())), num(c.RPS.Low), num(c.RPS.High),
 			num(c.P50US), num(c.P90US), num(c.P99US), num(c.P999US), num(c.MaxUS),
 			strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10))
 		if c.Baseline != nil {
@@ -177,7 +194,16 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		for _, p := range c.Processes {
 			ps = append(ps, fmt.Sprintf("%s=%.2f", p.Process, p.CPUPct))
 		}
-		row = append(row, strings.Join(ps, ";"))
+		row = append(row, strings.Join(ps, ";"), c.RPS.Method)
+		if c.Baseline != nil {
+			row = append(row, c.Baseline.Method)
+		} else {
+			row = append(row, "")
+		}
+		row = append(row, c.outlierList(), num(c.RPS.Value))
+		if verdicts {
+			row = append(row, c.Verdict.csv()...)
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -196,13 +222,15 @@ func num(v float64) string {
 
 // jsonInterval is an Interval with null bounds when unknown.
 type jsonInterval struct {
-	Value float64  `json:"value"`
-	Low   *float64 `json:"ci_low"`
-	High  *float64 `json:"ci_high"`
+	Value  float64  `json:"value"`
+	Low    *float64 `json:"ci_low"`
+	High   *float64 `json:"ci_high"`
+	Method string   `json:"method"`
+	N      int      `json:"n"`
 }
 
 func toJSONInterval(i Interval) jsonInterval {
-	j := jsonInterval{Value: finite(i.Value)}
+	j := jsonInterval{Value: finite(i.Value), Method: i.Method, N: i.N}
 	if i.HasCI() {
 		lo, hi := i.Low, i.High
 		j.Low, j.High = &lo, &hi
@@ -304,10 +332,34 @@ func fmtErrors(errs, reqs int64) string {
 	return fmt.Sprintf("%d (%.2f%%)", errs, 100*float64(errs)/float64(reqs))
 }
 
+// fmtRatio is "0.912 [0.890, 0.934] paired log-t n=5": the estimate, its
+// bounds and how they were computed (a range below 3 samples).
 func fmtRatio(i Interval) string {
 	s := strconv.FormatFloat(i.Value, 'f', 3, 64)
 	if i.HasCI() {
 		s += " [" + strconv.FormatFloat(i.Low, 'f', 3, 64) + ", " + strconv.FormatFloat(i.High, 'f', 3, 64) + "]"
+	}
+	if i.Method != "" {
+		s += " " + methodLabel(i)
+	}
+	return s
+}
+
+// methodLabel names an interval's method for tables: "log-t", "min-max"
+// (the bounds are the smallest and largest sample: fewer than 3), "n=1".
+func methodLabel(i Interval) string {
+	switch i.Method {
+	case MethodRange:
+		return "min-max"
+	case MethodNone, "":
+		return fmt.Sprintf("n=%d", i.N)
+	}
+	return i.Method
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
 	return s
 }

@@ -18,19 +18,24 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	fmt.Fprintf(&b, "<title>benchflow report %s</title>\n", html.EscapeString(s.RunID))
 	b.WriteString(`<style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:12px 0}th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+td.w{white-space:normal;min-width:12em;max-width:24em;text-align:left}
 th{background:#f4f4f4}td.p,th.p{text-align:left}
 svg.chart{display:block;margin:18px 0;font-size:12px}
 svg .title{font-weight:600;font-size:14px}svg .grid{stroke:#e5e5e5}svg .tick,svg .axis{fill:#555}
-svg .series{fill:none;stroke-width:1.8}svg .ci{stroke:#222;stroke-width:1.4;fill:none}
+svg .series{fill:none;stroke-width:1.8}svg .band{opacity:.18;stroke:none}svg .ci{stroke:#222;stroke-width:1.4;fill:none}
 svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
-.warn{color:#a33}
+.warn{color:#a33}.note{color:#555;font-size:12px;margin:2px 0}
 </style>
 </head><body>
 `)
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<p>%s</p>\n", html.EscapeString(s.Pipeline), html.EscapeString(s.title()))
+	for _, m := range s.Notices {
+		fmt.Fprintf(&b, "<p class=\"warn\">warning: %s</p>\n", html.EscapeString(m))
+	}
 	header, rows := s.table()
-	b.WriteString("<table><thead><tr>")
+	b.WriteString("<div class=\"scroll\"><table><thead><tr>")
 	for i, h := range header {
 		cls := ""
 		if i < len(s.Axes) || h == "step" || strings.HasPrefix(h, "top processes") {
@@ -43,20 +48,32 @@ svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
 		b.WriteString("<tr>")
 		for i, c := range r {
 			cls := ""
-			if i < len(s.Axes) || header[i] == "step" || strings.HasPrefix(header[i], "top processes") {
+			switch {
+			case header[i] == "flags" || strings.HasPrefix(header[i], "top processes"):
+				cls = ` class="w"`
+				if header[i] == "flags" && c != "-" {
+					cls = ` class="w warn"`
+				}
+			case i < len(s.Axes) || header[i] == "step":
 				cls = ` class="p"`
 			}
 			fmt.Fprintf(&b, "<td%s>%s</td>", cls, html.EscapeString(c))
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString("</tbody></table>\n")
+	b.WriteString("</tbody></table></div>\n")
+	for _, n := range s.methodNote() {
+		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", html.EscapeString(n))
+	}
 	for _, m := range s.Warnings {
 		fmt.Fprintf(&b, "<p class=\"warn\">warning: %s</p>\n", html.EscapeString(m))
 	}
 	for _, ch := range charts(s) {
 		b.WriteString(ch.svg())
 		b.WriteString("\n")
+	}
+	if svg := cpuChartSVG(s); svg != "" {
+		b.WriteString(svg + "\n")
 	}
 	b.WriteString(`<script>
 (function(){

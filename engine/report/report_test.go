@@ -43,17 +43,20 @@ func TestSummarize(t *testing.T) {
 		if c.N != spec.reps || c.Step != "wrk" {
 			t.Errorf("%s: n=%d step=%q; warm rows must be ignored", c.Label(), c.N, c.Step)
 		}
-		// Recompute the mean from the trial rows independently.
-		var sum float64
+		// Recompute the geometric mean from the trial rows independently.
+		var sumLog float64
 		var p99s []float64
 		for _, tr := range run.Trials {
 			if tr.StepKind == "load" && tr.Param("deploy") == want.deploy && tr.Param("access_log") == want.log {
-				sum += tr.RPS
+				sumLog += math.Log(tr.RPS)
 				p99s = append(p99s, tr.LatencyP99US)
 			}
 		}
-		if m := sum / float64(spec.reps); math.Abs(m-c.RPS.Value) > 1e-9*m {
-			t.Errorf("%s: mean rps %v, recomputed %v", c.Label(), c.RPS.Value, m)
+		if m := math.Exp(sumLog / float64(spec.reps)); math.Abs(m-c.RPS.Value) > 1e-9*m {
+			t.Errorf("%s: geometric mean rps %v, recomputed %v", c.Label(), c.RPS.Value, m)
+		}
+		if c.RPS.Method != MethodLogT || c.RPS.N != spec.reps {
+			t.Errorf("%s: interval method %q n=%d, want log-t over %d", c.Label(), c.RPS.Method, c.RPS.N, spec.reps)
 		}
 		if !(c.RPS.Low < c.RPS.Value && c.RPS.Value < c.RPS.High) {
 			t.Errorf("%s: CI %+v does not bracket the mean", c.Label(), c.RPS)

@@ -2,22 +2,64 @@ package report
 
 import (
 	"math"
-	"math/rand/v2"
-	"sort"
 )
 
-// Interval is an estimate with a 95% confidence interval. Low and High are
-// NaN when there is no interval (fewer than two samples).
+// Interval methods: how an Interval was computed (docs/statistics.md).
+const (
+	// MethodLogT: geometric mean with a Student-t interval on the logs
+	// (mean ± t·s/√n of ln x, back-transformed). Needs 3 samples or more,
+	// all positive.
+	MethodLogT = "log-t"
+	// MethodPairedLogT: ratio of two cells of one run, paired by round
+	// (repetition number): t interval on the per-round log ratios.
+	MethodPairedLogT = "paired log-t"
+	// MethodWelchLogT: ratio of two independent samples (two runs): Welch
+	// t interval on the difference of the mean logs.
+	MethodWelchLogT = "welch log-t"
+	// MethodRange: fewer than 3 samples (or a value ≤ 0): Low and High
+	// are the smallest and largest sample, not a confidence interval.
+	MethodRange = "range"
+	// MethodNone: a single sample (or none): no bounds.
+	MethodNone = "none"
+)
+
+// minSamplesForCI is the smallest sample size given a t interval; below
+// it the range is shown.
+const minSamplesForCI = 3
+
+// Interval is an estimate with its 95% confidence interval, the method
+// that computed it (Method* constants) and the number of samples (or pairs)
+// it rests on. Low and High are NaN when there are no bounds (MethodNone);
+// with MethodRange they are the sample minimum and maximum.
 type Interval struct {
-	Value float64
-	Low   float64
-	High  float64
+	Value  float64
+	Low    float64
+	High   float64
+	Method string
+	N      int
 }
 
-// HasCI reports whether the interval bounds are known.
+// HasCI reports whether the interval bounds are known (a confidence
+// interval or, with MethodRange, the sample range).
 func (i Interval) HasCI() bool { return !math.IsNaN(i.Low) && !math.IsNaN(i.High) }
 
-func noCI(v float64) Interval { return Interval{Value: v, Low: math.NaN(), High: math.NaN()} }
+// IsCI reports whether the bounds are a 95% confidence interval (not a
+// range, not missing).
+func (i Interval) IsCI() bool { return i.HasCI() && i.Method != MethodRange && i.Method != MethodNone }
+
+// HalfWidth is the relative half-width of a confidence interval on the log
+// scale, (ln High − ln Low)/2 — about ±x% of the estimate for small x; NaN
+// when i is not a confidence interval.
+func (i Interval) HalfWidth() float64 {
+	if !i.IsCI() || i.Low <= 0 {
+		return math.NaN()
+	}
+	return (math.Log(i.High) - math.Log(i.Low)) / 2
+}
+
+func noCI(v float64, n int) Interval {
+	return Interval{Value: v, Low: math.NaN(), High: math.NaN(), Method: MethodNone, N: n}
+}
 
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
@@ -43,66 +85,134 @@ func variance(xs []float64) float64 {
 	return s / float64(len(xs)-1)
 }
 
-// meanCI is the mean with a 95% Student-t confidence interval.
-func meanCI(xs []float64) Interval {
-	m := mean(xs)
-	n := len(xs)
-	if n < 2 {
-		return noCI(m)
+func allPositive(xs []float64) bool {
+	for _, x := range xs {
+		if !(x > 0) || math.IsInf(x, 0) {
+			return false
+		}
 	}
-	h := tQuantile975(float64(n-1)) * math.Sqrt(variance(xs)/float64(n))
-	return Interval{Value: m, Low: m - h, High: m + h}
+	return true
 }
 
-// ratioCI is mean(b)/mean(a) with a 95% interval from the delta method on
-// the log ratio with Welch–Satterthwaite degrees of freedom. Both samples
-// need two values or more for an interval.
-func ratioCI(b, a []float64) Interval {
-	mb, ma := mean(b), mean(a)
-	r := mb / ma
-	if len(a) < 2 || len(b) < 2 || ma <= 0 || mb <= 0 {
-		return noCI(r)
+func logs(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Log(x)
 	}
-	va := variance(a) / (float64(len(a)) * ma * ma)
-	vb := variance(b) / (float64(len(b)) * mb * mb)
+	return out
+}
+
+func minMax(xs []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return lo, hi
+}
+
+// rangeOf is the estimate v with the sample range of xs as bounds.
+func rangeOf(v float64, xs []float64) Interval {
+	lo, hi := minMax(xs)
+	return Interval{Value: v, Low: lo, High: hi, Method: MethodRange, N: len(xs)}
+}
+
+// positiveCI estimates a positive quantity (req/s, a latency) from its
+// repetitions: the geometric mean with a 95% t interval computed on the
+// logs and back-transformed (MethodLogT), so both bounds are positive and
+// the interval is symmetric in ratio (×/÷). With fewer than 3 samples it
+// gives the range instead (MethodRange), with one sample no bounds. A
+// sample ≤ 0 (a repetition with no successful request) rules out logs: the
+// estimate is then the arithmetic mean with the range.
+func positiveCI(xs []float64) Interval {
+	n := len(xs)
+	if n == 0 {
+		return noCI(math.NaN(), 0)
+	}
+	if !allPositive(xs) {
+		if n == 1 {
+			return noCI(xs[0], 1)
+		}
+		return rangeOf(mean(xs), xs)
+	}
+	ls := logs(xs)
+	g := math.Exp(mean(ls))
+	switch {
+	case n == 1:
+		return noCI(g, 1)
+	case n < minSamplesForCI:
+		return rangeOf(g, xs)
+	}
+	h := tQuantile975(float64(n-1)) * math.Sqrt(variance(ls)/float64(n))
+	m := mean(ls)
+	return Interval{Value: g, Low: math.Exp(m - h), High: math.Exp(m + h), Method: MethodLogT, N: n}
+}
+
+// pairedRatio is the ratio b/a of two cells measured in the same rounds:
+// b[i] and a[i] come from round i. It is the geometric mean of the
+// per-round ratios with a 95% t interval on the per-round log ratios
+// (MethodPairedLogT): what the rounds share (machine drift, a noisy
+// neighbour during round i) cancels. Fewer than 3 pairs give the range of
+// the per-round ratios.
+func pairedRatio(b, a []float64) Interval {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return noCI(math.NaN(), 0)
+	}
+	rs := make([]float64, n)
+	for i := range rs {
+		rs[i] = b[i] / a[i]
+	}
+	if !allPositive(rs) {
+		if n == 1 {
+			return noCI(rs[0], 1)
+		}
+		return rangeOf(mean(b[:n])/mean(a[:n]), rs)
+	}
+	iv := positiveCI(rs)
+	if iv.Method == MethodLogT {
+		iv.Method = MethodPairedLogT
+	}
+	return iv
+}
+
+// welchRatio is the ratio of the geometric means of two independent
+// samples, b/a, with a 95% Welch t interval on the difference of the mean
+// logs (Welch–Satterthwaite degrees of freedom; MethodWelchLogT). With
+// fewer than 3 samples on a side it gives the range of all the ratios
+// b[j]/a[i].
+func welchRatio(b, a []float64) Interval {
+	if len(a) == 0 || len(b) == 0 {
+		return noCI(math.NaN(), 0)
+	}
+	n := min(len(a), len(b))
+	if !allPositive(a) || !allPositive(b) || n < minSamplesForCI {
+		r := mean(b) / mean(a)
+		if allPositive(a) && allPositive(b) {
+			r = math.Exp(mean(logs(b)) - mean(logs(a)))
+		}
+		if len(a) == 1 && len(b) == 1 {
+			return noCI(r, 1)
+		}
+		alo, ahi := minMax(a)
+		blo, bhi := minMax(b)
+		lo, hi := blo/ahi, bhi/alo
+		if !(alo > 0) {
+			lo, hi = math.NaN(), math.NaN()
+		}
+		return Interval{Value: r, Low: lo, High: hi, Method: MethodRange, N: n}
+	}
+	la, lb := logs(a), logs(b)
+	d := mean(lb) - mean(la)
+	va := variance(la) / float64(len(a))
+	vb := variance(lb) / float64(len(b))
 	se := math.Sqrt(va + vb)
+	r := math.Exp(d)
 	if se == 0 {
-		return Interval{Value: r, Low: r, High: r}
+		return Interval{Value: r, Low: r, High: r, Method: MethodWelchLogT, N: n}
 	}
 	df := (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
 	h := tQuantile975(df) * se
-	return Interval{Value: r, Low: r * math.Exp(-h), High: r * math.Exp(h)}
-}
-
-// bootstrapRatio is mean(b)/mean(a) with a 95% "expanded percentile"
-// bootstrap interval from resamples resamplings of both samples (seeded:
-// the result is reproducible). A plain percentile bootstrap is too narrow
-// for the handful of repetitions benchmarks have (about 10% false
-// positives with 5 per side); the expanded percentile interval
-// (Hesterberg 2015, "What teachers should know about the bootstrap")
-// widens the percentiles to α'/2 = Φ(−√(n/(n−1))·t(α/2, n−1)), with n the
-// smaller sample size, which brings the error rate back near 5%.
-func bootstrapRatio(b, a []float64, resamples int, seed uint64) Interval {
-	r := mean(b) / mean(a)
-	if len(a) < 2 || len(b) < 2 {
-		return noCI(r)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	rs := make([]float64, resamples)
-	for i := range rs {
-		var sa, sb float64
-		for range a {
-			sa += a[rng.IntN(len(a))]
-		}
-		for range b {
-			sb += b[rng.IntN(len(b))]
-		}
-		rs[i] = (sb / float64(len(b))) / (sa / float64(len(a)))
-	}
-	sort.Float64s(rs)
-	n := float64(min(len(a), len(b)))
-	tail := 0.5 * math.Erfc(math.Sqrt(n/(n-1))*tQuantile975(n-1)/math.Sqrt2)
-	return Interval{Value: r, Low: quantileSorted(rs, tail), High: quantileSorted(rs, 1-tail)}
+	return Interval{Value: r, Low: math.Exp(d - h), High: math.Exp(d + h), Method: MethodWelchLogT, N: n}
 }
 
 func quantileSorted(xs []float64, q float64) float64 {

@@ -32,6 +32,7 @@ type Summary struct {
 	TrialsOK  int      `json:"trials_ok"`
 	Cells     []*Cell  `json:"cells"`
 	Warnings  []string `json:"warnings,omitempty"`
+	Notices   []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
 	multiStep bool
 }
 
@@ -42,7 +43,9 @@ type Cell struct {
 	Step   string          `json:"step"`
 	N      int             `json:"n"`      // repetitions aggregated (status ok)
 	Failed int             `json:"failed"` // repetitions not ok, left out
-	// RPS is the mean req/s over repetitions with a 95% t interval.
+	// RPS is the geometric mean req/s over the repetitions used for
+	// intervals with a 95% interval on the logs (positiveCI; the range
+	// below 3 repetitions).
 	RPS Interval `json:"-"`
 	// Latency percentiles (µs) from the histograms of every repetition
 	// merged.
@@ -65,6 +68,12 @@ type Cell struct {
 	RepRPS   []float64 `json:"rps_samples"`
 	RepP99US []float64 `json:"latency_p99_us_samples"`
 	TrialIDs []string  `json:"trial_ids"`
+	// Samples are the same repetitions with their round and flags.
+	Samples []Sample `json:"samples"`
+
+	// Verdict is what limited the repetitions and where the CPU went
+	// (explain.go); nil without whole-machine accounting.
+	Verdict *CellVerdict `json:"verdict,omitempty"`
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -164,6 +173,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.RepRPS = append(c.RepRPS, t.RPS)
 		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
 		c.TrialIDs = append(c.TrialIDs, t.TrialID)
+		c.Samples = append(c.Samples, Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US})
 		c.Requests += t.Requests
 		c.Errors += t.Errors
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
@@ -197,7 +207,8 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	procs := processCPU(run)
 	for _, c := range order {
-		c.RPS = meanCI(c.RepRPS)
+		c.flagSamples()
+		c.RPS = positiveCI(c.usedRPS())
 		c.Histogram = results.MergeHistograms(hists[c]...)
 		c.P50US = c.Histogram.Percentile(50)
 		c.P90US = c.Histogram.Percentile(90)
@@ -215,6 +226,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	sortCells(order, s.Axes, run)
 	s.Cells = order
+	s.explain(run)
 	if opts.Baseline != "" {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err
@@ -308,10 +320,7 @@ func (s *Summary) applyBaseline(spec string) error {
 		if b == nil || b.N == 0 || c.N == 0 {
 			continue
 		}
-		r := ratioCI(c.RepRPS, b.RepRPS)
-		if b == c {
-			r = Interval{Value: 1, Low: 1, High: 1}
-		}
+		r := pairedBaseline(c, b)
 		c.Baseline = &r
 	}
 	return nil

@@ -61,6 +61,24 @@ type TrialRow struct {
 	Status          string // the step's status, or the trial's when it has no step
 	Error           string
 	ServiceVersions string // JSON object: service name -> version line
+
+	// Where the machine's CPU went (StepRecord.CPU), % of one core.
+	CPUTotalPct        float64
+	CPULoaderPct       float64
+	CPUServicePct      float64
+	CPUInfraPct        float64
+	CPUKernelPct       float64
+	CPUOtherPct        float64
+	CPUIdlePct         float64
+	CPUStealPct        float64
+	CPUUnattributedPct float64
+	Verdict            string
+	VerdictEvidence    string
+	// The quiet check before the load (StepRecord.Quiet).
+	QuietWindowS float64
+	QuietPct     float64
+	QuietTop     string
+	BusyStart    bool
 }
 
 // LatencyRow is one non-empty HDR histogram bucket of one trial × step
@@ -106,6 +124,7 @@ type ProcessRow struct {
 	Threads                 int64
 	CtxSwitchesVoluntary    int64
 	CtxSwitchesNonvoluntary int64
+	Container               string
 }
 
 // SystemRow is one /proc/stat sample (system.parquet).
@@ -249,6 +268,26 @@ func f64[R any](name string, p func(*R) *float64) column[R] {
 		}}
 }
 
+func boolean[R any](name string, p func(*R) *bool) column[R] {
+	return column[R]{name, arrow.FixedWidthTypes.Boolean,
+		func(b array.Builder, rows []R) {
+			bb := b.(*array.BooleanBuilder)
+			bb.Reserve(len(rows))
+			for i := range rows {
+				bb.UnsafeAppend(*p(&rows[i]))
+			}
+		},
+		func(a arrow.Array, rows []R) {
+			if a, ok := a.(*array.Boolean); ok {
+				for i := range rows {
+					if a.IsValid(i) {
+						*p(&rows[i]) = a.Value(i)
+					}
+				}
+			}
+		}}
+}
+
 func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
 	return column[R]{name, tsType,
 		func(b array.Builder, rows []R) {
@@ -319,6 +358,21 @@ var trialColumnsTail = []column[TrialRow]{
 	str("status", func(r *TrialRow) *string { return &r.Status }),
 	str("error", func(r *TrialRow) *string { return &r.Error }),
 	str("service_versions", func(r *TrialRow) *string { return &r.ServiceVersions }),
+	f64("cpu_total_pct", func(r *TrialRow) *float64 { return &r.CPUTotalPct }),
+	f64("cpu_loader_pct", func(r *TrialRow) *float64 { return &r.CPULoaderPct }),
+	f64("cpu_service_pct", func(r *TrialRow) *float64 { return &r.CPUServicePct }),
+	f64("cpu_infra_pct", func(r *TrialRow) *float64 { return &r.CPUInfraPct }),
+	f64("cpu_kernel_pct", func(r *TrialRow) *float64 { return &r.CPUKernelPct }),
+	f64("cpu_other_pct", func(r *TrialRow) *float64 { return &r.CPUOtherPct }),
+	f64("cpu_idle_pct", func(r *TrialRow) *float64 { return &r.CPUIdlePct }),
+	f64("cpu_steal_pct", func(r *TrialRow) *float64 { return &r.CPUStealPct }),
+	f64("cpu_unattributed_pct", func(r *TrialRow) *float64 { return &r.CPUUnattributedPct }),
+	str("verdict", func(r *TrialRow) *string { return &r.Verdict }),
+	str("verdict_evidence", func(r *TrialRow) *string { return &r.VerdictEvidence }),
+	f64("quiet_window_s", func(r *TrialRow) *float64 { return &r.QuietWindowS }),
+	f64("quiet_other_pct", func(r *TrialRow) *float64 { return &r.QuietPct }),
+	str("quiet_top", func(r *TrialRow) *string { return &r.QuietTop }),
+	boolean("busy_start", func(r *TrialRow) *bool { return &r.BusyStart }),
 }
 
 var latencyColumns = []column[LatencyRow]{
@@ -360,6 +414,7 @@ var processColumns = []column[ProcessRow]{
 	i64("threads", func(r *ProcessRow) *int64 { return &r.Threads }),
 	i64("ctx_switches_voluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesVoluntary }),
 	i64("ctx_switches_nonvoluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesNonvoluntary }),
+	str("container", func(r *ProcessRow) *string { return &r.Container }),
 }
 
 var systemColumns = []column[SystemRow]{

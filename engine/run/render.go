@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,11 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 		if err != nil {
 			return fmt.Errorf("rendering service %q: %w", s.Name, err)
 		}
-		fmt.Fprintf(w, "# service %q, provider %q (%s), trial %s %s\n", s.Name, name, typ.Name, t.ID, t.ParamString())
+		// JSON has no comments: a JSON document (the nomad job, which
+		// `nomad job run -json` reads) is printed as it is.
+		if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
+			fmt.Fprintf(w, "# service %q, provider %q (%s), trial %s %s\n", s.Name, name, typ.Name, t.ID, t.ParamString())
+		}
 		if _, err := w.Write(out); err != nil {
 			return err
 		}
@@ -149,6 +154,14 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	var errs []error
 	total, kept := 0, 0
 	if len(o.Only) == 0 {
+		restored, err := restoreJournals()
+		for _, x := range restored {
+			fmt.Fprintf(w, "restored %s\n", x)
+		}
+		total += len(restored)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		dirs, err := gcTempDirs()
 		for _, d := range dirs {
 			fmt.Fprintf(w, "removed service folder: %s\n", d)
