@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,22 +73,50 @@ func noDefaultKubeconfig(t *testing.T, cmd *exec.Cmd) {
 	cmd.Env = append(env, "HOME="+t.TempDir())
 }
 
-// ownedNamespace waits for the namespace whose objects carry pid as owner.
-func ownedNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface, pid int) string {
+// syncBuffer is a bytes.Buffer safe for a command writing and a test reading.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var runLine = regexp.MustCompile(`(?m)^run (\S+): \d+ trials`)
+
+// liveNamespace waits until the run whose console output is out has a
+// ready Deployment in its namespace (benchflow-<run id>), and returns it.
+func liveNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface, out *syncBuffer, done <-chan error) string {
 	t.Helper()
-	sel := metav1.ListOptions{LabelSelector: providers.LabelManaged + "=true," + providers.LabelPID + "=" + strconv.Itoa(pid)}
 	for ctx.Err() == nil {
-		deps, err := cs.AppsV1().Deployments("").List(ctx, sel)
-		if err == nil {
-			for _, d := range deps.Items {
-				if d.Status.AvailableReplicas > 0 {
-					return d.Namespace
+		select {
+		case err := <-done:
+			t.Fatalf("run A ended before its service was ready (%v):\n%s", err, out.String())
+		default:
+		}
+		if m := runLine.FindStringSubmatch(out.String()); m != nil {
+			ns := "benchflow-" + strings.ToLower(m[1])
+			deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, d := range deps.Items {
+					if d.Status.AvailableReplicas > 0 {
+						return ns
+					}
 				}
 			}
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("no ready Deployment owned by pid %d", pid)
+	t.Fatalf("run A never had a ready Deployment:\n%s", out.String())
 	return ""
 }
 
@@ -111,15 +141,15 @@ func TestAccGCLeavesLiveRunAlone(t *testing.T) {
 	defer cancel()
 
 	outA := t.TempDir()
-	var logA bytes.Buffer
+	logA := &syncBuffer{}
 	a := exec.CommandContext(ctx, bin, "apply", nodeportPipeline, "--out", outA, "--var", "duration=25s", "--var", "kubeconfig="+kc)
-	a.Stdout, a.Stderr = &logA, &logA
+	a.Stdout, a.Stderr = logA, logA
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Wait() }()
-	nsA := ownedNamespace(ctx, t, cs, a.Process.Pid)
+	nsA := liveNamespace(ctx, t, cs, logA, done)
 	t.Logf("run A (pid %d) is live in namespace %s", a.Process.Pid, nsA)
 
 	gc := exec.CommandContext(ctx, bin, "gc", "--kubeconfig", kc, "-v")

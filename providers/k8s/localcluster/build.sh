@@ -93,8 +93,10 @@ build_images() {
 [ $# -gt 0 ] || set -- k8s traefik images
 mkdir -p "$CACHE"
 for piece in "$@"; do
-  case $piece in
-    k8s) build_k8s ;; traefik) build_traefik ;; images) build_images ;;
-    *) echo "build.sh: unknown piece $piece (k8s, traefik, images)" >&2; exit 2 ;;
-  esac
+  case $piece in k8s|traefik|images) ;; *) echo "build.sh: unknown piece $piece (k8s, traefik, images)" >&2; exit 2 ;; esac
+  # One build of a piece at a time (a second make cluster-up waits, then reuses it).
+  exec 9>"$CACHE/.build-$piece.lock"
+  if ! flock -n 9; then log "$piece: another build is running; waiting for it"; flock 9; fi
+  case $piece in k8s) build_k8s ;; traefik) build_traefik ;; images) build_images ;; esac
+  exec 9>&-
 done

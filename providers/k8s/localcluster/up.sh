@@ -6,12 +6,23 @@
 # address $NODE_IP (a port-less bridge) or the pod bridge; state lives in
 # $BENCHFLOW_CLUSTER_STATE. down.sh undoes all of it.
 # Exit status: 0 up, 1 failed (down.sh has cleaned up), 3 this machine cannot host it.
+# usage: up.sh [--no-ingress]   (--no-ingress: no Traefik, nor its build)
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
+ingress=1
+for a in "$@"; do
+  case $a in
+    --no-ingress) ingress=0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) die "unknown argument $a (--no-ingress)" ;;
+  esac
+done
 
 usage() {
+  local ing="ingress class \"nginx\" (Traefik) on $INGRESS_ADDRESS"
+  alive traefik || ing="no ingress controller"
   cat <<X
-The cluster is up (Kubernetes $K8S_VERSION, node $NODE_NAME at $NODE_IP, ingress class "nginx" on $INGRESS_ADDRESS).
+The cluster is up (Kubernetes $K8S_VERSION, node $NODE_NAME at $NODE_IP, $ing).
   export KUBECONFIG=$KUBECONFIG_FILE
   $KBIN/kubectl get nodes
   make testacc-k8s                                  # the k8s acceptance tests
@@ -48,7 +59,7 @@ done
 ip link show "$NODE_BRIDGE" >/dev/null 2>&1 && die "interface $NODE_BRIDGE exists but no cluster of ours runs: run make cluster-down"
 
 # --- build what is missing ------------------------------------------------------
-"$HERE/build.sh" k8s traefik images
+if [ $ingress = 1 ]; then "$HERE/build.sh" k8s traefik images; else "$HERE/build.sh" k8s images; fi
 
 # --- from here on, any failure tears down what was started ---------------------
 mkdir -p "$STATE"/{pids,logs,pki,etcd,containerd/root,containerd/state,kubelet,cni/net.d,cni/ipam}
@@ -275,6 +286,7 @@ wait_for "node $NODE_NAME Ready" 180 $K wait --for=condition=Ready "node/$NODE_N
 wait_for "the default ServiceAccount" 60 $K -n default get serviceaccount default
 # The kubelet changed kernel defaults at start (it does not look at them again): put them back.
 while IFS== read -r k v; do [ "$(sysctl -n "$k" 2>/dev/null)" = "$v" ] || sysctl -qw "$k=$v" || true; done < "$STATE/before/sysctl.txt"
+if [ $ingress = 1 ]; then
 $K apply -f - >/dev/null <<X
 apiVersion: networking.k8s.io/v1
 kind: IngressClass
@@ -288,6 +300,7 @@ start traefik "$TBIN/traefik" --entryPoints.web.address="$INGRESS_ADDRESS" \
   --providers.kubernetesingress.ingressclass=nginx --providers.kubernetesingress.ingressendpoint.ip=127.0.0.1 \
   --global.checknewversion=false --global.sendanonymoususage=false --log.level=INFO
 wait_for "traefik on $INGRESS_ADDRESS" 60 bash -c "ss -Hltn 'sport = :${INGRESS_ADDRESS##*:}' | grep -q ."
+fi
 # What the acceptance tests (make testacc-k8s) and other tools read.
 cat > "$STATE/env" <<X
 KUBECONFIG=$KUBECONFIG_FILE
