@@ -56,6 +56,7 @@ step "exec" "hold" {
 	_ = first.Process.Signal(syscall.SIGKILL)
 	_ = first.Wait()
 	killAll()
+	robustNoneLeft(t, marker) // gone before the next step is looked for
 	run, err := filepath.EvalSymlinks(filepath.Join(out, "latest"))
 	if err != nil {
 		t.Fatal(err)
