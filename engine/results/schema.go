@@ -61,7 +61,17 @@ type TrialRow struct {
 	Status          string // the step's status, or the trial's when it has no step
 	Error           string
 	ServiceVersions string // JSON object: service name -> version line
+
+	// Steady is CheckSteady's verdict on the step's timeseries;
+	// SteadyReason says why not (or "not checked: …"). A row written
+	// before these columns existed reads as Steady false with no reason:
+	// unknown, not unsteady (see Unsteady).
+	Steady       bool
+	SteadyReason string
 }
+
+// Unsteady reports whether the steadiness check failed for this row.
+func (r *TrialRow) Unsteady() bool { return !r.Steady && r.SteadyReason != "" }
 
 // LatencyRow is one non-empty HDR histogram bucket of one trial × step
 // (latency.parquet). Values v with LowerUS <= v <= UpperUS were counted.
@@ -249,6 +259,26 @@ func f64[R any](name string, p func(*R) *float64) column[R] {
 		}}
 }
 
+func boolean[R any](name string, p func(*R) *bool) column[R] {
+	return column[R]{name, arrow.FixedWidthTypes.Boolean,
+		func(b array.Builder, rows []R) {
+			bb := b.(*array.BooleanBuilder)
+			bb.Reserve(len(rows))
+			for i := range rows {
+				bb.UnsafeAppend(*p(&rows[i]))
+			}
+		},
+		func(a arrow.Array, rows []R) {
+			if a, ok := a.(*array.Boolean); ok {
+				for i := range rows {
+					if a.IsValid(i) {
+						*p(&rows[i]) = a.Value(i)
+					}
+				}
+			}
+		}}
+}
+
 func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
 	return column[R]{name, tsType,
 		func(b array.Builder, rows []R) {
@@ -319,6 +349,8 @@ var trialColumnsTail = []column[TrialRow]{
 	str("status", func(r *TrialRow) *string { return &r.Status }),
 	str("error", func(r *TrialRow) *string { return &r.Error }),
 	str("service_versions", func(r *TrialRow) *string { return &r.ServiceVersions }),
+	boolean("steady", func(r *TrialRow) *bool { return &r.Steady }),
+	str("steady_reason", func(r *TrialRow) *string { return &r.SteadyReason }),
 }
 
 var latencyColumns = []column[LatencyRow]{

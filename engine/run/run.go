@@ -164,6 +164,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Matrix:           matrixMap(pl),
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
+			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
 		}
 		for _, a := range pl.Axes {
 			m.Axes = append(m.Axes, a.Name)
