@@ -33,7 +33,7 @@ func TestCheckSteady(t *testing.T) {
 		}), false, "stall: 10 interval(s) below 10% of the median req/s (10000), 1.0–2.0 s"},
 		"drift down 30%": {series(20, 1, func(i int) float64 { return 10000 * (1 - 0.015*float64(i)) * (1 + 0.01*rng.NormFloat64()) }), false, "drift: req/s fell"},
 		"too short":      {series(2, 1, noisy), true, "not checked: 2 full intervals"},
-		"gap": {append(series(3, 1, noisy), TimeseriesRow{TS: 6, IntervalS: 1, RPS: 10000}), false, "gap: no interval from 3.0 to 6.0 s"},
+		"gap":            {append(series(3, 1, noisy), TimeseriesRow{TS: 6, IntervalS: 1, RPS: 10000}), false, "gap: no interval from 3.0 to 6.0 s"},
 		// A short last interval (the load's remainder) is no stall.
 		"partial last interval": {append(series(10, 1, noisy), TimeseriesRow{TS: 10, IntervalS: 0.02, RPS: 300}), true, ""},
 		// Noise alone, large but trendless, is no drift.
