@@ -8,7 +8,7 @@
 // returned Deployment in reverse order — on success, failure and Ctrl-C.
 //
 // Capabilities beyond Provision are optional interfaces found by type
-// assertion: ProcessReporter (for collect), Renderer (for `benchflow render`),
+// assertion: ProcessReporter and InfraNamer (for collect), Renderer (for `benchflow render`),
 // ListenPorter (which port a service listens
 // on inside its namespace), Liveness (early-exit detection during health
 // waits), ServiceDirer (where self.dir is inside the service).
@@ -181,6 +181,17 @@ type Process struct {
 // sampled by collect steps.
 type ProcessReporter interface {
 	Processes(ctx context.Context) ([]Process, error)
+}
+
+// InfraNamer is implemented by deployments that start infrastructure
+// processes on this machine (an agent, a gateway, an ingress controller):
+// the process names (comm as the kernel shows it, truncated to 15 bytes,
+// or a prefix ending in "*") that the whole-machine accounting of collect
+// steps counts as role "infra" rather than "other". Names every
+// deployment shares (dockerd, containerd-shim*, kubelet, nomad, …) are
+// already in engine/collect.InfraNames.
+type InfraNamer interface {
+	InfraNames() []string
 }
 
 // Liveness is implemented by deployments that can tell, while the engine

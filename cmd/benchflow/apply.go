@@ -41,7 +41,7 @@ interrupted.`,
 			if quiet && verbose {
 				return &exitError{code: 1, err: errors.New("--quiet and --verbose cannot be used together")}
 			}
-			pl, _, err := buildPlan(os.Stderr, args[0], &vf, false)
+			pl, _, err := buildPlan(stderr, args[0], &vf, false)
 			if err != nil {
 				return err
 			}
@@ -67,16 +67,16 @@ interrupted.`,
 				for range sigs {
 					n++
 					if n == 1 {
-						fmt.Fprintln(os.Stderr, "\ninterrupt: stopping the current trial and tearing down (Ctrl-C again to force)")
+						fmt.Fprintln(stderr, "\ninterrupt: stopping the current trial and tearing down (Ctrl-C again to force)")
 						cancel()
 						continue
 					}
-					fmt.Fprintln(os.Stderr, "\nforced exit: killing everything the run started")
+					fmt.Fprintln(stderr, "\nforced exit: killing everything the run started")
 					run.Kill()
 					os.Exit(130)
 				}
 			}()
-			console := &run.Console{W: os.Stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
+			console := &run.Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
 			_, err = run.Apply(ctx, pl, run.Options{
 				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
 			})

@@ -28,6 +28,7 @@ func init() {
 		method, body, bodyFile, out  string
 		latency, jsonOut, closeConns bool
 		scriptFile                   string
+		findMax                      findMaxFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "load URL[@WEIGHT]...",
@@ -52,6 +53,16 @@ URLs are http://, https:// (certificates are not verified) or
 unix:/path/to.sock:/request-path. Several URLs are picked at random by weight:
 append @N to a URL to give it weight N (default 1).
 
+--find-max searches for capacity instead of running one load: open-loop
+probes (each --probe long, its first second not judged) at rates doubling
+from --start-rate until one breaks --slo, then a binary search down to
+--precision. Each probe is judged on its own corrected latency, error ratio
+and achieved rate; a probe the generator itself could not drive (sends late
+while the server answered as fast as at low load, or the generator's threads
+saturated) ends the search as "generator-limited" instead of being reported
+as the server's capacity. Every probe and the verdict are printed (--json:
+one object with every probe).
+
 Exit status is 0 when at least one request succeeded, 1 when every request
 failed (with the reason) or a flag is wrong.`,
 		Example: `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
@@ -62,7 +73,8 @@ failed (with the reason) or a flag is wrong.`,
   benchflow load http://127.0.0.1:8080/a@3 http://127.0.0.1:8080/b@1      # 75% /a, 25% /b
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
   benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
-  benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests`,
+  benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests
+  benchflow load --find-max --slo 'p99<10ms,errors<0.1%' -c 64 http://127.0.0.1:8080/   # capacity under an SLO`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("load needs at least one URL (e.g. benchflow load -c 64 -d 10s http://127.0.0.1:8080/)")
@@ -141,6 +153,9 @@ failed (with the reason) or a flag is wrong.`,
 			if err := load.Validate(opts); err != nil {
 				return err
 			}
+			if findMax.on {
+				return runFindMax(cmd, &findMax, opts, jsonOut)
+			}
 			stderr := cmd.ErrOrStderr()
 			live := !jsonOut && isTerminal(stderr)
 			if live {
@@ -206,10 +221,12 @@ failed (with the reason) or a flag is wrong.`,
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
 	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
+	findMax.register(f)
 	rootCmd.AddCommand(cmd)
 }
 
+// isTerminal reports whether w is (or wraps, see engine/redact) a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }

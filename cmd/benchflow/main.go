@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -47,7 +49,16 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
+// stdout and stderr redact sensitive values and URL user-info from
+// everything the commands print (see engine/redact).
+var (
+	stdout = redact.Default.Writer(os.Stdout)
+	stderr = redact.Default.Writer(os.Stderr)
+)
+
 func main() {
+	rootCmd.SetOut(stdout)
+	rootCmd.SetErr(stderr)
 	os.Exit(execute())
 }
 
@@ -59,10 +70,10 @@ func execute() int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", ee.err)
+			fmt.Fprintln(stderr, "Error:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", err)
 	return 1
 }

@@ -13,28 +13,34 @@ import (
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/starconf"
 )
 
 // varFlags are the flags shared by validate, plan, apply and render.
 type varFlags struct {
-	vars     []string
-	varFiles []string
-	seed     int64
-	reps     int
+	vars      []string
+	varFiles  []string
+	seed      int64
+	reps      int
+	maxTrials int
 }
 
 func (v *varFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "set a variable: --var name=value (repeatable)")
 	cmd.Flags().StringArrayVar(&v.varFiles, "var-file", nil, "read variables from an HCL file of name = value lines (repeatable)")
 	cmd.Flags().Int64Var(&v.seed, "seed", 0, "seed for order = \"random\" (default: the pipeline's, or a new one that is recorded)")
-	cmd.Flags().IntVar(&v.reps, "repetitions", 0, "override the pipeline's repetitions")
+	cmd.Flags().IntVar(&v.reps, "repetitions", 0, fmt.Sprintf("override the pipeline's repetitions (1-%d)", pipeline.MaxRepetitions))
+	cmd.Flags().IntVar(&v.maxTrials, "max-trials", pipeline.DefaultMaxTrials, "refuse a plan of more trials than this (matrix cells × repetitions)")
 }
 
 func (v *varFlags) inputs() (plan.Inputs, error) {
-	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps}
-	if v.reps < 0 {
-		return in, fmt.Errorf("--repetitions %d: must be at least 1 (or 0 for the pipeline's own)", v.reps)
+	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps, MaxTrials: v.maxTrials}
+	if v.reps < 0 || v.reps > pipeline.MaxRepetitions {
+		return in, fmt.Errorf("--repetitions %d: must be between 1 and %d (or 0 for the pipeline's own)", v.reps, pipeline.MaxRepetitions)
+	}
+	if v.maxTrials < 1 {
+		return in, fmt.Errorf("--max-trials %d: must be at least 1", v.maxTrials)
 	}
 	for _, kv := range v.vars {
 		k, val, ok := strings.Cut(kv, "=")
@@ -74,6 +80,9 @@ func buildPlan(w io.Writer, file string, vf *varFlags, jsonDiags bool) (*plan.Pl
 		var d hcl.Diagnostics
 		pl, d = plan.Build(p, in)
 		diags = append(diags, d...)
+		if pl != nil {
+			redact.Default.Add(pl.SensitiveValues()...)
+		}
 	}
 	if len(diags) > 0 && !jsonDiags {
 		src := diag.Sources{}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/diag"
@@ -24,7 +22,7 @@ including each trial's evaluated service and step settings.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			pl, diags, err := buildPlan(os.Stderr, args[0], &vf, asJSON)
+			pl, diags, err := buildPlan(stderr, args[0], &vf, asJSON)
 			if err != nil {
 				if asJSON {
 					_ = diag.WriteJSON(out, diags)

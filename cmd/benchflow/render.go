@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/run"
@@ -21,7 +19,7 @@ cluster: Kubernetes manifests for the k8s provider, the job for nomad.`,
   benchflow render study.hcl --provider k8s --trial c03-r1 > manifests.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pl, _, err := buildPlan(os.Stderr, args[0], &vf, false)
+			pl, _, err := buildPlan(stderr, args[0], &vf, false)
 			if err != nil {
 				return err
 			}

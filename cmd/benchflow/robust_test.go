@@ -160,7 +160,9 @@ step "load" "main" {
 		{[]string{"validate", "--var", "nosuch=1", ok}, 1, "Undeclared variable", ""},
 		{[]string{"validate", "--var-file", filepath.Join(dir, "nofile.vars"), ok}, 1, "nofile.vars: no such file or directory", ""},
 		{[]string{"validate", "--repetitions", "x", ok}, 1, `invalid argument "x" for "--repetitions"`, ""},
-		{[]string{"validate", "--repetitions", "-1", ok}, 1, "--repetitions -1: must be at least 1", ""},
+		{[]string{"validate", "--repetitions", "-1", ok}, 1, "--repetitions -1: must be between 1 and 10000", ""},
+		{[]string{"validate", "--repetitions", "99999999999", ok}, 1, "--repetitions 99999999999: must be between 1 and 10000", ""},
+		{[]string{"validate", "--max-trials", "0", ok}, 1, "--max-trials 0: must be at least 1", ""},
 		{[]string{"plan", "--bogus", ok}, 1, "unknown flag: --bogus", ""},
 		{[]string{"plan"}, 1, "accepts 1 arg(s), received 0", ""},
 		{[]string{"plan", missing}, 1, "no such file or directory", ""},
@@ -218,7 +220,7 @@ step "load" "main" {
 		{[]string{"compare", "--fail-above", "abc", dir, dir}, 1, `invalid --fail-above: "abc"`, ""},
 		// gc.
 		{[]string{"gc", "--bogus"}, 1, "unknown flag: --bogus", ""},
-		{[]string{"gc", "extra"}, 1, `unknown command "extra"`, ""},
+		{[]string{"gc", "extra"}, 1, "reading pipeline: stat extra: no such file", ""},
 		{[]string{"gc", "--timeout", "banana"}, 1, `invalid argument "banana" for "--timeout"`, ""},
 		{[]string{"gc", "--timeout", "-1s"}, 1, "--timeout -1s: must be positive", ""},
 		// the root command.

@@ -27,14 +27,18 @@ pipeline needs nothing installed. Every path answers a generated body of --size
 bytes ("hello\n" repeated), or the files of --dir; /bytes/<n> always answers n
 bytes (n may carry a unit: /bytes/4KiB). It can misbehave on purpose: --delay
 waits before each answer, --stall/--stall-every freeze it periodically (for
-coordinated-omission tests), --status sets the response code.
+coordinated-omission tests), --status sets the response code. With --workers N
+and --delay D it is a queue of known capacity: N requests are served at once,
+each for exactly D, the others wait — N/D requests per second, the yardstick
+for "benchflow load --find-max".
 
 It prints "listening on http://ADDR" once ready and stops gracefully on
 SIGINT or SIGTERM.`,
 		Example: `  benchflow serve
   benchflow serve --addr 127.0.0.1:0 --size 4KiB
   benchflow serve --dir ./www
-  benchflow serve --stall 200ms --stall-every 2s`,
+  benchflow serve --stall 200ms --stall-every 2s
+  benchflow serve --workers 4 --delay 2ms      # capacity 2,000 req/s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n, err := serve.ParseSize(size)
@@ -58,6 +62,7 @@ SIGINT or SIGTERM.`,
 	f.StringVar(&cfg.Dir, "dir", "", "serve the files under `DIR` instead of a generated body")
 	f.StringVar(&size, "size", "6", "answer a generated body of `N` bytes (6, 4KiB, 1MiB, 1k, 1MB)")
 	f.DurationVar(&cfg.Delay, "delay", 0, "wait `DUR` before answering each request")
+	f.IntVar(&cfg.Workers, "workers", 0, "with --delay: serve at most `N` requests at once, each for exactly --delay, the rest queued (capacity N/delay req/s)")
 	f.DurationVar(&cfg.Stall, "stall", 0, "stall every request for up to `DUR` once per --stall-every period")
 	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "stall once every `DUR` (with --stall)")
 	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +25,7 @@ sentence of detail and the offending line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			pl, diags, err := buildPlan(os.Stderr, args[0], &vf, asJSON)
+			pl, diags, err := buildPlan(stderr, args[0], &vf, asJSON)
 			if asJSON {
 				if e := diag.WriteJSON(out, diags); e != nil {
 					return e

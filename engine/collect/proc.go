@@ -26,7 +26,13 @@ type procStat struct {
 	stime     uint64
 	threads   int64
 	starttime uint64 // clock ticks after boot; with the pid, identifies a process
+	ppid      int
+	flags     uint64 // PF_* flags; pfKthread marks a kernel thread
+	rssPages  int64  // resident set size in pages (0 when the line is short)
 }
+
+// pfKthread is the PF_KTHREAD bit of the flags field of /proc/PID/stat.
+const pfKthread = 0x00200000
 
 var errShort = errors.New("unparsable stat line")
 
@@ -41,7 +47,7 @@ func parseStat(b []byte) (procStat, error) {
 	}
 	s.comm = string(b[open+1 : end])
 	// Fields after ")": index 0 is field 3 (state).
-	var f [20][]byte
+	var f [22][]byte
 	n := 0
 	rest := b[end+1:]
 	for n < len(f) {
@@ -74,6 +80,21 @@ func parseStat(b []byte) (procStat, error) {
 	s.threads = int64(th)
 	if s.starttime, err = atou(f[19]); err != nil {
 		return s, err
+	}
+	pp, err := atou(f[1])
+	if err != nil {
+		return s, err
+	}
+	s.ppid = int(pp)
+	if s.flags, err = atou(f[6]); err != nil {
+		return s, err
+	}
+	if n >= 22 {
+		rss, err := atou(f[21])
+		if err != nil {
+			return s, err
+		}
+		s.rssPages = int64(rss)
 	}
 	return s, nil
 }
@@ -156,6 +177,25 @@ func parseProcStat(b []byte) (cpuTimes, error) {
 		*p = v
 	}
 	return c, nil
+}
+
+// countCPUs counts the per-CPU lines ("cpu0", "cpu1", …) of /proc/stat:
+// the CPUs whose time the first line adds up.
+func countCPUs(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		line := b
+		if i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(line) > 3 && string(line[:3]) == "cpu" && line[3] >= '0' && line[3] <= '9' {
+			n++
+		}
+	}
+	return n
 }
 
 // ifCounters are the counters of one interface from /proc/net/dev.

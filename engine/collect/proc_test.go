@@ -14,7 +14,7 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{comm: "we(ird) na)me", utime: 350, stime: 120, threads: 7, starttime: 98765}
+	want := procStat{comm: "we(ird) na)me", utime: 350, stime: 120, threads: 7, starttime: 98765, ppid: 1, flags: 4194560, rssPages: 2000}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}

@@ -31,7 +31,36 @@ type Config struct {
 	Loader  bool // include the benchflow process itself (role "loader")
 	System  bool // /proc/stat split
 	Network bool // /proc/net/dev per interface
+	// Machine turns on the whole-machine accounting: every process and
+	// kernel thread is sampled; those that used at least Threshold
+	// (percent of one core, averaged over the load; 0 means
+	// DefaultThreshold) get rows with roles kernel, infra, loader or
+	// other, and Explain returns the CPU budget of the load.
+	Machine   bool
+	Threshold float64
+	// InfraNames extends InfraNames with what the deployments started
+	// (providers.InfraNamer).
+	InfraNames []string
+	// Quiet is the quiet check window before sampling starts (machine
+	// accounting only; 0 means none): Start waits that long, measuring
+	// the CPU of the processes outside the run (neither Procs' pids nor
+	// benchflow and its children), and Explain reports it.
+	Quiet time.Duration
+	// RunProcs lists every process of the run's services for the quiet
+	// check (all services, where Procs may list some); nil means Procs.
+	RunProcs func(ctx context.Context) []providers.Process
+	// BusyThreshold is the CPU (percent of one core) of processes outside
+	// the run at or above which the quiet check flags a busy start; 0
+	// means DefaultBusyThreshold.
+	BusyThreshold float64
 }
+
+// Defaults of the whole-machine accounting.
+const (
+	DefaultThreshold     = 1.0  // % of one core, averaged over the load
+	DefaultBusyThreshold = 10.0 // % of one core, in the quiet window
+	DefaultQuiet         = time.Second
+)
 
 // DefaultInterval is the sampling interval when Config.Interval is 0.
 const DefaultInterval = time.Second
@@ -78,6 +107,8 @@ type Sampler struct {
 	self  int
 	tgt   map[int]target
 	ents  []string
+
+	m *machine // whole-machine accounting, nil unless Config.Machine
 }
 
 type matcher struct {
@@ -91,6 +122,7 @@ type procState struct {
 	vol, nonvol  uint64
 	at           time.Time
 	seen         bool // seen in the current pass
+	container    string
 }
 
 // nameEntry caches whether a pid matched Config.Names, keyed by its comm
@@ -133,6 +165,16 @@ func Start(ctx context.Context, cfg Config) (*Sampler, error) {
 		net2:     map[string]ifCounters{},
 		self:     os.Getpid(),
 		tgt:      map[int]target{},
+	}
+	if cfg.Machine {
+		if s.m, err = newMachine(cfg); err != nil {
+			return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
+		}
+		if cfg.Quiet > 0 {
+			if err := s.quietCheck(ctx); err != nil {
+				return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
+			}
+		}
 	}
 	s.start = time.Now()
 	if err := s.sample(ctx, s.start); err != nil {
@@ -199,6 +241,11 @@ func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []res
 			_ = s.sample(ctx, now)
 			cancel()
 		}
+		if s.m != nil {
+			s.mu.Lock()
+			s.finishMachine()
+			s.mu.Unlock()
+		}
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,6 +284,9 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 			s.tgt[s.self] = target{name: LoaderName, role: RoleLoader}
 		}
 	}
+	if len(s.matchers) > 0 || s.m != nil {
+		s.listProc()
+	}
 	if len(s.matchers) > 0 {
 		s.scanNames()
 	}
@@ -269,6 +319,15 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 		}
 		vol, nonvol := s.ctxSwitches(pid, st.threads)
 		prev, ok := s.procs[pid]
+		if ok && prev.starttime != st.starttime {
+			ok = false
+		}
+		container := ""
+		if ok {
+			container = prev.container
+		} else if b, err := s.rd.read(pidPath(pid, "cgroup")); err == nil {
+			container = containerOf(b)
+		}
 		if ok && prev.starttime == st.starttime && !prev.at.IsZero() {
 			dt := now.Sub(prev.at).Seconds()
 			if dt > 0 {
@@ -287,14 +346,18 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 					Threads:                 st.threads,
 					CtxSwitchesVoluntary:    int64(delta(vol, prev.vol)),
 					CtxSwitchesNonvoluntary: int64(delta(nonvol, prev.nonvol)),
+					Container:               container,
 				})
 			}
 		}
-		if !ok {
+		if prev == nil {
 			prev = &procState{}
 			s.procs[pid] = prev
 		}
-		*prev = procState{starttime: st.starttime, utime: st.utime, stime: st.stime, vol: vol, nonvol: nonvol, at: now, seen: true}
+		*prev = procState{starttime: st.starttime, utime: st.utime, stime: st.stime, vol: vol, nonvol: nonvol, at: now, seen: true, container: container}
+		if s.m != nil && (tg.role == RoleService || tg.role == RoleLoader) {
+			s.sampleThreads(pid, st)
+		}
 	}
 	for pid, st := range s.procs {
 		if !st.seen {
@@ -303,7 +366,10 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 	}
 
 	var errs []error
-	if s.cfg.System {
+	if s.m != nil {
+		s.sampleMachine(tsec, first)
+	}
+	if s.cfg.System || s.m != nil {
 		if err := s.sampleSystem(tsec, first); err != nil {
 			errs = append(errs, err)
 		}
@@ -362,14 +428,20 @@ func (s *Sampler) ctxSwitches(pid int, threads int64) (vol, nonvol uint64) {
 	return vol, nonvol
 }
 
-// scanNames adds the processes matching Config.Names to s.tgt.
-func (s *Sampler) scanNames() {
+// listProc reads the entries of /proc into s.ents.
+func (s *Sampler) listProc() {
 	f, err := os.Open(procRoot)
 	if err != nil {
+		s.ents = s.ents[:0]
 		return
 	}
 	s.ents, _ = f.Readdirnames(-1)
 	f.Close()
+}
+
+// scanNames adds the processes matching Config.Names (among s.ents) to
+// s.tgt.
+func (s *Sampler) scanNames() {
 	for _, e := range s.names {
 		e.seen = false
 	}
@@ -451,7 +523,10 @@ func (s *Sampler) sampleSystem(tsec float64, first bool) error {
 	}
 	prev, had := s.cpu, s.hasCP
 	s.cpu, s.hasCP = c, true
-	if first || !had {
+	if s.m != nil {
+		s.m.cpuAt(c, first)
+	}
+	if first || !had || !s.cfg.System {
 		return nil
 	}
 	total := float64(delta(c.total(), prev.total()))

@@ -531,3 +531,45 @@ func BenchmarkSampleTick(b *testing.B) {
 	b.ReportMetric(perTick, "cpu-ns/tick")
 	b.ReportMetric(perTick/1e9*100, "%core@1s")
 }
+
+// BenchmarkMachineTick measures one pass of the whole-machine accounting
+// at the 1 s default: every process of the machine (200 idle sleeps are
+// started so there are a few hundred), the tick of BenchmarkSampleTick
+// and the loader's threads. "%core@1s" is the sampler's own CPU at a 1 s
+// interval; "procs" is how many processes each pass read.
+func BenchmarkMachineTick(b *testing.B) {
+	for range 200 {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	s, err := Start(context.Background(), Config{
+		Interval: time.Hour, // the benchmark drives the ticks
+		Names:    []string{"nginx", "docker-proxy"},
+		Loader:   true,
+		System:   true,
+		Network:  true,
+		Machine:  true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop()
+	var ru0, ru1 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s.sample(context.Background(), time.Now())
+		s.ps, s.ss, s.ns = s.ps[:0], s.ss[:0], s.ns[:0]
+	}
+	b.StopTimer()
+	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	cpuNs := float64((ru1.Utime.Nano() + ru1.Stime.Nano()) - (ru0.Utime.Nano() + ru0.Stime.Nano()))
+	perTick := cpuNs / float64(b.N)
+	b.ReportMetric(perTick, "cpu-ns/tick")
+	b.ReportMetric(perTick/1e9*100, "%core@1s")
+	b.ReportMetric(float64(len(s.m.procs)), "procs")
+}

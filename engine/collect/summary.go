@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -93,11 +92,7 @@ func Summary(ps []results.ProcessSample) []ProcessCPU {
 func FormatSummary(cs []ProcessCPU) string {
 	parts := make([]string, 0, len(cs))
 	for _, c := range cs {
-		if c.CPUPct < 10 {
-			parts = append(parts, fmt.Sprintf("%s %.1f%%", c.Process, c.CPUPct))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", c.Process, c.CPUPct))
-		}
+		parts = append(parts, c.Process+" "+fmtPct(c.CPUPct))
 	}
 	return strings.Join(parts, ", ")
 }

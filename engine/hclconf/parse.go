@@ -96,6 +96,9 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			})
 		}
 	}()
+	if d := checkLimits(display, src); d.HasErrors() {
+		return nil, d
+	}
 	file, diags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags

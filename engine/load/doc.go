@@ -18,15 +18,23 @@
 // on a fixed schedule and latency is measured from the intended send time
 // (corrected for coordinated omission) as well as from the actual send.
 //
-// The hot path is a goroutine per connection doing blocking writes and
-// reads on its own connection with prebuilt request bytes and one reused
-// read buffer; a minimal HTTP/1.1 response parser (response.go); and
-// per-connection counters and interval histograms that the collector
-// merges once per interval under a per-connection mutex nothing else
-// takes. Full-resolution latencies are buffered per connection and
-// recorded 256 at a time into one HDR histogram shard per thread, so
-// memory grows with threads, not connections. A request allocates nothing
-// and touches no shared lock or atomic.
+// FindMax searches for the highest open-loop rate that meets an SLO
+// (ParseSLO: "p99<10ms,errors<0.1%") and tells a generator limit from the
+// server's (capacity.go).
+//
+// The hot path, for plain TCP and unix: targets on Linux, is one epoll
+// event loop per thread (poll_linux.go): non-blocking sockets registered
+// once, edge-triggered, a keep-alive request one write and one read plus a
+// share of epoll_wait, with no goroutine switch, runtime timer or deadline
+// update per request; open-loop schedules run on a timerfd with a min-heap
+// of slots. TLS targets (crypto/tls needs a net.Conn), other platforms and
+// BENCHFLOW_LOAD_ENGINE=goroutines use the goroutine engine (conn.go): a
+// goroutine per connection doing blocking writes and reads. Both engines
+// share the resumable HTTP/1.1 response parser (response.go), prebuilt
+// request bytes, per-connection counters and interval histograms merged
+// once per interval, and HDR histogram shards per thread, so memory grows
+// with threads, not connections. A request allocates nothing and touches
+// no shared lock or atomic.
 //
 // Sibling packages: engine/run calls Run for load and warm steps and hands
 // the Result to engine/results (Parquet tables; results.WriteLoadFile for

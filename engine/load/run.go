@@ -95,9 +95,10 @@ func newRunner(opts Options) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parsing target %d: %w", i+1, err)
 		}
+		t = withUserinfoAuth(t)
 		raw, err := buildRequest(t, host, path, opts.Close)
 		if err != nil {
-			return nil, fmt.Errorf("building request for %q: %w", t.URL, err)
+			return nil, fmt.Errorf("building request for %q: %w", redactURL(t.URL), err)
 		}
 		key := ep.network + " " + ep.addr
 		if ep.tls != nil {
@@ -109,7 +110,7 @@ func newRunner(opts Options) (*runner, error) {
 			epIndex[key] = e
 			r.endpoints = append(r.endpoints, ep)
 		}
-		r.urls = append(r.urls, t.URL)
+		r.urls = append(r.urls, redactURL(t.URL))
 		r.totalWeight += t.Weight
 		r.cum = append(r.cum, r.totalWeight)
 		r.reqs = append(r.reqs, request{raw: raw, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})

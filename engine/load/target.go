@@ -2,6 +2,7 @@ package load
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/url"
@@ -160,4 +161,41 @@ func ParseWeightedURL(s string) (string, int, error) {
 		return "", 0, fmt.Errorf("target %q: weight after @ must be a positive integer", s)
 	}
 	return s[:i], w, nil
+}
+
+// withUserinfoAuth adds "Authorization: Basic …" for the user-info of the
+// target URL (http://user:password@host/), as curl and browsers do, unless
+// the target sets an Authorization header itself.
+func withUserinfoAuth(t Target) Target {
+	if !strings.Contains(t.URL, "@") {
+		return t
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil || u.User == nil {
+		return t
+	}
+	for _, h := range t.Headers {
+		if strings.EqualFold(strings.TrimSpace(h[0]), "authorization") {
+			return t
+		}
+	}
+	pass, _ := u.User.Password()
+	cred := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))
+	t.Headers = append(append([][2]string(nil), t.Headers...), [2]string{"Authorization", "Basic " + cred})
+	return t
+}
+
+// redactURL hides the user-info of a URL ("http://(sensitive)@host/"),
+// for summaries and results.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	at := strings.Index(s, "@")
+	scheme := strings.Index(s, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return s
+	}
+	return s[:scheme+3] + "(sensitive)" + s[at:]
 }

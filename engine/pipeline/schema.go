@@ -128,12 +128,22 @@ type CollectConfig struct {
 	Processes []string `hcl:"processes,optional"`
 	// Services adds the processes each named service's provider reports
 	// (default: every service of the trial).
-	Services  []string       `hcl:"services,optional"`
-	Loader    bool           `hcl:"loader,optional"` // sample benchflow's own process
-	Interval  string         `hcl:"interval,optional"`
-	System    *bool          `hcl:"system,optional"`  // /proc/stat split, default true
-	Network   *bool          `hcl:"network,optional"` // /proc/net/dev, default true
-	DependsOn hcl.Expression `hcl:"depends_on,optional"`
+	Services []string `hcl:"services,optional"`
+	Loader   bool     `hcl:"loader,optional"` // sample benchflow's own process
+	Interval string   `hcl:"interval,optional"`
+	System   *bool    `hcl:"system,optional"`  // /proc/stat split, default true
+	Network  *bool    `hcl:"network,optional"` // /proc/net/dev, default true
+	// Machine turns the whole-machine accounting on (default true): every
+	// process and kernel thread is sampled, and those that used at least
+	// Threshold percent of one core (default 1) averaged over the load
+	// are kept in processes.parquet; the CPU budget and the verdict of the
+	// load come from it.
+	Machine   *bool    `hcl:"machine,optional"`
+	Threshold *float64 `hcl:"threshold,optional"`
+	// QuietCheck is the window of the quiet check before the load
+	// (default "1s"; "0s" turns it off).
+	QuietCheck string         `hcl:"quiet_check,optional"`
+	DependsOn  hcl.Expression `hcl:"depends_on,optional"`
 }
 
 // CheckConfig is the body of `step "check"`: one request whose response must

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -14,6 +15,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
 		if n < 0 {
 			return 0, fmt.Errorf("%q must not be negative", s)
+		}
+		// Checked before converting: a float beyond int64's range
+		// converts to an arbitrary duration.
+		if v := n * float64(time.Second); math.IsInf(v, 0) || math.IsNaN(v) || v >= float64(math.MaxInt64) {
+			return 0, fmt.Errorf("%q is longer than the longest duration (about 292 years)", s)
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}

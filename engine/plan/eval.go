@@ -47,12 +47,24 @@ func (p *Plan) NewTrialEval(t *Trial, dry bool) *TrialEval {
 
 func (te *TrialEval) placeholderService(name string) cty.Value {
 	ph := func(attr string) cty.Value { return cty.StringVal("${service." + name + "." + attr + "}") }
+	// ports.<name> exists for every port block the service declares (the
+	// numbers are known after provisioning: 0 until then).
+	ports := map[string]cty.Value{}
+	for _, s := range te.plan.Pipeline.Services {
+		if sb, ok := s.Body.(*hclsyntax.Body); ok && s.Name == name {
+			for _, b := range sb.Blocks {
+				if b.Type == "port" && len(b.Labels) > 0 {
+					ports[b.Labels[0]] = cty.NumberIntVal(0)
+				}
+			}
+		}
+	}
 	attrs := map[string]cty.Value{
 		"name":  cty.StringVal(name),
 		"url":   ph("url"),
 		"host":  ph("host"),
 		"port":  cty.NumberIntVal(0),
-		"ports": cty.EmptyObjectVal,
+		"ports": cty.ObjectVal(ports),
 	}
 	for _, a := range te.plan.providerAttrs() {
 		if _, ok := attrs[a]; !ok {
@@ -80,6 +92,9 @@ func (p *Plan) providerAttrs() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Plan is the plan this evaluation belongs to.
+func (te *TrialEval) Plan() *Plan { return te.plan }
 
 // SetEndpoint records a provisioned service's endpoint, making
 // service.<name>.* known to later evaluations.
@@ -307,6 +322,7 @@ func (te *TrialEval) Ports(s *pipeline.Service) ([]pipeline.PortConfig, hcl.Diag
 	}
 	var out []pipeline.PortConfig
 	var diags hcl.Diagnostics
+	seen := map[string]hcl.Range{}
 	for _, b := range sb.Blocks {
 		if b.Type != "port" {
 			continue
@@ -315,6 +331,13 @@ func (te *TrialEval) Ports(s *pipeline.Service) ([]pipeline.PortConfig, hcl.Diag
 		if len(b.Labels) > 0 {
 			pc.Name = b.Labels[0]
 		}
+		if prev, dup := seen[pc.Name]; dup {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate port",
+				Detail:  fmt.Sprintf("Service %q already has a port %q (at %s:%d,%d); port names must be unique.", s.Name, pc.Name, prev.Filename, prev.Start.Line, prev.Start.Column),
+				Subject: b.DefRange().Ptr()})
+			continue
+		}
+		seen[pc.Name] = b.DefRange()
 		var tmp struct {
 			Container int    `hcl:"container,optional"`
 			Host      string `hcl:"host,optional"`
@@ -383,8 +406,8 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 		if err != nil {
 			return nil, fmt.Errorf("file %q: random_bytes: %w", fc.Name, err)
 		}
-		if n > 1<<30 {
-			return nil, fmt.Errorf("file %q: random_bytes %s is over the 1 GiB limit", fc.Name, fc.RandomBytes)
+		if n < 0 || n > MaxRandomBytes {
+			return nil, fmt.Errorf("file %q: random_bytes %s is over the limit of %d bytes (1 GiB)", fc.Name, fc.RandomBytes, MaxRandomBytes)
 		}
 		if te.dry {
 			// Planning only needs to know the size is valid.
@@ -420,8 +443,86 @@ func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	diags = append(diags, validateStep(st, cfg)...)
+	vd := validateStep(st, cfg)
+	if te.dry {
+		// A value computed from a service's attributes is a placeholder
+		// until the service runs: checks of its value wait for the run.
+		vd = te.dropServiceDependent(st.Body, vd)
+	}
+	diags = append(diags, vd...)
+	diags = append(diags, te.checkStepRefs(st, cfg)...)
 	return cfg, diags
+}
+
+// dropServiceDependent removes the diagnostics about attributes of body
+// whose expression uses service.* (directly or through a local value).
+func (te *TrialEval) dropServiceDependent(body hcl.Body, diags hcl.Diagnostics) hcl.Diagnostics {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok || len(diags) == 0 {
+		return diags
+	}
+	dependent := map[hcl.Range]bool{}
+	usesService := te.plan.serviceLocals()
+	for _, a := range sb.Attributes {
+		for _, tr := range a.Expr.Variables() {
+			switch tr.RootName() {
+			case "service":
+				dependent[a.Expr.Range()] = true
+			case "local":
+				if len(tr) > 1 {
+					if at, ok := tr[1].(hcl.TraverseAttr); ok && usesService[at.Name] {
+						dependent[a.Expr.Range()] = true
+					}
+				}
+			}
+		}
+	}
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Subject != nil && dependent[*d.Subject] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// checkStepRefs checks what a step names outside itself: services, and the
+// files it reads (body_file, script), so that what validates also runs.
+func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var services []string
+	switch c := cfg.(type) {
+	case *pipeline.ProvisionConfig:
+		services = c.Services
+	case *pipeline.TuneConfig:
+		services = c.Services
+	case *pipeline.CollectConfig:
+		services = c.Services
+	case *pipeline.LoadConfig:
+		for _, f := range []struct{ attr, path string }{{"body_file", c.BodyFile}, {"script", c.Script}} {
+			if f.path == "" {
+				continue
+			}
+			if err := statFile(te.plan.Pipeline.FS, f.path); err != nil {
+				diags = append(diags, attrErr(st.Body, f.attr, "Missing file",
+					fmt.Sprintf("%s %q: %s.", f.attr, f.path, strings.TrimSuffix(err.Error(), "."))))
+			}
+		}
+	}
+	var names []string
+	declared := map[string]bool{}
+	for _, s := range te.plan.Pipeline.Services {
+		names = append(names, s.Name)
+		declared[s.Name] = true
+	}
+	for _, n := range services {
+		if !declared[n] {
+			diags = append(diags, attrErr(st.Body, "services", "Reference to undeclared service",
+				fmt.Sprintf("Step %s names service %q, which is not declared.%s Declared services: %s.", st.Addr(), n, Suggest(n, names), listOrNone(names))))
+		}
+	}
+	return diags
 }
 
 // dryRun evaluates everything of the trial that can be evaluated before

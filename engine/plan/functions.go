@@ -13,6 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 // Functions returns the functions available in pipeline expressions: HCL's
@@ -106,7 +108,29 @@ func readFile(fsys fs.FS, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fi, err := fs.Stat(fsys, c); err == nil && fi.Size() > pipeline.MaxFileSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d bytes (16 MiB) for files a pipeline reads", p, fi.Size(), pipeline.MaxFileSize)
+	}
 	return fs.ReadFile(fsys, c)
+}
+
+// statFile checks that a pipeline-relative path names a file.
+func statFile(fsys fs.FS, p string) error {
+	if fsys == nil {
+		return fmt.Errorf("no file system to read %q from", p)
+	}
+	c, err := cleanRel(p)
+	if err != nil {
+		return err
+	}
+	fi, err := fs.Stat(fsys, c)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a folder, not a file", p)
+	}
+	return nil
 }
 
 func fileFunc(fsys fs.FS) function.Function {
@@ -166,6 +190,9 @@ func templateFileFunc(fsys fs.FS, fns map[string]function.Function) function.Fun
 // RenderTemplate renders template text with the given variables (each a
 // top-level name in the template) and functions.
 func RenderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function) (cty.Value, error) {
+	if d := pipeline.CheckTemplateNesting(name, []byte(text), hcl.InitialPos); d.HasErrors() {
+		return cty.NilVal, diagsError(d)
+	}
 	expr, diags := hclsyntax.ParseTemplate([]byte(text), name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.NilVal, diagsError(diags)

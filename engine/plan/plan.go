@@ -29,6 +29,9 @@ type Inputs struct {
 	Seed *int64
 	// Repetitions overrides the pipeline's repetitions when > 0.
 	Repetitions int
+	// MaxTrials bounds the trials (cells × repetitions);
+	// pipeline.DefaultMaxTrials when 0.
+	MaxTrials int
 }
 
 // Plan is a pipeline expanded into trials in execution order, with its step
@@ -46,6 +49,14 @@ type Plan struct {
 	Steps    []*StepNode // topological order (declaration order among peers)
 
 	functions map[string]function.Function
+	svcLocals map[string]bool // ServiceLocals, computed once
+}
+
+func (p *Plan) serviceLocals() map[string]bool {
+	if p.svcLocals == nil {
+		p.svcLocals = ServiceLocals(p.Pipeline)
+	}
+	return p.svcLocals
 }
 
 // Axis is a matrix axis with its evaluated values.
@@ -139,6 +150,21 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 	if d.HasErrors() {
 		return pl, diags
 	}
+	reps := p.Repetitions
+	if in.Repetitions > 0 {
+		reps = in.Repetitions
+	}
+	if in.Repetitions > pipeline.MaxRepetitions {
+		return pl, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid repetitions",
+			Detail: fmt.Sprintf("--repetitions must be between 1 and %d, not %d.", pipeline.MaxRepetitions, in.Repetitions)})
+	}
+	maxTrials := in.MaxTrials
+	if maxTrials <= 0 {
+		maxTrials = pipeline.DefaultMaxTrials
+	}
+	if d := checkTrialCount(p, axes, reps, maxTrials); d != nil {
+		return pl, append(diags, d)
+	}
 	cells, d := expandCells(p, axes, vars, pl.functions)
 	diags = append(diags, d...)
 	pl.Cells = cells
@@ -153,9 +179,8 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 		return pl, diags
 	}
 
-	reps := p.Repetitions
-	if in.Repetitions > 0 {
-		reps = in.Repetitions
+	if n := len(cells) * reps; n > maxTrials {
+		return pl, append(diags, tooManyTrials(p, len(cells), reps, maxTrials))
 	}
 	pl.Seed = p.Seed
 	if in.Seed != nil {
@@ -256,6 +281,10 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variables file",
 				Detail: fmt.Sprintf("Reading --var-file %s: %s.", vf, err)})
+			continue
+		}
+		if d := pipeline.CheckNesting(vf, src); d.HasErrors() {
+			diags = append(diags, d...)
 			continue
 		}
 		f, d := hclsyntax.ParseConfig(src, vf, hcl.InitialPos)
@@ -387,6 +416,9 @@ func parseRawVar(raw string, v *pipeline.Variable) (cty.Value, error) {
 		return cty.StringVal(raw), nil
 	case ty.IsPrimitiveType():
 		return convert.Convert(cty.StringVal(raw), ty)
+	}
+	if d := pipeline.CheckNesting("--var "+v.Name, []byte(raw)); d.HasErrors() {
+		return cty.NilVal, diagsError(d)
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
 	if diags.HasErrors() {
@@ -609,4 +641,62 @@ func Suggest(given string, options []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+// checkTrialCount refuses, before expanding it, a matrix whose cells times
+// repetitions exceed maxTrials (include entries count as cells).
+func checkTrialCount(p *pipeline.Pipeline, axes []Axis, reps, maxTrials int) *hcl.Diagnostic {
+	cells := 1
+	for _, ax := range axes {
+		n := len(ax.Values)
+		if n > 0 && cells > maxTrials/n {
+			return tooManyTrials(p, -1, reps, maxTrials)
+		}
+		cells *= n
+	}
+	if reps > 0 && cells > maxTrials/reps {
+		return tooManyTrials(p, cells, reps, maxTrials)
+	}
+	return nil
+}
+
+func tooManyTrials(p *pipeline.Pipeline, cells, reps, maxTrials int) *hcl.Diagnostic {
+	what := "the matrix has more cells than that"
+	if cells >= 0 {
+		what = fmt.Sprintf("%d cells × %d repetitions = %d", cells, reps, cells*reps)
+	}
+	rng := p.Matrix.DeclRange
+	if rng.Filename == "" {
+		rng = p.DeclRange
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Too many trials",
+		Detail:  fmt.Sprintf("A plan has at most %d trials (matrix cells × repetitions); %s. Shrink the matrix, or raise the limit with --max-trials.", maxTrials, what),
+		Subject: rng.Ptr()}
+}
+
+// SensitiveValues lists the values of the pipeline's sensitive variables
+// (every string, number and bool inside them), for redaction.
+func (p *Plan) SensitiveValues() []string {
+	var out []string
+	var walk func(v cty.Value)
+	walk = func(v cty.Value) {
+		if v == cty.NilVal || v.IsNull() || !v.IsKnown() {
+			return
+		}
+		switch {
+		case v.Type().IsPrimitiveType():
+			out = append(out, ValueString(v))
+		case v.CanIterateElements():
+			for it := v.ElementIterator(); it.Next(); {
+				_, ev := it.Element()
+				walk(ev)
+			}
+		}
+	}
+	for _, v := range p.Pipeline.Variables {
+		if v.Sensitive {
+			walk(p.Vars[v.Name])
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"net/url"
 	"regexp"
@@ -55,8 +56,21 @@ func ParseSize(s string) (int64, error) {
 	if mult == 0 {
 		return 0, fmt.Errorf("%q has an unknown unit %q (use B, KiB, MiB, GiB, KB, MB, GB)", s, m[2])
 	}
-	return int64(n * mult), nil
+	// Checked before converting: a float beyond int64's range converts to
+	// an arbitrary (on amd64, negative) integer.
+	v := n * mult
+	if math.IsInf(v, 0) || math.IsNaN(v) || v > float64(MaxSize) {
+		return 0, fmt.Errorf("%q is larger than the largest size, %d bytes (1 TiB)", s, int64(MaxSize))
+	}
+	return int64(v), nil
 }
+
+// MaxSize is the largest size ParseSize accepts (1 TiB); every use has a
+// smaller limit of its own (random_bytes: MaxRandomBytes).
+const MaxSize = 1 << 40
+
+// MaxRandomBytes is the largest random_bytes file (1 GiB).
+const MaxRandomBytes = 1 << 30
 
 func seededBytes(name string, n int64) []byte {
 	h := fnv.New64a()
@@ -215,6 +229,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		}
 	case *pipeline.CollectConfig:
 		add(checkDuration(body, "interval", c.Interval))
+		add(checkCollectMachine(body, c))
 		for _, p := range c.Processes {
 			if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
 				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
@@ -342,29 +357,7 @@ func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
 	}
 	// Locals that use services may be used by steps, not by services or
 	// providers (which are evaluated before services exist).
-	usesService := map[string]bool{}
-	for changed := true; changed; {
-		changed = false
-		for _, l := range p.Locals {
-			for _, tr := range l.Expr.Variables() {
-				dep := false
-				switch tr.RootName() {
-				case "service":
-					dep = true
-				case "local":
-					if len(tr) > 1 {
-						if a, ok := tr[1].(hcl.TraverseAttr); ok && usesService[a.Name] {
-							dep = true
-						}
-					}
-				}
-				if dep && !usesService[l.Name] {
-					usesService[l.Name] = true
-					changed = true
-				}
-			}
-		}
-	}
+	usesService := ServiceLocals(p)
 	for _, l := range p.Locals {
 		for _, tr := range l.Expr.Variables() {
 			check(tr, false, "locals")
@@ -391,4 +384,33 @@ func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
 		early(pv.Config, "provider "+pv.Name)
 	}
 	return diags
+}
+
+// ServiceLocals reports the local values that depend on a service
+// (directly or through other locals).
+func ServiceLocals(p *pipeline.Pipeline) map[string]bool {
+	usesService := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, l := range p.Locals {
+			for _, tr := range l.Expr.Variables() {
+				dep := false
+				switch tr.RootName() {
+				case "service":
+					dep = true
+				case "local":
+					if len(tr) > 1 {
+						if a, ok := tr[1].(hcl.TraverseAttr); ok && usesService[a.Name] {
+							dep = true
+						}
+					}
+				}
+				if dep && !usesService[l.Name] {
+					usesService[l.Name] = true
+					changed = true
+				}
+			}
+		}
+	}
+	return usesService
 }

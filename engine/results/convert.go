@@ -336,3 +336,17 @@ func (h Histogram) Percentile(p float64) float64 {
 func sortStrings(s []string) { sort.Strings(s) }
 
 func joinComma(s []string) string { return strings.Join(s, ", ") }
+
+// fillExplanation copies a step's CPU budget, verdict and quiet check into
+// its trials row (all zero when the step had none).
+func fillExplanation(row *TrialRow, s *StepRecord) {
+	if b := s.CPU; b != nil {
+		row.CPUTotalPct, row.CPULoaderPct, row.CPUServicePct = b.TotalPct, b.LoaderPct, b.ServicePct
+		row.CPUInfraPct, row.CPUKernelPct, row.CPUOtherPct = b.InfraPct, b.KernelPct, b.OtherPct
+		row.CPUIdlePct, row.CPUStealPct, row.CPUUnattributedPct = b.IdlePct, b.StealPct, b.UnattributedPct
+	}
+	row.Verdict, row.VerdictEvidence = s.Verdict, s.VerdictEvidence
+	if q := s.Quiet; q != nil {
+		row.QuietWindowS, row.QuietPct, row.QuietTop, row.BusyStart = q.WindowS, q.OtherPct, q.Top, q.Busy
+	}
+}

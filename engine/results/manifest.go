@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,11 @@ func NewRunID(t time.Time) string {
 // trial. The JSON field names are part of the results contract
 // (docs/results.md).
 type Manifest struct {
+	// Private makes Create write the run folder 0700 and its files 0600
+	// (a pipeline with sensitive variables); not recorded. A resumed run
+	// keeps the mode of its folder.
+	Private bool `json:"-"`
+
 	SchemaVersion    string         `json:"schema_version"`
 	RunID            string         `json:"run_id"`
 	Pipeline         PipelineInfo   `json:"pipeline"`
@@ -244,7 +250,7 @@ func writeFileAtomic(path string, write func(f *os.File) error) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", path, err)
 	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
+	if err = os.Chmod(tmp, filePerm(dir)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
@@ -259,4 +265,31 @@ func syncDir(dir string) {
 		_ = d.Sync()
 		d.Close()
 	}
+}
+
+// filePerm is the mode of a results file written into dir: 0600 when the
+// run folder (dir, or the run folder a staging folder is in) is private
+// (0700), 0644 otherwise.
+func filePerm(dir string) os.FileMode {
+	if strings.HasPrefix(filepath.Base(dir), ".staging-") {
+		dir = filepath.Dir(dir)
+	}
+	if isPrivate(dir) {
+		return 0o600
+	}
+	return 0o644
+}
+
+// isPrivate reports whether dir is accessible to its owner only.
+func isPrivate(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.Mode().Perm()&0o077 == 0
+}
+
+// dirPerm is the mode of a folder made inside a run folder.
+func dirPerm(runDir string) os.FileMode {
+	if isPrivate(runDir) {
+		return 0o700
+	}
+	return 0o755
 }

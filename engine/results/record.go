@@ -67,6 +67,41 @@ type StepRecord struct {
 	Status string
 	Error  string
 	Result *load.Result // nil when the step failed before measuring
+	// CPU is where the machine's CPU went during the step, from the
+	// whole-machine accounting of a collect step that ran during it (nil
+	// when none did).
+	CPU *CPUBudget
+	// Verdict names what limited the step ("server-bound", …) and
+	// VerdictEvidence the numbers behind it; both empty without CPU.
+	Verdict         string
+	VerdictEvidence string
+	// Quiet is the machine quiet check taken just before the step's load
+	// (nil when none was taken).
+	Quiet *QuietCheck
+}
+
+// CPUBudget is where the machine's CPU went during one load, in percent
+// of one core (100 = one core busy), averaged over the load. The parts add
+// up to TotalPct (100 × the CPUs of the machine).
+type CPUBudget struct {
+	TotalPct        float64 // 100 × CPUs
+	LoaderPct       float64 // benchflow itself (the load generator)
+	ServicePct      float64 // the services' processes
+	InfraPct        float64 // container engines, proxies, agents, …
+	KernelPct       float64 // kernel threads, plus irq and softirq time
+	OtherPct        float64 // every other process
+	IdlePct         float64 // idle and iowait
+	StealPct        float64 // taken by the hypervisor
+	UnattributedPct float64 // busy time no sampled process accounts for (see docs/collect.md)
+}
+
+// QuietCheck is the CPU used by processes outside the run in a short
+// window before a load.
+type QuietCheck struct {
+	WindowS  float64 `json:"window_s"`      // seconds observed
+	OtherPct float64 `json:"other_pct"`     // CPU of processes outside the run, % of one core
+	Top      string  `json:"top,omitempty"` // the busiest of them ("go 85%"), when any
+	Busy     bool    `json:"busy"`          // OtherPct at or above the busy threshold
 }
 
 // ProcessSample is one sample of one process during a collect step.
@@ -75,7 +110,7 @@ type ProcessSample struct {
 	T                       float64 // seconds since the load started
 	Process                 string
 	PID                     int
-	Role                    string  // "service", "infra", "loader", "named"
+	Role                    string  // "service", "infra", "loader", "named", "kernel", "other"
 	CPUPct                  float64 // user+system, 100 = one core
 	UserPct                 float64
 	SystemPct               float64
@@ -83,6 +118,9 @@ type ProcessSample struct {
 	Threads                 int64
 	CtxSwitchesVoluntary    int64 // since the previous sample
 	CtxSwitchesNonvoluntary int64
+	// Container names the container the process runs in
+	// ("docker:0123456789ab"), "" on the host.
+	Container string
 }
 
 // SystemSample is one sample of /proc/stat (percent of all CPUs).

@@ -62,6 +62,23 @@ type TrialRow struct {
 	Error           string
 	ServiceVersions string // JSON object: service name -> version line
 
+	// Where the machine's CPU went (StepRecord.CPU), % of one core.
+	CPUTotalPct        float64
+	CPULoaderPct       float64
+	CPUServicePct      float64
+	CPUInfraPct        float64
+	CPUKernelPct       float64
+	CPUOtherPct        float64
+	CPUIdlePct         float64
+	CPUStealPct        float64
+	CPUUnattributedPct float64
+	Verdict            string
+	VerdictEvidence    string
+	// The quiet check before the load (StepRecord.Quiet).
+	QuietWindowS float64
+	QuietPct     float64
+	QuietTop     string
+	BusyStart    bool
 	// Steady is CheckSteady's verdict on the step's timeseries;
 	// SteadyReason says why not (or "not checked: …"). A row written
 	// before these columns existed reads as Steady false with no reason:
@@ -116,6 +133,7 @@ type ProcessRow struct {
 	Threads                 int64
 	CtxSwitchesVoluntary    int64
 	CtxSwitchesNonvoluntary int64
+	Container               string
 }
 
 // SystemRow is one /proc/stat sample (system.parquet).
@@ -349,6 +367,21 @@ var trialColumnsTail = []column[TrialRow]{
 	str("status", func(r *TrialRow) *string { return &r.Status }),
 	str("error", func(r *TrialRow) *string { return &r.Error }),
 	str("service_versions", func(r *TrialRow) *string { return &r.ServiceVersions }),
+	f64("cpu_total_pct", func(r *TrialRow) *float64 { return &r.CPUTotalPct }),
+	f64("cpu_loader_pct", func(r *TrialRow) *float64 { return &r.CPULoaderPct }),
+	f64("cpu_service_pct", func(r *TrialRow) *float64 { return &r.CPUServicePct }),
+	f64("cpu_infra_pct", func(r *TrialRow) *float64 { return &r.CPUInfraPct }),
+	f64("cpu_kernel_pct", func(r *TrialRow) *float64 { return &r.CPUKernelPct }),
+	f64("cpu_other_pct", func(r *TrialRow) *float64 { return &r.CPUOtherPct }),
+	f64("cpu_idle_pct", func(r *TrialRow) *float64 { return &r.CPUIdlePct }),
+	f64("cpu_steal_pct", func(r *TrialRow) *float64 { return &r.CPUStealPct }),
+	f64("cpu_unattributed_pct", func(r *TrialRow) *float64 { return &r.CPUUnattributedPct }),
+	str("verdict", func(r *TrialRow) *string { return &r.Verdict }),
+	str("verdict_evidence", func(r *TrialRow) *string { return &r.VerdictEvidence }),
+	f64("quiet_window_s", func(r *TrialRow) *float64 { return &r.QuietWindowS }),
+	f64("quiet_other_pct", func(r *TrialRow) *float64 { return &r.QuietPct }),
+	str("quiet_top", func(r *TrialRow) *string { return &r.QuietTop }),
+	boolean("busy_start", func(r *TrialRow) *bool { return &r.BusyStart }),
 	boolean("steady", func(r *TrialRow) *bool { return &r.Steady }),
 	str("steady_reason", func(r *TrialRow) *string { return &r.SteadyReason }),
 }
@@ -392,6 +425,7 @@ var processColumns = []column[ProcessRow]{
 	i64("threads", func(r *ProcessRow) *int64 { return &r.Threads }),
 	i64("ctx_switches_voluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesVoluntary }),
 	i64("ctx_switches_nonvoluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesNonvoluntary }),
+	str("container", func(r *ProcessRow) *string { return &r.Container }),
 }
 
 var systemColumns = []column[SystemRow]{

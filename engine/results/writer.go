@@ -195,7 +195,14 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating results folder: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	perm := os.FileMode(0o755)
+	if m.Private {
+		perm = 0o700
+	}
+	if err := os.Mkdir(dir, perm); err != nil {
+		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	if err := os.Chmod(dir, perm); err != nil { // whatever the umask
 		return nil, fmt.Errorf("creating run folder: %w", err)
 	}
 	m.SchemaVersion = SchemaVersion
@@ -248,7 +255,7 @@ func (w *Writer) SaveSources(files []SourceFile) error {
 			return fmt.Errorf("saving pipeline file %q: not a path inside the pipeline's folder", f.Path)
 		}
 		dst := filepath.Join(w.dir, SourcesDir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dst), dirPerm(w.dir)); err != nil {
 			return fmt.Errorf("saving pipeline file %s: %w", f.Path, err)
 		}
 		if err := writeFileAtomic(dst, func(out *os.File) error {
@@ -706,6 +713,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			row.Steady, row.SteadyReason = CheckSteady(ts)
 			d.timeseries = append(d.timeseries, ts...)
 		}
+		fillExplanation(&row, &s)
 		d.trials = append(d.trials, row)
 	}
 	for _, p := range rec.Processes {
@@ -713,6 +721,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			RunID: runID, TrialID: rec.TrialID, Step: p.Step, TS: p.T, Process: p.Process, PID: int64(p.PID),
 			Role: p.Role, CPUPct: p.CPUPct, UserPct: p.UserPct, SystemPct: p.SystemPct, RSSBytes: p.RSSBytes,
 			Threads: p.Threads, CtxSwitchesVoluntary: p.CtxSwitchesVoluntary, CtxSwitchesNonvoluntary: p.CtxSwitchesNonvoluntary,
+			Container: p.Container,
 		})
 	}
 	for _, s := range rec.System {

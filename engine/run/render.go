@@ -149,6 +149,14 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	var errs []error
 	total, kept := 0, 0
 	if len(o.Only) == 0 {
+		restored, err := restoreJournals()
+		for _, x := range restored {
+			fmt.Fprintf(w, "restored %s\n", x)
+		}
+		total += len(restored)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		dirs, err := gcTempDirs()
 		for _, d := range dirs {
 			fmt.Fprintf(w, "removed service folder: %s\n", d)

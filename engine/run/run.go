@@ -17,6 +17,7 @@ import (
 	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -126,6 +127,8 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		r.gc(ctx)
 	}
 
+	// Sensitive values never reach a record, a log line or the console.
+	redact.Default.Add(pl.SensitiveValues()...)
 	shaHex := PipelineSHA256(pl.Pipeline)
 	vars := RedactedVariables(pl)
 
@@ -164,6 +167,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Matrix:           matrixMap(pl),
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
+			Private:          privateResults(pl),
 			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
 		}
 		for _, a := range pl.Axes {
@@ -214,6 +218,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			next = pl.Trials[i+1]
 		}
 		rec := r.runTrial(ctx, t, next)
+		redactRecord(rec)
 		if err := w.CommitTrial(rec); err != nil {
 			// Results that cannot be written (a full disk, say) make
 			// further trials pointless: stop here.
@@ -266,6 +271,13 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 // gc removes leftovers of crashed runs for the provider types this pipeline
 // uses, and service folders of killed runs.
 func (r *Runner) gc(ctx context.Context) {
+	restored, err := restoreJournals()
+	for _, x := range restored {
+		r.rep.Warnf("restored what a killed run changed: %s", x)
+	}
+	if err != nil {
+		r.rep.Warnf("restoring what killed runs changed: %v", err)
+	}
 	dirs, err := gcTempDirs()
 	if err != nil {
 		r.rep.Warnf("removing service folders of earlier runs: %v", err)

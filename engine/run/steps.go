@@ -21,6 +21,7 @@ import (
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/tune"
 	"github.com/benchflow/benchflow/providers"
@@ -342,7 +343,7 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	setProcessGroup(cmd)
-	if err := os.MkdirAll(tr.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
 		return err
 	}
 	logPath := filepath.Join(tr.logDir, "exec-"+name+".log")
@@ -352,8 +353,9 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 	}
 	defer f.Close()
 	var tail tailBuffer
-	cmd.Stdout = io.MultiWriter(f, &tail)
-	cmd.Stderr = io.MultiWriter(f, &tail)
+	out := redact.Default.Writer(io.MultiWriter(f, &tail))
+	cmd.Stdout = out
+	cmd.Stderr = out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("running %q: %w; last output:\n%s", strings.Join(c.Command, " "), err, tail.String())
 	}
@@ -423,23 +425,16 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		s    *collect.Sampler
 	}
 	var samplers []running
+	machine := false // a sampler with machine accounting started
 	for _, cn := range collects {
 		cfg, d := tr.te.Step(cn.Step)
 		if d.HasErrors() {
 			return fmt.Errorf("collect %s: %w", cn.Step.Name, diagErr(d))
 		}
 		cc := cfg.(*pipeline.CollectConfig)
-		interval := time.Second
-		if cc.Interval != "" {
-			interval, _ = plan.ParseDuration(cc.Interval)
-		}
-		services := cc.Services
-		s, err := collect.Start(ctx, collect.Config{
-			Step: cn.Step.Name, Interval: interval, Names: cc.Processes, Loader: cc.Loader,
-			System:  cc.System == nil || *cc.System,
-			Network: cc.Network == nil || *cc.Network,
-			Procs:   func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, services) },
-		})
+		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)
+		machine = machine || ccfg.Machine
+		s, err := collect.Start(ctx, ccfg)
 		if err != nil {
 			for _, r := range samplers {
 				r.s.Stop()
@@ -468,8 +463,12 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			}
 		}
 	}
+	var ex *collect.Explanation
 	for _, r := range samplers {
 		ps, sys, nets := r.s.Stop()
+		if ex == nil {
+			ex = r.s.Explain()
+		}
 		tr.mu.Lock()
 		tr.rec.Processes = append(tr.rec.Processes, ps...)
 		tr.rec.System = append(tr.rec.System, sys...)
@@ -480,6 +479,8 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		}
 	}
 	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res}
+	explainStep(&step, ex, res)
+	tr.logExplanation(&step)
 	if lerr != nil {
 		step.Status = results.StatusFailed
 		step.Error = lerr.Error()

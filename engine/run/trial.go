@@ -292,7 +292,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 			tr.rec.ServiceVersions[s.Name] = v
 		}
 	}
-	if err := os.MkdirAll(tr.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
 		return fmt.Errorf("creating the log folder: %w", err)
 	}
 	tr.r.rep.Logf("trial %s: provisioning %s with %s", tr.trial.ID, s.Name, name)
@@ -358,7 +358,6 @@ func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Prov
 		listen[pc.Name] = lp
 		ports = append(ports, port)
 	}
-	_ = os.Chmod(hostDir, 0o755)
 	selfDir := hostDir
 	if sd, ok := prov.(providers.ServiceDirer); ok {
 		selfDir = sd.ServiceDir(s.Name)
@@ -372,6 +371,7 @@ func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Prov
 		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
 		Dir: hostDir, Ports: ports, Replicas: scfg.Replicas,
 	}
+	private := false
 	for i := range scfg.Files {
 		fc := &scfg.Files[i]
 		b, err := te.RenderFile(fc, self)
@@ -384,11 +384,21 @@ func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Prov
 				mode = uint32(m)
 			}
 		}
+		if holdsSecret(te.Plan(), b) {
+			// Only the owner may read a file holding a sensitive value
+			// (and the folder stays 0700, as MkdirTemp made it).
+			mode &^= 0o077
+			private = true
+		}
 		hp := filepath.Join(hostDir, fc.Name)
 		if err := os.WriteFile(hp, b, os.FileMode(mode)); err != nil {
 			return nil, nil, fmt.Errorf("writing file %q of service %q: %w", fc.Name, s.Name, err)
 		}
 		spec.Files = append(spec.Files, providers.File{Name: fc.Name, HostPath: hp, Mount: fc.Mount, Mode: mode})
+	}
+	if !private {
+		// Containers may run as another user: the folder is readable.
+		_ = os.Chmod(hostDir, 0o755)
 	}
 	spec.Health = healthSpec(scfg.Health, ports)
 	return spec, scfg, nil

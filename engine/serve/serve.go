@@ -49,6 +49,12 @@ type Config struct {
 	Size int64
 	// Delay is waited before answering each request.
 	Delay time.Duration
+	// Workers, with Delay, makes the server a queue with a known capacity:
+	// at most Workers requests are served at once, each occupies its
+	// worker for exactly Delay (scheduled on absolute times, so timer
+	// overshoot does not accumulate), and the others wait in line. Its
+	// capacity is Workers/Delay requests per second. 0 means unlimited.
+	Workers int
 	// Stall and StallEvery make the server stall every request that
 	// arrives during the last Stall of each StallEvery period (counted
 	// from start) until that period ends: a server that freezes for
@@ -76,6 +82,7 @@ type handler struct {
 	files    map[string]*file
 	fallback http.Handler
 	delay    time.Duration
+	workers  chan *worker // nil: no queue
 	stall    time.Duration
 	every    time.Duration
 	start    time.Time
@@ -119,6 +126,10 @@ func newHandler(cfg Config, stopping <-chan struct{}) (*handler, error) {
 		return nil, fmt.Errorf("size %d: want 0 to %d bytes", cfg.Size, MaxSize)
 	case cfg.Delay < 0:
 		return nil, fmt.Errorf("delay %s: must not be negative", cfg.Delay)
+	case cfg.Workers < 0 || cfg.Workers > 1<<16:
+		return nil, fmt.Errorf("workers %d: want 0 (unlimited) to %d", cfg.Workers, 1<<16)
+	case cfg.Workers > 0 && cfg.Delay == 0:
+		return nil, fmt.Errorf("workers %d: needs a service time (Delay, --delay)", cfg.Workers)
 	case cfg.Stall < 0 || cfg.StallEvery < 0:
 		return nil, fmt.Errorf("stall %s every %s: must not be negative", cfg.Stall, cfg.StallEvery)
 	case cfg.Stall > 0 && cfg.StallEvery == 0:
@@ -127,6 +138,12 @@ func newHandler(cfg Config, stopping <-chan struct{}) (*handler, error) {
 		return nil, fmt.Errorf("stall every %s: needs a stall duration (Stall, --stall)", cfg.StallEvery)
 	case cfg.Stall > 0 && cfg.Stall >= cfg.StallEvery:
 		return nil, fmt.Errorf("stall %s every %s: the stall must be shorter than the period", cfg.Stall, cfg.StallEvery)
+	}
+	if cfg.Workers > 0 {
+		h.workers = make(chan *worker, cfg.Workers)
+		for range cfg.Workers {
+			h.workers <- &worker{}
+		}
 	}
 	h.noBody = h.status == http.StatusNoContent || h.status == http.StatusNotModified
 	h.sizeLen = []string{strconv.FormatInt(cfg.Size, 10)}
@@ -194,7 +211,13 @@ func (h *handler) loadDir(dir string) error {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.delay > 0 || h.every > 0 {
+	if h.workers != nil {
+		if !h.serveQueued(r.Context()) {
+			w.Header()["Connection"] = closeValue
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+	} else if h.delay > 0 || h.every > 0 {
 		if !h.pause(r.Context()) {
 			w.Header()["Connection"] = closeValue
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
@@ -269,6 +292,45 @@ func (h *handler) pause(ctx context.Context) bool {
 		return true
 	}
 	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-h.stopping:
+		return false
+	}
+}
+
+// worker is one server of the Workers queue.
+type worker struct {
+	busyUntil time.Time // when its last request's service ends
+}
+
+// serveQueued waits for a free worker and occupies it for the service time,
+// counted from when the worker became free (or from now, if it was idle),
+// so a busy worker finishes exactly Workers/Delay requests a second
+// whatever the timers' overshoot. It reports false when the request or the
+// server ended first.
+func (h *handler) serveQueued(ctx context.Context) bool {
+	var wk *worker
+	select {
+	case wk = <-h.workers:
+	case <-ctx.Done():
+		return false
+	case <-h.stopping:
+		return false
+	}
+	now := time.Now()
+	end := wk.busyUntil
+	if end.Before(now) {
+		end = now
+	}
+	end = end.Add(h.wait(now)) // the service time, and a stall window's rest
+	wk.busyUntil = end
+	defer func() { h.workers <- wk }()
+	t := time.NewTimer(time.Until(end))
 	defer t.Stop()
 	select {
 	case <-t.C:

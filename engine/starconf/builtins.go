@@ -308,7 +308,11 @@ func (b *builder) variableFn(thread *starlark.Thread, fn *starlark.Builtin, args
 				b.errorf(valRng, "Invalid type constraint", "type must be a string such as \"number\" or \"list(string)\", not %s.", kv[1].Type())
 				continue
 			}
-			e, d := hclsyntax.ParseExpression([]byte(ts), s.src.name, s.innerStart(key))
+			d := pipeline.CheckExpressionNesting(s.src.name, []byte(ts), s.innerStart(key))
+			var e hclsyntax.Expression
+			if !d.HasErrors() {
+				e, d = hclsyntax.ParseExpression([]byte(ts), s.src.name, s.innerStart(key))
+			}
 			if d.HasErrors() {
 				b.diags = append(b.diags, d...)
 				continue
@@ -377,7 +381,11 @@ func (b *builder) validations(s site, body *hclsyntax.Body, v starlark.Value, na
 			}
 			var e hclsyntax.Expression
 			if cs, isStr := kv[1].(starlark.String); isStr && k == "condition" {
-				ce, dg := hclsyntax.ParseExpression([]byte(cs), s.src.name, start)
+				dg := pipeline.CheckExpressionNesting(s.src.name, []byte(cs), start)
+				var ce hclsyntax.Expression
+				if !dg.HasErrors() {
+					ce, dg = hclsyntax.ParseExpression([]byte(cs), s.src.name, start)
+				}
 				if dg.HasErrors() {
 					b.diags = append(b.diags, dg...)
 					continue
@@ -587,7 +595,11 @@ func (b *builder) hclFn(thread *starlark.Thread, fn *starlark.Builtin, args star
 		return nil, err
 	}
 	s := b.site(thread)
-	e, d := hclsyntax.ParseExpression([]byte(src), s.src.name, s.argStart(0))
+	d := pipeline.CheckExpressionNesting(s.src.name, []byte(src), s.argStart(0))
+	var e hclsyntax.Expression
+	if !d.HasErrors() {
+		e, d = hclsyntax.ParseExpression([]byte(src), s.src.name, s.argStart(0))
+	}
 	if d.HasErrors() {
 		// Reported where HCL found the problem, inside the string; the
 		// file keeps running so that later mistakes are reported too.

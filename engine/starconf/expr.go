@@ -13,6 +13,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 // exprKind tells what an Expr stands for.
@@ -243,7 +245,11 @@ func (c converter) str(s, what string) (hclsyntax.Expression, error) {
 	if !strings.Contains(s, "${") && !strings.Contains(s, "%{") {
 		return c.lit(cty.StringVal(s)), nil
 	}
-	e, diags := hclsyntax.ParseTemplate([]byte(s), c.rng.Filename, c.rng.Start)
+	diags := pipeline.CheckTemplateNesting(c.rng.Filename, []byte(s), c.rng.Start)
+	var e hclsyntax.Expression
+	if !diags.HasErrors() {
+		e, diags = hclsyntax.ParseTemplate([]byte(s), c.rng.Filename, c.rng.Start)
+	}
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: invalid template %q: %s", what, s, diags[0].Summary+": "+diags[0].Detail)
 	}

@@ -133,6 +133,9 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 	var exec func(fsName, shown string, src []byte) (starlark.StringDict, error)
 	exec = func(fsName, shown string, src []byte) (starlark.StringDict, error) {
 		b.sources[shown] = newSource(shown, src, nil)
+		if err := checkSource(shown, src); err != nil {
+			return nil, err
+		}
 		f, err := FileOptions.Parse(shown, renameLoadAttr(src), 0)
 		if err != nil {
 			return nil, err
@@ -255,6 +258,10 @@ func loadPath(fsys fs.FS, from, modName string) (string, error) {
 
 // errDiags turns a Starlark error into located diagnostics.
 func (b *builder) errDiags(err error, start *hcl.Range) hcl.Diagnostics {
+	var lim *limitError
+	if errors.As(err, &lim) {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: lim.summary, Detail: lim.msg + ".", Subject: b.posRange(lim.pos, start)}}
+	}
 	var serr syntax.Error
 	if errors.As(err, &serr) {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Starlark syntax error",

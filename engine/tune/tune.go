@@ -343,10 +343,21 @@ func applySysctl(u *Undo, key, value string) error {
 	if old == want {
 		return nil // nothing to change, nothing to undo
 	}
-	if err := writeSysctl(p, want); err != nil {
+	// Journaled before it changes, so that gc can restore it after a
+	// SIGKILL.
+	if err := journalChange(p, old); err != nil {
 		return &SettingError{Setting: setting, Err: err}
 	}
-	restore := func() error { return writeSysctl(p, old) }
+	if err := writeSysctl(p, want); err != nil {
+		_ = journalRestored(p)
+		return &SettingError{Setting: setting, Err: err}
+	}
+	restore := func() error {
+		if err := writeSysctl(p, old); err != nil {
+			return err
+		}
+		return journalRestored(p)
+	}
 	got, err := os.ReadFile(p)
 	if err != nil || normalize(string(got)) != want {
 		rerr := restore()

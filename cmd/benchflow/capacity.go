@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// findMaxFlags are the flags of `benchflow load --find-max`.
+type findMaxFlags struct {
+	on            bool
+	slo           string
+	start, max    float64
+	probe, settle string
+	precision     string
+	maxProbes     int
+}
+
+func (f *findMaxFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.on, "find-max", false, "search for the highest rate (open loop) that meets --slo, instead of one load")
+	fs.StringVar(&f.slo, "slo", "p99<10ms,errors<0.1%", "with --find-max: the objective each probe must meet (`TERMS`: p50/p90/p99/p99.9<DUR, errors<PCT)")
+	fs.Float64Var(&f.start, "start-rate", 100, "with --find-max: the first probe's `RATE` (req/s); rates double from it")
+	fs.Float64Var(&f.max, "max-rate", 1e7, "with --find-max: never probe above `RATE` req/s")
+	fs.StringVar(&f.probe, "probe", "5s", "with --find-max: how long each probe runs (`DUR`, its first second not judged)")
+	fs.StringVar(&f.precision, "precision", "2%", "with --find-max: stop when the last pass and the first failure are this close (`PCT`)")
+	fs.IntVar(&f.maxProbes, "max-probes", 30, "with --find-max: give up after `N` probes")
+}
+
+// options checks the flags and builds the search; opts is the validated
+// load template.
+func (f *findMaxFlags) options(cmd *cobra.Command, opts load.Options) (load.SearchOptions, error) {
+	so := load.SearchOptions{Load: opts, Start: f.start, Max: f.max, MaxProbes: f.maxProbes}
+	var err error
+	if so.SLO, err = load.ParseSLO(f.slo); err != nil {
+		return so, fmt.Errorf("--slo: %w", err)
+	}
+	if so.Probe, err = pipeline.ParseDuration(f.probe); err != nil {
+		return so, fmt.Errorf("--probe: %w", err)
+	}
+	p, err := strconv.ParseFloat(strings.TrimSuffix(f.precision, "%"), 64)
+	if err != nil || p <= 0 || p >= 100 {
+		return so, fmt.Errorf("--precision %q: want a percentage between 0 and 100, e.g. 2%%", f.precision)
+	}
+	so.Precision = p / 100
+	for _, name := range []string{"rate", "requests"} {
+		if cmd.Flags().Changed(name) {
+			return so, fmt.Errorf("--find-max sets the rate and length of each probe itself: drop --%s", name)
+		}
+	}
+	if cmd.Flags().Changed("duration") {
+		return so, fmt.Errorf("--find-max: use --probe for each probe's length, not -d")
+	}
+	switch {
+	case so.Start <= 0 || so.Max < so.Start:
+		return so, fmt.Errorf("--start-rate %g and --max-rate %g: want 0 < start <= max", so.Start, so.Max)
+	case so.Probe < 2*time.Second:
+		return so, fmt.Errorf("--probe %s: want at least 2s (the first second of each probe settles)", f.probe)
+	case so.MaxProbes < 2:
+		return so, fmt.Errorf("--max-probes %d: want at least 2", so.MaxProbes)
+	}
+	return so, nil
+}
+
+// runFindMax runs the search and prints every probe and the verdict.
+func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut bool) error {
+	so, err := f.options(cmd, opts)
+	if err != nil {
+		return err
+	}
+	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	if !jsonOut {
+		fmt.Fprintf(stdout, "Searching the highest rate under %s: %d connections, %d threads, %s probes, from %.0f req/s\n",
+			so.SLO, opts.Connections, opts.Threads, so.Probe, so.Start)
+	}
+	so.OnProbe = func(p load.Probe) {
+		if !jsonOut && isTerminal(stderr) {
+			fmt.Fprintf(stderr, "  probe %8.0f req/s: %s\n", p.Rate, probeLine(p))
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := load.FindMax(ctx, so)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return writeCapacityJSON(stdout, c)
+	}
+	writeProbes(stdout, c)
+	fmt.Fprintf(stdout, "Capacity: %s\n", c.Verdict())
+	if c.Limit == "none" {
+		return &exitError{code: 1, err: fmt.Errorf("no probed rate met %s", c.SLO)}
+	}
+	return nil
+}
+
+func probeLine(p load.Probe) string {
+	verdict := "pass"
+	if !p.Pass {
+		verdict = "FAIL " + p.Reason
+	}
+	return fmt.Sprintf("achieved %.0f, p50 %s, p99 %s, errors %d  %s", p.Achieved, us(p.P50), us(p.P99), p.Errors, verdict)
+}
+
+func us(v float64) time.Duration {
+	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond)
+}
+
+func writeProbes(w io.Writer, c *load.Capacity) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rate\tachieved\tp50\tp99\tp99.9\terrors\tloader cpu\tverdict\t")
+	for _, p := range c.Probes {
+		v := "pass"
+		if !p.Pass {
+			v = "fail"
+			if p.GeneratorLimited {
+				v = "generator"
+			}
+		}
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%s\t%s\t%s\t%d\t%.0f%%\t%s\t\n", p.Rate, p.Achieved, us(p.P50), us(p.P99), us(p.P999), p.Errors, p.LoaderCPU*100, v)
+	}
+	tw.Flush()
+}
+
+type probeJSON struct {
+	Rate             float64 `json:"rate"`
+	Achieved         float64 `json:"achieved_rps"`
+	Requests         int64   `json:"requests"`
+	Errors           int64   `json:"errors"`
+	P50              float64 `json:"latency_p50_us"`
+	P99              float64 `json:"latency_p99_us"`
+	P999             float64 `json:"latency_p999_us"`
+	UncorrectedP99   float64 `json:"uncorrected_p99_us"`
+	MeanBehindUS     float64 `json:"mean_behind_us"`
+	LoaderCPU        float64 `json:"loader_cpu"`
+	Pass             bool    `json:"pass"`
+	GeneratorLimited bool    `json:"generator_limited"`
+	Reason           string  `json:"reason,omitempty"`
+}
+
+func writeCapacityJSON(w io.Writer, c *load.Capacity) error {
+	out := struct {
+		SLO      string      `json:"slo"`
+		Capacity float64     `json:"capacity_rps"`
+		Upper    float64     `json:"first_failing_rps"`
+		Limit    string      `json:"limit"`
+		Verdict  string      `json:"verdict"`
+		Probes   []probeJSON `json:"probes"`
+	}{SLO: c.SLO.String(), Capacity: c.Rate, Upper: c.Upper, Limit: c.Limit, Verdict: c.Verdict()}
+	for _, p := range c.Probes {
+		out.Probes = append(out.Probes, probeJSON{p.Rate, p.Achieved, p.Requests, p.Errors, p.P50, p.P99, p.P999, p.UncorrectedP99,
+			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Pass, p.GeneratorLimited, p.Reason})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

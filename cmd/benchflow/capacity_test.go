@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestFindMaxBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--find-max", "--slo", "p99<soon", "http://127.0.0.1:1/"}, "--slo: SLO term"},
+		{[]string{"--find-max", "--slo", "", "http://127.0.0.1:1/"}, "empty SLO"},
+		{[]string{"--find-max", "-R", "100", "http://127.0.0.1:1/"}, "drop --rate"},
+		{[]string{"--find-max", "-d", "5s", "http://127.0.0.1:1/"}, "use --probe"},
+		{[]string{"--find-max", "--probe", "1s", "http://127.0.0.1:1/"}, "at least 2s"},
+		{[]string{"--find-max", "--precision", "0%", "http://127.0.0.1:1/"}, "--precision"},
+		{[]string{"--find-max", "--start-rate", "10", "--max-rate", "5", "http://127.0.0.1:1/"}, "want 0 < start <= max"},
+	} {
+		out, errOut, code := runLoad(t, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("load %v: exit %d, stderr %q, want it to mention %q (stdout %q)", tc.args, code, errOut, tc.want, out)
+		}
+	}
+}
+
+// TestFindMaxJSON runs a short search (2 probes) and checks the JSON has
+// every probe with its measurements and a verdict consistent with them.
+func TestFindMaxJSON(t *testing.T) {
+	srv, hits := helloServer(t)
+	out, errOut, code := runLoad(t, "--find-max", "--json", "--slo", "p99<1s,errors<1%", "--start-rate", "50",
+		"--probe", "2s", "--max-probes", "2", "-c", "4", "-t", "1", srv.URL+"/")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		SLO      string  `json:"slo"`
+		Capacity float64 `json:"capacity_rps"`
+		Limit    string  `json:"limit"`
+		Verdict  string  `json:"verdict"`
+		Probes   []struct {
+			Rate     float64 `json:"rate"`
+			Achieved float64 `json:"achieved_rps"`
+			Requests int64   `json:"requests"`
+			P99      float64 `json:"latency_p99_us"`
+			Pass     bool    `json:"pass"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if got.SLO != "p99<1s,errors<1%" || len(got.Probes) != 2 || got.Verdict == "" {
+		t.Fatalf("got %+v", got)
+	}
+	if got.Probes[0].Rate != 50 || got.Probes[1].Rate != 100 {
+		t.Errorf("probe rates %v, %v: want 50 then 100 (doubling)", got.Probes[0].Rate, got.Probes[1].Rate)
+	}
+	for _, p := range got.Probes {
+		if p.Requests == 0 || p.P99 <= 0 {
+			t.Errorf("probe %+v measured nothing", p)
+		}
+	}
+	if got.Limit != "probes" && got.Limit != "generator" && got.Limit != "server" {
+		t.Errorf("limit %q after 2 probes of an easy target", got.Limit)
+	}
+	if got.Probes[0].Pass && got.Capacity < 50 {
+		t.Errorf("capacity %v below a passing probe", got.Capacity)
+	}
+	// 2 s at 50 req/s and 2 s at 100: about 300 requests reached the server.
+	if n := hits.Load(); n < 150 || n > 400 {
+		t.Errorf("server saw %d requests, want about 300", n)
+	}
+}

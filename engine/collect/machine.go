@@ -1,0 +1,581 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// machine is the state of the whole-machine accounting: every pid of
+// /proc is read at every pass; CPU ticks are added up per budget role, and
+// the per-pass deltas of the processes no one named are kept until Stop
+// decides which ones crossed the threshold.
+type machine struct {
+	threshold float64
+	infra     *infraMatcher
+	ncpu      int
+
+	passT     []float64 // t_s of each pass; pass 0 is the baseline
+	upTicks   uint64    // uptime at the previous pass, clock ticks
+	procs     map[int]*machProc
+	gone      []*machProc // exited processes that used CPU
+	roleTicks map[string]uint64
+	cpuFirst  cpuTimes
+	cpuLast   cpuTimes
+	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
+
+	quiet    *results.QuietCheck
+	budget   *results.CPUBudget
+	procsCPU []ProcCPU
+	finished bool
+}
+
+// machProc is one process seen by the machine accounting.
+type machProc struct {
+	pid       int
+	starttime uint64
+	comm      string
+	ppid      int
+	kthread   bool
+	utime     uint64
+	stime     uint64
+	rss       int64
+	threads   int64
+	born      int    // first pass with a delta (the sighting pass when born after the previous one)
+	last      int    // last pass seen
+	total     uint64 // ticks counted while no provider reported it and no name matched it
+	container string
+	cgDone    bool
+	samples   []machSample
+}
+
+// machSample is the state of a machProc at one pass; passes without a
+// sample repeat the previous one's rss, threads and targeted with 0 CPU.
+type machSample struct {
+	pass     int32
+	du, ds   uint32
+	threads  int32
+	targeted bool
+	rss      int64
+}
+
+// threadAcc follows the threads of one process: ticks at first and last
+// sighting per thread id.
+type threadAcc struct {
+	starttime uint64
+	first     map[int]uint64
+	last      map[int]uint64
+	tasks     []string
+}
+
+func newMachine(cfg Config) (*machine, error) {
+	th := cfg.Threshold
+	if th == 0 {
+		th = DefaultThreshold
+	}
+	if th < 0 || math.IsNaN(th) {
+		return nil, fmt.Errorf("threshold %v is negative", cfg.Threshold)
+	}
+	if cfg.BusyThreshold < 0 {
+		return nil, fmt.Errorf("busy threshold %v is negative", cfg.BusyThreshold)
+	}
+	var r reader
+	b, err := r.read(filepath.Join(procRoot, "stat"))
+	if err != nil {
+		return nil, err
+	}
+	n := countCPUs(b)
+	if n == 0 {
+		return nil, errors.New("no cpuN line in /proc/stat")
+	}
+	return &machine{
+		threshold: th, infra: newInfraMatcher(cfg.InfraNames), ncpu: n,
+		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{},
+	}, nil
+}
+
+// uptimeTicks reads /proc/uptime in clock ticks.
+func (s *Sampler) uptimeTicks() uint64 {
+	b, err := s.rd.read(filepath.Join(procRoot, "uptime"))
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(f[0]), 64)
+	if err != nil {
+		return 0
+	}
+	return uint64(v * clockTicks)
+}
+
+// classify gives a process no provider reported its role.
+func (s *Sampler) classify(pid int, kthread bool, comm string) string {
+	switch {
+	case pid == s.self:
+		return RoleLoader
+	case kthread:
+		return RoleKernel
+	case s.m.infra.match(comm):
+		return RoleInfra
+	}
+	return RoleOther
+}
+
+// budgetRole maps a row role to the budget part it counts in: a process
+// matched by name counts as infrastructure when its name is on the
+// infrastructure list, as kernel for a kernel thread, else as service.
+func (s *Sampler) budgetRole(pid int, tg target, targeted, kthread bool, comm string) string {
+	if !targeted {
+		return s.classify(pid, kthread, comm)
+	}
+	switch tg.role {
+	case RoleService, RoleInfra, RoleLoader:
+		return tg.role
+	}
+	if r := s.classify(pid, kthread, comm); r != RoleOther {
+		return r
+	}
+	return RoleService
+}
+
+// sampleMachine reads every process of s.ents.
+func (s *Sampler) sampleMachine(tsec float64, first bool) {
+	m := s.m
+	pass := len(m.passT)
+	m.passT = append(m.passT, tsec)
+	up := s.uptimeTicks()
+	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
+	m.upTicks = up
+	for _, ent := range s.ents {
+		if ent == "" || ent[0] < '0' || ent[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(ent)
+		if err != nil {
+			continue
+		}
+		b, err := s.rd.read(filepath.Join(procRoot, ent, "stat"))
+		if err != nil {
+			continue
+		}
+		st, err := parseStat(b)
+		if err != nil {
+			continue
+		}
+		mp := m.procs[pid]
+		if mp != nil && mp.starttime != st.starttime {
+			m.retire(mp)
+			mp = nil
+		}
+		var du, ds uint64
+		if mp == nil {
+			mp = &machProc{pid: pid, starttime: st.starttime, comm: st.comm, ppid: st.ppid,
+				kthread: isKernelThread(pid, st), born: pass + 1}
+			m.procs[pid] = mp
+			if !first && bornAfter > 0 && st.starttime >= bornAfter {
+				du, ds = st.utime, st.stime
+				mp.born = pass
+			}
+		} else {
+			du, ds = delta(st.utime, mp.utime), delta(st.stime, mp.stime)
+		}
+		mp.utime, mp.stime, mp.last = st.utime, st.stime, pass
+		if first {
+			mp.rss, mp.threads = st.rssPages*pageSize, st.threads
+			continue
+		}
+		tg, targeted := s.tgt[pid]
+		m.roleTicks[s.budgetRole(pid, tg, targeted, mp.kthread, st.comm)] += du + ds
+		rss := st.rssPages * pageSize
+		prevTargeted := len(mp.samples) > 0 && mp.samples[len(mp.samples)-1].targeted
+		if du+ds > 0 || rss != mp.rss || st.threads != mp.threads || len(mp.samples) == 0 || targeted != prevTargeted {
+			mp.samples = append(mp.samples, machSample{pass: int32(pass), du: uint32(du), ds: uint32(ds),
+				threads: int32(st.threads), targeted: targeted, rss: rss})
+		}
+		mp.rss, mp.threads = rss, st.threads
+		if !targeted {
+			mp.total += du + ds
+			if du+ds > 0 && !mp.cgDone {
+				mp.cgDone = true
+				if b, err := s.rd.read(filepath.Join(procRoot, ent, "cgroup")); err == nil {
+					mp.container = containerOf(b)
+				}
+			}
+		}
+	}
+	for pid, mp := range m.procs {
+		if mp.last != pass {
+			delete(m.procs, pid)
+			m.retire(mp)
+		}
+	}
+}
+
+// retire keeps an exited process if it used CPU while untargeted.
+func (m *machine) retire(mp *machProc) {
+	if mp.total > 0 {
+		m.gone = append(m.gone, mp)
+	}
+}
+
+// cpuAt records /proc/stat at a pass.
+func (m *machine) cpuAt(c cpuTimes, first bool) {
+	if first {
+		m.cpuFirst = c
+	}
+	m.cpuLast = c
+}
+
+// sampleThreads records the CPU ticks of each thread of a service or
+// loader process, for the hottest thread of the verdict.
+func (s *Sampler) sampleThreads(pid int, st procStat) {
+	acc := s.m.threads[pid]
+	if acc == nil || acc.starttime != st.starttime {
+		acc = &threadAcc{starttime: st.starttime, first: map[int]uint64{}, last: map[int]uint64{}}
+		s.m.threads[pid] = acc
+	}
+	if st.threads <= 1 {
+		t := st.utime + st.stime
+		if _, ok := acc.first[pid]; !ok {
+			acc.first[pid] = t
+		}
+		acc.last[pid] = t
+		return
+	}
+	dir := pidPath(pid, "task")
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	acc.tasks, _ = f.Readdirnames(-1)
+	f.Close()
+	for _, e := range acc.tasks {
+		tid, err := strconv.Atoi(e)
+		if err != nil {
+			continue
+		}
+		b, err := s.rd.read(dir + "/" + e + "/stat")
+		if err != nil {
+			continue
+		}
+		ts, err := parseStat(b)
+		if err != nil {
+			continue
+		}
+		t := ts.utime + ts.stime
+		if _, ok := acc.first[tid]; !ok {
+			acc.first[tid] = t
+		}
+		acc.last[tid] = t
+	}
+}
+
+// window is the seconds from the baseline pass to the last one.
+func (m *machine) window() float64 {
+	if len(m.passT) < 2 {
+		return 0
+	}
+	return m.passT[len(m.passT)-1] - m.passT[0]
+}
+
+// finishMachine runs once after the last pass: it adds the rows of the
+// processes above the threshold, computes the budget and the per-process
+// averages. Called with s.mu held.
+func (s *Sampler) finishMachine() {
+	m := s.m
+	if m.finished {
+		return
+	}
+	m.finished = true
+	w := m.window()
+	if w <= 0 {
+		return
+	}
+	minTicks := m.threshold / 100 * w * clockTicks
+	all := append([]*machProc(nil), m.gone...)
+	for _, mp := range m.procs {
+		all = append(all, mp)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].pid < all[j].pid })
+	for _, mp := range all {
+		if mp.total == 0 || float64(mp.total) < minTicks {
+			continue
+		}
+		s.ps = append(s.ps, s.machineRows(mp)...)
+	}
+	sort.SliceStable(s.ps, func(i, j int) bool { return s.ps[i].T < s.ps[j].T })
+
+	// The budget: /proc/stat over the window, processes per role.
+	d := cpuTimes{
+		user: delta(m.cpuLast.user, m.cpuFirst.user), nice: delta(m.cpuLast.nice, m.cpuFirst.nice),
+		system: delta(m.cpuLast.system, m.cpuFirst.system), idle: delta(m.cpuLast.idle, m.cpuFirst.idle),
+		iowait: delta(m.cpuLast.iowait, m.cpuFirst.iowait), irq: delta(m.cpuLast.irq, m.cpuFirst.irq),
+		softirq: delta(m.cpuLast.softirq, m.cpuFirst.softirq), steal: delta(m.cpuLast.steal, m.cpuFirst.steal),
+	}
+	tot := float64(d.total())
+	if tot > 0 {
+		p := func(v uint64) float64 { return float64(v) / tot * 100 }
+		split := results.SystemSample{UserPct: p(d.user), NicePct: p(d.nice), SystemPct: p(d.system), IdlePct: p(d.idle),
+			IOWaitPct: p(d.iowait), IRQPct: p(d.irq), SoftIRQPct: p(d.softirq), StealPct: p(d.steal)}
+		roles := map[string]float64{}
+		for r, t := range m.roleTicks {
+			roles[r] = float64(t) / clockTicks / w * 100
+		}
+		b := BudgetFrom(m.ncpu, split, roles)
+		m.budget = &b
+	}
+	m.procsCPU = s.procAverages(w)
+}
+
+// machineRows turns a kept process's samples into rows.
+func (s *Sampler) machineRows(mp *machProc) []results.ProcessSample {
+	m := s.m
+	name := mp.comm
+	role := s.classify(mp.pid, mp.kthread, mp.comm)
+	if role == RoleLoader {
+		name = LoaderName
+	}
+	var out []results.ProcessSample
+	k := -1
+	for p := max(mp.born, 1); p <= mp.last && p < len(m.passT); p++ {
+		for k+1 < len(mp.samples) && int(mp.samples[k+1].pass) <= p {
+			k++
+		}
+		if k < 0 {
+			continue
+		}
+		sm := mp.samples[k]
+		if sm.targeted {
+			continue
+		}
+		var du, ds uint32
+		if int(sm.pass) == p {
+			du, ds = sm.du, sm.ds
+		}
+		dt := m.passT[p] - m.passT[p-1]
+		if dt <= 0 {
+			continue
+		}
+		user, sys := pct(uint64(du), dt), pct(uint64(ds), dt)
+		out = append(out, results.ProcessSample{
+			Step: s.cfg.Step, T: m.passT[p], Process: name, PID: mp.pid, Role: role,
+			CPUPct: user + sys, UserPct: user, SystemPct: sys, RSSBytes: sm.rss, Threads: int64(sm.threads),
+			Container: mp.container,
+		})
+	}
+	return out
+}
+
+// ProcCPU is one process over a load with the whole-machine accounting:
+// its mean CPU over the load window and, for services and the loader,
+// its hottest thread.
+type ProcCPU struct {
+	Process      string  `json:"process"`
+	PID          int     `json:"pid"`
+	Role         string  `json:"role"`
+	Container    string  `json:"container,omitempty"`
+	CPUPct       float64 `json:"cpu_pct"`        // mean over the load, 100 = one core
+	Threads      int64   `json:"threads"`        // highest thread count seen
+	HotThreadPct float64 `json:"hot_thread_pct"` // mean CPU of its busiest thread (0 when not followed)
+}
+
+// procAverages averages the rows per pid over the window (a process that
+// lived part of the load is averaged over the whole load: its share of
+// the load's CPU).
+func (s *Sampler) procAverages(w float64) []ProcCPU {
+	m := s.m
+	dts := map[float64]float64{}
+	for i := 1; i < len(m.passT); i++ {
+		dts[m.passT[i]] = m.passT[i] - m.passT[i-1]
+	}
+	type key struct {
+		pid  int
+		name string
+	}
+	by := map[key]*ProcCPU{}
+	var order []key
+	for _, r := range s.ps {
+		k := key{r.PID, r.Process}
+		pc := by[k]
+		if pc == nil {
+			pc = &ProcCPU{Process: r.Process, PID: r.PID, Role: r.Role, Container: r.Container}
+			by[k] = pc
+			order = append(order, k)
+		}
+		dt, ok := dts[r.T]
+		if !ok {
+			dt = s.cfg.Interval.Seconds()
+		}
+		pc.CPUPct += r.CPUPct * dt / w
+		pc.Threads = max(pc.Threads, r.Threads)
+	}
+	out := make([]ProcCPU, 0, len(order))
+	for _, k := range order {
+		pc := by[k]
+		if acc := m.threads[k.pid]; acc != nil {
+			for tid, last := range acc.last {
+				pc.HotThreadPct = max(pc.HotThreadPct, float64(delta(last, acc.first[tid]))/clockTicks/w*100)
+			}
+		}
+		out = append(out, *pc)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CPUPct > out[j].CPUPct })
+	return out
+}
+
+// Explanation is what the whole-machine accounting found during a load.
+type Explanation struct {
+	Budget *results.CPUBudget  // nil when the load was shorter than one interval
+	Quiet  *results.QuietCheck // nil without a quiet check
+	Procs  []ProcCPU           // every process with rows, busiest first
+}
+
+// Explain returns the whole-machine accounting of the load, after Stop;
+// nil when Config.Machine was off.
+func (s *Sampler) Explain() *Explanation {
+	if s.m == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Explanation{Budget: s.m.budget, Quiet: s.m.quiet, Procs: s.m.procsCPU}
+}
+
+// quietCheck measures, over Config.Quiet, the CPU of the processes
+// outside the run: not reported by Config.Procs (nor their children), not
+// benchflow or its children, not kernel threads.
+func (s *Sampler) quietCheck(ctx context.Context) error {
+	win := s.cfg.Quiet
+	type snap struct {
+		start uint64
+		ticks uint64
+		comm  string
+		ppid  int
+		kth   bool
+	}
+	read := func() (map[int]snap, error) {
+		s.listProc()
+		if len(s.ents) == 0 {
+			return nil, errors.New("reading /proc: no entries")
+		}
+		out := make(map[int]snap, len(s.ents))
+		for _, ent := range s.ents {
+			if ent == "" || ent[0] < '0' || ent[0] > '9' {
+				continue
+			}
+			pid, err := strconv.Atoi(ent)
+			if err != nil {
+				continue
+			}
+			b, err := s.rd.read(filepath.Join(procRoot, ent, "stat"))
+			if err != nil {
+				continue
+			}
+			st, err := parseStat(b)
+			if err != nil {
+				continue
+			}
+			out[pid] = snap{st.starttime, st.utime + st.stime, st.comm, st.ppid, isKernelThread(pid, st)}
+		}
+		return out, nil
+	}
+	t0 := time.Now()
+	up0 := s.uptimeTicks()
+	a, err := read()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(win):
+	}
+	b, err := read()
+	if err != nil {
+		return err
+	}
+	dt := time.Since(t0).Seconds()
+	run := map[int]bool{s.self: true}
+	procs := s.cfg.RunProcs
+	if procs == nil {
+		procs = s.cfg.Procs
+	}
+	if procs != nil {
+		pctx, cancel := context.WithTimeout(ctx, procsTimeout(s.cfg.Interval))
+		for _, p := range procs(pctx) {
+			run[p.PID] = true
+		}
+		cancel()
+	}
+	// Descendants of the run's processes belong to the run.
+	inRun := func(pid int) bool {
+		for range 64 {
+			if run[pid] {
+				return true
+			}
+			sn, ok := b[pid]
+			if !ok || sn.ppid <= 1 {
+				return false
+			}
+			pid = sn.ppid
+		}
+		return false
+	}
+	byName := map[string]float64{}
+	total := 0.0
+	for pid, sn := range b {
+		if sn.kth || inRun(pid) {
+			continue
+		}
+		var d uint64
+		if old, ok := a[pid]; ok && old.start == sn.start {
+			d = delta(sn.ticks, old.ticks)
+		} else if up0 > 0 && sn.start >= up0 {
+			d = sn.ticks // started during the window
+		}
+		if d == 0 {
+			continue
+		}
+		v := float64(d) / clockTicks / dt * 100
+		total += v
+		byName[sn.comm] += v
+	}
+	q := &results.QuietCheck{WindowS: dt, OtherPct: total}
+	top, topV := "", 0.0
+	for n, v := range byName {
+		if v > topV || v == topV && n < top {
+			top, topV = n, v
+		}
+	}
+	if top != "" {
+		q.Top = fmt.Sprintf("%s %s", top, fmtPct(topV))
+	}
+	busy := s.cfg.BusyThreshold
+	if busy == 0 {
+		busy = DefaultBusyThreshold
+	}
+	q.Busy = total >= busy
+	s.m.quiet = q
+	return nil
+}
+
+// fmtPct prints a CPU percentage as the summary line does: no decimal from
+// 10% on.
+func fmtPct(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f%%", v)
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}

@@ -1,0 +1,95 @@
+package collect
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// verdictCase is one file of testdata/verdicts: the averaged samples of a
+// load (system.parquet's split, the processes' mean CPU) and the verdict
+// the rules must reach.
+type verdictCase struct {
+	About  string `json:"about"`
+	CPUs   int    `json:"cpus"`
+	System struct {
+		User    float64 `json:"user_pct"`
+		Nice    float64 `json:"nice_pct"`
+		System  float64 `json:"system_pct"`
+		Idle    float64 `json:"idle_pct"`
+		IOWait  float64 `json:"iowait_pct"`
+		IRQ     float64 `json:"irq_pct"`
+		SoftIRQ float64 `json:"softirq_pct"`
+		Steal   float64 `json:"steal_pct"`
+	} `json:"system"`
+	Processes []ProcCPU                          `json:"processes"`
+	Load      LoadInfo                           `json:"load"`
+	Quiet     *results.QuietCheck                `json:"quiet"`
+	Expect    struct{ Verdict, Evidence string } `json:"expect"`
+}
+
+// TestVerdicts decides the verdict of every recorded case with the same
+// budget arithmetic the sampler uses.
+func TestVerdicts(t *testing.T) {
+	files, err := filepath.Glob("testdata/verdicts/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no verdict cases: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c verdictCase
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			sp := c.System
+			if sum := sp.User + sp.Nice + sp.System + sp.Idle + sp.IOWait + sp.IRQ + sp.SoftIRQ + sp.Steal; sum < 99.9 || sum > 100.1 {
+				t.Fatalf("%s: system split adds up to %.1f, not 100", f, sum)
+			}
+			roles := map[string]float64{}
+			for _, p := range c.Processes {
+				roles[p.Role] += p.CPUPct
+			}
+			budget := BudgetFrom(c.CPUs, results.SystemSample{UserPct: sp.User, NicePct: sp.Nice, SystemPct: sp.System,
+				IdlePct: sp.Idle, IOWaitPct: sp.IOWait, IRQPct: sp.IRQ, SoftIRQPct: sp.SoftIRQ, StealPct: sp.Steal}, roles)
+			v := Judge(Evidence{Budget: budget, Procs: c.Processes, Load: c.Load, Quiet: c.Quiet})
+			if v.Kind != c.Expect.Verdict || v.Evidence != c.Expect.Evidence {
+				t.Errorf("%s (%s):\n got  %s\n want %s (%s)\nbudget %+v", f, c.About, v, c.Expect.Verdict, c.Expect.Evidence, budget)
+			}
+			seen[v.Kind] = true
+		})
+	}
+	for _, k := range []string{VerdictServer, VerdictInfra, VerdictLoader, VerdictNotCPU, VerdictNoisy} {
+		if !seen[k] {
+			t.Errorf("no case reaches %q", k)
+		}
+	}
+}
+
+// TestBudgetAddsUp: whatever the inputs, the parts add up to the total.
+func TestBudgetAddsUp(t *testing.T) {
+	split := results.SystemSample{UserPct: 31.5, NicePct: 0.5, SystemPct: 20, IdlePct: 40, IOWaitPct: 1, IRQPct: 0.5, SoftIRQPct: 4.5, StealPct: 2}
+	roles := map[string]float64{RoleLoader: 40.2, RoleService: 55.1, RoleInfra: 12.3, RoleKernel: 3.3, RoleOther: 7.7}
+	b := BudgetFrom(2, split, roles)
+	sum := 0.0
+	for _, p := range BudgetParts(b) {
+		sum += p.Pct
+	}
+	if b.TotalPct != 200 || sum < 199.999999 || sum > 200.000001 {
+		t.Errorf("total %v, parts add up to %v: %+v", b.TotalPct, sum, b)
+	}
+	if b.IdlePct != 82 || b.StealPct != 4 || b.KernelPct != 3.3+10 {
+		t.Errorf("idle %v (want 82 = (40+1)%% of 200), steal %v (want 4), kernel %v (want 13.3)", b.IdlePct, b.StealPct, b.KernelPct)
+	}
+	// 200 − (40.2+55.1+12.3+13.3+7.7+82+4)
+	if u := b.UnattributedPct; u < -14.600001 || u > -14.599999 {
+		t.Errorf("unattributed %v, want -14.6", u)
+	}
+}

@@ -1,0 +1,112 @@
+package run
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// collectConfig maps a collect step to the sampler's config. quiet says
+// whether this sampler takes the quiet check (the first one with machine
+// accounting of a load does).
+func (tr *trialRun) collectConfig(name string, cc *pipeline.CollectConfig, quiet bool) collect.Config {
+	interval := time.Second
+	if cc.Interval != "" {
+		interval, _ = plan.ParseDuration(cc.Interval)
+	}
+	services := cc.Services
+	c := collect.Config{
+		Step: name, Interval: interval, Names: cc.Processes, Loader: cc.Loader,
+		System:  cc.System == nil || *cc.System,
+		Network: cc.Network == nil || *cc.Network,
+		Procs:   func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, services) },
+		Machine: cc.Machine == nil || *cc.Machine,
+	}
+	if !c.Machine {
+		return c
+	}
+	if cc.Threshold != nil {
+		c.Threshold = *cc.Threshold
+		if c.Threshold == 0 {
+			c.Threshold = 1e-9 // keep every process that used any CPU
+		}
+	}
+	c.InfraNames = tr.infraNames()
+	if quiet {
+		c.Quiet = collect.DefaultQuiet
+		if cc.QuietCheck != "" {
+			c.Quiet, _ = plan.ParseDuration(cc.QuietCheck)
+		}
+		c.RunProcs = func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, nil) }
+	}
+	return c
+}
+
+// infraNames collects the infrastructure names the trial's deployments
+// declare (providers.InfraNamer).
+func (tr *trialRun) infraNames() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []string
+	for _, name := range tr.svcOrder {
+		if l := tr.services[name]; l != nil && l.dep != nil {
+			if n, ok := l.dep.(providers.InfraNamer); ok {
+				out = append(out, n.InfraNames()...)
+			}
+		}
+	}
+	return out
+}
+
+// explainStep records a load's CPU budget, quiet check and verdict.
+func explainStep(step *results.StepRecord, ex *collect.Explanation, res *load.Result) {
+	if ex == nil {
+		return
+	}
+	step.Quiet = ex.Quiet
+	if ex.Budget == nil {
+		return
+	}
+	step.CPU = ex.Budget
+	info := collect.LoadInfo{LoaderCPUs: loaderCPUs()}
+	if res != nil {
+		info.TargetRate, info.RPS, info.RateWarning = res.TargetRate, res.RPS(), res.Warning
+		if res.TargetRate > 0 && res.Latency != nil && res.Uncorrected != nil && res.Latency.TotalCount() > 0 {
+			info.LagP99US = float64(res.Latency.ValueAtQuantile(99) - res.Uncorrected.ValueAtQuantile(99))
+		}
+	}
+	v := collect.Judge(collect.Evidence{Budget: *ex.Budget, Procs: ex.Procs, Load: info, Quiet: ex.Quiet})
+	step.Verdict, step.VerdictEvidence = v.Kind, v.Evidence
+}
+
+// loaderCPUs is how many CPUs this process (the load generator) may run
+// on: GOMAXPROCS within its affinity mask.
+func loaderCPUs() int {
+	n := runtime.GOMAXPROCS(0)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() > 0 && set.Count() < n {
+		n = set.Count()
+	}
+	return n
+}
+
+// logExplanation prints the verdict and a busy start on the progress
+// output.
+func (tr *trialRun) logExplanation(step *results.StepRecord) {
+	if q := step.Quiet; q != nil && q.Busy {
+		tr.r.rep.Logf("trial %s: warning: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (%s)",
+			tr.trial.ID, q.OtherPct, q.WindowS, step.Name, q.Top)
+	}
+	if step.Verdict != "" {
+		tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, step.Name, collect.Verdict{Kind: step.Verdict, Evidence: step.VerdictEvidence})
+	}
+}
