@@ -13,6 +13,10 @@
 #   benchflow apply pipelines/gateway.hcl
 #   benchflow report results/latest
 #
+# Without APISIX, run the direct path alone (Nomad and Consul only):
+#
+#   benchflow apply pipelines/gateway.hcl --var 'paths=["direct"]'
+#
 # docs/gateway.md explains the Nomad, Consul and APISIX settings it needs.
 #
 # "direct" loads the first allocation (service.web.url); "gateway" loads
@@ -46,18 +50,31 @@ variable "connections" {
   }
 }
 
+variable "paths" {
+  type        = list(string)
+  default     = ["direct", "gateway"]
+  description = "Which paths to measure: \"direct\" (Nomad and Consul only) and/or \"gateway\" (through APISIX)."
+  validation {
+    condition     = length(var.paths) > 0 && length(distinct(var.paths)) == length(var.paths) && length([for p in var.paths : p if !contains(["direct", "gateway"], p)]) == 0
+    error_message = "paths must list \"direct\", \"gateway\" or both, once each, e.g. --var 'paths=[\"direct\"]'."
+  }
+}
+
 variable "driver" {
   type        = string
   default     = "raw_exec"
-  description = "Nomad task driver: raw_exec runs benchflow.bin on the Nomad client (which must be this host or have benchflow at the same path); exec does the same in an isolated chroot."
+  description = "Nomad task driver. Only raw_exec can run benchflow.bin: it runs it on the Nomad client, which must be this host or have benchflow at the same path."
   validation {
-    condition     = contains(["raw_exec", "exec"], var.driver)
-    error_message = "driver must be raw_exec or exec (see docs/gateway.md for nginx with the docker driver)."
+    # exec runs the task in a chroot built from the client's chroot_env
+    # (/bin, /etc, /lib, /lib64, /sbin, /usr, ... by default), where a
+    # benchflow binary outside those folders does not exist.
+    condition     = var.driver == "raw_exec"
+    error_message = "driver must be raw_exec: the exec driver's chroot does not contain benchflow.bin (see docs/providers/nomad.md, \"The exec driver\"; docs/gateway.md shows nginx with the docker driver)."
   }
 }
 
 matrix {
-  path  = ["direct", "gateway"]
+  path  = var.paths
   count = [1, 2, 4]
 }
 

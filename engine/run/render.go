@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,11 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 		if err != nil {
 			return fmt.Errorf("rendering service %q: %w", s.Name, err)
 		}
-		fmt.Fprintf(w, "# service %q, provider %q (%s), trial %s %s\n", s.Name, name, typ.Name, t.ID, t.ParamString())
+		// JSON has no comments: a JSON document (the nomad job, which
+		// `nomad job run -json` reads) is printed as it is.
+		if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
+			fmt.Fprintf(w, "# service %q, provider %q (%s), trial %s %s\n", s.Name, name, typ.Name, t.ID, t.ParamString())
+		}
 		if _, err := w.Write(out); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package nomad_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,26 +12,40 @@ import (
 	"testing"
 	"time"
 
+	capi "github.com/hashicorp/consul/api"
+	napi "github.com/hashicorp/nomad/api"
+
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 	"github.com/benchflow/benchflow/providers/nomad"
 )
 
-// accEnv skips unless acceptance tests are enabled against a real
-// Nomad + Consul + APISIX stack.
+// accEnv skips unless acceptance tests are enabled against a real Nomad +
+// Consul (APISIX is optional: see withGateway).
 func accEnv(t *testing.T) {
 	t.Helper()
 	if os.Getenv("BENCHFLOW_ACC") != "1" {
-		t.Skip("acceptance test: set BENCHFLOW_ACC=1 with NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN (and APISIX_GATEWAY, APISIX_ADMIN_KEY) pointing at a real stack")
+		t.Skip("acceptance test: set BENCHFLOW_ACC=1 with NOMAD_ADDR and CONSUL_HTTP_ADDR (and APISIX_ADMIN, APISIX_GATEWAY, APISIX_ADMIN_KEY for the gateway) pointing at a real stack")
 	}
-	for _, v := range []string{"NOMAD_ADDR", "CONSUL_HTTP_ADDR", "APISIX_ADMIN"} {
+	for _, v := range []string{"NOMAD_ADDR", "CONSUL_HTTP_ADDR"} {
 		if os.Getenv(v) == "" {
 			t.Skipf("acceptance test: %s is not set", v)
 		}
 	}
+}
+
+// withGateway reports whether a real APISIX is configured (APISIX_ADMIN);
+// tests run their direct part without it.
+func withGateway(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("APISIX_ADMIN") == "" {
+		t.Log("APISIX_ADMIN is not set: the gateway path is not exercised")
+		return false
+	}
 	if os.Getenv("APISIX_GATEWAY") == "" {
 		t.Setenv("APISIX_GATEWAY", "http://127.0.0.1:9080")
 	}
+	return true
 }
 
 // benchflowBin is the binary `make testacc` built, or one built now.
@@ -47,14 +62,51 @@ func benchflowBin(t *testing.T) string {
 	return bin
 }
 
+func accRunID(t *testing.T) string {
+	return "acc" + time.Now().UTC().Format("20060102T150405.000Z") + "-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+func nomadAPI(t *testing.T) *napi.Client {
+	t.Helper()
+	c, err := napi.NewClient(napi.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// liveAllocs lists the allocations of a job that are not terminal.
+func liveAllocs(t *testing.T, job string) []string {
+	t.Helper()
+	stubs, _, err := nomadAPI(t).Jobs().Allocations(job, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range stubs {
+		switch a.ClientStatus {
+		case "complete", "failed", "lost":
+		default:
+			out = append(out, fmt.Sprintf("%s desired=%s client=%s", a.ID[:8], a.DesiredStatus, a.ClientStatus))
+		}
+	}
+	return out
+}
+
 // TestAccGateway runs pipelines/gateway.hcl with short loads against the
-// real stack, then checks every trial completed and nothing is left.
+// real stack (the direct path alone without APISIX), then checks every
+// trial completed and nothing is left.
 func TestAccGateway(t *testing.T) {
 	accEnv(t)
+	gateway := withGateway(t)
 	bin := benchflowBin(t)
 	out := t.TempDir()
-	cmd := exec.Command(bin, "apply", gatewayPipeline, "--out", out, "--repetitions", "1",
-		"--var", "duration=3s", "--var", "warm=1s", "--var", "connections=8", "--verbose")
+	args := []string{"apply", gatewayPipeline, "--out", out, "--repetitions", "1",
+		"--var", "duration=3s", "--var", "warm=1s", "--var", "connections=8", "--verbose"}
+	if !gateway {
+		args = append(args, "--var", `paths=["direct"]`)
+	}
+	cmd := exec.Command(bin, args...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
@@ -71,10 +123,29 @@ func TestAccGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	loads := 0
 	for _, row := range r.Trials {
-		if row.Step == "main" && (row.Requests == 0 || row.Status != "ok") {
+		if row.Step != "main" {
+			continue
+		}
+		loads++
+		if row.Requests == 0 || row.Status != "ok" {
 			t.Errorf("trial %s %v: %d requests, status %s", row.TrialID, row.Params, row.Requests, row.Status)
 		}
+	}
+	if want := map[bool]int{true: 6, false: 3}[gateway]; loads != want {
+		t.Errorf("%d measured loads, want %d", loads, want)
+	}
+	// Every trial's allocation logs reached its logs folder.
+	var logs []string
+	filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".web.stdout.log") {
+			logs = append(logs, p)
+		}
+		return nil
+	})
+	if len(logs) < loads {
+		t.Errorf("%d allocation stdout logs under %s, want at least %d", len(logs), out, loads)
 	}
 	removed, err := nomad.GC(context.Background(), &providers.GCRequest{RunID: r.Manifest.RunID})
 	if err != nil || len(removed) > 0 {
@@ -82,17 +153,21 @@ func TestAccGateway(t *testing.T) {
 	}
 }
 
-// TestAccProvision provisions the built-in server with raw_exec behind the
-// gateway and sends requests both ways.
+// TestAccProvision provisions the built-in server with raw_exec (behind
+// the gateway when APISIX is configured), sends requests, tears down and
+// checks that every allocation stopped, Consul forgot the service and
+// the logs reached the logs folder.
 func TestAccProvision(t *testing.T) {
 	accEnv(t)
+	gateway := withGateway(t)
 	bin := benchflowBin(t)
 	p, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{
-		Driver: "raw_exec", Count: 2, Gateway: true, ReadyTimeout: "3m"}})
+		Driver: "raw_exec", Count: 2, Gateway: gateway, ReadyTimeout: "3m"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &providers.ProvisionRequest{RunID: "acc" + time.Now().UTC().Format("20060102T150405Z"), TrialID: "t1",
+	logDir := filepath.Join(t.TempDir(), "logs")
+	req := &providers.ProvisionRequest{RunID: accRunID(t), TrialID: "t1", LogDir: logDir,
 		Service: providers.ServiceSpec{
 			Name:    "web",
 			Command: []string{bin, "serve", "--addr", "0.0.0.0:31999"},
@@ -103,13 +178,15 @@ func TestAccProvision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := dep.Teardown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
 	ep := dep.Endpoint()
-	for _, u := range []string{ep.URL() + "/", ep.Attrs["gateway_url"] + "/"} {
+	urls := []string{}
+	for _, a := range strings.Split(ep.Attrs["allocations"], ",") {
+		urls = append(urls, "http://"+a+"/")
+	}
+	if gateway {
+		urls = append(urls, ep.Attrs["gateway_url"]+"/")
+	}
+	for _, u := range urls {
 		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)
@@ -118,5 +195,133 @@ func TestAccProvision(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("GET %s: %d", u, resp.StatusCode)
 		}
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if live := liveAllocs(t, ep.Attrs["job"]); len(live) > 0 {
+		t.Errorf("allocations still live after Teardown: %v", live)
+	}
+	cc, err := capi.NewClient(capi.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _, err := cc.Health().Service(ep.Attrs["consul_service"], "", false, nil); err != nil || len(entries) > 0 {
+		t.Errorf("Consul still lists %d instances of %s (%v)", len(entries), ep.Attrs["consul_service"], err)
+	}
+	for _, f := range []string{"web.0.web.stdout.log", "web.0.web.stderr.log", "web.1.web.events.log"} {
+		if _, err := os.Stat(filepath.Join(logDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestAccTaskFailure: a task that exits and a command that does not exist
+// fail the provisioning with the event that explains it (not Nomad's
+// trailing "Not Restarting"), the exit code with the last stderr lines,
+// and leave no job behind.
+func TestAccTaskFailure(t *testing.T) {
+	accEnv(t)
+	cases := []struct {
+		name    string
+		command []string
+		want    []string
+	}{
+		{"exits", []string{"/bin/sh", "-c", "echo starting; echo 'fatal: cannot open config' >&2; exit 3"},
+			[]string{"Terminated: Exit Code: 3", "last stderr lines:", "fatal: cannot open config", "the service exited by itself"}},
+		{"missing binary", []string{"/nonexistent/benchflow", "serve"},
+			[]string{"Driver Failure:", "/nonexistent/benchflow", "check that the command exists"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{Driver: "raw_exec", ReadyTimeout: "1m"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &providers.ProvisionRequest{RunID: accRunID(t), TrialID: "t1",
+				Service: providers.ServiceSpec{Name: "web", Command: tc.command,
+					Ports:  []providers.Port{{Name: "http", Host: 31998}},
+					Health: providers.Health{HTTPPath: "/", Interval: time.Second}}, Logf: t.Logf}
+			_, err = p.Provision(context.Background(), req)
+			if err == nil {
+				t.Fatal("Provision succeeded")
+			}
+			t.Logf("error: %v", err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q", w)
+				}
+			}
+			if strings.Contains(err.Error(), "Policy allows no restarts") {
+				t.Error("error quotes the restart policy instead of the cause")
+			}
+			job := "benchflow-web-" + strings.ToLower(req.RunID)
+			if jobs, _, _ := nomadAPI(t).Jobs().PrefixList(job); len(jobs) > 0 {
+				t.Errorf("job %s left behind", job)
+			}
+		})
+	}
+}
+
+// TestAccGCKeepsLiveRun: a `benchflow gc` run while a job is live (its
+// owner, this test process, runs) keeps the job.
+func TestAccGCKeepsLiveRun(t *testing.T) {
+	accEnv(t)
+	bin := benchflowBin(t)
+	p, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{Driver: "raw_exec", ReadyTimeout: "2m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &providers.ProvisionRequest{RunID: accRunID(t), TrialID: "t1",
+		Service: providers.ServiceSpec{Name: "web", Command: []string{bin, "serve", "--addr", "0.0.0.0:31997"},
+			Ports:  []providers.Port{{Name: "http", Host: 31997}},
+			Health: providers.Health{HTTPPath: "/", Interval: time.Second}}, Logf: t.Logf}
+	dep, err := p.Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	job := dep.Endpoint().Attrs["job"]
+	out, err := exec.Command(bin, "gc", "-v").CombinedOutput()
+	t.Logf("benchflow gc -v:\n%s", out)
+	if err != nil {
+		t.Fatalf("gc: %v", err)
+	}
+	if !strings.Contains(string(out), "kept nomad job "+job) {
+		t.Errorf("gc did not report keeping %s", job)
+	}
+	j, _, err := nomadAPI(t).Jobs().Info(job, nil)
+	if err != nil || j.Stop != nil && *j.Stop {
+		t.Fatalf("the live run's job %s did not survive gc: %v", job, err)
+	}
+	resp, err := http.Get(dep.Endpoint().URL() + "/")
+	if err != nil {
+		t.Fatalf("the live run's allocation stopped answering after gc: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestAccRenderValidates: `benchflow render --provider nomad` is a job
+// `nomad job validate` accepts (needs the nomad CLI: NOMAD_BIN or PATH).
+func TestAccRenderValidates(t *testing.T) {
+	accEnv(t)
+	cli := os.Getenv("NOMAD_BIN")
+	if cli == "" {
+		var err error
+		if cli, err = exec.LookPath("nomad"); err != nil {
+			t.Skip("no nomad CLI (set NOMAD_BIN)")
+		}
+	}
+	bin := benchflowBin(t)
+	out, err := exec.Command(bin, "render", gatewayPipeline, "--provider", "nomad").Output()
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "job.json")
+	if err := os.WriteFile(f, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(cli, "job", "validate", "-json", f).CombinedOutput(); err != nil {
+		t.Errorf("nomad job validate -json: %v\n%s", err, b)
 	}
 }

@@ -3,6 +3,7 @@ package nomad
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -51,6 +52,11 @@ type Config struct {
 	APISIXKeyFile string `hcl:"apisix_key_file,optional"`
 	// GatewayURL is the APISIX proxy base URL; default APISIX_GATEWAY.
 	GatewayURL string `hcl:"gateway_url,optional"`
+	// APISIXControl is the control API base URL, where the provider
+	// checks that APISIX's Consul discovery holds every instance before
+	// the load; default APISIX_CONTROL, then http://127.0.0.1:9090.
+	// "off" skips the check.
+	APISIXControl string `hcl:"apisix_control,optional"`
 	// RouteURI is the route's uri (default "/*").
 	RouteURI string `hcl:"route_uri,optional"`
 	// Discovery is "consul" (default: the upstream names the Consul
@@ -178,6 +184,14 @@ func resolve(c *Config) (*settings, error) {
 			s.gatewayErr = fmt.Errorf("gateway = true needs %s", strings.Join(missing, " and "))
 		}
 		s.GatewayURL = strings.TrimRight(s.GatewayURL, "/")
+		if s.APISIXControl == "" {
+			s.APISIXControl = getenv("APISIX_CONTROL", "http://127.0.0.1:9090")
+		}
+		if s.APISIXControl != "off" {
+			if u, err := url.Parse(s.APISIXControl); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("apisix_control %q: want http(s)://host:port (APISIX's control API, default http://127.0.0.1:9090) or \"off\"", s.APISIXControl)
+			}
+		}
 		if s.adminKey, err = secret("apisix_key", s.APISIXKeyEnv, s.APISIXKeyFile, "APISIX_ADMIN_KEY"); err != nil {
 			errs = append(errs, err)
 		}

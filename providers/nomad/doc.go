@@ -6,11 +6,15 @@
 // (import the package for its side effect); New builds a Provider from a
 // decoded *Config; Provider.Provision registers the job and waits, in turn,
 // for the evaluation (unplaceable jobs fail fast with the scheduler's
-// reasons), the allocations, the deployment and Consul's passing checks
-// (blocking queries), then creates the APISIX upstream and route and waits
-// until the gateway answers through it. Deployment.Teardown deletes the
-// route, the upstream and the job (purged). GC removes leftovers labelled
-// dev.benchflow.managed.
+// reasons), the allocations (a failed one is explained by the task event
+// that caused it and its stderr, alloc.go), the deployment and Consul's
+// passing checks (blocking queries), then creates the APISIX upstream and
+// route, waits until APISIX's Consul discovery holds every instance and
+// the gateway answers through the route. Deployment.Teardown (teardown.go)
+// deletes the route and the upstream, purges the job, waits until every
+// allocation stopped, copies their logs to the trial's logs folder and
+// waits until Consul forgot the service. GC (gc.go) removes leftovers
+// labelled dev.benchflow.managed whose owning run is gone.
 //
 // The endpoint is the first allocation's address; Endpoint.Attrs carry
 // gateway_url (service.<name>.gateway_url in pipelines), job, group, task,

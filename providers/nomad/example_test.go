@@ -31,6 +31,7 @@ func Example() {
 		APISIXAdmin:   stack.APISIX.AdminURL(),
 		APISIXKeyEnv:  "EXAMPLE_APISIX_KEY",
 		GatewayURL:    stack.APISIX.GatewayURL(),
+		APISIXControl: stack.APISIX.ControlURL(),
 	}})
 	if err != nil {
 		fmt.Println(err)

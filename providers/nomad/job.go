@@ -99,6 +99,28 @@ func envName(label string) string {
 	return strings.NewReplacer("-", "_", ".", "_").Replace(label)
 }
 
+// chrootDirs are the host folders Nomad's exec driver puts in a task's
+// chroot by default (the client's chroot_env; Nomad 1.6
+// client/config.DefaultChrootEnv).
+var chrootDirs = []string{"/bin", "/etc", "/lib", "/lib32", "/lib64", "/run/resolvconf", "/run/systemd/resolve", "/sbin", "/usr"}
+
+// checkExecCommand refuses, for the exec driver, a command that is an
+// absolute host path outside the chroot: Nomad would build the chroot
+// (seconds, gigabytes) and then fail with "file … not found under path
+// …/alloc/<id>/<task>".
+func checkExecCommand(driver string, command []string) error {
+	if driver != "exec" || len(command) == 0 || !strings.HasPrefix(command[0], "/") {
+		return nil
+	}
+	for _, d := range chrootDirs {
+		if command[0] == d || strings.HasPrefix(command[0], d+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("driver \"exec\" runs the task in a chroot holding only the Nomad client's chroot_env (by default %s), and the command %s is outside it: "+
+		"use driver = \"raw_exec\", or install the program under /usr/local/bin on every client", strings.Join(chrootDirs, ", "), command[0])
+}
+
 // jobSpec is everything buildJob needs.
 type jobSpec struct {
 	s       *settings
@@ -126,6 +148,8 @@ func buildJob(js jobSpec) (*napi.Job, error) {
 		providers.LabelTrial:   js.req.TrialID,
 		providers.LabelService: spec.Name,
 	}
+	// Who created the job, so gc keeps the jobs of runs in progress.
+	addOwnerLabels(job.Meta)
 
 	tg := napi.NewTaskGroup(s.Group, js.count)
 	nw := &napi.NetworkResource{}

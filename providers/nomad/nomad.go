@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	napi "github.com/hashicorp/nomad/api"
@@ -51,7 +51,12 @@ type Provider struct {
 	s    *settings
 	// pollInterval paces the waits that are not blocking queries.
 	pollInterval time.Duration
+	// stopTimeout bounds Teardown's wait for the allocations to stop.
+	stopTimeout time.Duration
 }
+
+// defaultPoll paces the waits that cannot block on an index.
+const defaultPoll = 200 * time.Millisecond
 
 // New builds a provider from a decoded *Config (nil means all defaults).
 // It validates the config and reads the tokens; it contacts nothing.
@@ -67,7 +72,7 @@ func New(req *providers.NewRequest) (providers.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring nomad provider %q: %w", req.Name, err)
 	}
-	return &Provider{name: req.Name, s: s, pollInterval: 200 * time.Millisecond}, nil
+	return &Provider{name: req.Name, s: s, pollInterval: defaultPoll, stopTimeout: stopTimeout}, nil
 }
 
 // String describes the provider without secrets.
@@ -95,6 +100,11 @@ func (p *Provider) Render(req *providers.ProvisionRequest) ([]byte, error) {
 	job, err := buildJob(p.jobSpec(req))
 	if err != nil {
 		return nil, fmt.Errorf("rendering nomad job for %q: %w", req.Service.Name, err)
+	}
+	// The agent fills in its own region on registration; a file needs
+	// one, or `nomad job validate` refuses it.
+	if job.Region == nil || *job.Region == "" {
+		job.Region = new("global")
 	}
 	return json.MarshalIndent(map[string]any{"Job": job}, "", "  ")
 }
@@ -128,6 +138,13 @@ type Deployment struct {
 	service  string       // the Consul service name
 	endpoint providers.Endpoint
 	logf     func(string, ...any)
+	// logDir is the trial's logs folder (ProvisionRequest.LogDir) and
+	// serviceName the service's name in the pipeline, which names the
+	// log files.
+	logDir      string
+	serviceName string
+	// registered is set once the job may exist in Nomad.
+	registered bool
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,
@@ -164,7 +181,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 				err = errors.Join(err, fmt.Errorf("cleaning up: %w", terr))
 			}
 		}
-		return nil, fmt.Errorf("provisioning %q on nomad: %w", req.Service.Name, err)
+		return nil, err
 	}
 	return d, nil
 }
@@ -181,6 +198,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if js.count < 1 {
 		return nil, fmt.Errorf("count %d: a job needs at least one allocation", js.count)
 	}
+	if err := checkExecCommand(p.s.Driver, req.Service.Command); err != nil {
+		return nil, err
+	}
 	job, err := buildJob(js)
 	if err != nil {
 		return nil, err
@@ -193,7 +213,8 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf, objectID: apisixID(js.jobID)}
+	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf,
+		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name}
 	if p.s.Gateway {
 		if d.admin, err = apisix.New(p.s.APISIXAdmin, p.s.adminKey, nil); err != nil {
 			return nil, err
@@ -205,12 +226,14 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	logf("nomad: registering job %s (count %d, driver %s)", js.jobID, js.count, p.s.Driver)
 	resp, _, err := nc.Jobs().Register(job, (&napi.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		err = fmt.Errorf("registering job %q: %w", js.jobID, err)
-		if isHTTPError(err) {
+		err = fmt.Errorf("registering job %q at %s: %w", js.jobID, p.s.Address, err)
+		if isHTTPError(err) || isRefused(err) {
 			return nil, err // refused: nothing was registered
 		}
+		d.registered = true
 		return d, err // no answer: the job may exist, so clean up
 	}
+	d.registered = true
 	// From here on the job exists: d is returned with every error so
 	// Provision tears it down.
 	if err := d.waitEval(ctx, resp.EvalID); err != nil {
@@ -275,6 +298,27 @@ func (d *Deployment) waitEval(ctx context.Context, evalID string) error {
 			return fmt.Errorf("evaluation %s of job %q %s: %s", short(evalID), d.jobID, ev.Status, ev.StatusDescription)
 		}
 		index = nextIndex(index, meta.LastIndex)
+		if err := d.p.pace(ctx, index); err != nil {
+			return waitErr(ctx, "waiting for evaluation "+short(evalID), err)
+		}
+	}
+}
+
+// pace sleeps pollInterval before the next query when there is no index
+// to block on: Nomad answers X-Nomad-Index 0 for a table never written
+// (no allocation yet on a fresh cluster), and a query at index 0 returns
+// at once.
+func (p *Provider) pace(ctx context.Context, index uint64) error {
+	if index > 0 {
+		return nil
+	}
+	t := time.NewTimer(p.pollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -316,7 +360,7 @@ type allocAddr struct {
 
 // waitAllocs waits until count allocations run and returns their
 // addresses, sorted by allocation name. A failed allocation is an error
-// quoting its last task event.
+// quoting the task event that explains it (see explainFailure).
 func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, error) {
 	var index uint64
 	for {
@@ -331,7 +375,7 @@ func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, er
 			}
 			switch a.ClientStatus {
 			case napi.AllocClientStatusFailed, napi.AllocClientStatusLost:
-				return nil, fmt.Errorf("allocation %s of job %q %s: %s", short(a.ID), d.jobID, a.ClientStatus, lastEvent(a.TaskStates))
+				return nil, fmt.Errorf("allocation %s of job %q %s: %s", short(a.ID), d.jobID, a.ClientStatus, d.explainFailure(ctx, a))
 			case napi.AllocClientStatusRunning:
 				running = append(running, a)
 			}
@@ -354,6 +398,9 @@ func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, er
 			return out, nil
 		}
 		index = nextIndex(index, meta.LastIndex)
+		if err := d.p.pace(ctx, index); err != nil {
+			return nil, waitErr(ctx, fmt.Sprintf("waiting for %d running allocations", count), err)
+		}
 	}
 }
 
@@ -385,26 +432,6 @@ func allocAddress(a *napi.Allocation) (allocAddr, error) {
 	return ad, nil
 }
 
-func lastEvent(states map[string]*napi.TaskState) string {
-	var names []string
-	for n := range states {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		st := states[n]
-		if st != nil && len(st.Events) > 0 {
-			ev := st.Events[len(st.Events)-1]
-			msg := ev.DisplayMessage
-			if msg == "" {
-				msg = ev.Type
-			}
-			return fmt.Sprintf("task %q: %s", n, msg)
-		}
-	}
-	return "no task events"
-}
-
 // waitDeployment waits until the job's latest deployment is successful.
 func (d *Deployment) waitDeployment(ctx context.Context) error {
 	var index uint64
@@ -428,8 +455,8 @@ func (d *Deployment) waitDeployment(ctx context.Context) error {
 			return fmt.Errorf("deployment %s of job %q %s: %s", short(dep.ID), d.jobID, dep.Status, dep.StatusDescription)
 		}
 		index = nextIndex(index, meta.LastIndex)
-		if ctx.Err() != nil {
-			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", ctx.Err())
+		if err := d.p.pace(ctx, index); err != nil {
+			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", err)
 		}
 	}
 }
@@ -449,6 +476,7 @@ func deploymentState(dep *napi.Deployment) string {
 func (d *Deployment) gateway(ctx context.Context, runID, service string, insts []consul.Instance, healthPath string) (string, error) {
 	s := d.p.s
 	labels := map[string]string{providers.LabelManaged: "true", providers.LabelService: service}
+	addOwnerLabels(labels)
 	if runID != "" {
 		labels[providers.LabelRun] = runID
 	}
@@ -479,6 +507,19 @@ func (d *Deployment) gateway(ctx context.Context, runID, service string, insts [
 	if healthPath == "" {
 		probe = gw + "/"
 	}
+	if s.Discovery == "consul" && s.APISIXControl != "off" {
+		// APISIX long-polls Consul with a per-worker cache: the route
+		// may answer from one instance while the others are not known
+		// yet, and a load would then hit fewer than count backends.
+		want := make([]string, len(insts))
+		for i, in := range insts {
+			want[i] = in.Addr()
+		}
+		d.logf("apisix: waiting until its Consul discovery holds the %d instances of %s", len(want), service)
+		if err := apisix.WaitDiscovered(ctx, nil, s.APISIXControl, service, want, d.p.pollInterval); err != nil {
+			return "", fmt.Errorf("%w; the control API (apisix_control, APISIX_CONTROL) must be reachable, and discovery.consul in APISIX's config.yaml must point at the same Consul (or set apisix_control = \"off\")", err)
+		}
+	}
 	if err := apisix.WaitRoute(ctx, nil, probe, d.p.pollInterval); err != nil {
 		return "", err
 	}
@@ -506,52 +547,18 @@ func apisixID(jobID string) string {
 	return string(id)
 }
 
-// Teardown deletes the route, the upstream and the job (purged), in that
-// order, ignoring what is already gone.
-func (d *Deployment) Teardown(ctx context.Context) error {
-	var errs []error
-	if d.admin != nil {
-		if d.route {
-			if err := d.admin.Delete(ctx, apisix.KindRoutes, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
-				errs = append(errs, err)
-			}
-		}
-		if d.upstream {
-			if err := d.admin.Delete(ctx, apisix.KindUpstreams, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if _, _, err := d.nomad.Jobs().Deregister(d.jobID, true, (&napi.WriteOptions{}).WithContext(ctx)); err != nil && !isNotFound(err) {
-		errs = append(errs, fmt.Errorf("deregistering job %q: %w", d.jobID, err))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("tearing down nomad job %q: %w", d.jobID, err)
-	}
-	d.logf("nomad: job %s deregistered and purged", d.jobID)
-	// The next trial registers the same service name: wait (bounded)
-	// until Nomad has removed this one's instances from Consul, so
-	// neither Consul waits nor APISIX discovery see stale nodes.
-	if d.consul != nil {
-		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
-		defer cancel()
-		if n, err := consul.WaitGone(wctx, d.consul, d.service, 5*time.Second); err != nil {
-			d.logf("consul: %d instances of %s still registered after teardown: %v", n, d.service, err)
-		}
-	}
-	return nil
-}
-
-// drainTimeout bounds how long Teardown waits for Consul to forget the
-// service's instances.
-const drainTimeout = 30 * time.Second
-
 // isHTTPError reports whether Nomad answered with an error status (as
 // opposed to not answering).
 func isHTTPError(err error) bool {
 	var ure napi.UnexpectedResponseError
 	var pure *napi.UnexpectedResponseError
 	return errors.As(err, &ure) || errors.As(err, &pure)
+}
+
+// isRefused reports whether nothing listened at the address: the request
+// was never received, so nothing was created.
+func isRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func isNotFound(err error) bool {
@@ -585,73 +592,4 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// GC removes what crashed runs left behind: Nomad jobs whose meta carries
-// LabelManaged (and LabelRun = runID when given), and APISIX routes and
-// upstreams labelled LabelManaged, using NOMAD_* and APISIX_* variables.
-func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
-	runID := req.RunID
-	s, err := resolve(&Config{})
-	if err != nil {
-		return nil, fmt.Errorf("collecting nomad leftovers: %w", err)
-	}
-	p := &Provider{s: s}
-	nc, err := p.nomadClient()
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	stubs, _, err := nc.Jobs().ListOptions(&napi.JobListOptions{Fields: &napi.JobListFields{Meta: true}}, (&napi.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		if isUnreachable(err) {
-			return nil, fmt.Errorf("listing nomad jobs at %s: %w: %v", s.Address, providers.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("listing nomad jobs: %w", err)
-	}
-	var errs []error
-	for _, j := range stubs {
-		if j.Meta[providers.LabelManaged] != "true" || (runID != "" && j.Meta[providers.LabelRun] != runID) {
-			continue
-		}
-		if _, _, err := nc.Jobs().Deregister(j.ID, true, (&napi.WriteOptions{Namespace: j.Namespace}).WithContext(ctx)); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("deregistering job %q: %w", j.ID, err))
-			continue
-		}
-		removed = append(removed, "nomad job "+j.ID)
-	}
-	admin, key := getenv("APISIX_ADMIN", ""), getenv("APISIX_ADMIN_KEY", "")
-	if admin != "" {
-		ac, err := apisix.New(admin, key, nil)
-		if err != nil {
-			return removed, err
-		}
-		for _, kind := range []string{apisix.KindRoutes, apisix.KindUpstreams} {
-			items, err := ac.List(ctx, kind)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			for _, it := range items {
-				if it.Labels()[providers.LabelManaged] != "true" {
-					continue
-				}
-				if runID != "" && it.Labels()[providers.LabelRun] != runID {
-					continue
-				}
-				if err := ac.Delete(ctx, kind, it.ID()); err != nil && !errors.Is(err, apisix.ErrNotFound) {
-					errs = append(errs, err)
-					continue
-				}
-				removed = append(removed, "apisix "+strings.TrimSuffix(kind, "s")+" "+it.ID())
-			}
-		}
-	}
-	return removed, errors.Join(errs...)
-}
-
-func isUnreachable(err error) bool {
-	var ue *url.Error
-	var oe *net.OpError
-	return errors.As(err, &oe) || (errors.As(err, &ue) && !errors.Is(err, context.Canceled))
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +58,7 @@ func gatewayConfig(st *fake.Stack) *Config {
 		APISIXAdmin:   st.APISIX.AdminURL(),
 		APISIXKeyEnv:  testKeyEnv,
 		GatewayURL:    st.APISIX.GatewayURL(),
+		APISIXControl: st.APISIX.ControlURL(),
 		ReadyTimeout:  "20s",
 	}
 }
@@ -207,8 +211,14 @@ func TestConfigErrors(t *testing.T) {
 // TestGatewayConsulDiscovery is the S3 architecture end to end on the
 // fakes: two allocations, APISIX resolving them through Consul, real
 // requests through both paths, and nothing left after teardown.
+//
+// APISIX's caches lag as they do for real: the upstream DELETE right
+// after the route's is refused while the worker still holds the route,
+// and Consul discovery learns of the instances a while after they pass.
 func TestGatewayConsulDiscovery(t *testing.T) {
 	st := newStack(t)
+	st.APISIX.RouteCacheLag = 300 * time.Millisecond
+	st.APISIX.DiscoveryLag = time.Second
 	p := newProvider(t, gatewayConfig(st))
 	ctx := context.Background()
 	dep, err := p.Provision(ctx, request(t))
@@ -266,6 +276,68 @@ func TestGatewayConsulDiscovery(t *testing.T) {
 	// Teardown twice is harmless.
 	if err := dep.Teardown(ctx); err != nil {
 		t.Errorf("second Teardown: %v", err)
+	}
+}
+
+// TestTeardownWaitsForAllocations: Nomad stops allocations after the
+// deregistration answers, and removes their Consul services before it
+// kills the tasks. Teardown returns only once every allocation is
+// terminal, and copies their logs to the trial's logs folder.
+func TestTeardownWaitsForAllocations(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.StopDelay = time.Second
+	c := gatewayConfig(st)
+	c.Gateway = false
+	req := request(t)
+	req.LogDir = filepath.Join(t.TempDir(), "logs")
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if live := st.Nomad.LiveAllocs(); len(live) > 0 {
+		t.Errorf("allocations still live after Teardown: %v", live)
+	}
+	assertEmpty(t, st)
+	for _, f := range []string{"web.0.web.stdout.log", "web.1.web.stdout.log", "web.0.web.stderr.log", "web.0.web.events.log"} {
+		b, err := os.ReadFile(filepath.Join(req.LogDir, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if strings.HasSuffix(f, ".stdout.log") && !strings.Contains(string(b), "listening on 127.0.0.1:") {
+			t.Errorf("%s = %q, want the task's output", f, b)
+		}
+		if strings.HasSuffix(f, ".events.log") && !strings.Contains(string(b), "Killed: Task successfully killed") {
+			t.Errorf("%s = %q, want the task events", f, b)
+		}
+	}
+}
+
+// TestTeardownStopTimeout: allocations that never stop make Teardown fail
+// with a clear error after its bound, instead of letting the next trial
+// share the machine with them silently.
+func TestTeardownStopTimeout(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.StopDelay = 3 * time.Second
+	c := gatewayConfig(st)
+	c.Gateway = false
+	p := newProvider(t, c)
+	p.stopTimeout = 300 * time.Millisecond
+	dep, err := p.Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dep.Teardown(context.Background())
+	if err == nil {
+		t.Fatal("Teardown succeeded while allocations still ran")
+	}
+	for _, want := range []string{"still not stopped after 300ms", "desired=stop client=running", "the next trial would share the machine"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }
 
@@ -639,29 +711,95 @@ func TestProvisionCancelled(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// deadOwner is the owner of a benchflow process that ended: a child that
+// ran and was waited for.
+func deadOwner(t *testing.T) map[string]string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	o := providers.SelfOwner()
+	o.PID, o.Start = cmd.Process.Pid, 1
+	return o.Labels()
+}
+
+// TestGC: gc without a run id removes what a crashed run left (its owner
+// is gone) and keeps a live run's job, route and upstream, reporting why;
+// with a run id it removes exactly that run's objects.
 func TestGC(t *testing.T) {
 	st := newStack(t)
-	dep, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	cfg := gatewayConfig(st)
+	ctx := context.Background()
+
+	// A crashed run: its owner process is gone, and it never tore down.
+	dead := deadOwner(t)
+	addOwnerLabels = func(m map[string]string) { maps.Copy(m, dead) }
+	_, err := newProvider(t, cfg).Provision(ctx, request(t))
+	addOwnerLabels = providers.AddOwnerLabels
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = dep // a crashed run: no Teardown
-	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
-	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
-	t.Setenv("APISIX_ADMIN_KEY", testKey)
-
-	removed, err := GC(context.Background(), &providers.GCRequest{RunID: "another-run"})
-	if err != nil || len(removed) != 0 {
-		t.Fatalf("GC(another run) = %v, %v; want nothing removed", removed, err)
+	// A run in progress (this process), with its own job name.
+	live := request(t)
+	live.RunID = "20261130T050000Z-live"
+	liveDep, err := newProvider(t, cfg).Provision(ctx, live)
+	if err != nil {
+		t.Fatal(err)
 	}
-	removed, err = GC(context.Background(), &providers.GCRequest{RunID: testRunID})
+
+	var kept []string
+	req := &providers.GCRequest{Configs: []any{cfg}, Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }}
+	removed, err := GC(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	job := "benchflow-web-20261130t044500z-3f9c"
-	want := []string{"nomad job " + job, "apisix route " + job, "apisix upstream " + job}
+	want := []string{"nomad job " + job + " (run " + testRunID + ")", "apisix route " + job, "apisix upstream " + job}
 	if d := cmp.Diff(want, removed); d != "" {
 		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	liveJob := "benchflow-web-20261130t050000z-live"
+	if !slices.Contains(st.Nomad.Jobs(), liveJob) || len(st.APISIX.Routes()) != 1 {
+		t.Fatalf("gc removed the live run's objects: jobs %v routes %v", st.Nomad.Jobs(), st.APISIX.Routes())
+	}
+	if len(kept) != 3 || !strings.Contains(kept[0], "kept nomad job "+liveJob) || !strings.Contains(kept[0], "is still running") {
+		t.Errorf("kept = %q", kept)
+	}
+	// The crashed run's allocations were stopped before gc returned.
+	for _, a := range st.Nomad.LiveAllocs() {
+		if !strings.HasPrefix(a, liveJob) {
+			t.Errorf("gc left allocation %s running", a)
+		}
+	}
+
+	// An explicit run id removes that run's objects only, live or not.
+	if removed, err := GC(ctx, &providers.GCRequest{RunID: "another-run", Configs: []any{cfg}}); err != nil || len(removed) != 0 {
+		t.Errorf("GC(another run) = %v, %v; want nothing removed", removed, err)
+	}
+	if err := liveDep.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, st)
+}
+
+// TestGCFromEnvironment: without configs gc uses NOMAD_ADDR and the
+// APISIX_* variables.
+func TestGCFromEnvironment(t *testing.T) {
+	st := newStack(t)
+	dead := deadOwner(t)
+	addOwnerLabels = func(m map[string]string) { maps.Copy(m, dead) }
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	addOwnerLabels = providers.AddOwnerLabels
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
+	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
+	t.Setenv("APISIX_ADMIN_KEY", testKey)
+	removed, err := GC(context.Background(), &providers.GCRequest{RunID: testRunID})
+	if err != nil || len(removed) != 3 {
+		t.Fatalf("GC = %v, %v; want the job, route and upstream", removed, err)
 	}
 	assertEmpty(t, st)
 }
@@ -711,18 +849,73 @@ func TestNegativeReplicas(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// TestTaskFailsToStart: Nomad ends a failed task's events with the
+// restart policy's "Not Restarting"; the error quotes the driver failure
+// before it and says what to do.
 func TestTaskFailsToStart(t *testing.T) {
 	st := newStack(t)
-	st.Nomad.TaskFailure = `failed to launch command with executor: exec: "/usr/local/bin/benchflow": permission denied`
+	st.Nomad.TaskFailure = `failed to launch command with executor: rpc error: code = Unknown desc = exec: "/usr/local/bin/benchflow": permission denied`
 	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
 	if err == nil {
 		t.Fatal("Provision succeeded with failing tasks")
 	}
 	t.Log(err)
-	for _, want := range []string{"of job \"benchflow-web-", " failed: task \"web\": failed to launch command", "permission denied"} {
+	for _, want := range []string{"of job \"benchflow-web-", ` failed: task "web": Driver Failure: failed to launch command`,
+		"permission denied", "check that the command exists and is executable on the Nomad client"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+	if strings.Contains(err.Error(), "Policy allows no restarts") {
+		t.Errorf("error quotes the restart policy instead of the cause: %v", err)
+	}
+	assertEmpty(t, st)
+}
+
+// TestExecOutsideChroot: the exec driver cannot run a binary outside the
+// task's chroot; the trial fails before anything is registered.
+func TestExecOutsideChroot(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Driver = "exec"
+	req := request(t)
+	req.Service.Command[0] = "/work/wt/bin/benchflow"
+	_, err := newProvider(t, c).Provision(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), `command /work/wt/bin/benchflow is outside it: use driver = "raw_exec"`) {
+		t.Fatalf("error = %v", err)
+	}
+	if jobs := st.Nomad.Jobs(); len(jobs) > 0 {
+		t.Errorf("a job was registered: %v", jobs)
+	}
+	// Under /usr the chroot has it.
+	req.Service.Command[0] = "/usr/local/bin/benchflow"
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Teardown(context.Background())
+	assertEmpty(t, st)
+}
+
+// TestTaskExits: a task that exits is explained by its exit code and the
+// last lines of its stderr, read from the allocation's logs.
+func TestTaskExits(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.TaskExitCode = 3
+	st.Nomad.TaskStderr = "starting\nlisten tcp 0.0.0.0:23456: bind: address already in use\nexiting\n"
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded with exiting tasks")
+	}
+	t.Log(err)
+	for _, want := range []string{`failed: task "web": Terminated: Exit Code: 3`, "last stderr lines:",
+		"bind: address already in use", "the service exited by itself"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "Not Restarting") {
+		t.Errorf("error quotes the restart policy instead of the cause: %v", err)
 	}
 	assertEmpty(t, st)
 }

@@ -45,6 +45,30 @@ func TestGatewayPipelinePlans(t *testing.T) {
 	if strings.Join(axes, ",") != "path,count" {
 		t.Errorf("axes %v", axes)
 	}
+	// The direct path alone needs no APISIX.
+	pl = buildGatewayPlan(t, plan.Inputs{Vars: map[string]string{"paths": `["direct"]`}})
+	if len(pl.Trials) != 3*2 {
+		t.Errorf("paths=[direct]: %d trials, want 6", len(pl.Trials))
+	}
+	for _, tr := range pl.Trials {
+		if p := tr.ParamString(); !strings.Contains(p, "path=direct") {
+			t.Errorf("paths=[direct]: trial %s has %s", tr.ID, p)
+		}
+	}
+}
+
+// TestGatewayPipelineRefusesExec: the exec driver cannot run
+// benchflow.bin (it is outside the task's chroot), so the pipeline refuses
+// it when it is validated, with the variable's located error.
+func TestGatewayPipelineRefusesExec(t *testing.T) {
+	p, diags := hclconf.ParseFile(gatewayPipeline)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = plan.Build(p, plan.Inputs{Vars: map[string]string{"driver": "exec"}})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "chroot does not contain benchflow.bin") || diags[0].Subject == nil {
+		t.Errorf("diags = %v, want a located error about the chroot", diags)
+	}
 }
 
 // TestGatewayPipelineOnFakes runs pipelines/gateway.hcl with the real
@@ -59,6 +83,7 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	t.Setenv("CONSUL_HTTP_ADDR", st.Consul.URL())
 	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
 	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
+	t.Setenv("APISIX_CONTROL", st.APISIX.ControlURL())
 	t.Setenv("APISIX_ADMIN_KEY", key)
 	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
 		t.Setenv(v, "")

@@ -1,8 +1,10 @@
 // Package apisix is a small client for the Apache APISIX Admin API (v3):
 // upstreams and routes, authenticated with the X-API-KEY header.
 //
-// Entry points: New builds a Client; PutUpstream, PutRoute, Get, Delete and
-// List manage objects; WaitRoute polls the proxy until a route answers.
+// Entry points: New builds a Client; PutUpstream, PutRoute, Get, Delete,
+// DeleteForce and List manage objects; WaitRoute polls the proxy until a
+// route answers; Discovered and WaitDiscovered read the control API's
+// Consul discovery dump.
 // The admin key is held by the client and never appears in an error.
 //
 // Sibling packages: providers/nomad (the provider that uses this client),
@@ -17,9 +19,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +41,12 @@ var ErrNotFound = errors.New("apisix: key not found")
 
 // ErrUnauthorized is returned (wrapped) when the admin API rejects the key.
 var ErrUnauthorized = errors.New("apisix: admin key rejected")
+
+// ErrInUse is returned (wrapped) when APISIX refuses to delete an object
+// another one still refers to (400 "… is still using it now"). Right
+// after the referring route is deleted this can be a stale cache: see
+// DeleteForce.
+var ErrInUse = errors.New("apisix: object still in use")
 
 // Upstream is the subset of an APISIX upstream object benchflow writes.
 type Upstream struct {
@@ -165,6 +177,15 @@ func (c *Client) Delete(ctx context.Context, kind, id string) error {
 	return nil
 }
 
+// DeleteForce removes one object with ?force=true, which skips APISIX's
+// "still in use" check (APISIX 3.x).
+func (c *Client) DeleteForce(ctx context.Context, kind, id string) error {
+	if _, err := c.do(ctx, http.MethodDelete, kind+"/"+id+"?force=true", nil); err != nil {
+		return fmt.Errorf("deleting %s %q with force: %w", singular(kind), id, err)
+	}
+	return nil
+}
+
 // List returns every object of a kind.
 func (c *Client) List(ctx context.Context, kind string) ([]Item, error) {
 	b, err := c.do(ctx, http.MethodGet, kind, nil)
@@ -216,17 +237,27 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 		return nil, fmt.Errorf("%w (404 %s)", ErrNotFound, msg)
 	case http.StatusUnauthorized:
 		return nil, fmt.Errorf("%w (401 %s)", ErrUnauthorized, msg)
+	case http.StatusBadRequest:
+		if strings.Contains(msg, "is still using it") {
+			return nil, fmt.Errorf("%w (400 %s)", ErrInUse, msg)
+		}
 	}
 	return nil, fmt.Errorf("admin API answered %d: %s", resp.StatusCode, msg)
 }
 
-// errorMessage extracts error_msg or message from an APISIX error body.
+// errorMessage extracts error_msg (with its description, as in APISIX's
+// 401 "failed to check token: wrong apikey") or message from an APISIX
+// error body.
 func errorMessage(b []byte) string {
 	var e struct {
-		ErrorMsg string `json:"error_msg"`
-		Message  string `json:"message"`
+		ErrorMsg    string `json:"error_msg"`
+		Description string `json:"description"`
+		Message     string `json:"message"`
 	}
 	if json.Unmarshal(b, &e) == nil {
+		if e.ErrorMsg != "" && e.Description != "" {
+			return e.ErrorMsg + ": " + e.Description
+		}
 		if e.ErrorMsg != "" {
 			return e.ErrorMsg
 		}
@@ -276,6 +307,87 @@ func WaitRoute(ctx context.Context, hc *http.Client, target string, interval tim
 				last = "no answer"
 			}
 			return fmt.Errorf("waiting for the gateway to answer %s (last answer %s): %w", target, last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// DumpPath is the control API endpoint that lists what APISIX's Consul
+// discovery holds, per service (the control API listens on
+// 127.0.0.1:9090 by default).
+const DumpPath = "/v1/discovery/consul/dump"
+
+// Discovered returns the nodes ("host:port", sorted) that APISIX's Consul
+// discovery holds for service, read from the control API at control
+// (e.g. "http://127.0.0.1:9090").
+func Discovered(ctx context.Context, hc *http.Client, control, service string) ([]string, error) {
+	if hc == nil {
+		hc = &http.Client{Timeout: 5 * time.Second}
+	}
+	u := strings.TrimRight(control, "/") + DumpPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading APISIX's discovery dump: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading APISIX's discovery dump: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading APISIX's discovery dump: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading APISIX's discovery dump: GET %s answered %d: %s", u, resp.StatusCode, errorMessage(b))
+	}
+	var dump struct {
+		Services map[string][]struct {
+			Host string `json:"host"`
+			Port int    `json:"port"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal(b, &dump); err != nil {
+		return nil, fmt.Errorf("decoding APISIX's discovery dump from %s: %w", u, err)
+	}
+	var out []string
+	for _, n := range dump.Services[service] {
+		out = append(out, net.JoinHostPort(n.Host, strconv.Itoa(n.Port)))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// WaitDiscovered polls the control API every interval until APISIX's
+// Consul discovery holds exactly the nodes want (host:port) for service —
+// no fewer, so the load spreads over every instance, and no stale node of
+// an earlier trial. The error names what APISIX held last.
+func WaitDiscovered(ctx context.Context, hc *http.Client, control, service string, want []string, interval time.Duration) error {
+	want = slices.Sorted(slices.Values(want))
+	if interval <= 0 {
+		interval = 200 * time.Millisecond
+	}
+	var last []string
+	var lastErr error
+	for {
+		got, err := Discovered(ctx, hc, control, service)
+		if err == nil && slices.Equal(got, want) {
+			return nil
+		}
+		if err != nil && ctx.Err() == nil {
+			lastErr = err
+		} else if err == nil {
+			last, lastErr = got, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if lastErr != nil {
+				return fmt.Errorf("waiting for APISIX to discover the %d instances of %q: %w (%w)", len(want), service, lastErr, ctx.Err())
+			}
+			return fmt.Errorf("waiting for APISIX to discover the %d instances of %q (%s): its Consul discovery holds %d (%s): %w",
+				len(want), service, strings.Join(want, ", "), len(last), strings.Join(last, ", "), ctx.Err())
 		case <-t.C:
 		}
 	}

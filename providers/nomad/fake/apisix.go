@@ -18,15 +18,27 @@ import (
 	"time"
 )
 
-// APISIX replays the Admin API v3 for upstreams and routes and runs a
-// gateway that proxies matching requests to the upstream's nodes.
+// APISIX replays the Admin API v3 for upstreams and routes (following
+// APISIX's own schema, apisix/schema_def.lua, and status codes), the
+// control API's Consul discovery dump, and runs a gateway that proxies
+// matching requests to the upstream's nodes.
+//
+// Like APISIX, its workers see the configuration through caches that lag
+// behind the admin API: RouteCacheLag for routes (the gateway matches, and
+// the upstream DELETE checks "still in use" against, the routes as they
+// were that long ago), DiscoveryLag for Consul discovery (the gateway and
+// the dump use the instances that were passing that long ago). Both are 0
+// by default.
 type APISIX struct {
 	// Key is the admin key expected in X-API-KEY.
 	Key string
+	// RouteCacheLag and DiscoveryLag: see above.
+	RouteCacheLag, DiscoveryLag time.Duration
 
 	consul  *Consul
 	admin   *httptest.Server
 	gateway *httptest.Server
+	control *httptest.Server
 	proxy   *httputil.ReverseProxy
 	tr      *http.Transport
 	rr      atomic.Uint64
@@ -36,12 +48,14 @@ type APISIX struct {
 	index     uint64
 	upstreams map[string]*adminItem
 	routes    map[string]*adminItem
+	gone      []goneRoute
 }
 
 type adminItem struct {
 	value    map[string]any
 	created  uint64
 	modified uint64
+	at       time.Time // when it was created
 }
 
 // NewAPISIX starts an APISIX fake with the given admin key; consul (may be
@@ -64,7 +78,41 @@ func NewAPISIX(key string, consul *Consul) *APISIX {
 	}
 	a.admin = httptest.NewServer(http.HandlerFunc(a.serveAdmin))
 	a.gateway = httptest.NewServer(http.HandlerFunc(a.serveGateway))
+	a.control = httptest.NewServer(http.HandlerFunc(a.serveControl))
 	return a
+}
+
+// ControlURL is the control API base (APISIX listens on 127.0.0.1:9090
+// by default).
+func (a *APISIX) ControlURL() string { return a.control.URL }
+
+// serveControl answers GET /v1/discovery/consul/dump with what the
+// discovery cache holds: {"config": {…}, "services": {name: [{host,
+// port, weight}]}}.
+func (a *APISIX) serveControl(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/discovery/consul/dump" || r.Method != http.MethodGet {
+		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "404 Not Found"})
+		return
+	}
+	services := map[string][]map[string]any{}
+	if a.consul != nil {
+		names := map[string]bool{}
+		for _, in := range a.consul.Instances() {
+			names[in.Name] = true
+		}
+		for name := range names {
+			if name == "consul" {
+				continue // skipped by APISIX
+			}
+			for _, in := range a.consul.PassingAt(name, time.Now().Add(-a.DiscoveryLag)) {
+				services[name] = append(services[name], map[string]any{"host": in.Address, "port": in.Port, "weight": 1})
+			}
+		}
+	}
+	writeAdminJSON(w, http.StatusOK, map[string]any{
+		"config":   map[string]any{"servers": []string{"fake"}, "keepalive": true, "weight": 1, "fetch_interval": 3},
+		"services": services,
+	})
 }
 
 type targetKey struct{}
@@ -75,8 +123,9 @@ func (a *APISIX) AdminURL() string { return a.admin.URL }
 // GatewayURL is the proxy base (APISIX listens on :9080 by default).
 func (a *APISIX) GatewayURL() string { return a.gateway.URL }
 
-// Close stops both servers.
+// Close stops the servers.
 func (a *APISIX) Close() {
+	a.control.Close()
 	a.gateway.Close()
 	a.admin.Close()
 	a.tr.CloseIdleConnections()
@@ -126,9 +175,17 @@ func writeAdminJSON(w http.ResponseWriter, code int, v any) {
 
 var adminIDRE = regexp.MustCompile(`^[a-zA-Z0-9-_.]{1,64}$`)
 
+// adminMethods are the methods APISIX's admin resources implement; any
+// other gets 404 {"error_msg":"not found"}.
+var adminMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch}
+
 func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-API-KEY") != a.Key {
-		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token"})
+	if k := r.Header.Get("X-API-KEY"); k != a.Key {
+		desc := "wrong apikey"
+		if k == "" {
+			desc = "missing apikey"
+		}
+		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token", "description": desc})
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apisix/admin/")
@@ -138,6 +195,10 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 	kind, id, _ := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
 	if kind != "routes" && kind != "upstreams" {
+		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "Unsupported resource type: " + kind})
+		return
+	}
+	if !slices.Contains(adminMethods, r.Method) {
 		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "not found"})
 		return
 	}
@@ -200,6 +261,11 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": msg})
 			return
 		}
+		if kind == "upstreams" {
+			if _, ok := v["type"]; !ok {
+				v["type"] = "roundrobin" // the schema's default
+			}
+		}
 		now := time.Now().Unix()
 		v["id"] = id
 		v["update_time"] = now
@@ -210,70 +276,204 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			old.value, old.modified = v, a.index
 		} else {
 			v["create_time"] = now
-			store[id] = &adminItem{value: v, created: a.index, modified: a.index}
+			store[id] = &adminItem{value: v, created: a.index, modified: a.index, at: time.Now()}
 			code = http.StatusCreated
 		}
 		writeAdminJSON(w, code, map[string]any{"key": key, "value": v})
 	case http.MethodDelete:
-		if _, ok := store[id]; !ok || id == "" {
-			writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
+		if id == "" {
+			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "missing " + strings.TrimSuffix(kind, "s") + " id"})
 			return
 		}
-		if kind == "upstreams" {
-			for rid, rt := range a.routes {
-				if fmt.Sprint(rt.value["upstream_id"]) == id {
+		if kind == "upstreams" && r.URL.Query().Get("force") != "true" {
+			// APISIX checks references against its worker's route
+			// cache, which lags behind the admin API by RouteCacheLag.
+			for _, rid := range a.cachedRoutesLocked() {
+				if fmt.Sprint(a.routeValueLocked(rid)["upstream_id"]) == id {
 					writeAdminJSON(w, http.StatusBadRequest, map[string]any{
 						"error_msg": fmt.Sprintf("can not delete this upstream, route [%s] is still using it now", rid)})
 					return
 				}
 			}
 		}
+		it, ok := store[id]
+		if !ok {
+			writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
+			return
+		}
 		delete(store, id)
+		if kind == "routes" {
+			a.gone = append(a.gone, goneRoute{id: id, value: it.value, at: time.Now()})
+		}
 		a.index++
 		writeAdminJSON(w, http.StatusOK, map[string]any{"deleted": "1", "key": key})
 	default:
-		writeAdminJSON(w, http.StatusMethodNotAllowed, map[string]any{"error_msg": "not supported method " + r.Method})
+		writeAdminJSON(w, http.StatusMethodNotAllowed, map[string]any{"error_msg": "not supported `" + r.Method + "` method for " + strings.TrimSuffix(kind, "s")})
 	}
 }
 
-// checkUpstream applies the parts of APISIX's upstream schema the
-// provider can run into; "" means valid.
+// goneRoute is a deleted route the worker cache may still hold.
+type goneRoute struct {
+	id    string
+	value map[string]any
+	at    time.Time
+}
+
+// cachedRoutesLocked lists, sorted, the ids of the routes a worker's
+// cache holds: those created at least RouteCacheLag ago, and those deleted
+// less than RouteCacheLag ago.
+func (a *APISIX) cachedRoutesLocked() []string {
+	now := time.Now()
+	var ids []string
+	for id, it := range a.routes {
+		if now.Sub(it.at) >= a.RouteCacheLag {
+			ids = append(ids, id)
+		}
+	}
+	keep := a.gone[:0]
+	for _, g := range a.gone {
+		if now.Sub(g.at) < a.RouteCacheLag {
+			keep = append(keep, g)
+			if _, live := a.routes[g.id]; !live {
+				ids = append(ids, g.id)
+			}
+		}
+	}
+	a.gone = keep
+	sort.Strings(ids)
+	return ids
+}
+
+func (a *APISIX) routeValueLocked(id string) map[string]any {
+	if it, ok := a.routes[id]; ok && time.Since(it.at) >= a.RouteCacheLag {
+		return it.value
+	}
+	for _, g := range a.gone {
+		if g.id == id {
+			return g.value
+		}
+	}
+	if it, ok := a.routes[id]; ok {
+		return it.value
+	}
+	return nil
+}
+
+// Properties of APISIX's upstream, node and route schemas
+// (apisix/schema_def.lua); the schemas set additionalProperties = false.
+var (
+	upstreamProps = []string{"id", "name", "desc", "labels", "create_time", "update_time", "nodes", "retries",
+		"retry_timeout", "timeout", "tls", "keepalive_pool", "type", "checks", "hash_on", "key", "scheme",
+		"discovery_type", "discovery_args", "pass_host", "upstream_host", "service_name"}
+	routeProps = []string{"id", "name", "desc", "labels", "create_time", "update_time", "uri", "uris", "priority",
+		"methods", "host", "hosts", "remote_addr", "remote_addrs", "timeout", "vars", "filter_func", "script",
+		"script_id", "plugins", "plugin_config_id", "upstream", "service_id", "upstream_id", "service_protocol",
+		"enable_websocket", "status"}
+	hostRE       = regexp.MustCompile(`^\*?[0-9a-zA-Z-._\[\]:]+$`)
+	labelValueRE = regexp.MustCompile(`^\S+$`)
+)
+
+func unknownProp(v map[string]any, allowed []string) string {
+	var keys []string
+	for k := range v {
+		if !slices.Contains(allowed, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("invalid configuration: additional properties forbidden, found %s", keys[0])
+}
+
+func isInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// checkLabels follows labels_def: at most 16, values matching ^\S+$ of
+// 1 to 64 characters.
+func checkLabels(v map[string]any) string {
+	raw, ok := v["labels"]
+	if !ok {
+		return ""
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return `invalid configuration: property "labels" validation failed: wrong type: expected object`
+	}
+	if len(m) > 16 {
+		return `invalid configuration: property "labels" validation failed: expect object to have at most 16 properties`
+	}
+	for k, lv := range m {
+		s, ok := lv.(string)
+		if !ok || !labelValueRE.MatchString(s) || len(s) > 64 {
+			return fmt.Sprintf(`invalid configuration: property "labels" validation failed: failed to validate %s (matching ".*"): failed to match pattern "^\\S+$" with %q`, k, fmt.Sprint(lv))
+		}
+	}
+	return ""
+}
+
+// checkUpstream applies APISIX's upstream schema as far as the provider
+// can run into it; "" means valid. type is any string (the schema gives a
+// default, "roundrobin", and no enum).
 func checkUpstream(v map[string]any) string {
-	switch t := v["type"]; t {
-	case nil, "roundrobin", "chash", "ewma", "least_conn":
-	default:
-		return fmt.Sprintf(`invalid configuration: property "type" validation failed: matches none of the enum values (%v)`, t)
+	if msg := unknownProp(v, upstreamProps); msg != "" {
+		return msg
+	}
+	if t, ok := v["type"]; ok {
+		if _, isStr := t.(string); !isStr {
+			return `invalid configuration: property "type" validation failed: wrong type: expected string`
+		}
+	}
+	if msg := checkLabels(v); msg != "" {
+		return msg
 	}
 	_, hasNodes := v["nodes"]
 	_, hasService := v["service_name"]
-	if hasNodes == hasService {
-		return "invalid configuration: value should match only one schema, but matches none"
+	_, hasDiscovery := v["discovery_type"]
+	if hasNodes == (hasService && hasDiscovery) {
+		return "invalid configuration: value should match only one schema, but matches " + map[bool]string{true: "both", false: "none"}[hasNodes]
 	}
-	if hasService {
-		if d, _ := v["discovery_type"].(string); d == "" {
-			return `invalid configuration: property "discovery_type" is required`
-		}
+	if !hasNodes {
 		return ""
 	}
-	nodes, ok := v["nodes"].([]any)
-	if !ok {
-		if m, isMap := v["nodes"].(map[string]any); isMap {
-			for hp := range m {
-				if _, _, err := net.SplitHostPort(hp); err != nil {
-					return fmt.Sprintf("invalid configuration: invalid node %q", hp)
+	switch nodes := v["nodes"].(type) {
+	case map[string]any:
+		for hp, wt := range nodes {
+			if _, ok := isInt(wt); !ok {
+				return fmt.Sprintf(`invalid configuration: property "nodes" validation failed: weight of node %q must be an integer`, hp)
+			}
+			if _, p, err := net.SplitHostPort(hp); err == nil {
+				if n, _ := strconv.Atoi(p); n < 1 || n > 65535 {
+					return "invalid port " + p
 				}
 			}
-			return ""
 		}
-		return `invalid configuration: property "nodes" validation failed: wrong type`
-	}
-	for _, n := range nodes {
-		m, _ := n.(map[string]any)
-		host, _ := m["host"].(string)
-		port, _ := m["port"].(float64)
-		if host == "" || port < 1 || port > 65535 {
-			return `invalid configuration: property "nodes" validation failed: node needs host and a port in 1..65535`
+	case []any:
+		for i, n := range nodes {
+			m, ok := n.(map[string]any)
+			if !ok {
+				return `invalid configuration: property "nodes" validation failed: object matches none of the required`
+			}
+			for _, req := range []string{"host", "port", "weight"} {
+				if _, ok := m[req]; !ok {
+					return fmt.Sprintf(`invalid configuration: property "nodes" validation failed: object matches none of the required: ["host","port","weight"] (node %d has no %s)`, i+1, req)
+				}
+			}
+			host, _ := m["host"].(string)
+			port, pok := isInt(m["port"])
+			weight, wok := isInt(m["weight"])
+			if !hostRE.MatchString(host) || !pok || port < 1 || !wok || weight < 0 {
+				return `invalid configuration: property "nodes" validation failed: object matches none of the required`
+			}
 		}
+	default:
+		return `invalid configuration: property "nodes" validation failed: object matches none of the required`
 	}
 	return ""
 }
@@ -281,15 +481,35 @@ func checkUpstream(v map[string]any) string {
 var httpMethods = []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE", "PURGE"}
 
 func (a *APISIX) checkRouteLocked(v map[string]any) string {
-	uri, _ := v["uri"].(string)
-	if uri == "" && v["uris"] == nil {
-		return "invalid configuration: value should match only one schema, but matches none"
+	if msg := unknownProp(v, routeProps); msg != "" {
+		return msg
 	}
-	if ms, ok := v["methods"].([]any); ok {
+	uri, hasURI := v["uri"]
+	_, hasURIs := v["uris"]
+	if hasURI == hasURIs {
+		return "invalid configuration: allOf 1 failed: value should match only one schema, but matches " + map[bool]string{true: "both", false: "none"}[hasURI]
+	}
+	if s, ok := uri.(string); hasURI && (!ok || s == "") {
+		return `invalid configuration: property "uri" validation failed: string too short, expected at least 1, got 0`
+	}
+	if msg := checkLabels(v); msg != "" {
+		return msg
+	}
+	if raw, ok := v["methods"]; ok {
+		ms, ok := raw.([]any)
+		if !ok {
+			return `invalid configuration: property "methods" validation failed: wrong type: expected array`
+		}
+		seen := map[string]bool{}
 		for _, m := range ms {
-			if s, _ := m.(string); !slices.Contains(httpMethods, s) {
-				return fmt.Sprintf(`invalid configuration: property "methods" validation failed: matches none of the enum values (%v)`, m)
+			s, _ := m.(string)
+			if !slices.Contains(httpMethods, s) {
+				return fmt.Sprintf(`invalid configuration: property "methods" validation failed: failed to validate item %d: matches none of the enum values`, len(seen)+1)
 			}
+			if seen[s] {
+				return `invalid configuration: property "methods" validation failed: expected unique items but items are duplicated`
+			}
+			seen[s] = true
 		}
 	}
 	if up, ok := v["upstream"].(map[string]any); ok {
@@ -297,8 +517,8 @@ func (a *APISIX) checkRouteLocked(v map[string]any) string {
 	}
 	uid, ok := v["upstream_id"]
 	if !ok {
-		if v["service_id"] == nil && v["plugin_config_id"] == nil {
-			return "missing upstream configuration in Route or Service"
+		if v["service_id"] == nil && v["plugin_config_id"] == nil && v["plugins"] == nil {
+			return "invalid configuration: value should match only one schema, but matches none"
 		}
 		return ""
 	}
@@ -337,15 +557,11 @@ func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 // resolve finds the first matching route (by id order) and its nodes.
 func (a *APISIX) resolve(r *http.Request) ([]string, bool) {
 	a.mu.Lock()
-	ids := make([]string, 0, len(a.routes))
-	for id := range a.routes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := a.cachedRoutesLocked()
 	var up map[string]any
 	found := false
 	for _, id := range ids {
-		rt := a.routes[id].value
+		rt := a.routeValueLocked(id)
 		var uris []string
 		if u, _ := rt["uri"].(string); u != "" {
 			uris = append(uris, u)
@@ -383,7 +599,7 @@ func (a *APISIX) resolve(r *http.Request) ([]string, bool) {
 	var nodes []string
 	if svc, _ := up["service_name"].(string); svc != "" {
 		if up["discovery_type"] == "consul" && a.consul != nil {
-			for _, in := range a.consul.Passing(svc) {
+			for _, in := range a.consul.PassingAt(svc, time.Now().Add(-a.DiscoveryLag)) {
 				nodes = append(nodes, net.JoinHostPort(in.Address, strconv.Itoa(in.Port)))
 			}
 		}

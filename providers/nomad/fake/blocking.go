@@ -34,6 +34,13 @@ func (n *notifier) bumpLocked() uint64 {
 // for ?index=N: it returns when the index moves past N, after wait, or when
 // the request ends.
 func (n *notifier) block(ctx context.Context, index uint64, wait time.Duration) {
+	n.blockOn(ctx, index, wait, func() uint64 { return n.index })
+}
+
+// blockOn is block for an index of its own (a table's, in Nomad: each
+// endpoint reports and waits on the index of the table it reads). cur is
+// called with n.mu held.
+func (n *notifier) blockOn(ctx context.Context, index uint64, wait time.Duration, cur func() uint64) {
 	if index == 0 {
 		return
 	}
@@ -41,9 +48,9 @@ func (n *notifier) block(ctx context.Context, index uint64, wait time.Duration) 
 	defer t.Stop()
 	for {
 		n.mu.Lock()
-		cur, ch := n.index, n.changed
+		c, ch := cur(), n.changed
 		n.mu.Unlock()
-		if cur > index {
+		if c > index {
 			return
 		}
 		select {

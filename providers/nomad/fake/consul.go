@@ -1,6 +1,8 @@
 package fake
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,13 +43,24 @@ type Consul struct {
 	notifier
 	instances map[string]*Instance // by id
 	ran       map[string]bool      // ids whose HTTP check ran at least once
-	stops     map[string]chan struct{}
-	wg        sync.WaitGroup
+	// since is when each passing instance last turned passing; past
+	// holds the passing intervals that ended, so PassingAt can answer as
+	// of an earlier time (a lagging discovery cache).
+	since map[string]time.Time
+	past  []passedInterval
+	stops map[string]chan struct{}
+	wg    sync.WaitGroup
+}
+
+type passedInterval struct {
+	in         Instance
+	from, till time.Time
 }
 
 // NewConsul starts a Consul fake. Close it when done.
 func NewConsul() *Consul {
-	c := &Consul{instances: map[string]*Instance{}, ran: map[string]bool{}, stops: map[string]chan struct{}{}}
+	c := &Consul{instances: map[string]*Instance{}, ran: map[string]bool{}, stops: map[string]chan struct{}{},
+		since: map[string]time.Time{}}
 	c.init()
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	return c
@@ -76,8 +89,27 @@ func (c *Consul) Register(in Instance) {
 		in.Status = StatusCritical // Consul's initial check status
 	}
 	cp := in
+	c.endPassingLocked(in.ID)
 	c.instances[in.ID] = &cp
+	if cp.Status == StatusPassing {
+		c.since[in.ID] = time.Now()
+	}
 	c.bumpLocked()
+}
+
+// endPassingLocked records the end of an instance's passing interval.
+func (c *Consul) endPassingLocked(id string) {
+	from, ok := c.since[id]
+	if !ok {
+		return
+	}
+	delete(c.since, id)
+	now := time.Now()
+	c.past = append(c.past, passedInterval{in: *c.instances[id], from: from, till: now})
+	// Keep a minute of history.
+	for len(c.past) > 0 && now.Sub(c.past[0].till) > time.Minute {
+		c.past = c.past[1:]
+	}
 }
 
 // RegisterHTTPCheck adds an instance whose status is driven by a real HTTP
@@ -131,7 +163,13 @@ func (c *Consul) SetStatus(id, status string) {
 	if !ok || in.Status == status {
 		return
 	}
+	if in.Status == StatusPassing {
+		c.endPassingLocked(id)
+	}
 	in.Status = status
+	if status == StatusPassing {
+		c.since[id] = time.Now()
+	}
 	c.bumpLocked()
 }
 
@@ -145,6 +183,7 @@ func (c *Consul) Deregister(id string) {
 	}
 	delete(c.ran, id)
 	if _, ok := c.instances[id]; ok {
+		c.endPassingLocked(id)
 		delete(c.instances, id)
 		c.bumpLocked()
 	}
@@ -158,6 +197,27 @@ func (c *Consul) Passing(name string) []Instance {
 	for _, in := range c.instances {
 		if in.Name == name && in.Status == StatusPassing {
 			out = append(out, *in)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// PassingAt returns the instances of a service that were passing at t
+// (at most a minute ago), sorted by id: what a discovery cache refreshed
+// at t holds.
+func (c *Consul) PassingAt(name string, t time.Time) []Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Instance
+	for id, from := range c.since {
+		if in := c.instances[id]; in.Name == name && !from.After(t) {
+			out = append(out, *in)
+		}
+	}
+	for _, p := range c.past {
+		if p.in.Name == name && !p.from.After(t) && p.till.After(t) {
+			out = append(out, p.in)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -268,10 +328,18 @@ func serviceEntry(in *Instance) map[string]any {
 		"Checks": []map[string]any{
 			{"Node": "fake-node-1", "CheckID": "serfHealth", "Name": "Serf Health Status",
 				"Status": StatusPassing, "ServiceID": "", "ServiceName": ""},
-			{"Node": "fake-node-1", "CheckID": "_nomad-check-" + in.ID, "Name": "service: \"" + in.Name + "\" check",
+			{"Node": "fake-node-1", "CheckID": checkID(in.ID), "Name": "service: \"" + in.Name + "\" check",
 				"Status": in.Status, "ServiceID": in.ID, "ServiceName": in.Name, "Type": "http"},
 		},
 	}
+}
+
+// checkID is how Nomad names the Consul check of a service instance:
+// "_nomad-check-" and a SHA-1 in hex (Nomad hashes the check definition
+// with the service id).
+func checkID(serviceID string) string {
+	sum := sha1.Sum([]byte(serviceID + "/check"))
+	return "_nomad-check-" + hex.EncodeToString(sum[:])
 }
 
 // requestToken reads an ACL token the way Consul and Nomad accept it: the

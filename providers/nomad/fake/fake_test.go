@@ -5,9 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benchflow/benchflow/providers/nomad/fake"
 )
@@ -38,6 +40,19 @@ func do(t *testing.T, method, url, body string, header map[string]string) answer
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// eventually polls cond until it holds, for at most 10s (a bound, not a
+// speed assertion: the fakes are asynchronous like Nomad).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not true after 10s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func decode(t *testing.T, s string, v any) {
@@ -150,16 +165,55 @@ func TestNomadRegisterRunDeregister(t *testing.T) {
 		JobID          string
 		FailedTGAllocs map[string]any
 	}
-	decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
-	if ev.Status != "complete" || ev.JobID != "hello-world" || len(ev.FailedTGAllocs) != 0 {
+	// The evaluation completes asynchronously, as in Nomad.
+	eventually(t, "evaluation complete", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+		return ev.Status == "complete"
+	})
+	if ev.JobID != "hello-world" || len(ev.FailedTGAllocs) != 0 {
 		t.Errorf("evaluation %+v", ev)
 	}
-	var allocs []struct {
-		ID, Name, ClientStatus, TaskGroup string
+	// The stored job carries what the agent fills in.
+	var job struct {
+		Region, NodePool string
+		TaskGroups       []struct {
+			Constraints []struct{ LTarget, Operand, RTarget string }
+		}
 	}
-	decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/allocations", "", nil).body, &allocs)
-	if len(allocs) != 2 || allocs[0].ClientStatus != "running" || allocs[0].TaskGroup != "servers" {
+	decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world", "", nil).body, &job)
+	if job.Region != "global" || job.NodePool != "default" || len(job.TaskGroups[0].Constraints) != 1 ||
+		job.TaskGroups[0].Constraints[0].LTarget != "${attr.consul.version}" {
+		t.Errorf("stored job %+v", job)
+	}
+	var allocs []struct {
+		ID, Name, ClientStatus, DesiredStatus, TaskGroup string
+	}
+	eventually(t, "2 running allocations", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/allocations", "", nil).body, &allocs)
+		return len(allocs) == 2 && allocs[0].ClientStatus == "running" && allocs[1].ClientStatus == "running"
+	})
+	if allocs[0].TaskGroup != "servers" {
 		t.Fatalf("allocations %+v", allocs)
+	}
+	// Consul entries carry what Nomad puts there.
+	eventually(t, "instances registered", func() bool { return len(c.Instances()) == 4 })
+	var entries []struct {
+		Service struct{ Meta map[string]string }
+		Checks  []struct{ CheckID string }
+	}
+	decode(t, do(t, "GET", c.URL()+"/v1/health/service/hello-world", "", nil).body, &entries)
+	if len(entries) != 2 || entries[0].Service.Meta["external-source"] != "nomad" ||
+		!regexp.MustCompile(`^_nomad-check-[0-9a-f]{40}$`).MatchString(entries[0].Checks[1].CheckID) {
+		t.Errorf("consul entries %+v", entries)
+	}
+	for _, own := range []string{"nomad", "nomad-client"} {
+		if a := do(t, "GET", c.URL()+"/v1/health/service/"+own, "", nil); !strings.Contains(a.body, `"external-source":"nomad"`) {
+			t.Errorf("Nomad's own service %s: %s", own, a.body)
+		}
+	}
+	// The client serves the task's logs.
+	if a := do(t, "GET", n.URL()+"/v1/client/fs/logs/"+allocs[0].ID+"?task=web&type=stdout&plain=true", "", nil); a.code != 200 || !strings.Contains(a.body, "listening on 127.0.0.1:") {
+		t.Errorf("logs: %d %q", a.code, a.body)
 	}
 	var alloc struct {
 		AllocatedResources struct {
@@ -183,15 +237,25 @@ func TestNomadRegisterRunDeregister(t *testing.T) {
 		t.Errorf("task answered %d %q", a.code, a.body)
 	}
 
-	if a := do(t, "DELETE", n.URL()+"/v1/job/nope?purge=true", "", nil); a.code != 404 || a.body != "job not found" {
+	// Deleting a job that does not exist is not an error in Nomad.
+	if a := do(t, "DELETE", n.URL()+"/v1/job/nope?purge=true", "", nil); a.code != 200 || !strings.Contains(a.body, `"EvalID":""`) {
 		t.Errorf("deregister unknown: %d %q", a.code, a.body)
 	}
 	a = do(t, "DELETE", n.URL()+"/v1/job/hello-world?purge=true", "", nil)
-	if a.code != 200 || !strings.Contains(a.body, `"EvalID"`) {
+	if a.code != 200 || !strings.Contains(a.body, `"EvalID":"`) || strings.Contains(a.body, `"EvalID":""`) {
 		t.Fatalf("deregister: %d %q", a.code, a.body)
 	}
-	if len(n.Jobs()) != 0 || len(n.RunningAllocs()) != 0 || len(c.Instances()) != 0 {
-		t.Errorf("after purge: jobs %v allocs %v consul %v", n.Jobs(), n.RunningAllocs(), c.Instances())
+	if len(n.Jobs()) != 0 {
+		t.Errorf("after purge: jobs %v", n.Jobs())
+	}
+	// The allocations stop asynchronously; after the purge they are
+	// still listed under the job's id until they are terminal.
+	eventually(t, "allocations stopped", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/allocations", "", nil).body, &allocs)
+		return len(allocs) == 2 && allocs[0].ClientStatus == "complete" && allocs[1].ClientStatus == "complete"
+	})
+	if allocs[0].DesiredStatus != "stop" || len(n.LiveAllocs()) != 0 || len(c.Instances()) != 2 {
+		t.Errorf("after stop: allocs %+v live %v consul %v", allocs, n.LiveAllocs(), c.Instances())
 	}
 	if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(ports[0].Value)); err == nil {
 		c.Close()
@@ -208,16 +272,24 @@ func TestNomadUnplaceable(t *testing.T) {
 	var ev struct {
 		Status         string
 		BlockedEval    string
+		TriggeredBy    string
 		FailedTGAllocs map[string]struct {
 			NodesEvaluated     int
 			NodesExhausted     int
 			DimensionExhausted map[string]int
 		}
 	}
-	decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+	eventually(t, "evaluation complete", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+		return ev.Status == "complete"
+	})
 	m, ok := ev.FailedTGAllocs["servers"]
 	if !ok || m.NodesExhausted != 1 || m.DimensionExhausted["cpu"] != 1 || ev.BlockedEval == "" {
 		t.Errorf("evaluation %+v", ev)
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+ev.BlockedEval, "", nil).body, &ev)
+	if ev.Status != "blocked" || ev.TriggeredBy != "queued-allocs" {
+		t.Errorf("blocked evaluation %+v", ev)
 	}
 	if len(n.RunningAllocs()) != 0 {
 		t.Errorf("unplaceable job runs %v", n.RunningAllocs())
@@ -248,9 +320,40 @@ func TestAPISIXAdmin(t *testing.T) {
 	admin := a.AdminURL() + "/apisix/admin/"
 
 	r := do(t, "GET", admin+"routes", "", map[string]string{"X-API-KEY": "wrong"})
-	if r.code != 401 || strings.TrimSpace(r.body) != `{"error_msg":"failed to check token"}` {
+	if r.code != 401 || strings.TrimSpace(r.body) != `{"description":"wrong apikey","error_msg":"failed to check token"}` {
 		t.Errorf("wrong key: %d %q", r.code, r.body)
 	}
+	// A method the admin resources do not implement is "not found".
+	if r = do(t, "OPTIONS", admin+"routes/1", "", hdr); r.code != 404 || strings.TrimSpace(r.body) != `{"error_msg":"not found"}` {
+		t.Errorf("OPTIONS: %d %q", r.code, r.body)
+	}
+	// APISIX's schema: what it rejects and what it accepts.
+	for _, c := range []struct{ path, body, want string }{
+		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}],"retry":1}`, "additional properties forbidden, found retry"},
+		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1}]}`, `"nodes" validation failed`},
+		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}],"labels":{"run":"a b"}}`, `"labels" validation failed`},
+		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}],"labels":{"run":""}}`, `"labels" validation failed`},
+		{"upstreams/s1", `{"service_name":"web","discovery_type":"consul","nodes":[{"host":"127.0.0.1","port":1,"weight":1}]}`, "matches both"},
+		{"routes/r1", `{"uri":"/*","methods":["GET","GET"],"upstream":{"nodes":{"127.0.0.1:1":1}}}`, "duplicated"},
+		{"routes/r1", `{"uri":"/*","upstream":{"nodes":{"127.0.0.1:1":1}},"upstream_ids":"x"}`, "additional properties forbidden"},
+	} {
+		r = do(t, "PUT", admin+c.path, c.body, hdr)
+		var e struct {
+			ErrorMsg string `json:"error_msg"`
+		}
+		decode(t, r.body, &e)
+		if r.code != 400 || !strings.Contains(e.ErrorMsg, c.want) {
+			t.Errorf("PUT %s %s: %d %q, want 400 %q", c.path, c.body, r.code, r.body, c.want)
+		}
+	}
+	// type is a free string with a default: an unknown balancer and a
+	// missing type are accepted.
+	for _, body := range []string{`{"type":"my_balancer","nodes":{"127.0.0.1:1":1}}`, `{"service_name":"web","discovery_type":"consul"}`} {
+		if r = do(t, "PUT", admin+"upstreams/s2", body, hdr); r.code != 201 && r.code != 200 {
+			t.Errorf("PUT upstream %s: %d %q", body, r.code, r.body)
+		}
+	}
+	do(t, "DELETE", admin+"upstreams/s2", "", hdr)
 	r = do(t, "GET", admin+"routes/1", "", hdr)
 	if r.code != 404 || strings.TrimSpace(r.body) != `{"message":"Key not found"}` {
 		t.Errorf("missing route: %d %q", r.code, r.body)

@@ -19,8 +19,18 @@ import (
 	napi "github.com/hashicorp/nomad/api"
 )
 
-// Nomad replays the job, allocation, evaluation and deployment endpoints of
-// the Nomad HTTP API for one client node at 127.0.0.1.
+// Nomad replays the job, allocation, evaluation, deployment and client log
+// endpoints of the Nomad HTTP API for one client node at 127.0.0.1.
+//
+// It is asynchronous the way a real agent (observed with Nomad 1.6.5) is:
+// a registration answers with an evaluation that is still "pending"; the
+// scheduler completes it ScheduleDelay later and creates "pending"
+// allocations, which run StartDelay after that. A deregistration answers
+// at once too: the allocations are marked desired "stop" ScheduleDelay
+// later, their Consul services are removed first (as the Nomad client does
+// before killing a task) and they turn "complete" StopDelay after that. A
+// failed task's events end with the restart policy's "Not Restarting"
+// event, as Nomad's do.
 type Nomad struct {
 	// Token, when set, must be sent as X-Nomad-Token; otherwise 403
 	// "Permission denied".
@@ -37,8 +47,13 @@ type Nomad struct {
 	TaskStatus int
 	// TaskFailure, when set, makes every task fail to start: allocations
 	// are "failed" with a "Driver Failure" task event carrying this
-	// message, and nothing listens.
+	// message (followed by "Not Restarting"), and nothing listens.
 	TaskFailure string
+	// TaskExitCode, when not zero, makes every task start, write
+	// TaskStderr to its stderr log and exit with this code: the events
+	// are "Started", "Terminated" ("Exit Code: N") and "Not Restarting".
+	TaskExitCode int
+	TaskStderr   string
 	// UnhealthyFails makes a deployment fail ("Failed due to unhealthy
 	// allocations") as soon as a check of one of its allocations is
 	// critical, as Nomad does when healthy_deadline passes — without the
@@ -47,6 +62,9 @@ type Nomad struct {
 	// MaxCheckInterval caps the check interval the fake's Consul agent
 	// uses, so tests need not wait 10s (default 100ms).
 	MaxCheckInterval time.Duration
+	// ScheduleDelay (default 20ms), StartDelay (default 30ms) and
+	// StopDelay (default 150ms) pace the asynchronous steps above.
+	ScheduleDelay, StartDelay, StopDelay time.Duration
 
 	consul *Consul
 	srv    *httptest.Server
@@ -55,8 +73,21 @@ type Nomad struct {
 	allocs map[string]*fakeAlloc
 	evals  map[string]*napi.Evaluation
 	deps   map[string]*napi.Deployment
+	// tables holds the index of each state table's last write: Nomad
+	// answers (and blocks) with the index of the table an endpoint reads,
+	// which is 0 until the table is first written.
+	tables map[string]uint64
+	closed bool
 	wg     sync.WaitGroup
 }
+
+// Nomad's state tables, as far as the endpoints below read them.
+const (
+	tableJobs        = "jobs"
+	tableEvals       = "evals"
+	tableAllocs      = "allocs"
+	tableDeployments = "deployment"
+)
 
 type fakeJob struct {
 	job         *napi.Job
@@ -68,13 +99,17 @@ type fakeJob struct {
 }
 
 type fakeAlloc struct {
-	a       *napi.Allocation
-	servers []*http.Server
-	consul  []string // service ids registered in Consul
+	a         *napi.Allocation
+	jobCreate uint64 // the create index of the job version it belongs to
+	servers   []*http.Server
+	consul    []string // service ids registered in Consul
+	logs      map[string]string
 }
 
 // NewNomad starts a Nomad fake whose allocations register their services
-// in consul (which may be nil when jobs declare no Consul services).
+// in consul (which may be nil when jobs declare no Consul services). Like
+// a Nomad agent configured with Consul, it registers its own "nomad" and
+// "nomad-client" services there.
 func NewNomad(consul *Consul) *Nomad {
 	n := &Nomad{
 		consul: consul,
@@ -82,9 +117,20 @@ func NewNomad(consul *Consul) *Nomad {
 		allocs: map[string]*fakeAlloc{},
 		evals:  map[string]*napi.Evaluation{},
 		deps:   map[string]*napi.Deployment{},
+		tables: map[string]uint64{},
 	}
 	n.init()
 	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
+	if consul != nil {
+		host, port, _ := net.SplitHostPort(strings.TrimPrefix(n.srv.URL, "http://"))
+		p, _ := strconv.Atoi(port)
+		for _, s := range []struct{ id, name string }{
+			{"_nomad-server-" + newID()[:8], "nomad"}, {"_nomad-client-" + newID()[:8], "nomad-client"},
+		} {
+			consul.Register(Instance{ID: s.id, Name: s.name, Address: host, Port: p, Tags: []string{"http"},
+				Meta: map[string]string{"external-source": "nomad"}, Status: StatusPassing})
+		}
+	}
 	return n
 }
 
@@ -94,13 +140,51 @@ func (n *Nomad) URL() string { return n.srv.URL }
 // Close stops every allocation and the HTTP server.
 func (n *Nomad) Close() {
 	n.mu.Lock()
+	n.closed = true
 	for id, fa := range n.allocs {
-		n.stopAllocLocked(fa)
+		n.killAllocLocked(fa)
 		delete(n.allocs, id)
 	}
 	n.mu.Unlock()
 	n.srv.Close()
 	n.wg.Wait()
+}
+
+// afterLocked runs f with n.mu held d from now, unless the fake is closed
+// by then. n.mu is held.
+func (n *Nomad) afterLocked(d time.Duration, f func()) {
+	if n.closed {
+		return
+	}
+	n.wg.Add(1)
+	time.AfterFunc(d, func() {
+		defer n.wg.Done()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.closed {
+			f()
+		}
+	})
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (n *Nomad) scheduleDelay() time.Duration { return orDefault(n.ScheduleDelay, 20*time.Millisecond) }
+func (n *Nomad) startDelay() time.Duration    { return orDefault(n.StartDelay, 30*time.Millisecond) }
+func (n *Nomad) stopDelay() time.Duration     { return orDefault(n.StopDelay, 150*time.Millisecond) }
+
+// writeLocked advances the raft index and marks the tables written.
+func (n *Nomad) writeLocked(tables ...string) uint64 {
+	idx := n.bumpLocked()
+	for _, t := range tables {
+		n.tables[t] = idx
+	}
+	return idx
 }
 
 // Jobs lists the ids of the registered jobs (stopped but not purged jobs
@@ -134,7 +218,31 @@ func (n *Nomad) RunningAllocs() []string {
 	return out
 }
 
-// Job returns a copy of a registered job as the fake received it.
+// LiveAllocs lists "name (desired/client status)" of every allocation that
+// is not terminal yet (pending or running, whatever its desired status),
+// sorted. Purged jobs' allocations count until they stop, as in Nomad.
+func (n *Nomad) LiveAllocs() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, fa := range n.allocs {
+		if !terminal(fa.a.ClientStatus) {
+			out = append(out, fmt.Sprintf("%s (desired=%s client=%s)", fa.a.Name, fa.a.DesiredStatus, fa.a.ClientStatus))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func terminal(clientStatus string) bool {
+	switch clientStatus {
+	case napi.AllocClientStatusComplete, napi.AllocClientStatusFailed, napi.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// Job returns a copy of a registered job as the fake stored it.
 func (n *Nomad) Job(namespace, id string) (*napi.Job, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -205,7 +313,7 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		case sub == "" && r.Method == http.MethodDelete:
 			n.deregister(w, r, ns, id)
 		case sub == "" && r.Method == http.MethodGet:
-			n.query(w, r, func() (any, error) {
+			n.query(w, r, tableJobs, func() (any, error) {
 				j, ok := n.jobs[nsKey(ns, id)]
 				if !ok {
 					return nil, errNotFound("job not found")
@@ -213,21 +321,22 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 				return j.job, nil
 			})
 		case sub == "allocations" && r.Method == http.MethodGet:
-			n.query(w, r, func() (any, error) { return n.jobAllocsLocked(ns, id, boolParam(r, "all")), nil })
+			n.query(w, r, tableAllocs, func() (any, error) { return n.jobAllocsLocked(ns, id, boolParam(r, "all")), nil })
 		case sub == "evaluations" && r.Method == http.MethodGet:
-			n.query(w, r, func() (any, error) {
+			n.query(w, r, tableEvals, func() (any, error) {
 				out := []*napi.Evaluation{}
 				for _, e := range n.evals {
 					if e.JobID == id && nsKey(e.Namespace, "") == nsKey(ns, "") {
 						out = append(out, e)
 					}
 				}
+				sort.Slice(out, func(a, b int) bool { return out[a].CreateIndex > out[b].CreateIndex })
 				return out, nil
 			})
 		case sub == "deployment" && r.Method == http.MethodGet:
-			n.query(w, r, func() (any, error) { return n.latestDeploymentLocked(ns, id), nil })
+			n.query(w, r, tableDeployments, func() (any, error) { return n.latestDeploymentLocked(ns, id), nil })
 		case sub == "deployments" && r.Method == http.MethodGet:
-			n.query(w, r, func() (any, error) {
+			n.query(w, r, tableDeployments, func() (any, error) {
 				out := []*napi.Deployment{}
 				if d := n.latestDeploymentLocked(ns, id); d != nil {
 					out = append(out, d)
@@ -239,16 +348,18 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.HasPrefix(p, "/v1/allocation/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(p, "/v1/allocation/")
-		n.query(w, r, func() (any, error) {
+		n.query(w, r, tableAllocs, func() (any, error) {
 			fa, ok := n.allocs[id]
 			if !ok {
 				return nil, errNotFound("alloc not found")
 			}
 			return fa.a, nil
 		})
+	case strings.HasPrefix(p, "/v1/client/fs/logs/") && r.Method == http.MethodGet:
+		n.logs(w, r, strings.TrimPrefix(p, "/v1/client/fs/logs/"))
 	case strings.HasPrefix(p, "/v1/evaluation/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(p, "/v1/evaluation/")
-		n.query(w, r, func() (any, error) {
+		n.query(w, r, tableEvals, func() (any, error) {
 			e, ok := n.evals[id]
 			if !ok {
 				return nil, errNotFound("eval not found")
@@ -257,7 +368,7 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		})
 	case strings.HasPrefix(p, "/v1/deployment/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(p, "/v1/deployment/")
-		n.query(w, r, func() (any, error) {
+		n.query(w, r, tableDeployments, func() (any, error) {
 			d, ok := n.deps[id]
 			if !ok {
 				return nil, errNotFound("deployment not found")
@@ -269,18 +380,65 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// logs serves GET /v1/client/fs/logs/:alloc?task=&type=stdout|stderr
+// &plain=true[&origin=end&offset=N]: the task's log as plain text (the
+// framed, non-plain form is not replayed).
+func (n *Nomad) logs(w http.ResponseWriter, r *http.Request, allocID string) {
+	q := r.URL.Query()
+	typ := q.Get("type")
+	if typ != "stdout" && typ != "stderr" {
+		httpError(w, http.StatusBadRequest, "must provide type as either stdout or stderr")
+		return
+	}
+	if q.Get("task") == "" {
+		httpError(w, http.StatusBadRequest, "must provide task name")
+		return
+	}
+	if !boolParam(r, "plain") {
+		httpError(w, http.StatusBadRequest, "the fake serves plain=true logs only")
+		return
+	}
+	n.mu.Lock()
+	fa, ok := n.allocs[allocID]
+	var text string
+	if ok {
+		text = fa.logs[q.Get("task")+"."+typ]
+	}
+	n.mu.Unlock()
+	if !ok {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("Unknown allocation %q", allocID))
+		return
+	}
+	off, _ := strconv.Atoi(q.Get("offset"))
+	if off < 0 {
+		off = 0
+	}
+	if q.Get("origin") == "end" {
+		if off < len(text) {
+			text = text[len(text)-off:]
+		}
+	} else if off < len(text) {
+		text = text[off:]
+	} else {
+		text = ""
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, text)
+}
+
 type notFound string
 
 func (e notFound) Error() string { return string(e) }
 
 func errNotFound(msg string) error { return notFound(msg) }
 
-// query serves a read endpoint with blocking-query semantics.
-func (n *Nomad) query(w http.ResponseWriter, r *http.Request, read func() (any, error)) {
-	n.block(r.Context(), parseIndex(r), parseWait(r))
+// query serves a read endpoint with blocking-query semantics on the index
+// of the table it reads.
+func (n *Nomad) query(w http.ResponseWriter, r *http.Request, table string, read func() (any, error)) {
+	n.blockOn(r.Context(), parseIndex(r), parseWait(r), func() uint64 { return n.tables[table] })
 	n.mu.Lock()
 	v, err := read()
-	index := n.index
+	index := n.tables[table]
 	var body []byte
 	if err == nil {
 		body, err = json.Marshal(v)
@@ -305,7 +463,7 @@ func (n *Nomad) query(w http.ResponseWriter, r *http.Request, read func() (any, 
 func (n *Nomad) listJobs(w http.ResponseWriter, r *http.Request, ns string) {
 	withMeta := r.URL.Query().Get("meta") == "true"
 	prefix := r.URL.Query().Get("prefix")
-	n.query(w, r, func() (any, error) {
+	n.query(w, r, tableJobs, func() (any, error) {
 		out := []*napi.JobListStub{}
 		for _, j := range n.jobs {
 			if ns != "*" && nsKey(*j.job.Namespace, "") != nsKey(ns, "") {
@@ -395,6 +553,25 @@ func ptrString(p *string) string {
 	return *p
 }
 
+// usesConsul reports whether a job declares a Consul service.
+func usesConsul(job *napi.Job) bool {
+	for _, tg := range job.TaskGroups {
+		for _, s := range tg.Services {
+			if s.Provider == "" || s.Provider == "consul" {
+				return true
+			}
+		}
+		for _, t := range tg.Tasks {
+			for _, s := range t.Services {
+				if s.Provider == "" || s.Provider == "consul" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 func (n *Nomad) register(w http.ResponseWriter, r *http.Request) {
 	var req napi.JobRegisterRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -409,10 +586,24 @@ func (n *Nomad) register(w http.ResponseWriter, r *http.Request) {
 	if ns := r.URL.Query().Get("namespace"); ns != "" && (job.Namespace == nil || *job.Namespace == "") {
 		job.Namespace = &ns
 	}
+	// The agent fills in its region and the default node pool, and adds
+	// the Consul version constraint to jobs with Consul services, so the
+	// stored job differs from the submitted one as Nomad's does.
+	if job.Region == nil || *job.Region == "" {
+		job.Region = new("global")
+	}
+	if job.NodePool == nil || *job.NodePool == "" {
+		job.NodePool = new("default")
+	}
 	job.Canonicalize()
 	if err := validate(job); err != nil {
 		httpError(w, http.StatusInternalServerError, err.Error())
 		return
+	}
+	if usesConsul(job) {
+		for _, tg := range job.TaskGroups {
+			tg.Constraints = append(tg.Constraints, napi.NewConstraint("${attr.consul.version}", "semver", ">= 1.7.0"))
+		}
 	}
 
 	n.mu.Lock()
@@ -420,42 +611,85 @@ func (n *Nomad) register(w http.ResponseWriter, r *http.Request) {
 	key := nsKey(*job.Namespace, *job.ID)
 	fj, exists := n.jobs[key]
 	if exists {
-		for id, fa := range n.allocs {
-			if fa.a.JobID == *job.ID && fa.a.Namespace == *job.Namespace {
+		for _, fa := range n.allocs {
+			if fa.a.JobID == *job.ID && fa.a.Namespace == *job.Namespace && !terminal(fa.a.ClientStatus) {
 				n.stopAllocLocked(fa)
-				delete(n.allocs, id)
 			}
 		}
 	} else {
 		fj = &fakeJob{createIndex: n.index + 1}
 		n.jobs[key] = fj
 	}
-	index := n.bumpLocked()
-	fj.job, fj.stop, fj.modifyIndex, fj.submit = job, false, index, time.Now().UnixNano()
+	index := n.writeLocked(tableJobs, tableEvals)
+	fj.job, fj.stop, fj.modifyIndex, fj.submit, fj.status = job, false, index, time.Now().UnixNano(), "pending"
 	job.CreateIndex, job.ModifyIndex, job.JobModifyIndex = &fj.createIndex, &index, &index
 
 	eval := &napi.Evaluation{
 		ID: newID(), Priority: *job.Priority, Type: *job.Type, TriggeredBy: "job-register",
 		Namespace: *job.Namespace, JobID: *job.ID, JobModifyIndex: index,
-		Status: "complete", CreateIndex: index, ModifyIndex: index,
+		Status: "pending", CreateIndex: index, ModifyIndex: index,
 		CreateTime: time.Now().UnixNano(), ModifyTime: time.Now().UnixNano(),
 	}
 	n.evals[eval.ID] = eval
-	failed := n.placeLocked(job)
+	n.afterLocked(n.scheduleDelay(), func() { n.scheduleLocked(eval, fj, job) })
+	n.writeJSON(w, index, napi.JobRegisterResponse{
+		EvalID: eval.ID, EvalCreateIndex: index, JobModifyIndex: index,
+	})
+}
+
+// scheduleLocked is the scheduler's pass over a registration's evaluation:
+// it checks feasibility, then creates the deployment and "pending"
+// allocations that start StartDelay later. A job that cannot be placed
+// gets FailedTGAllocs and a blocked evaluation, as in Nomad.
+func (n *Nomad) scheduleLocked(eval *napi.Evaluation, fj *fakeJob, job *napi.Job) {
+	complete := func() {
+		eval.Status = "complete"
+		eval.ModifyIndex = n.writeLocked(tableEvals, tableJobs, tableAllocs, tableDeployments)
+		eval.ModifyTime = time.Now().UnixNano()
+	}
+	if cur, ok := n.jobs[nsKey(*job.Namespace, *job.ID)]; !ok || cur != fj || fj.job != job {
+		complete() // deregistered or replaced meanwhile
+		return
+	}
+	failed := n.feasibleLocked(job)
 	if len(failed) > 0 {
+		blocked := &napi.Evaluation{
+			ID: newID(), Priority: eval.Priority, Type: eval.Type, TriggeredBy: "queued-allocs",
+			Namespace: eval.Namespace, JobID: eval.JobID, JobModifyIndex: eval.JobModifyIndex,
+			Status: "blocked", StatusDescription: "created to place remaining allocations",
+			PreviousEval: eval.ID, FailedTGAllocs: failed, CreateIndex: n.index + 1, ModifyIndex: n.index + 1,
+		}
+		n.evals[blocked.ID] = blocked
 		eval.FailedTGAllocs = failed
-		eval.BlockedEval = newID()
+		eval.BlockedEval = blocked.ID
 		eval.QueuedAllocations = map[string]int{}
 		for g := range failed {
 			eval.QueuedAllocations[g] = groupCount(job, g)
 		}
-		fj.status = "pending"
-	} else {
-		fj.status = "running"
+		complete()
+		return
 	}
-	n.writeJSON(w, index, napi.JobRegisterResponse{
-		EvalID: eval.ID, EvalCreateIndex: index, JobModifyIndex: index,
-	})
+	for _, tg := range job.TaskGroups {
+		dep := &napi.Deployment{
+			ID: newID(), Namespace: *job.Namespace, JobID: *job.ID,
+			JobVersion: *job.Version, JobModifyIndex: *job.JobModifyIndex,
+			JobCreateIndex: *job.CreateIndex, Status: "running",
+			StatusDescription: "Deployment is running",
+			TaskGroups: map[string]*napi.DeploymentState{*tg.Name: {
+				DesiredTotal: *tg.Count, PlacedAllocs: *tg.Count,
+			}},
+			CreateIndex: n.index + 1, ModifyIndex: n.index + 1,
+		}
+		n.deps[dep.ID] = dep
+		for i := 0; i < *tg.Count; i++ {
+			n.placeAllocLocked(job, fj, tg, i, dep, eval.ID)
+		}
+		if *tg.Count == 0 {
+			dep.Status, dep.StatusDescription = "successful", "Deployment completed successfully"
+		}
+	}
+	fj.status = "running"
+	complete()
 }
 
 func groupCount(job *napi.Job, group string) int {
@@ -467,11 +701,9 @@ func groupCount(job *napi.Job, group string) int {
 	return 0
 }
 
-// placeLocked schedules the job on the fake node: it checks drivers and
-// resources like the scheduler's feasibility checks, then starts one
-// in-process server per allocation. It returns the failed task groups'
-// metrics (nothing is started then).
-func (n *Nomad) placeLocked(job *napi.Job) map[string]*napi.AllocationMetric {
+// feasibleLocked checks drivers and resources like the scheduler's
+// feasibility checks and returns the failed task groups' metrics.
+func (n *Nomad) feasibleLocked(job *napi.Job) map[string]*napi.AllocationMetric {
 	drivers := n.Drivers
 	if len(drivers) == 0 {
 		drivers = []string{"docker", "exec", "raw_exec"}
@@ -484,7 +716,7 @@ func (n *Nomad) placeLocked(job *napi.Job) map[string]*napi.AllocationMetric {
 		memCap = 8192
 	}
 	for _, fa := range n.allocs {
-		if fa.a.ClientStatus == napi.AllocClientStatusRunning {
+		if !terminal(fa.a.ClientStatus) && fa.a.DesiredStatus == "run" {
 			cpuCap -= int(allocCPU(fa.a))
 			memCap -= int(allocMem(fa.a))
 		}
@@ -518,29 +750,7 @@ func (n *Nomad) placeLocked(job *napi.Job) map[string]*napi.AllocationMetric {
 			failed[*tg.Name] = m
 		}
 	}
-	if len(failed) > 0 {
-		return failed
-	}
-	for _, tg := range job.TaskGroups {
-		dep := &napi.Deployment{
-			ID: newID(), Namespace: *job.Namespace, JobID: *job.ID,
-			JobVersion: *job.Version, JobModifyIndex: *job.JobModifyIndex,
-			JobCreateIndex: *job.CreateIndex, Status: "running",
-			StatusDescription: "Deployment is running",
-			TaskGroups: map[string]*napi.DeploymentState{*tg.Name: {
-				DesiredTotal: *tg.Count, PlacedAllocs: *tg.Count,
-			}},
-			CreateIndex: n.index, ModifyIndex: n.index,
-		}
-		n.deps[dep.ID] = dep
-		for i := 0; i < *tg.Count; i++ {
-			n.startAllocLocked(job, tg, i, dep)
-		}
-		if *tg.Count == 0 {
-			dep.Status, dep.StatusDescription = "successful", "Deployment completed successfully"
-		}
-	}
-	return nil
+	return failed
 }
 
 func ptrInt(p *int) int {
@@ -566,33 +776,87 @@ func allocMem(a *napi.Allocation) int64 {
 	return s
 }
 
-// startAllocLocked "runs" one allocation: a real HTTP server on
-// 127.0.0.1 per port label of the group, registered in Consul with the
-// group's services and their HTTP checks.
-func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *napi.Deployment) {
+func event(typ, msg string) *napi.TaskEvent {
+	return &napi.TaskEvent{Type: typ, DisplayMessage: msg, Time: time.Now().UnixNano()}
+}
+
+// placeAllocLocked creates one "pending" allocation on the node and starts
+// it StartDelay later.
+func (n *Nomad) placeAllocLocked(job *napi.Job, fj *fakeJob, tg *napi.TaskGroup, i int, dep *napi.Deployment, evalID string) {
 	id := newID()
-	name := fmt.Sprintf("%s.%s[%d]", *job.ID, *tg.Name, i)
+	tasks := map[string]*napi.AllocatedTaskResources{}
+	states := map[string]*napi.TaskState{}
+	for _, t := range tg.Tasks {
+		tr := &napi.AllocatedTaskResources{}
+		if t.Resources != nil {
+			tr.Cpu.CpuShares = int64(ptrInt(t.Resources.CPU))
+			tr.Memory.MemoryMB = int64(ptrInt(t.Resources.MemoryMB))
+		}
+		tasks[t.Name] = tr
+		states[t.Name] = &napi.TaskState{State: "pending", Events: []*napi.TaskEvent{event("Received", "Task received by client")}}
+	}
+	now := time.Now().UnixNano()
+	fa := &fakeAlloc{jobCreate: fj.createIndex, logs: map[string]string{}, a: &napi.Allocation{
+		ID: id, EvalID: evalID, Namespace: *job.Namespace, Name: fmt.Sprintf("%s.%s[%d]", *job.ID, *tg.Name, i),
+		NodeID: "3d7f3ab5-0000-4000-8000-000000000001", NodeName: "fake-node-1",
+		JobID: *job.ID, TaskGroup: *tg.Name,
+		AllocatedResources: &napi.AllocatedResources{Tasks: tasks},
+		DesiredStatus:      "run", ClientStatus: napi.AllocClientStatusPending,
+		TaskStates: states, DeploymentID: dep.ID,
+		CreateIndex: n.index + 1, ModifyIndex: n.index + 1, AllocModifyIndex: n.index + 1,
+		CreateTime: now, ModifyTime: now,
+	}}
+	n.allocs[id] = fa
+	n.afterLocked(n.startDelay(), func() { n.startAllocLocked(fa, tg, dep) })
+}
+
+// failAllocLocked ends an allocation whose task failed: events end with
+// the restart policy's verdict, as Nomad's do.
+func (n *Nomad) failAllocLocked(fa *fakeAlloc, dep *napi.Deployment, events ...*napi.TaskEvent) {
+	for _, st := range fa.a.TaskStates {
+		st.State, st.Failed, st.FinishedAt = "dead", true, time.Now()
+		st.Events = append(st.Events, events...)
+		st.Events = append(st.Events, &napi.TaskEvent{Type: "Not Restarting", DisplayMessage: "Policy allows no restarts",
+			RestartReason: "Policy allows no restarts", FailsTask: true, Time: time.Now().UnixNano()})
+	}
+	fa.a.ClientStatus, fa.a.ClientDescription = napi.AllocClientStatusFailed, "Failed tasks"
+	h := false
+	fa.a.DeploymentStatus = &napi.AllocDeploymentStatus{Healthy: &h}
+	if dep.Status == "running" {
+		dep.Status, dep.StatusDescription = "failed", "Failed due to unhealthy allocations"
+	}
+	n.writeLocked(tableAllocs, tableDeployments)
+}
+
+// startAllocLocked "runs" an allocation: a real HTTP server on 127.0.0.1
+// per port label of the group, registered in Consul with the group's
+// services and their HTTP checks — or the configured failure.
+func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.Deployment) {
+	if fa.a.DesiredStatus != "run" || terminal(fa.a.ClientStatus) {
+		return
+	}
+	id, name := fa.a.ID, fa.a.Name
+	for _, st := range fa.a.TaskStates {
+		st.Events = append(st.Events, event("Task Setup", "Building Task Directory"))
+	}
+	if n.TaskFailure != "" {
+		ev := event("Driver Failure", n.TaskFailure)
+		ev.DriverError = n.TaskFailure
+		n.failAllocLocked(fa, dep, ev)
+		return
+	}
+	if n.TaskExitCode != 0 {
+		for _, t := range tg.Tasks {
+			fa.logs[t.Name+".stderr"] = n.TaskStderr
+		}
+		ev := event("Terminated", fmt.Sprintf("Exit Code: %d", n.TaskExitCode))
+		ev.ExitCode = n.TaskExitCode
+		n.failAllocLocked(fa, dep, event("Started", "Task started by client"), ev)
+		return
+	}
 	status := n.TaskStatus
 	if status == 0 {
 		status = http.StatusOK
-	}
-	fa := &fakeAlloc{}
-	if n.TaskFailure != "" {
-		states := map[string]*napi.TaskState{}
-		for _, t := range tg.Tasks {
-			states[t.Name] = &napi.TaskState{State: "dead", Failed: true, Events: []*napi.TaskEvent{
-				{Type: "Received", DisplayMessage: "Task received by client"},
-				{Type: "Driver Failure", DisplayMessage: n.TaskFailure, DriverError: n.TaskFailure},
-			}}
-		}
-		fa.a = &napi.Allocation{ID: id, Namespace: *job.Namespace, Name: name, JobID: *job.ID, TaskGroup: *tg.Name,
-			NodeID: "3d7f3ab5-0000-4000-8000-000000000001", NodeName: "fake-node-1",
-			AllocatedResources: &napi.AllocatedResources{}, DesiredStatus: "run",
-			ClientStatus: napi.AllocClientStatusFailed, ClientDescription: "Failed tasks",
-			TaskStates: states, DeploymentID: dep.ID, CreateIndex: n.index, ModifyIndex: n.index}
-		n.allocs[id] = fa
-		dep.Status, dep.StatusDescription = "failed", "Failed due to unhealthy allocations"
-		return
 	}
 	shared := napi.AllocatedSharedResources{}
 	nw := &napi.NetworkResource{Mode: "host", IP: "127.0.0.1"}
@@ -601,6 +865,7 @@ func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *
 		labels = append(labels, gn.DynamicPorts...)
 		labels = append(labels, gn.ReservedPorts...)
 	}
+	var out strings.Builder
 	for _, pl := range labels {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -614,31 +879,20 @@ func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *
 		go func() { defer n.wg.Done(); _ = srv.Serve(ln) }()
 		shared.Ports = append(shared.Ports, napi.PortMapping{Label: pl.Label, Value: port, To: pl.To, HostIP: "127.0.0.1"})
 		nw.DynamicPorts = append(nw.DynamicPorts, napi.Port{Label: pl.Label, Value: port, To: pl.To})
+		fmt.Fprintf(&out, "listening on 127.0.0.1:%d (%s)\n", port, pl.Label)
 	}
 	shared.Networks = []*napi.NetworkResource{nw}
-	tasks := map[string]*napi.AllocatedTaskResources{}
-	states := map[string]*napi.TaskState{}
-	for _, t := range tg.Tasks {
-		tr := &napi.AllocatedTaskResources{}
-		if t.Resources != nil {
-			tr.Cpu.CpuShares = int64(ptrInt(t.Resources.CPU))
-			tr.Memory.MemoryMB = int64(ptrInt(t.Resources.MemoryMB))
-		}
-		tasks[t.Name] = tr
-		states[t.Name] = &napi.TaskState{State: "running", StartedAt: time.Now()}
+	fa.a.AllocatedResources.Shared = shared
+	for tn, st := range fa.a.TaskStates {
+		st.State, st.StartedAt = "running", time.Now()
+		st.Events = append(st.Events, event("Started", "Task started by client"))
+		fa.logs[tn+".stdout"] = out.String()
 	}
 	healthy := false
-	fa.a = &napi.Allocation{
-		ID: id, Namespace: *job.Namespace, Name: name, NodeID: "3d7f3ab5-0000-4000-8000-000000000001",
-		NodeName: "fake-node-1", JobID: *job.ID, TaskGroup: *tg.Name,
-		AllocatedResources: &napi.AllocatedResources{Tasks: tasks, Shared: shared},
-		DesiredStatus:      "run", ClientStatus: napi.AllocClientStatusRunning,
-		TaskStates: states, DeploymentID: dep.ID,
-		DeploymentStatus: &napi.AllocDeploymentStatus{Healthy: &healthy},
-		CreateIndex:      n.index, ModifyIndex: n.index, AllocModifyIndex: n.index,
-		CreateTime: time.Now().UnixNano(), ModifyTime: time.Now().UnixNano(),
-	}
-	n.allocs[id] = fa
+	fa.a.ClientStatus, fa.a.ClientDescription = napi.AllocClientStatusRunning, "Tasks are running"
+	fa.a.DeploymentStatus = &napi.AllocDeploymentStatus{Healthy: &healthy}
+	fa.a.ModifyIndex = n.writeLocked(tableAllocs)
+	fa.a.ModifyTime = time.Now().UnixNano()
 
 	services := append([]*napi.Service(nil), tg.Services...)
 	for _, t := range tg.Tasks {
@@ -661,7 +915,11 @@ func (n *Nomad) startAllocLocked(job *napi.Job, tg *napi.TaskGroup, i int, dep *
 		}
 		sid := fmt.Sprintf("_nomad-task-%s-group-%s-%s-%s", id, *tg.Name, s.Name, s.PortLabel)
 		fa.consul = append(fa.consul, sid)
-		in := Instance{ID: sid, Name: s.Name, Address: "127.0.0.1", Port: port, Tags: s.Tags, Meta: s.Meta}
+		meta := map[string]string{"external-source": "nomad"}
+		for k, v := range s.Meta {
+			meta[k] = v
+		}
+		in := Instance{ID: sid, Name: s.Name, Address: "127.0.0.1", Port: port, Tags: s.Tags, Meta: meta}
 		var check *napi.ServiceCheck
 		for k := range s.Checks {
 			if s.Checks[k].Type == "http" {
@@ -720,7 +978,7 @@ func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast
 		}
 		n.mu.Lock()
 		fa, ok := n.allocs[allocID]
-		if !ok || fa.a.ClientStatus != napi.AllocClientStatusRunning {
+		if !ok || fa.a.ClientStatus != napi.AllocClientStatusRunning || fa.a.DesiredStatus != "run" {
 			n.mu.Unlock()
 			return
 		}
@@ -731,7 +989,7 @@ func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast
 			fa.a.DeploymentStatus.Healthy = &h
 			if d, ok := n.deps[depID]; ok && d.Status == "running" {
 				d.Status, d.StatusDescription = "failed", "Failed due to unhealthy allocations"
-				d.ModifyIndex = n.bumpLocked()
+				d.ModifyIndex = n.writeLocked(tableDeployments, tableAllocs)
 			}
 			n.mu.Unlock()
 			return
@@ -739,7 +997,7 @@ func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast
 		if all {
 			h := true
 			fa.a.DeploymentStatus.Healthy = &h
-			n.bumpLocked()
+			n.writeLocked(tableAllocs)
 			if d, ok := n.deps[depID]; ok {
 				n.markHealthLocked(d)
 			}
@@ -778,13 +1036,48 @@ func (n *Nomad) markHealthLocked(d *napi.Deployment) {
 			return
 		}
 	}
+	if d.Status != "running" {
+		return
+	}
 	d.Status, d.StatusDescription = "successful", "Deployment completed successfully"
-	d.ModifyIndex = n.bumpLocked()
+	d.ModifyIndex = n.writeLocked(tableDeployments)
 }
 
-// stopAllocLocked stops an allocation's servers and deregisters its
-// services.
+// stopAllocLocked is the client stopping an allocation whose desired
+// status became "stop": its Consul services go first, the task is killed
+// StopDelay later.
 func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
+	fa.a.DesiredStatus, fa.a.DesiredDescription = "stop", "alloc is being stopped"
+	if n.consul != nil {
+		for _, sid := range fa.consul {
+			n.consul.Deregister(sid)
+		}
+	}
+	fa.consul = nil
+	for _, st := range fa.a.TaskStates {
+		if st.State != "dead" {
+			st.Events = append(st.Events, event("Killing", "Sent interrupt. Waiting 5s before force killing"))
+		}
+	}
+	n.writeLocked(tableAllocs)
+	if terminal(fa.a.ClientStatus) {
+		return
+	}
+	n.afterLocked(n.stopDelay(), func() {
+		if terminal(fa.a.ClientStatus) {
+			return
+		}
+		n.killAllocLocked(fa)
+		for _, st := range fa.a.TaskStates {
+			st.State, st.FinishedAt = "dead", time.Now()
+			st.Events = append(st.Events, event("Killed", "Task successfully killed"))
+		}
+		fa.a.ModifyIndex = n.writeLocked(tableAllocs)
+	})
+}
+
+// killAllocLocked stops an allocation's servers and services at once.
+func (n *Nomad) killAllocLocked(fa *fakeAlloc) {
 	for _, s := range fa.servers {
 		_ = s.Close()
 	}
@@ -796,13 +1089,21 @@ func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
 	}
 	fa.consul = nil
 	fa.a.ClientStatus, fa.a.DesiredStatus = napi.AllocClientStatusComplete, "stop"
+	fa.a.ClientDescription = "All tasks have completed"
 }
 
+// jobAllocsLocked lists a job's allocations like Nomad: while the job
+// exists, only those of its current incarnation (same create index)
+// unless all; once it is purged, every allocation left under its id.
 func (n *Nomad) jobAllocsLocked(ns, id string, all bool) []*napi.AllocationListStub {
+	fj := n.jobs[nsKey(ns, id)]
 	out := []*napi.AllocationListStub{}
 	for _, fa := range n.allocs {
 		a := fa.a
 		if a.JobID != id || nsKey(a.Namespace, "") != nsKey(ns, "") {
+			continue
+		}
+		if !all && fj != nil && fa.jobCreate != fj.createIndex {
 			continue
 		}
 		out = append(out, &napi.AllocationListStub{
@@ -827,6 +1128,9 @@ func (n *Nomad) latestDeploymentLocked(ns, id string) *napi.Deployment {
 	return best
 }
 
+// deregister answers at once; the allocations stop asynchronously (see
+// Nomad). A job that does not exist is not an error: Nomad answers 200
+// with an empty EvalID.
 func (n *Nomad) deregister(w http.ResponseWriter, r *http.Request, ns, id string) {
 	purge := r.URL.Query().Get("purge") == "true"
 	n.mu.Lock()
@@ -834,18 +1138,10 @@ func (n *Nomad) deregister(w http.ResponseWriter, r *http.Request, ns, id string
 	key := nsKey(ns, id)
 	fj, ok := n.jobs[key]
 	if !ok {
-		httpError(w, http.StatusNotFound, "job not found")
+		n.writeJSON(w, 0, napi.JobDeregisterResponse{}) // as Nomad: index 0 too
 		return
 	}
-	for aid, fa := range n.allocs {
-		if fa.a.JobID == id && nsKey(fa.a.Namespace, "") == nsKey(ns, "") {
-			n.stopAllocLocked(fa)
-			if purge {
-				delete(n.allocs, aid)
-			}
-		}
-	}
-	index := n.bumpLocked()
+	index := n.writeLocked(tableJobs, tableEvals)
 	if purge {
 		delete(n.jobs, key)
 		for did, d := range n.deps {
@@ -857,7 +1153,16 @@ func (n *Nomad) deregister(w http.ResponseWriter, r *http.Request, ns, id string
 		fj.stop, fj.status, fj.modifyIndex = true, "dead", index
 	}
 	eval := &napi.Evaluation{ID: newID(), Namespace: ns, JobID: id, TriggeredBy: "job-deregister",
-		Status: "complete", CreateIndex: index, ModifyIndex: index}
+		Status: "pending", CreateIndex: index, ModifyIndex: index}
 	n.evals[eval.ID] = eval
+	n.afterLocked(n.scheduleDelay(), func() {
+		for _, fa := range n.allocs {
+			if fa.a.JobID == id && nsKey(fa.a.Namespace, "") == nsKey(ns, "") && fa.a.DesiredStatus == "run" {
+				n.stopAllocLocked(fa)
+			}
+		}
+		eval.Status = "complete"
+		eval.ModifyIndex = n.writeLocked(tableEvals)
+	})
 	n.writeJSON(w, index, napi.JobDeregisterResponse{EvalID: eval.ID, EvalCreateIndex: index, JobModifyIndex: index})
 }

@@ -24,18 +24,21 @@ func (s *Stack) Close() {
 	s.Consul.Close()
 }
 
-// Empty reports what is still registered anywhere: jobs, running
-// allocations, Consul instances, APISIX routes and upstreams. An empty
+// Empty reports what is still registered anywhere: jobs, allocations
+// that are not terminal, Consul instances, APISIX routes and upstreams. An empty
 // result means nothing was left behind.
 func (s *Stack) Empty() []string {
 	var out []string
 	for _, j := range s.Nomad.Jobs() {
 		out = append(out, "nomad job "+j)
 	}
-	for _, a := range s.Nomad.RunningAllocs() {
-		out = append(out, "nomad allocation at "+a)
+	for _, a := range s.Nomad.LiveAllocs() {
+		out = append(out, "nomad allocation "+a)
 	}
 	for _, in := range s.Consul.Instances() {
+		if in.Name == "nomad" || in.Name == "nomad-client" {
+			continue // the Nomad agent's own services
+		}
 		out = append(out, "consul instance "+in.ID)
 	}
 	for _, r := range s.APISIX.Routes() {

@@ -35,8 +35,11 @@ func startJob(tb testing.TB, st *fake.Stack) (direct, gateway string) {
 		tb.Fatal(err)
 	}
 	resp.Body.Close()
-	var allocs []struct{ ID string }
-	get(st.Nomad.URL()+"/v1/job/hello-world/allocations", &allocs)
+	var allocs []struct{ ID, ClientStatus string }
+	eventually(tb, "a running allocation", func() bool {
+		get(st.Nomad.URL()+"/v1/job/hello-world/allocations", &allocs)
+		return len(allocs) > 0 && allocs[0].ClientStatus == "running"
+	})
 	var alloc struct {
 		AllocatedResources struct {
 			Shared struct{ Ports []struct{ Value int } }

@@ -1,0 +1,157 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	napi "github.com/hashicorp/nomad/api"
+
+	"github.com/benchflow/benchflow/providers/nomad/apisix"
+	"github.com/benchflow/benchflow/providers/nomad/consul"
+)
+
+// Bounds of the teardown waits.
+const (
+	// stopTimeout bounds the wait for every allocation of the job to be
+	// terminal after the deregistration (Nomad's kill_timeout is 5s by
+	// default; a client that is down never reports).
+	stopTimeout = time.Minute
+	// drainTimeout bounds the wait for Consul to forget the service's
+	// instances.
+	drainTimeout = 30 * time.Second
+	// inUseTimeout bounds the retries of an upstream DELETE that APISIX
+	// refuses because its route cache still holds the deleted route.
+	inUseTimeout = 10 * time.Second
+)
+
+// Teardown deletes the route and the upstream, purges the job, waits
+// (bounded) until every allocation of the job is terminal, copies their
+// logs to the trial's logs folder and waits (bounded) until Consul lists
+// no instance of the service, so the next trial starts on a quiet machine
+// with no stale instances. Every step runs even when an earlier one
+// failed; the errors are joined. What is already gone is not an error,
+// and Teardown may be called twice.
+func (d *Deployment) Teardown(ctx context.Context) error {
+	var errs []error
+	if d.admin != nil {
+		if d.route {
+			if err := d.admin.Delete(ctx, apisix.KindRoutes, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+		if d.upstream {
+			if err := d.deleteUpstream(ctx); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	nomadUp := true
+	if d.registered {
+		if _, _, err := d.nomad.Jobs().Deregister(d.jobID, true, (&napi.WriteOptions{}).WithContext(ctx)); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("deregistering job %q: %w", d.jobID, err))
+			nomadUp = isHTTPError(err)
+		} else {
+			d.logf("nomad: job %s deregistered and purged", d.jobID)
+		}
+		if nomadUp {
+			allocs, err := d.waitStopped(ctx)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			d.saveLogs(ctx, allocs)
+		}
+	}
+	// The next trial registers the same service name: wait until Nomad
+	// has removed this one's instances from Consul, so neither Consul
+	// waits nor APISIX discovery see stale nodes.
+	if d.consul != nil && d.registered {
+		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
+		n, err := consul.WaitGone(wctx, d.consul, d.service, 5*time.Second)
+		cancel()
+		if err != nil {
+			if n >= 0 {
+				d.logf("consul: %d instances of %s still registered %s after teardown: %v", n, d.service, drainTimeout, err)
+			} else {
+				d.logf("consul: could not check that %s left Consul: %v", d.service, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tearing down nomad job %q: %w", d.jobID, err)
+	}
+	return nil
+}
+
+// deleteUpstream deletes the upstream. APISIX checks "is a route still
+// using it" against its worker's route cache, which learns of the route
+// DELETE a moment later through its config watch: a DELETE right after
+// the route's answers 400 "can not delete this upstream, route [x] is
+// still using it now". So retry (bounded by inUseTimeout); if the cache
+// still lags, delete with ?force=true, which skips that check — the route
+// itself is gone.
+func (d *Deployment) deleteUpstream(ctx context.Context) error {
+	wait := d.p.pollInterval
+	deadline := time.Now().Add(inUseTimeout)
+	for {
+		err := d.admin.Delete(ctx, apisix.KindUpstreams, d.objectID)
+		if !errors.Is(err, apisix.ErrInUse) || !d.route {
+			return err
+		}
+		if time.Now().After(deadline) {
+			d.logf("apisix: upstream %s still reported in use after %s: deleting it with force=true", d.objectID, inUseTimeout)
+			return d.admin.DeleteForce(ctx, apisix.KindUpstreams, d.objectID)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// waitStopped waits until every allocation of the job is terminal
+// (complete, failed or lost), with blocking queries, for at most
+// stopTimeout. After a purge Nomad still lists the job's allocations
+// under its id until they are garbage-collected. It returns the last list.
+func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStub, error) {
+	wctx, cancel := context.WithTimeout(ctx, d.p.stopTimeout)
+	defer cancel()
+	var index uint64
+	var live []string
+	for {
+		stubs, meta, err := d.nomad.Jobs().Allocations(d.jobID, true, (&napi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(wctx))
+		if err != nil {
+			if wctx.Err() != nil && ctx.Err() == nil {
+				sort.Strings(live)
+				return stubs, fmt.Errorf("allocations of job %q still not stopped after %s: %s; the next trial would share the machine with them (check the Nomad client: nomad alloc status <id>)",
+					d.jobID, d.p.stopTimeout, strings.Join(live, ", "))
+			}
+			return nil, fmt.Errorf("waiting for the allocations of job %q to stop: %w", d.jobID, err)
+		}
+		live = live[:0]
+		for _, a := range stubs {
+			switch a.ClientStatus {
+			case napi.AllocClientStatusComplete, napi.AllocClientStatusFailed, napi.AllocClientStatusLost:
+			default:
+				live = append(live, fmt.Sprintf("%s desired=%s client=%s", short(a.ID), a.DesiredStatus, a.ClientStatus))
+			}
+		}
+		if len(live) == 0 {
+			if len(stubs) > 0 {
+				d.logf("nomad: %d allocations of %s stopped", len(stubs), d.jobID)
+			}
+			return stubs, nil
+		}
+		index = nextIndex(index, meta.LastIndex)
+		if err := d.p.pace(wctx, index); err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("waiting for the allocations of job %q to stop: %w", d.jobID, err)
+		}
+	}
+}
