@@ -36,6 +36,7 @@ type Summary struct {
 	TrialsOK int      `json:"trials_ok"`
 	Cells    []*Cell  `json:"cells"`
 	Warnings []string `json:"warnings,omitempty"`
+	Notices  []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
 	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady"`
 	multiStep       bool
@@ -75,6 +76,10 @@ type Cell struct {
 	TrialIDs []string  `json:"trial_ids"`
 	// Samples are the same repetitions with their round and flags.
 	Samples []Sample `json:"samples"`
+
+	// Verdict is what limited the repetitions and where the CPU went
+	// (explain.go); nil without whole-machine accounting.
+	Verdict *CellVerdict `json:"verdict,omitempty"`
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -232,6 +237,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	sortCells(order, s.Axes, run)
 	s.Cells = order
+	s.explain(run)
 	if opts.Baseline != "" {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err
