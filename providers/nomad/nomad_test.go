@@ -852,6 +852,11 @@ func TestNomadUnreachable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `registering job "benchflow-web-`) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("error = %v", err)
 	}
+	// A refused connection registered nothing: no cleanup is attempted
+	// (it would only add a second "connection refused").
+	if strings.Contains(err.Error(), "cleaning up") || strings.Count(err.Error(), "connection refused") != 1 {
+		t.Errorf("error = %v, want the registration's error alone", err)
+	}
 	assertEmpty(t, st)
 }
 
