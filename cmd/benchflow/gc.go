@@ -25,8 +25,10 @@ func init() {
 creates carries the label dev.benchflow.managed=true and the run id. A run
 that was killed (SIGKILL, power loss) cannot tear down; gc finds those
 leftovers through each provider's API and removes them, along with the
-rendered service folders in $TMPDIR whose benchflow process is gone. apply runs it for
-the providers a pipeline uses before starting (unless --no-gc).
+rendered service folders in $TMPDIR whose benchflow process is gone, and
+restores the sysctls a killed run changed (tune steps journal each original
+value in the state folder before changing it; see docs/cli.md). apply runs
+it for the providers a pipeline uses before starting (unless --no-gc).
 
 Only what crashed runs left is removed: every object also records the
 benchflow process that created it (host, pid, start time), and objects whose

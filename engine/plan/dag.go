@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
@@ -194,25 +195,31 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			succ[d] = append(succ[d], n)
 		}
 	}
+	// Kahn's algorithm, taking the ready step declared first each time
+	// (a heap of declaration indexes keeps it linear-logarithmic).
 	var topo []*StepNode
 	done := map[*StepNode]bool{}
-	for len(topo) < len(nodes) {
-		progressed := false
-		for _, n := range nodes {
-			if !done[n] && indeg[n] == 0 {
-				done[n] = true
-				topo = append(topo, n)
-				for _, s := range succ[n] {
-					indeg[s]--
-				}
-				progressed = true
-				break
+	declIdx := make(map[*StepNode]int, len(nodes))
+	ready := &intHeap{}
+	for i, n := range nodes {
+		declIdx[n] = i
+		if indeg[n] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	for ready.Len() > 0 {
+		n := nodes[heap.Pop(ready).(int)]
+		done[n] = true
+		topo = append(topo, n)
+		for _, s := range succ[n] {
+			if indeg[s]--; indeg[s] == 0 {
+				heap.Push(ready, declIdx[s])
 			}
 		}
-		if !progressed {
-			diags = append(diags, cycleDiag(nodes, explicit, done))
-			return nodes, diags
-		}
+	}
+	if len(topo) < len(nodes) {
+		diags = append(diags, cycleDiag(nodes, explicit, done))
+		return nodes, diags
 	}
 	// Effective level: a step is at least at the level of what it
 	// explicitly waits for.
@@ -235,20 +242,27 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 		}
 	}
 	// Implicit edges from the nearest lower level that has steps.
+	byLevel := map[int][]*StepNode{}
+	var levels []int
+	for _, m := range nodes {
+		if sequenced(m) {
+			if byLevel[m.Level] == nil {
+				levels = append(levels, m.Level)
+			}
+			byLevel[m.Level] = append(byLevel[m.Level], m)
+		}
+	}
+	sort.Ints(levels)
 	for _, n := range nodes {
 		if !sequenced(n) {
 			continue
 		}
-		best := -1
-		for _, m := range nodes {
-			if sequenced(m) && m.Level < n.Level && m.Level > best {
-				best = m.Level
-			}
+		i := sort.SearchInts(levels, n.Level) // first level >= n's
+		if i == 0 {
+			continue
 		}
-		for _, m := range nodes {
-			if sequenced(m) && m.Level == best {
-				deps[n][m] = true
-			}
+		for _, m := range byLevel[levels[i-1]] {
+			deps[n][m] = true
 		}
 	}
 	// Warm and load steps never overlap: chain them.
@@ -357,4 +371,18 @@ func hasAttr(body hcl.Body, name string) bool {
 		return has
 	}
 	return false
+}
+
+// intHeap is a min-heap of ints (container/heap).
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -129,18 +129,7 @@ func (te *TrialEval) paramsObject() cty.Value {
 }
 
 func (te *TrialEval) baseVars() map[string]cty.Value {
-	exe, _ := os.Executable()
-	steps := map[string]cty.Value{}
-	byKind := map[string]map[string]cty.Value{}
-	for _, s := range te.plan.Pipeline.Steps {
-		if byKind[s.Kind] == nil {
-			byKind[s.Kind] = map[string]cty.Value{}
-		}
-		byKind[s.Kind][s.Name] = cty.StringVal(s.Addr())
-	}
-	for k, m := range byKind {
-		steps[k] = cty.ObjectVal(m)
-	}
+	exe, steps := te.plan.fixedVars()
 	return map[string]cty.Value{
 		"var":    cty.ObjectVal(te.plan.Vars),
 		"matrix": te.paramsObject(),
@@ -154,8 +143,31 @@ func (te *TrialEval) baseVars() map[string]cty.Value {
 			"bin":     cty.StringVal(exe),
 			"version": cty.StringVal(Version),
 		}),
-		"step": cty.ObjectVal(steps),
+		"step": steps,
 	}
+}
+
+// fixedVars are the parts of every evaluation context that do not change
+// between trials: the executable and the step.<kind>.<name> object. They
+// are built once, so evaluating every step of every trial stays linear
+// in the number of steps.
+func (p *Plan) fixedVars() (string, cty.Value) {
+	p.fixedOnce.Do(func() {
+		p.exe, _ = os.Executable()
+		byKind := map[string]map[string]cty.Value{}
+		for _, s := range p.Pipeline.Steps {
+			if byKind[s.Kind] == nil {
+				byKind[s.Kind] = map[string]cty.Value{}
+			}
+			byKind[s.Kind][s.Name] = cty.StringVal(s.Addr())
+		}
+		steps := map[string]cty.Value{}
+		for k, m := range byKind {
+			steps[k] = cty.ObjectVal(m)
+		}
+		p.stepsObj = cty.ObjectVal(steps)
+	})
+	return p.exe, p.stepsObj
 }
 
 // Locals evaluates the locals for this trial. They may use var, matrix,

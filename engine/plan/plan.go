@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -50,6 +51,10 @@ type Plan struct {
 
 	functions map[string]function.Function
 	svcLocals map[string]bool // ServiceLocals, computed once
+
+	fixedOnce sync.Once // fixedVars
+	exe       string
+	stepsObj  cty.Value
 }
 
 func (p *Plan) serviceLocals() map[string]bool {

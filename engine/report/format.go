@@ -42,6 +42,10 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		header = append(header, "vs "+s.Baseline)
 	}
 	header = append(header, "flags", "top processes (CPU%)")
+	verdicts := s.hasVerdicts()
+	if verdicts {
+		header = append(header, "verdict")
+	}
 	for _, c := range s.Cells {
 		var row []string
 		for _, p := range c.Params {
@@ -73,6 +77,9 @@ func (s *Summary) table() (header []string, rows [][]string) {
 			ps = []string{"-"}
 		}
 		row = append(row, strings.Join(ps, ", "))
+		if verdicts {
+			row = append(row, c.Verdict.Label())
+		}
 		rows = append(rows, row)
 	}
 	return header, rows
@@ -92,6 +99,7 @@ func (s *Summary) title() string {
 func (s *Summary) writeText(w io.Writer) error {
 	fmt.Fprintln(w, s.title())
 	fmt.Fprintln(w)
+	s.writeNotices(w, "")
 	header, rows := s.table()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
@@ -119,6 +127,7 @@ func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
 
 func (s *Summary) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "**%s**\n\n", mdEscape(s.title()))
+	s.writeNotices(w, "> ")
 	header, rows := s.table()
 	writeMDRow(w, header)
 	sep := make([]string, len(header))
@@ -156,6 +165,10 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
 		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean")
+	verdicts := s.hasVerdicts()
+	if verdicts {
+		header = append(header, csvVerdictHeader...)
+	}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -188,6 +201,9 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			row = append(row, "")
 		}
 		row = append(row, c.outlierList(), num(c.RPS.Value))
+		if verdicts {
+			row = append(row, c.Verdict.csv()...)
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

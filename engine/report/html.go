@@ -31,6 +31,9 @@ svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
 </head><body>
 `)
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<p>%s</p>\n", html.EscapeString(s.Pipeline), html.EscapeString(s.title()))
+	for _, m := range s.Notices {
+		fmt.Fprintf(&b, "<p class=\"warn\">warning: %s</p>\n", html.EscapeString(m))
+	}
 	header, rows := s.table()
 	b.WriteString("<div class=\"scroll\"><table><thead><tr>")
 	for i, h := range header {
@@ -68,6 +71,9 @@ svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
 	for _, ch := range charts(s) {
 		b.WriteString(ch.svg())
 		b.WriteString("\n")
+	}
+	if svg := cpuChartSVG(s); svg != "" {
+		b.WriteString(svg + "\n")
 	}
 	b.WriteString(`<script>
 (function(){

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"unicode/utf8"
 
@@ -27,18 +25,16 @@ func WritePNG(dir string, s *Summary) ([]string, error) {
 	}
 	var paths []string
 	for _, ch := range charts(s) {
-		img := ch.raster()
-		path := filepath.Join(dir, ch.ID+".png")
-		f, err := os.Create(path)
+		path, err := writePNGFile(dir, ch.ID, ch.raster())
 		if err != nil {
-			return paths, fmt.Errorf("writing charts: %w", err)
+			return paths, err
 		}
-		err = png.Encode(f, img)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		paths = append(paths, path)
+	}
+	if img := cpuChartRaster(s); img != nil {
+		path, err := writePNGFile(dir, "cpu", img)
 		if err != nil {
-			return paths, fmt.Errorf("writing %s: %w", path, err)
+			return paths, err
 		}
 		paths = append(paths, path)
 	}

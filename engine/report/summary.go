@@ -32,6 +32,7 @@ type Summary struct {
 	TrialsOK  int      `json:"trials_ok"`
 	Cells     []*Cell  `json:"cells"`
 	Warnings  []string `json:"warnings,omitempty"`
+	Notices   []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
 	multiStep bool
 }
 
@@ -69,6 +70,10 @@ type Cell struct {
 	TrialIDs []string  `json:"trial_ids"`
 	// Samples are the same repetitions with their round and flags.
 	Samples []Sample `json:"samples"`
+
+	// Verdict is what limited the repetitions and where the CPU went
+	// (explain.go); nil without whole-machine accounting.
+	Verdict *CellVerdict `json:"verdict,omitempty"`
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -221,6 +226,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	sortCells(order, s.Axes, run)
 	s.Cells = order
+	s.explain(run)
 	if opts.Baseline != "" {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err

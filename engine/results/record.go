@@ -84,15 +84,15 @@ type StepRecord struct {
 // of one core (100 = one core busy), averaged over the load. The parts add
 // up to TotalPct (100 × the CPUs of the machine).
 type CPUBudget struct {
-	TotalPct        float64 // 100 × CPUs
-	LoaderPct       float64 // benchflow itself (the load generator)
-	ServicePct      float64 // the services' processes
-	InfraPct        float64 // container engines, proxies, agents, …
-	KernelPct       float64 // kernel threads, plus irq and softirq time
-	OtherPct        float64 // every other process
-	IdlePct         float64 // idle and iowait
-	StealPct        float64 // taken by the hypervisor
-	UnattributedPct float64 // busy time no sampled process accounts for (see docs/collect.md)
+	TotalPct        float64 `json:"total_pct"`        // 100 × CPUs
+	LoaderPct       float64 `json:"loader_pct"`       // benchflow itself (the load generator)
+	ServicePct      float64 `json:"service_pct"`      // the services' processes
+	InfraPct        float64 `json:"infra_pct"`        // container engines, proxies, agents, …
+	KernelPct       float64 `json:"kernel_pct"`       // kernel threads, plus irq and softirq time
+	OtherPct        float64 `json:"other_pct"`        // every other process
+	IdlePct         float64 `json:"idle_pct"`         // idle and iowait
+	StealPct        float64 `json:"steal_pct"`        // taken by the hypervisor
+	UnattributedPct float64 `json:"unattributed_pct"` // busy time no sampled process accounts for (see docs/collect.md)
 }
 
 // QuietCheck is the CPU used by processes outside the run in a short

@@ -48,8 +48,16 @@ func journalDir() string { return filepath.Join(StateDir(), "tune-journal") }
 
 // journalFile is one process's journal.
 type journalFile struct {
-	Owner   map[string]string `json:"owner"`
-	Sysctls []journalEntry    `json:"sysctls"`
+	Owner map[string]string `json:"owner"`
+	// NetNS is the network namespace of the process ("net:[4026531840]"):
+	// net.* sysctls belong to it, and only a gc in it may restore them.
+	NetNS   string         `json:"netns,omitempty"`
+	Sysctls []journalEntry `json:"sysctls"`
+}
+
+func netNS() string {
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	return ns
 }
 
 type journalEntry struct {
@@ -137,6 +145,7 @@ func journalChange(path, original string) error {
 	} else {
 		j.Owner = map[string]string{"dev.benchflow.pid": strconv.Itoa(os.Getpid())}
 	}
+	j.NetNS = netNS()
 	j.Sysctls = append(j.Sysctls, journalEntry{Path: path, Original: original})
 	if err := writeJournal(p, j); err != nil {
 		return fmt.Errorf("journaling the original value in %s: %w", journalDir(), err)
@@ -190,8 +199,14 @@ func RestoreJournals(alive func(owner map[string]string) bool) ([]string, error)
 			continue
 		}
 		var left []journalEntry
+		otherNS := j.NetNS != "" && j.NetNS != netNS()
 		for i := len(j.Sysctls) - 1; i >= 0; i-- {
 			e := j.Sysctls[i]
+			if otherNS && strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procRoot, "sys", "net")+"/") {
+				// Another network namespace's value: left for a gc there.
+				left = append([]journalEntry{e}, left...)
+				continue
+			}
 			if !strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procRoot, "sys")+"/") {
 				errs = append(errs, fmt.Errorf("%s: %q is not a sysctl path; ignored", f, e.Path))
 				continue
