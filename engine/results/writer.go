@@ -751,7 +751,9 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			if len(bars) > 0 {
 				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, bars})
 			}
-			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
+			ts := timeseriesRows(runID, rec.TrialID, s.Name, res)
+			row.Steady, row.SteadyReason = CheckSteady(ts)
+			d.timeseries = append(d.timeseries, ts...)
 		}
 		fillExplanation(&row, &s)
 		d.trials = append(d.trials, row)

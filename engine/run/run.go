@@ -169,6 +169,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
 			Private:          privateResults(pl),
+			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
 		}
 		for _, a := range pl.Axes {
 			m.Axes = append(m.Axes, a.Name)

@@ -175,7 +175,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	}
 	if err != nil {
 		if d != nil {
-			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout+drainTimeout+inUseTimeout)
 			defer cancel()
 			if terr := d.Teardown(tctx); terr != nil {
 				err = errors.Join(err, fmt.Errorf("cleaning up: %w", terr))

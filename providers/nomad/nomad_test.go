@@ -316,6 +316,25 @@ func TestTeardownWaitsForAllocations(t *testing.T) {
 	}
 }
 
+// TestTeardownForced: a teardown whose context already ended (a second
+// Ctrl-C) still deletes the route, the upstream and the job, without
+// waiting for anything.
+func TestTeardownForced(t *testing.T) {
+	st := newStack(t)
+	dep, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := dep.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, routes, ups := st.Nomad.Jobs(), st.APISIX.Routes(), st.APISIX.Upstreams(); len(jobs)+len(routes)+len(ups) > 0 {
+		t.Errorf("left after a forced teardown: jobs %v routes %v upstreams %v", jobs, routes, ups)
+	}
+}
+
 // TestTeardownStopTimeout: allocations that never stop make Teardown fail
 // with a clear error after its bound, instead of letting the next trial
 // share the machine with them silently.
@@ -832,6 +851,11 @@ func TestNomadUnreachable(t *testing.T) {
 	_, err = newProvider(t, c).Provision(context.Background(), request(t))
 	if err == nil || !strings.Contains(err.Error(), `registering job "benchflow-web-`) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("error = %v", err)
+	}
+	// A refused connection registered nothing: no cleanup is attempted
+	// (it would only add a second "connection refused").
+	if strings.Contains(err.Error(), "cleaning up") || strings.Count(err.Error(), "connection refused") != 1 {
+		t.Errorf("error = %v, want the registration's error alone", err)
 	}
 	assertEmpty(t, st)
 }
