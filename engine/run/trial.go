@@ -318,10 +318,12 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 // recordService notes where a service runs in this trial's record.
 func (tr *trialRun) recordService(l *liveService, reused bool) {
 	ep := l.dep.Endpoint()
+	versions := platformVersions(l.dep)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.rec.Services = append(tr.rec.Services, results.ServiceEntry{
 		Name: l.name, Provider: l.provider, Type: l.typ, URL: ep.URL(), Attrs: ep.Attrs, Reused: reused,
+		Versions: versions,
 	})
 }
 
