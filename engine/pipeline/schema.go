@@ -87,7 +87,22 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
-	DependsOn   hcl.Expression    `hcl:"depends_on,optional"`
+	// Search, in a load step, makes it a capacity search under an SLO
+	// (benchflow load --find-max) instead of one load.
+	Search    *SearchConfig  `hcl:"search,block"`
+	DependsOn hcl.Expression `hcl:"depends_on,optional"`
+}
+
+// SearchConfig is the `search {}` block of a load step: the flags of
+// `benchflow load --find-max`.
+type SearchConfig struct {
+	SLO       string  `hcl:"slo"`                 // "p99<10ms,errors<0.1%"
+	StartRate float64 `hcl:"start_rate,optional"` // default 100
+	MaxRate   float64 `hcl:"max_rate,optional"`   // default 1e7
+	Probe     string  `hcl:"probe,optional"`      // default "5s"
+	Pause     string  `hcl:"pause,optional"`      // default "1s"
+	Precision string  `hcl:"precision,optional"`  // default "2%"
+	MaxProbes int     `hcl:"max_probes,optional"` // default 30
 }
 
 // URLConfig is a `url {}` block of a load step: one of several weighted
