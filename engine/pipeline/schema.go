@@ -87,6 +87,13 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	// Until = "steady" (warm steps only) warms in windows of Window
+	// (default "1s") until the last three windows' req/s and p50 are each
+	// within Tolerance (default "5%") of their mean, for at most Duration
+	// (default "30s" then). See run/warm.go.
+	Until     string `hcl:"until,optional"`
+	Window    string `hcl:"window,optional"`
+	Tolerance string `hcl:"tolerance,optional"`
 	// Search, in a load step, makes it a capacity search under an SLO
 	// (benchflow load --find-max) instead of one load.
 	Search    *SearchConfig  `hcl:"search,block"`

@@ -455,12 +455,15 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 	var res *load.Result
 	var capacity *load.Capacity
 	var lerr error
-	if c.Search != nil {
+	switch {
+	case c.Search != nil:
 		capacity, lerr = tr.search(ctx, st, c, opts)
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
-	} else {
+	case st.Kind == pipeline.KindWarm && c.Until == "steady":
+		res, lerr = tr.warmSteady(ctx, st, c, opts)
+	default:
 		res, lerr = load.Run(ctx, opts)
 	}
 	if d, ok := opts.Requester.(doner); ok {
