@@ -13,6 +13,29 @@ import (
 	"github.com/benchflow/benchflow/providers/docker/dockertest"
 )
 
+// applyExplained writes a pipeline to file, applies it with the real
+// binary and returns the run and the trials row of its "wrk" step.
+func applyExplained(t *testing.T, file, src string) (*results.Run, *results.TrialRow) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(filepath.Dir(file), "results")
+	if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	run, err := results.ReadRun(filepath.Join(out, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range run.Trials {
+		if run.Trials[i].Step == "wrk" {
+			return run, &run.Trials[i]
+		}
+	}
+	return run, nil
+}
+
 // TestDockerExplains runs a container trial whose nginx serves a file from
 // the container's root filesystem (the image's default configuration, no
 // open_file_cache): the manifest names the engine's storage driver, the
@@ -45,29 +68,12 @@ step "collect" "cpu" {
   threshold = 0.5
 }
 `
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "results")
-	cmd := exec.Command(bin, "apply", file, "--out", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("apply: %v\n%s", err, b)
-	}
-	run, err := results.ReadRun(filepath.Join(out, "latest"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, row := applyExplained(t, file, src)
 	dockertest.NoLeftovers(t, cli, run.Manifest.RunID)
 	driver, _ := run.Manifest.Environment["docker_storage_driver"].(string)
 	if driver == "" {
 		env, _ := json.Marshal(run.Manifest.Environment)
 		t.Fatalf("manifest environment has no docker_storage_driver: %s", env)
-	}
-	var row *results.TrialRow
-	for i := range run.Trials {
-		if run.Trials[i].Step == "wrk" {
-			row = &run.Trials[i]
-		}
 	}
 	if row == nil || row.Status != results.StatusOK || row.CPUTotalPct <= 0 || row.Verdict == "" {
 		t.Fatalf("trials row %+v", row)
@@ -159,23 +165,7 @@ step "collect" "cpu" {
   threshold = 0
 }
 `
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "results")
-	if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
-		t.Fatalf("apply: %v\n%s", err, b)
-	}
-	run, err := results.ReadRun(filepath.Join(out, "latest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var row *results.TrialRow
-	for i := range run.Trials {
-		if run.Trials[i].Step == "wrk" {
-			row = &run.Trials[i]
-		}
-	}
+	run, row := applyExplained(t, file, src)
 	if row == nil || row.CPUTotalPct <= 0 {
 		t.Fatalf("no budget in the trials row: %+v", row)
 	}
