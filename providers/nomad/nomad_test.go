@@ -336,6 +336,21 @@ func TestTeardownWaitsForAllocations(t *testing.T) {
 		t.Errorf("allocations still live after Teardown: %v", live)
 	}
 	assertEmpty(t, st)
+	// A second trial with one allocation (same job id): its logs folder
+	// gets its own allocation only, not the first trial's.
+	req2 := request(t)
+	req2.TrialID, req2.LogDir = "t0002", filepath.Join(t.TempDir(), "logs2")
+	c.Count = 1
+	dep2, err := newProvider(t, c).Provision(context.Background(), req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep2.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(req2.LogDir, "*.stdout.log")); len(files) != 1 {
+		t.Errorf("second trial's logs: %v, want web.0.web.stdout.log alone", files)
+	}
 	for _, f := range []string{"web.0.web.stdout.log", "web.1.web.stdout.log", "web.0.web.stderr.log", "web.0.web.events.log"} {
 		b, err := os.ReadFile(filepath.Join(req.LogDir, f))
 		if err != nil {
