@@ -17,6 +17,7 @@ func init() {
 	var only []string
 	var timeout time.Duration
 	var verbose bool
+	var outDir string
 	var vf varFlags
 	cmd := &cobra.Command{
 		Use:   "gc [FILE]",
@@ -27,7 +28,9 @@ that was killed (SIGKILL, power loss) cannot tear down; gc finds those
 leftovers through each provider's API and removes them, along with the
 rendered service folders in $TMPDIR whose benchflow process is gone, and
 restores the sysctls a killed run changed (tune steps journal each original
-value in the state folder before changing it; see docs/cli.md). apply runs
+value in the state folder before changing it; see docs/cli.md), and removes
+the staging folders and temporary files a killed run left in its results
+folder (--out, default ./results; runs being written are skipped). apply runs
 it for the providers a pipeline uses before starting (unless --no-gc).
 
 Only what crashed runs left is removed: every object also records the
@@ -56,13 +59,19 @@ skipped with a note.`,
 			defer cancel()
 			ctx, cancel2 := context.WithTimeout(ctx, timeout)
 			defer cancel2()
-			o := run.GCOptions{RunID: runID, Only: only, Verbose: verbose}
+			o := run.GCOptions{RunID: runID, Only: only, Verbose: verbose, ResultsDir: outDir}
 			if len(args) == 1 {
 				pl, _, err := buildPlan(cmd.ErrOrStderr(), args[0], &vf, false)
 				if err != nil {
 					return err
 				}
 				o.Configs = run.ProviderConfigs(pl)
+				if outDir == "" {
+					o.ResultsDir = pl.Pipeline.Output.Dir
+				}
+			}
+			if o.ResultsDir == "" {
+				o.ResultsDir = "results"
 			}
 			if err := run.GC(ctx, cmd.OutOrStdout(), o); err != nil {
 				return &exitError{code: 1, err: err}
@@ -74,6 +83,7 @@ skipped with a note.`,
 	cmd.Flags().StringSliceVar(&only, "provider", nil, "only these provider types (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
+	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
 	vf.register(cmd)
 	rootCmd.AddCommand(cmd)
 }

@@ -54,7 +54,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		if s.multiStep {
 			row = append(row, c.Step)
 		}
-		row = append(row, strconv.Itoa(c.N))
+		row = append(row, strconv.Itoa(len(c.used())))
 		if c.N == 0 {
 			row = append(row, "-", "-", "-", "-", "-", "-")
 		} else {
@@ -164,7 +164,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	header = append(header, "step", "n", "failed", "rps_mean", "rps_ci_low", "rps_ci_high",
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
-		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean")
+		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady")
 	verdicts := s.hasVerdicts()
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
@@ -200,7 +200,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		} else {
 			row = append(row, "")
 		}
-		row = append(row, c.outlierList(), num(c.RPS.Value))
+		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList())
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
 		}

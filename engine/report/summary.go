@@ -18,22 +18,28 @@ type Options struct {
 	// TopProcesses is how many processes (by mean CPU%) each cell lists;
 	// 0 means 3, negative means none.
 	TopProcesses int
+	// ExcludeUnsteady leaves repetitions whose load step failed the
+	// steadiness check out of the intervals; the run's own setting
+	// (manifest exclude_unsteady) turns it on too.
+	ExcludeUnsteady bool
 }
 
 // Summary is a run summarised per matrix cell: what `benchflow report`
 // prints.
 type Summary struct {
-	RunID     string   `json:"run_id"`
-	Pipeline  string   `json:"pipeline"`
-	Status    string   `json:"status"`
-	Axes      []string `json:"axes"`
-	Baseline  string   `json:"baseline,omitempty"`
-	Trials    int      `json:"trials"`
-	TrialsOK  int      `json:"trials_ok"`
-	Cells     []*Cell  `json:"cells"`
-	Warnings  []string `json:"warnings,omitempty"`
-	Notices   []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
-	multiStep bool
+	RunID    string   `json:"run_id"`
+	Pipeline string   `json:"pipeline"`
+	Status   string   `json:"status"`
+	Axes     []string `json:"axes"`
+	Baseline string   `json:"baseline,omitempty"`
+	Trials   int      `json:"trials"`
+	TrialsOK int      `json:"trials_ok"`
+	Cells    []*Cell  `json:"cells"`
+	Warnings []string `json:"warnings,omitempty"`
+	Notices  []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
+	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
+	ExcludeUnsteady bool `json:"exclude_unsteady"`
+	multiStep       bool
 }
 
 // Cell is one matrix cell (one combination of parameters) × load step,
@@ -125,6 +131,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	s := &Summary{
 		RunID: run.Manifest.RunID, Pipeline: run.Manifest.Pipeline.Name, Status: run.Manifest.Status,
 		Axes: append([]string(nil), run.Axes...), Baseline: opts.Baseline, Trials: len(run.Manifest.Trials),
+		ExcludeUnsteady: opts.ExcludeUnsteady || run.Manifest.ExcludeUnsteady,
 	}
 	for _, t := range run.Manifest.Trials {
 		if t.Status == results.StatusOK {
@@ -173,7 +180,11 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.RepRPS = append(c.RepRPS, t.RPS)
 		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
 		c.TrialIDs = append(c.TrialIDs, t.TrialID)
-		c.Samples = append(c.Samples, Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US})
+		sm := Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US}
+		if t.Unsteady() {
+			sm.Unsteady, sm.Excluded = t.SteadyReason, s.ExcludeUnsteady
+		}
+		c.Samples = append(c.Samples, sm)
 		c.Requests += t.Requests
 		c.Errors += t.Errors
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)

@@ -42,6 +42,9 @@ type ServiceEntry struct {
 	URL      string            `json:"url,omitempty"`
 	Attrs    map[string]string `json:"attrs,omitempty"`
 	Reused   bool              `json:"reused,omitempty"`
+	// Versions are the platform's versions as the provider reports them
+	// (providers.VersionReporter: Kubernetes server, Nomad client, …).
+	Versions map[string]string `json:"versions,omitempty"`
 }
 
 // Trial statuses.

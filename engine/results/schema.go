@@ -79,7 +79,16 @@ type TrialRow struct {
 	QuietPct     float64
 	QuietTop     string
 	BusyStart    bool
+	// Steady is CheckSteady's verdict on the step's timeseries;
+	// SteadyReason says why not (or "not checked: …"). A row written
+	// before these columns existed reads as Steady false with no reason:
+	// unknown, not unsteady (see Unsteady).
+	Steady       bool
+	SteadyReason string
 }
+
+// Unsteady reports whether the steadiness check failed for this row.
+func (r *TrialRow) Unsteady() bool { return !r.Steady && r.SteadyReason != "" }
 
 // LatencyRow is one non-empty HDR histogram bucket of one trial × step
 // (latency.parquet). Values v with LowerUS <= v <= UpperUS were counted.
@@ -373,6 +382,8 @@ var trialColumnsTail = []column[TrialRow]{
 	f64("quiet_other_pct", func(r *TrialRow) *float64 { return &r.QuietPct }),
 	str("quiet_top", func(r *TrialRow) *string { return &r.QuietTop }),
 	boolean("busy_start", func(r *TrialRow) *bool { return &r.BusyStart }),
+	boolean("steady", func(r *TrialRow) *bool { return &r.Steady }),
+	str("steady_reason", func(r *TrialRow) *string { return &r.SteadyReason }),
 }
 
 var latencyColumns = []column[LatencyRow]{

@@ -34,6 +34,7 @@ type Writer struct {
 	axes   []axis
 	trials map[string]*trialData
 	done   bool
+	lock   *os.File // flock on dir while this process writes it
 }
 
 // trialData is every row one trial contributes to the tables. Rows of
@@ -202,6 +203,20 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if err := os.Mkdir(dir, perm); err != nil {
 		return nil, fmt.Errorf("creating run folder: %w", err)
 	}
+	// Nothing half-made stays behind: a run folder that could not be
+	// set up (a full disk) is removed.
+	lock, err := lockRun(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlockRun(lock)
+			os.RemoveAll(dir)
+		}
+	}()
 	if err := os.Chmod(dir, perm); err != nil { // whatever the umask
 		return nil, fmt.Errorf("creating run folder: %w", err)
 	}
@@ -211,7 +226,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	for i := range m.Trials {
 		m.Trials[i].Status = StatusPending
 	}
-	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
 	ext := strings.ToLower(filepath.Ext(sourceName))
 	name := "pipeline.hcl"
 	if ext == ".star" || m.Pipeline.Format == "star" {
@@ -229,6 +244,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if err := pointLatest(outDir, m.RunID); err != nil {
 		return nil, fmt.Errorf("creating run: %w", err)
 	}
+	ok = true
 	return w, nil
 }
 
@@ -298,11 +314,22 @@ func pointLatest(outDir, runID string) error {
 // writes nothing). The executor skips the trials for which
 // Manifest().Done reports true; call Manifest().CheckResumable first.
 func Resume(runDir string) (*Writer, error) {
-	run, err := readRun(runDir, memory.DefaultAllocator)
+	lock, err := lockRun(runDir)
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
-	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	// What a writer killed mid-commit left (a staging folder, temporary
+	// files) is not part of the run.
+	if _, err := removeLeftovers(runDir); err != nil {
+		unlockRun(lock)
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	run, err := readRun(runDir, memory.DefaultAllocator)
+	if err != nil {
+		unlockRun(lock)
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
 	w.axes = run.axes
 	td := func(id string) *trialData {
 		d := w.trials[id]
@@ -468,10 +495,25 @@ func (w *Writer) Finish(status string, finished time.Time) error {
 	w.m.FinishedAt = timePtr(finished)
 	w.done = true
 	w.releaseAll()
+	defer w.unlock()
 	if err := writeManifest(w.dir, w.m); err != nil {
 		return fmt.Errorf("finishing run: %w", err)
 	}
 	return nil
+}
+
+// Close releases the run folder without finishing the run (a resume that
+// was refused, say); Finish releases it too. It is safe to call twice.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unlock()
+	return nil
+}
+
+func (w *Writer) unlock() {
+	unlockRun(w.lock)
+	w.lock = nil
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -709,7 +751,9 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			if len(bars) > 0 {
 				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, bars})
 			}
-			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
+			ts := timeseriesRows(runID, rec.TrialID, s.Name, res)
+			row.Steady, row.SteadyReason = CheckSteady(ts)
+			d.timeseries = append(d.timeseries, ts...)
 		}
 		fillExplanation(&row, &s)
 		d.trials = append(d.trials, row)

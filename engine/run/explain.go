@@ -110,3 +110,15 @@ func (tr *trialRun) logExplanation(step *results.StepRecord) {
 		tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, step.Name, collect.Verdict{Kind: step.Verdict, Evidence: step.VerdictEvidence})
 	}
 }
+
+// platformVersions asks a deployment for its platform's versions
+// (providers.VersionReporter), within 5 s; nil when it reports none.
+func platformVersions(dep providers.Deployment) map[string]string {
+	vr, ok := dep.(providers.VersionReporter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return vr.PlatformVersions(ctx)
+}
