@@ -87,7 +87,14 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
-	DependsOn   hcl.Expression    `hcl:"depends_on,optional"`
+	// Until = "steady" (warm steps only) warms in windows of Window
+	// (default "1s") until the last three windows' req/s and p50 are each
+	// within Tolerance (default "5%") of their mean, for at most Duration
+	// (default "30s" then). See run/warm.go.
+	Until     string         `hcl:"until,optional"`
+	Window    string         `hcl:"window,optional"`
+	Tolerance string         `hcl:"tolerance,optional"`
+	DependsOn hcl.Expression `hcl:"depends_on,optional"`
 }
 
 // URLConfig is a `url {}` block of a load step: one of several weighted

@@ -181,6 +181,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 			add(attrErr(body, "busy_poll", "Invalid busy_poll", fmt.Sprintf("busy_poll is at most %s (it is how long the loader polls before it sleeps), not %s.", load.MaxBusyPoll, c.BusyPoll)))
 		}
 		add(checkURL(body, "target", c.Target))
+		diags = append(diags, checkWarmUntil(st, c)...)
 		if c.Target == "" && len(c.URLs) == 0 {
 			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
 				Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})

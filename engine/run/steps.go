@@ -452,7 +452,13 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 	if h, ok := opts.Requester.(responseHooker); ok {
 		opts.OnResponse = h.ResponseHook()
 	}
-	res, lerr := load.Run(ctx, opts)
+	var res *load.Result
+	var lerr error
+	if st.Kind == pipeline.KindWarm && c.Until == "steady" {
+		res, lerr = tr.warmSteady(ctx, st, c, opts)
+	} else {
+		res, lerr = load.Run(ctx, opts)
+	}
 	if d, ok := opts.Requester.(doner); ok {
 		if err := d.Err(); err != nil && lerr == nil {
 			lerr = fmt.Errorf("script: %w", err)
