@@ -78,12 +78,6 @@ type TrialRow struct {
 	QuietWindowS float64
 	QuietPct     float64
 	QuietTop     string
-	// A load step with a search block (StepRecord.Capacity): the highest
-	// rate that met the SLO, what bounded the search, and the SLO. The
-	// step's other columns are the figures of the probe at that rate.
-	CapacityRPS   float64
-	CapacityLimit string
-	SLO           string
 	BusyStart    bool
 	// Steady is CheckSteady's verdict on the step's timeseries;
 	// SteadyReason says why not (or "not checked: …"). A row written
@@ -91,6 +85,12 @@ type TrialRow struct {
 	// unknown, not unsteady (see Unsteady).
 	Steady       bool
 	SteadyReason string
+	// A load step with a search block (StepRecord.Capacity): the highest
+	// rate that met the SLO, what bounded the search, and the SLO. The
+	// step's other columns are the figures of the probe at that rate.
+	CapacityRPS   float64
+	CapacityLimit string
+	SLO           string
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
