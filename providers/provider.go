@@ -8,7 +8,8 @@
 // returned Deployment in reverse order — on success, failure and Ctrl-C.
 //
 // Capabilities beyond Provision are optional interfaces found by type
-// assertion: ProcessReporter and InfraNamer (for collect), Renderer (for `benchflow render`),
+// assertion: ProcessReporter and InfraNamer (for collect), VersionReporter
+// (platform versions in the manifest), Renderer (for `benchflow render`),
 // ListenPorter (which port a service listens
 // on inside its namespace), Liveness (early-exit detection during health
 // waits), ServiceDirer (where self.dir is inside the service).
@@ -192,6 +193,15 @@ type ProcessReporter interface {
 // already in engine/collect.InfraNames.
 type InfraNamer interface {
 	InfraNames() []string
+}
+
+// VersionReporter is implemented by deployments on a platform whose
+// versions change results (Kubernetes server and kubelet, Nomad server and
+// client, the gateway): "k8s_server" → "v1.31.2", "nomad_client" →
+// "1.9.3", …. The engine records them per trial in manifest.json
+// (trials[].services[].versions); each call is bounded by 5 s.
+type VersionReporter interface {
+	PlatformVersions(ctx context.Context) map[string]string
 }
 
 // Liveness is implemented by deployments that can tell, while the engine

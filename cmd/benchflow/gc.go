@@ -19,6 +19,7 @@ func init() {
 	var timeout time.Duration
 	var verbose bool
 	var kubeconfig, kubeContext string
+	var outDir string
 	var vf varFlags
 	cmd := &cobra.Command{
 		Use:   "gc [FILE]",
@@ -29,7 +30,9 @@ that was killed (SIGKILL, power loss) cannot tear down; gc finds those
 leftovers through each provider's API and removes them, along with the
 rendered service folders in $TMPDIR whose benchflow process is gone, and
 restores the sysctls a killed run changed (tune steps journal each original
-value in the state folder before changing it; see docs/cli.md). apply runs
+value in the state folder before changing it; see docs/cli.md), and removes
+the staging folders and temporary files a killed run left in its results
+folder (--out, default ./results; runs being written are skipped). apply runs
 it for the providers a pipeline uses before starting (unless --no-gc).
 
 Only what crashed runs left is removed: every object also records the
@@ -61,13 +64,19 @@ skipped with a note.`,
 			defer cancel()
 			ctx, cancel2 := context.WithTimeout(ctx, timeout)
 			defer cancel2()
-			o := run.GCOptions{RunID: runID, Only: only, Verbose: verbose}
+			o := run.GCOptions{RunID: runID, Only: only, Verbose: verbose, ResultsDir: outDir}
 			if len(args) == 1 {
 				pl, _, err := buildPlan(cmd.ErrOrStderr(), args[0], &vf, false)
 				if err != nil {
 					return err
 				}
 				o.Configs = run.ProviderConfigs(pl)
+				if outDir == "" {
+					o.ResultsDir = pl.Pipeline.Output.Dir
+				}
+			}
+			if o.ResultsDir == "" {
+				o.ResultsDir = "results"
 			}
 			if kubeconfig != "" || kubeContext != "" {
 				if o.Configs == nil {
@@ -87,6 +96,7 @@ skipped with a note.`,
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the k8s cluster of this kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&kubeContext, "context", "", "the k8s cluster of this kubeconfig context (default: the current one)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
+	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
 	vf.register(cmd)
 	rootCmd.AddCommand(cmd)
 }

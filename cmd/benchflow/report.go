@@ -19,6 +19,7 @@ func init() {
 		htmlFile string
 		pngDir   string
 		top      int
+		unsteady bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -45,7 +46,7 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 			if err != nil {
 				return err
 			}
-			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top})
+			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top, ExcludeUnsteady: unsteady})
 			if err != nil {
 				return err
 			}
@@ -71,6 +72,7 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().StringVar(&htmlFile, "html", "", "also write a self-contained HTML report with charts to `FILE`")
 	cmd.Flags().StringVar(&pngDir, "png", "", "also write the charts as PNG files into `DIR`")
 	cmd.Flags().IntVar(&top, "top", 3, "processes listed per cell (by CPU%); 0 lists none")
+	cmd.Flags().BoolVar(&unsteady, "exclude-unsteady", false, "leave repetitions whose load failed the steadiness check out of the intervals (as the pipeline's exclude_unsteady = true does)")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -305,6 +305,10 @@ step "load" "main" {
 	if !strings.Contains(stderr, "no space left on device") {
 		t.Errorf("the output does not say the disk is full:\n%s", stderr)
 	}
+	// The trial whose commit failed is reported failed, not ok.
+	if !regexp.MustCompile(`trial c\d+-r1 n=\d+: failed in [^\n]*\n\s+recording the trial:`).MatchString(stderr) {
+		t.Errorf("the trial that could not be recorded is not reported as failed:\n%s", stderr)
+	}
 	robustNoneLeft(t, marker)
 
 	var runID string

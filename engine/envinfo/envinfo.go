@@ -73,6 +73,10 @@ type Environment struct {
 	// are left out.
 	Tools map[string]string `json:"tools"`
 
+	// Explaining records what changes results and is invisible in a
+	// table (storage driver, userland proxy, mitigations, …).
+	Explaining
+
 	Fingerprint string `json:"fingerprint"`
 }
 
@@ -195,7 +199,10 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 			}
 		}
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { collectExplaining(ctx, &e.Explaining) })
 	e.Tools = toolVersions(ctx)
+	wg.Wait()
 	e.Fingerprint = e.ComputeFingerprint()
 	return e
 }

@@ -92,11 +92,24 @@ func dockerVersion(ctx context.Context) string {
 }
 
 func dockerAPIVersion(ctx context.Context) (string, error) {
+	var v struct{ Version string }
+	if err := dockerAPI(ctx, "/version", &v); err != nil {
+		return "", err
+	}
+	if v.Version == "" {
+		return "", errNoDocker
+	}
+	return v.Version, nil
+}
+
+// dockerAPI GETs path from the engine's API on the unix socket of
+// DOCKER_HOST (default /var/run/docker.sock) and decodes the JSON into v.
+func dockerAPI(ctx context.Context, path string, v any) error {
 	sock := "/var/run/docker.sock"
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		p, ok := strings.CutPrefix(h, "unix://")
 		if !ok {
-			return "", errNoDocker // TCP/SSH hosts: only the CLI is tried
+			return errNoDocker // TCP/SSH hosts: only the CLI is tried
 		}
 		sock = p
 	}
@@ -105,24 +118,17 @@ func dockerAPIVersion(ctx context.Context) (string, error) {
 		return d.DialContext(ctx, "unix", sock)
 	}}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/version", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker"+path, nil)
 	if err != nil {
-		return "", err
+		return err
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return "", fmt.Errorf("docker /version: %s", resp.Status)
+		return fmt.Errorf("docker %s: %s", path, resp.Status)
 	}
-	var v struct{ Version string }
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
-		return "", err
-	}
-	if v.Version == "" {
-		return "", errNoDocker
-	}
-	return v.Version, nil
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 }

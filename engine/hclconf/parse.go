@@ -38,6 +38,8 @@ type pipelineBlock struct {
 	Seed          *int64 `hcl:"seed,optional"`
 	OnFailure     string `hcl:"on_failure,optional"`
 	ReuseServices bool   `hcl:"reuse_services,optional"`
+	// ExcludeUnsteady: see pipeline.Pipeline.ExcludeUnsteady.
+	ExcludeUnsteady bool `hcl:"exclude_unsteady,optional"`
 }
 
 type outputBlock struct {
@@ -274,6 +276,7 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 			fmt.Sprintf("on_failure must be \"continue\" or \"abort\", not %q.", pb.OnFailure)))
 	}
 	p.ReuseServices = pb.ReuseServices
+	p.ExcludeUnsteady = pb.ExcludeUnsteady
 	return diags
 }
 

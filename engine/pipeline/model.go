@@ -45,6 +45,10 @@ type Pipeline struct {
 	// whose service inputs are identical (default false: every trial
 	// provisions afresh).
 	ReuseServices bool
+	// ExcludeUnsteady leaves the repetitions whose load step failed the
+	// steadiness check out of the report's intervals (they stay in the
+	// results and are shown, flagged). Default false: flagged, kept.
+	ExcludeUnsteady bool
 
 	Variables []*Variable
 	Locals    []*Local

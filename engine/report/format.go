@@ -41,6 +41,10 @@ func (s *Summary) table() (header []string, rows [][]string) {
 	if s.Baseline != "" {
 		header = append(header, "vs "+s.Baseline)
 	}
+	capacity := s.hasCapacity()
+	if capacity {
+		header = append(header, "capacity req/s", "limit")
+	}
 	header = append(header, "flags", "top processes (CPU%)")
 	verdicts := s.hasVerdicts()
 	if verdicts {
@@ -54,7 +58,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		if s.multiStep {
 			row = append(row, c.Step)
 		}
-		row = append(row, strconv.Itoa(c.N))
+		row = append(row, strconv.Itoa(len(c.used())))
 		if c.N == 0 {
 			row = append(row, "-", "-", "-", "-", "-", "-")
 		} else {
@@ -67,6 +71,9 @@ func (s *Summary) table() (header []string, rows [][]string) {
 			} else {
 				row = append(row, fmtRatio(*c.Baseline))
 			}
+		}
+		if capacity {
+			row = append(row, c.capacityCells()...)
 		}
 		row = append(row, orDash(c.flags()))
 		var ps []string
@@ -164,10 +171,14 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	header = append(header, "step", "n", "failed", "rps_mean", "rps_ci_low", "rps_ci_high",
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
-		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean")
+		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady")
 	verdicts := s.hasVerdicts()
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
+	}
+	capacity := s.hasCapacity()
+	if capacity {
+		header = append(header, "capacity_rps", "capacity_ci_low", "capacity_ci_high", "capacity_ci_method", "capacity_limit", "slo")
 	}
 	if err := cw.Write(header); err != nil {
 		return err
@@ -200,9 +211,16 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		} else {
 			row = append(row, "")
 		}
-		row = append(row, c.outlierList(), num(c.RPS.Value))
+		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList())
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
+		}
+		if capacity {
+			if cc := c.Capacity; cc != nil {
+				row = append(row, num(cc.RPS.Value), num(cc.RPS.Low), num(cc.RPS.High), cc.RPS.Method, cc.limitLabel(), cc.SLO)
+			} else {
+				row = append(row, "", "", "", "", "", "")
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -18,6 +18,12 @@ type Sample struct {
 	// Outlier names the quantities ("req/s", "p99") for which this sample
 	// is an outlier among the cell's samples by the MAD rule.
 	Outlier []string `json:"outlier,omitempty"`
+	// Unsteady is why the load step failed the steadiness check
+	// (trials.parquet steady_reason); "" when steady or not checked.
+	Unsteady string `json:"unsteady,omitempty"`
+	// Excluded: left out of the intervals (unsteady, and the pipeline or
+	// the report says to exclude unsteady repetitions).
+	Excluded bool `json:"excluded,omitempty"`
 }
 
 // flagSamples marks the outliers of a cell among its samples.
@@ -39,8 +45,16 @@ func (c *Cell) flagSamples() {
 	}
 }
 
-// used are the samples intervals are computed from.
-func (c *Cell) used() []Sample { return c.Samples }
+// used are the samples intervals are computed from: all but the excluded.
+func (c *Cell) used() []Sample {
+	var out []Sample
+	for _, s := range c.Samples {
+		if !s.Excluded {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 func (c *Cell) usedRPS() []float64 {
 	var xs []float64
@@ -79,6 +93,13 @@ func (c *Cell) flags() string {
 		if len(s.Outlier) > 0 {
 			out = append(out, fmt.Sprintf("outlier r%d (%s)", s.Round, strings.Join(s.Outlier, ", ")))
 		}
+		if s.Unsteady != "" {
+			f := fmt.Sprintf("unsteady r%d (%s)", s.Round, s.Unsteady)
+			if s.Excluded {
+				f += " excluded"
+			}
+			out = append(out, f)
+		}
 	}
 	return strings.Join(out, "; ")
 }
@@ -111,7 +132,8 @@ func (s *Summary) methodNote() []string {
 	if s.Baseline != "" {
 		notes = append(notes, "vs "+s.Baseline+": ratio of req/s to the baseline cell, paired by round (round r of the cell against round r of the baseline), t interval on the per-round log ratios (paired log-t)")
 	}
-	notes = append(notes, "flags: outlier = farther than 3.5 robust standard deviations (MAD) from the cell's median, kept in the estimates; see docs/statistics.md")
+	notes = append(notes, "flags: outlier = farther than 3.5 robust standard deviations (MAD) from the cell's median, kept in the estimates; unsteady = the load's req/s stalled, had a gap or drifted (steady_reason in trials.parquet), "+
+		map[bool]string{true: "left out of the estimates (exclude_unsteady)", false: "kept in the estimates"}[s.ExcludeUnsteady]+"; see docs/statistics.md")
 	return notes
 }
 
@@ -120,4 +142,20 @@ func (s *Summary) writeMethod(w io.Writer, prefix string) {
 	for _, n := range s.methodNote() {
 		fmt.Fprintf(w, "%s%s\n", prefix, n)
 	}
+}
+
+// unsteadyList is the csv form of the unsteady samples: "trial:reason;…",
+// with "(excluded)" after the excluded ones.
+func (c *Cell) unsteadyList() string {
+	var out []string
+	for _, s := range c.Samples {
+		if s.Unsteady != "" {
+			v := s.TrialID + ":" + s.Unsteady
+			if s.Excluded {
+				v += " (excluded)"
+			}
+			out = append(out, v)
+		}
+	}
+	return strings.Join(out, ";")
 }

@@ -128,3 +128,54 @@ func TestTimeChartAligned(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsteadyFlaggedAndExcluded: an unsteady repetition is flagged and
+// kept by default, left out of the intervals with ExcludeUnsteady.
+func TestUnsteadyFlaggedAndExcluded(t *testing.T) {
+	run := writeSynthRun(t, t.TempDir(), twoCellSpec("20261130T044500Z-stdy", 8, 4, 0.01, 10000, 12000))
+	for i := range run.Trials {
+		tr := &run.Trials[i]
+		if tr.StepKind == "load" {
+			if !tr.Steady {
+				t.Fatalf("%s: synthetic steady load recorded unsteady: %q", tr.TrialID, tr.SteadyReason)
+			}
+			if tr.Param("access_log") == "on" && tr.Repetition == 2 {
+				tr.Steady, tr.SteadyReason, tr.RPS = false, "stall: 10 interval(s) below 10% of the median req/s (10000), 1.0–2.0 s", 6000
+			}
+		}
+	}
+	kept, err := Summarize(run, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := Summarize(run, Options{ExcludeUnsteady: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, d := kept.Cells[0], dropped.Cells[0]
+	if k.RPS.N != 4 || d.RPS.N != 3 || !(k.RPS.Value < 9500) || !(d.RPS.Value > 9800) {
+		t.Errorf("kept %+v, excluded %+v: want the unsteady sample in the first only", k.RPS, d.RPS)
+	}
+	if !strings.HasPrefix(k.flags(), "unsteady r2 (stall") || strings.Contains(k.flags(), "excluded") || !strings.HasSuffix(d.flags(), " excluded") {
+		t.Errorf("flags kept %q, excluded %q", k.flags(), d.flags())
+	}
+	for f, want := range map[string]string{"text": "unsteady r2 (stall", "csv": ":stall: 10 interval(s)", "json": `"unsteady": "stall`} {
+		var b bytes.Buffer
+		if err := dropped.Write(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s output lacks %q:\n%s", f, want, b.String())
+		}
+	}
+	var b bytes.Buffer
+	dropped.Write(&b, "text")
+	if !strings.Contains(b.String(), "left out of the estimates (exclude_unsteady)") {
+		t.Errorf("text does not say unsteady repetitions were excluded:\n%s", b.String())
+	}
+	// The run's own setting turns exclusion on.
+	run.Manifest.ExcludeUnsteady = true
+	if s, _ := Summarize(run, Options{}); s.Cells[0].RPS.N != 3 {
+		t.Errorf("manifest exclude_unsteady ignored: %+v", s.Cells[0].RPS)
+	}
+}

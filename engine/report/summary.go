@@ -18,22 +18,28 @@ type Options struct {
 	// TopProcesses is how many processes (by mean CPU%) each cell lists;
 	// 0 means 3, negative means none.
 	TopProcesses int
+	// ExcludeUnsteady leaves repetitions whose load step failed the
+	// steadiness check out of the intervals; the run's own setting
+	// (manifest exclude_unsteady) turns it on too.
+	ExcludeUnsteady bool
 }
 
 // Summary is a run summarised per matrix cell: what `benchflow report`
 // prints.
 type Summary struct {
-	RunID     string   `json:"run_id"`
-	Pipeline  string   `json:"pipeline"`
-	Status    string   `json:"status"`
-	Axes      []string `json:"axes"`
-	Baseline  string   `json:"baseline,omitempty"`
-	Trials    int      `json:"trials"`
-	TrialsOK  int      `json:"trials_ok"`
-	Cells     []*Cell  `json:"cells"`
-	Warnings  []string `json:"warnings,omitempty"`
-	Notices   []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
-	multiStep bool
+	RunID    string   `json:"run_id"`
+	Pipeline string   `json:"pipeline"`
+	Status   string   `json:"status"`
+	Axes     []string `json:"axes"`
+	Baseline string   `json:"baseline,omitempty"`
+	Trials   int      `json:"trials"`
+	TrialsOK int      `json:"trials_ok"`
+	Cells    []*Cell  `json:"cells"`
+	Warnings []string `json:"warnings,omitempty"`
+	Notices  []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
+	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
+	ExcludeUnsteady bool `json:"exclude_unsteady"`
+	multiStep       bool
 }
 
 // Cell is one matrix cell (one combination of parameters) × load step,
@@ -74,6 +80,10 @@ type Cell struct {
 	// Verdict is what limited the repetitions and where the CPU went
 	// (explain.go); nil without whole-machine accounting.
 	Verdict *CellVerdict `json:"verdict,omitempty"`
+	// Capacity aggregates the repetitions' capacity searches (capacity.go);
+	// nil unless the step searched under an SLO.
+	Capacity *CellCapacity `json:"capacity,omitempty"`
+	probes   []results.ProbeRow
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -125,6 +135,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	s := &Summary{
 		RunID: run.Manifest.RunID, Pipeline: run.Manifest.Pipeline.Name, Status: run.Manifest.Status,
 		Axes: append([]string(nil), run.Axes...), Baseline: opts.Baseline, Trials: len(run.Manifest.Trials),
+		ExcludeUnsteady: opts.ExcludeUnsteady || run.Manifest.ExcludeUnsteady,
 	}
 	for _, t := range run.Manifest.Trials {
 		if t.Status == results.StatusOK {
@@ -144,6 +155,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		tsBy[k] = append(tsBy[k], r)
 	}
 	hists := map[*Cell][]results.Histogram{}
+	cellOf := map[[2]string]*Cell{}  // trial id and step of the rows used
 	var stepless []*results.TrialRow // trials that failed before any step
 	for i := range run.Trials {
 		t := &run.Trials[i]
@@ -173,13 +185,20 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.RepRPS = append(c.RepRPS, t.RPS)
 		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
 		c.TrialIDs = append(c.TrialIDs, t.TrialID)
-		c.Samples = append(c.Samples, Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US})
+		sm := Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US}
+		if t.Unsteady() {
+			sm.Unsteady, sm.Excluded = t.SteadyReason, s.ExcludeUnsteady
+		}
+		c.Samples = append(c.Samples, sm)
 		c.Requests += t.Requests
 		c.Errors += t.Errors
+		c.addCapacity(t)
+		cellOf[[2]string{t.TrialID, t.Step}] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
 		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
 	}
+	addProbes(run, cellOf)
 	// A trial without a step row failed before measuring: count it as a
 	// failed repetition of every cell with its parameters.
 	for _, t := range stepless {
@@ -209,6 +228,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = positiveCI(c.usedRPS())
+		c.finishCapacity()
 		c.Histogram = results.MergeHistograms(hists[c]...)
 		c.P50US = c.Histogram.Percentile(50)
 		c.P90US = c.Histogram.Percentile(90)
@@ -334,6 +354,9 @@ func processCPU(run *results.Run) map[string]map[string]float64 {
 	}
 	sums := map[k]map[float64]float64{}
 	for _, p := range run.Processes {
+		if p.Role == "other" {
+			continue // outside the run: in the verdict and the budget (explain.go)
+		}
 		kk := k{p.TrialID, p.Process}
 		if sums[kk] == nil {
 			sums[kk] = map[float64]float64{}

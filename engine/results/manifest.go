@@ -82,6 +82,9 @@ type Manifest struct {
 	Environment  map[string]any `json:"environment"`
 	OutputFormat string         `json:"output_format"` // FormatParquet (default) or FormatArrow
 	Trials       []TrialEntry   `json:"trials"`
+	// ExcludeUnsteady is the pipeline's exclude_unsteady: the report
+	// leaves unsteady repetitions out of its intervals.
+	ExcludeUnsteady bool `json:"exclude_unsteady,omitempty"`
 }
 
 // PipelineInfo identifies the pipeline that ran.

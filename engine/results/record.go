@@ -42,6 +42,9 @@ type ServiceEntry struct {
 	URL      string            `json:"url,omitempty"`
 	Attrs    map[string]string `json:"attrs,omitempty"`
 	Reused   bool              `json:"reused,omitempty"`
+	// Versions are the platform's versions as the provider reports them
+	// (providers.VersionReporter: Kubernetes server, Nomad client, …).
+	Versions map[string]string `json:"versions,omitempty"`
 }
 
 // Trial statuses.
@@ -78,6 +81,9 @@ type StepRecord struct {
 	// Quiet is the machine quiet check taken just before the step's load
 	// (nil when none was taken).
 	Quiet *QuietCheck
+	// Capacity is the result of a capacity search (a load step with a
+	// search block); Result is then the probe at the capacity's rate.
+	Capacity *load.Capacity
 }
 
 // CPUBudget is where the machine's CPU went during one load, in percent

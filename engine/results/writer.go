@@ -34,6 +34,7 @@ type Writer struct {
 	axes   []axis
 	trials map[string]*trialData
 	done   bool
+	lock   *os.File // flock on dir while this process writes it
 }
 
 // trialData is every row one trial contributes to the tables. Rows of
@@ -51,6 +52,7 @@ type trialData struct {
 	processes  []ProcessRow
 	system     []SystemRow
 	network    []NetworkRow
+	probes     []ProbeRow
 	recs       [numBig]arrow.RecordBatch // the columns after the ids; nil when the trial has no such rows
 	runs       [numBig]idRuns            // the id columns of recs' rows
 	// hists are the steps' histograms of a new trial, converted straight
@@ -202,6 +204,20 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if err := os.Mkdir(dir, perm); err != nil {
 		return nil, fmt.Errorf("creating run folder: %w", err)
 	}
+	// Nothing half-made stays behind: a run folder that could not be
+	// set up (a full disk) is removed.
+	lock, err := lockRun(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlockRun(lock)
+			os.RemoveAll(dir)
+		}
+	}()
 	if err := os.Chmod(dir, perm); err != nil { // whatever the umask
 		return nil, fmt.Errorf("creating run folder: %w", err)
 	}
@@ -211,7 +227,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	for i := range m.Trials {
 		m.Trials[i].Status = StatusPending
 	}
-	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
 	ext := strings.ToLower(filepath.Ext(sourceName))
 	name := "pipeline.hcl"
 	if ext == ".star" || m.Pipeline.Format == "star" {
@@ -229,6 +245,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if err := pointLatest(outDir, m.RunID); err != nil {
 		return nil, fmt.Errorf("creating run: %w", err)
 	}
+	ok = true
 	return w, nil
 }
 
@@ -298,11 +315,22 @@ func pointLatest(outDir, runID string) error {
 // writes nothing). The executor skips the trials for which
 // Manifest().Done reports true; call Manifest().CheckResumable first.
 func Resume(runDir string) (*Writer, error) {
-	run, err := readRun(runDir, memory.DefaultAllocator)
+	lock, err := lockRun(runDir)
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
-	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}}
+	// What a writer killed mid-commit left (a staging folder, temporary
+	// files) is not part of the run.
+	if _, err := removeLeftovers(runDir); err != nil {
+		unlockRun(lock)
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	run, err := readRun(runDir, memory.DefaultAllocator)
+	if err != nil {
+		unlockRun(lock)
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
 	w.axes = run.axes
 	td := func(id string) *trialData {
 		d := w.trials[id]
@@ -336,6 +364,9 @@ func Resume(runDir string) (*Writer, error) {
 	}
 	for _, r := range run.Network {
 		td(r.TrialID).network = append(td(r.TrialID).network, r)
+	}
+	for _, r := range run.Probes {
+		td(r.TrialID).probes = append(td(r.TrialID).probes, r)
 	}
 	for _, d := range w.trials {
 		d.seal(w.mem)
@@ -468,10 +499,25 @@ func (w *Writer) Finish(status string, finished time.Time) error {
 	w.m.FinishedAt = timePtr(finished)
 	w.done = true
 	w.releaseAll()
+	defer w.unlock()
 	if err := writeManifest(w.dir, w.m); err != nil {
 		return fmt.Errorf("finishing run: %w", err)
 	}
 	return nil
+}
+
+// Close releases the run folder without finishing the run (a resume that
+// was refused, say); Finish releases it too. It is safe to call twice.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unlock()
+	return nil
+}
+
+func (w *Writer) unlock() {
+	unlockRun(w.lock)
+	w.lock = nil
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -548,11 +594,13 @@ func (w *Writer) writeTables() error {
 		return ids[i] < ids[j]
 	})
 	var tr []TrialRow
+	var probes []ProbeRow
 	var big [numBig][]arrow.RecordBatch
 	var bigRuns [numBig][]idRuns
 	for _, id := range ids {
 		d := w.trials[id]
 		tr = append(tr, d.trials...)
+		probes = append(probes, d.probes...)
 		for t, r := range d.recs {
 			if r != nil {
 				big[t] = append(big[t], r)
@@ -577,13 +625,21 @@ func (w *Writer) writeTables() error {
 	// The tables are independent files: encode them concurrently (the
 	// allocator is safe for concurrent use), then move them together.
 	var wg sync.WaitGroup
-	errs := make([]error, numBig+1)
+	errs := make([]error, numBig+2)
 	trialsPath := p(TableTrials)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		errs[numBig] = writeTable(w.mem, trialsPath, f, trialColumns(w.axes), tr)
 	}()
+	if len(probes) > 0 {
+		probesPath := p(TableProbes)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[numBig+1] = writeTable(w.mem, probesPath, f, probeColumns, probes)
+		}()
+	}
 	for t := 0; t < numBig; t++ {
 		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
 			continue
@@ -709,9 +765,21 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			if len(bars) > 0 {
 				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, bars})
 			}
-			d.timeseries = append(d.timeseries, timeseriesRows(runID, rec.TrialID, s.Name, res)...)
+			ts := timeseriesRows(runID, rec.TrialID, s.Name, res)
+			row.Steady, row.SteadyReason = CheckSteady(ts)
+			d.timeseries = append(d.timeseries, ts...)
 		}
 		fillExplanation(&row, &s)
+		if c := s.Capacity; c != nil {
+			row.CapacityRPS, row.CapacityLimit, row.SLO = c.Rate, c.Limit, c.SLO.String()
+			for i, p := range c.Probes {
+				d.probes = append(d.probes, ProbeRow{RunID: runID, TrialID: rec.TrialID, Step: s.Name, Probe: int64(i + 1),
+					Rate: p.Rate, AchievedRPS: p.Achieved, Requests: p.Requests, Errors: p.Errors,
+					P50US: p.P50, P99US: p.P99, P999US: p.P999, UncorrectedP99US: p.UncorrectedP99,
+					MeanBehindUS: float64(p.MeanBehind) / 1e3, LoaderCPUPct: p.LoaderCPU * 100,
+					Pass: p.Pass, GeneratorLimited: p.GeneratorLimited, Reason: p.Reason})
+			}
+		}
 		d.trials = append(d.trials, row)
 	}
 	for _, p := range rec.Processes {

@@ -359,8 +359,10 @@ func TestResumeAfterKill(t *testing.T) {
 			if err := full.Finish(RunOK, t0.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			_ = writeRun(t, outB, "20261130T044500Z-kill", format, recs[:3], memory.DefaultAllocator)
-			// The process dies here: no Finish.
+			killed := writeRun(t, outB, "20261130T044500Z-kill", format, recs[:3], memory.DefaultAllocator)
+			// The process dies here: no Finish (its lock on the run
+			// folder ends with it).
+			_ = killed.Close()
 			partial, err := ReadRun(filepath.Join(outB, "latest"))
 			if err != nil {
 				t.Fatal(err)

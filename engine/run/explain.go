@@ -99,14 +99,26 @@ func loaderCPUs() int {
 	return n
 }
 
-// logExplanation prints the verdict and a busy start on the progress
-// output.
+// logExplanation prints a busy start as a warning and the verdict with
+// --verbose.
 func (tr *trialRun) logExplanation(step *results.StepRecord) {
 	if q := step.Quiet; q != nil && q.Busy {
-		tr.r.rep.Logf("trial %s: warning: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (%s)",
+		tr.r.rep.Warnf("trial %s: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (busiest: %s); the trial is flagged (busy_start) and its verdict is noisy",
 			tr.trial.ID, q.OtherPct, q.WindowS, step.Name, q.Top)
 	}
 	if step.Verdict != "" {
 		tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, step.Name, collect.Verdict{Kind: step.Verdict, Evidence: step.VerdictEvidence})
 	}
+}
+
+// platformVersions asks a deployment for its platform's versions
+// (providers.VersionReporter), within 5 s; nil when it reports none.
+func platformVersions(dep providers.Deployment) map[string]string {
+	vr, ok := dep.(providers.VersionReporter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return vr.PlatformVersions(ctx)
 }

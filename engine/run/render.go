@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -135,6 +136,9 @@ type GCOptions struct {
 	Configs map[string][]any
 	// Verbose also prints each object kept because its run is alive.
 	Verbose bool
+	// ResultsDir is a results folder whose runs' staging folders and
+	// temporary files, left by killed writers, are removed ("" skips it).
+	ResultsDir string
 }
 
 // GC removes leftovers of crashed runs for every registered provider type
@@ -161,6 +165,16 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 		total += len(restored)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if o.ResultsDir != "" {
+			left, err := results.CleanLeftovers(o.ResultsDir)
+			for _, x := range left {
+				fmt.Fprintf(w, "removed unfinished results file: %s\n", x)
+			}
+			total += len(left)
+			if err != nil {
+				errs = append(errs, err)
+			}
 		}
 		dirs, err := gcTempDirs()
 		for _, d := range dirs {

@@ -139,6 +139,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		if err != nil {
 			return nil, err // names the run directory already
 		}
+		defer w.Close()
 		if err := w.Manifest().CheckResumable(shaHex, vars); err != nil && !opts.Force {
 			return nil, fmt.Errorf("resuming %s: %w (use --force to resume anyway)", opts.Resume, err)
 		}
@@ -168,6 +169,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
 			Private:          privateResults(pl),
+			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
 		}
 		for _, a := range pl.Axes {
 			m.Axes = append(m.Axes, a.Name)
@@ -186,6 +188,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the results directory: %w", err)
 		}
+		defer w.Close()
 		if len(pl.Pipeline.Loaded) > 0 {
 			files := make([]results.SourceFile, len(pl.Pipeline.Loaded))
 			for i, f := range pl.Pipeline.Loaded {
@@ -216,17 +219,23 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		if i+1 < len(pl.Trials) {
 			next = pl.Trials[i+1]
 		}
-		rec := r.runTrial(ctx, t, next)
+		rec, elapsed := r.runTrial(ctx, t, next)
 		redactRecord(rec)
 		if err := w.CommitTrial(rec); err != nil {
 			// Results that cannot be written (a full disk, say) make
-			// further trials pointless: stop here.
+			// further trials pointless: stop here. The trial is reported
+			// as what it is: not recorded.
+			rec.Status = results.StatusFailed
+			rec.Error = redact.Default.String("recording the trial: " + err.Error())
+			rep.TrialDone(t, rec, elapsed)
+			s.Failed++
 			r.releaseKept()
 			_ = w.Finish(results.RunFailed, time.Now().UTC())
 			s.Status = results.RunFailed
 			rep.RunDone(s)
 			return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
 		}
+		rep.TrialDone(t, rec, elapsed)
 		switch rec.Status {
 		case results.StatusOK:
 			s.OK++
@@ -276,6 +285,13 @@ func (r *Runner) gc(ctx context.Context) {
 	}
 	if err != nil {
 		r.rep.Warnf("restoring what killed runs changed: %v", err)
+	}
+	left, err := results.CleanLeftovers(r.opts.OutDir)
+	for _, x := range left {
+		r.rep.Logf("removed what a killed run left in its results: %s", x)
+	}
+	if err != nil {
+		r.rep.Warnf("removing what killed runs left in %s: %v", r.opts.OutDir, err)
 	}
 	dirs, err := gcTempDirs()
 	if err != nil {

@@ -116,7 +116,9 @@ func diagErr(diags hcl.Diagnostics) error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
-func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) *results.TrialRecord {
+// runTrial runs one trial and tears it down; the caller records it and
+// then reports it done (a trial is "ok" only once it is recorded).
+func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) (*results.TrialRecord, time.Duration) {
 	rec := &results.TrialRecord{
 		TrialID: t.ID, Index: t.Index, Repetition: t.Repetition,
 		Provider: trialProvider(t), StartedAt: time.Now().UTC(), Status: results.StatusOK,
@@ -133,7 +135,7 @@ func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) 
 	r.rep.TrialStart(t, len(r.plan.Trials))
 	start := time.Now()
 
-	err := tr.execute(ctx)
+	err := tr.executeSafe(ctx)
 	if err != nil {
 		rec.Error = err.Error()
 		rec.Status = results.StatusFailed
@@ -145,8 +147,18 @@ func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) 
 	// a fresh context — also after Ctrl-C.
 	tr.teardown(next)
 	rec.FinishedAt = time.Now().UTC()
-	r.rep.TrialDone(t, rec, time.Since(start))
-	return rec
+	return rec, time.Since(start)
+}
+
+// executeSafe is execute, turning a panic (a bug) into the trial's error
+// so that the trial is still torn down and recorded.
+func (tr *trialRun) executeSafe(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error (please report it): %v", p)
+		}
+	}()
+	return tr.execute(ctx)
 }
 
 func (tr *trialRun) teardown(next *plan.Trial) {
@@ -318,10 +330,12 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 // recordService notes where a service runs in this trial's record.
 func (tr *trialRun) recordService(l *liveService, reused bool) {
 	ep := l.dep.Endpoint()
+	versions := platformVersions(l.dep)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.rec.Services = append(tr.rec.Services, results.ServiceEntry{
 		Name: l.name, Provider: l.provider, Type: l.typ, URL: ep.URL(), Attrs: ep.Attrs, Reused: reused,
+		Versions: versions,
 	})
 }
 

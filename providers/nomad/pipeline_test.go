@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/plan"
@@ -79,6 +80,9 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	const key = "pipeline-test-admin-key-4f1d0c"
 	st := fake.NewStack(key)
 	defer st.Close()
+	// APISIX's worker caches lag as they do for real.
+	st.APISIX.RouteCacheLag = 200 * time.Millisecond
+	st.APISIX.DiscoveryLag = 500 * time.Millisecond
 	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
 	t.Setenv("CONSUL_HTTP_ADDR", st.Consul.URL())
 	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())

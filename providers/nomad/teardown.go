@@ -19,13 +19,16 @@ const (
 	// stopTimeout bounds the wait for every allocation of the job to be
 	// terminal after the deregistration (Nomad's kill_timeout is 5s by
 	// default; a client that is down never reports).
-	stopTimeout = time.Minute
+	stopTimeout = 40 * time.Second
 	// drainTimeout bounds the wait for Consul to forget the service's
-	// instances.
-	drainTimeout = 30 * time.Second
+	// instances (Nomad removes them before it kills the tasks).
+	drainTimeout = 15 * time.Second
 	// inUseTimeout bounds the retries of an upstream DELETE that APISIX
 	// refuses because its route cache still holds the deleted route.
-	inUseTimeout = 10 * time.Second
+	inUseTimeout = 5 * time.Second
+	// forcedTimeout bounds the deletions of a forced teardown (its
+	// context already ended: a second Ctrl-C), which waits for nothing.
+	forcedTimeout = 10 * time.Second
 )
 
 // Teardown deletes the route and the upstream, purges the job, waits
@@ -35,25 +38,44 @@ const (
 // with no stale instances. Every step runs even when an earlier one
 // failed; the errors are joined. What is already gone is not an error,
 // and Teardown may be called twice.
+//
+// When ctx has already ended (the engine's forced exit), the route, the
+// upstream and the job are still deleted, within forcedTimeout, but
+// nothing is waited for.
 func (d *Deployment) Teardown(ctx context.Context) error {
 	var errs []error
+	// dctx carries the deletions: even a forced teardown must not leave
+	// the job registered.
+	dctx := ctx
+	forced := ctx.Err() != nil
+	if forced {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), forcedTimeout)
+		defer cancel()
+	}
 	if d.admin != nil {
 		if d.route {
-			if err := d.admin.Delete(ctx, apisix.KindRoutes, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+			if err := d.admin.Delete(dctx, apisix.KindRoutes, d.objectID); err != nil && !errors.Is(err, apisix.ErrNotFound) {
 				errs = append(errs, err)
 			}
 		}
 		if d.upstream {
-			if err := d.deleteUpstream(ctx); err != nil && !errors.Is(err, apisix.ErrNotFound) {
+			var err error
+			if forced {
+				err = d.admin.DeleteForce(dctx, apisix.KindUpstreams, d.objectID)
+			} else {
+				err = d.deleteUpstream(ctx)
+			}
+			if err != nil && !errors.Is(err, apisix.ErrNotFound) {
 				errs = append(errs, err)
 			}
 		}
 	}
-	nomadUp := true
+	nomadUp := !forced
 	if d.registered {
-		if _, _, err := d.nomad.Jobs().Deregister(d.jobID, true, (&napi.WriteOptions{}).WithContext(ctx)); err != nil && !isNotFound(err) {
+		if _, _, err := d.nomad.Jobs().Deregister(d.jobID, true, (&napi.WriteOptions{}).WithContext(dctx)); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("deregistering job %q: %w", d.jobID, err))
-			nomadUp = isHTTPError(err)
+			nomadUp = nomadUp && isHTTPError(err)
 		} else {
 			d.logf("nomad: job %s deregistered and purged", d.jobID)
 		}
@@ -68,7 +90,7 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 	// The next trial registers the same service name: wait until Nomad
 	// has removed this one's instances from Consul, so neither Consul
 	// waits nor APISIX discovery see stale nodes.
-	if d.consul != nil && d.registered {
+	if d.consul != nil && d.registered && !forced {
 		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 		n, err := consul.WaitGone(wctx, d.consul, d.service, 5*time.Second)
 		cancel()

@@ -811,13 +811,19 @@ func (n *Nomad) placeAllocLocked(job *napi.Job, fj *fakeJob, tg *napi.TaskGroup,
 }
 
 // failAllocLocked ends an allocation whose task failed: events end with
-// the restart policy's verdict, as Nomad's do.
+// the restart policy's verdict and "Alloc Unhealthy", as Nomad 1.6.5's do
+// for a job with an update block.
 func (n *Nomad) failAllocLocked(fa *fakeAlloc, dep *napi.Deployment, events ...*napi.TaskEvent) {
 	for _, st := range fa.a.TaskStates {
 		st.State, st.Failed, st.FinishedAt = "dead", true, time.Now()
 		st.Events = append(st.Events, events...)
 		st.Events = append(st.Events, &napi.TaskEvent{Type: "Not Restarting", DisplayMessage: "Policy allows no restarts",
 			RestartReason: "Policy allows no restarts", FailsTask: true, Time: time.Now().UnixNano()})
+	}
+	// The deployment watcher then marks the allocation unhealthy, which
+	// Nomad also records as a task event.
+	for _, st := range fa.a.TaskStates {
+		st.Events = append(st.Events, event("Alloc Unhealthy", "Unhealthy because of failed task"))
 	}
 	fa.a.ClientStatus, fa.a.ClientDescription = napi.AllocClientStatusFailed, "Failed tasks"
 	h := false

@@ -1,0 +1,66 @@
+package results
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// A run folder is locked while a Writer has it: a second Resume refuses
+// with ErrRunLocked, and succeeds once the first writer is done. Resume
+// removes the staging folder and temporary files a killed writer left.
+func TestRunFolderLock(t *testing.T) {
+	out := t.TempDir()
+	w := writeRun(t, out, "20261130T044500Z-lock", FormatParquet, synthRecords(2), memory.DefaultAllocator)
+	dir := w.Dir()
+	if _, err := Resume(dir); !errors.Is(err, ErrRunLocked) {
+		t.Fatalf("Resume while the writer has the run: %v, want ErrRunLocked", err)
+	}
+	if left, err := CleanLeftovers(out); err != nil || len(left) != 0 {
+		t.Fatalf("CleanLeftovers on a run in use: %v %v", left, err)
+	}
+	_ = w.Close()
+
+	// What a writer killed mid-commit leaves.
+	stage := filepath.Join(dir, ".staging-123")
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".manifest.json.tmp-456")
+	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stage, tmp} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s survives Resume", p)
+		}
+	}
+	if _, err := Resume(dir); !errors.Is(err, ErrRunLocked) {
+		t.Fatalf("second Resume: %v, want ErrRunLocked", err)
+	}
+	if err := r1.Finish(RunOK, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Resume(dir)
+	if err != nil {
+		t.Fatalf("Resume after Finish: %v", err)
+	}
+	_ = r2.Close()
+
+	// gc's path: leftovers of a run nobody writes.
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	left, err := CleanLeftovers(out)
+	if err != nil || len(left) != 1 || left[0] != stage {
+		t.Errorf("CleanLeftovers = %v, %v; want [%s]", left, err, stage)
+	}
+}

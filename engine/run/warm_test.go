@@ -1,0 +1,73 @@
+package run
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+func TestSteadyAcross(t *testing.T) {
+	w := func(r, p float64) windowStat { return windowStat{r, p} }
+	if ok, _ := steadyAcross([]windowStat{w(100, 10), w(101, 10)}, 0.05); ok {
+		t.Error("two windows called steady")
+	}
+	if ok, spread := steadyAcross([]windowStat{w(50, 30), w(100, 10), w(103, 10), w(98, 10.2)}, 0.05); !ok || spread > 0.03 {
+		t.Errorf("last three within 3%%: ok=%v spread=%v", ok, spread)
+	}
+	if ok, _ := steadyAcross([]windowStat{w(100, 10), w(100, 10), w(100, 13)}, 0.05); ok {
+		t.Error("a p50 jump of 30% called steady")
+	}
+}
+
+// TestWarmUntilSteady warms a loopback server in windows: a steady server
+// stops the warm-up early; a server that slows down with every request
+// never settles and the warm-up runs to its maximum.
+func TestWarmUntilSteady(t *testing.T) {
+	var n atomic.Int64
+	slowing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The delay doubles every 300 requests (from 100 µs): req/s
+		// keeps falling, by about a quarter per 600 ms after 1.5 s.
+		k := min(n.Add(1)/300, 10)
+		time.Sleep(100 * time.Microsecond << k)
+		w.Write([]byte("ok"))
+	}))
+	defer slowing.Close()
+	quick := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Microsecond)
+		w.Write([]byte("ok"))
+	}))
+	defer quick.Close()
+	opts := func(url string) load.Options {
+		o, err := load.FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: url, Connections: 2, Threads: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	ws := warmSettings{window: 200 * time.Millisecond, max: 4 * time.Second, tolerance: 0.5}
+	res, how, err := warmUntilSteady(context.Background(), opts(quick.URL), ws)
+	if err != nil || !strings.HasPrefix(how, "steady after ") || res == nil || res.Duration >= ws.max {
+		t.Errorf("steady server, 50%% tolerance: %q err=%v duration=%v", how, err, res.Duration)
+	}
+	if res != nil && (res.Requests == 0 || len(res.Intervals) < 3 || res.Latency.TotalCount() != res.Requests) {
+		t.Errorf("merged windows: %d requests, %d intervals, %d latencies", res.Requests, len(res.Intervals), res.Latency.TotalCount())
+	}
+	for i := 1; res != nil && i < len(res.Intervals); i++ {
+		if res.Intervals[i].Start <= res.Intervals[i-1].Start {
+			t.Fatalf("merged intervals out of order at %d: %v then %v", i, res.Intervals[i-1].Start, res.Intervals[i].Start)
+		}
+	}
+	ws = warmSettings{window: 200 * time.Millisecond, max: 2 * time.Second, tolerance: 0.02}
+	res, how, err = warmUntilSteady(context.Background(), opts(slowing.URL), ws)
+	t.Logf("slowing: %s", how)
+	if err != nil || !strings.HasPrefix(how, "not steady within 2s (") {
+		t.Errorf("slowing server: %q err=%v", how, err)
+	}
+}
