@@ -80,6 +80,10 @@ type Cell struct {
 	// Verdict is what limited the repetitions and where the CPU went
 	// (explain.go); nil without whole-machine accounting.
 	Verdict *CellVerdict `json:"verdict,omitempty"`
+	// Capacity aggregates the repetitions' capacity searches (capacity.go);
+	// nil unless the step searched under an SLO.
+	Capacity *CellCapacity `json:"capacity,omitempty"`
+	probes   []results.ProbeRow
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -151,6 +155,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		tsBy[k] = append(tsBy[k], r)
 	}
 	hists := map[*Cell][]results.Histogram{}
+	cellOf := map[[2]string]*Cell{}  // trial id and step of the rows used
 	var stepless []*results.TrialRow // trials that failed before any step
 	for i := range run.Trials {
 		t := &run.Trials[i]
@@ -187,10 +192,13 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.Samples = append(c.Samples, sm)
 		c.Requests += t.Requests
 		c.Errors += t.Errors
+		c.addCapacity(t)
+		cellOf[[2]string{t.TrialID, t.Step}] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
 		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
 	}
+	addProbes(run, cellOf)
 	// A trial without a step row failed before measuring: count it as a
 	// failed repetition of every cell with its parameters.
 	for _, t := range stepless {
@@ -220,6 +228,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = positiveCI(c.usedRPS())
+		c.finishCapacity()
 		c.Histogram = results.MergeHistograms(hists[c]...)
 		c.P50US = c.Histogram.Percentile(50)
 		c.P90US = c.Histogram.Percentile(90)
