@@ -354,6 +354,9 @@ func processCPU(run *results.Run) map[string]map[string]float64 {
 	}
 	sums := map[k]map[float64]float64{}
 	for _, p := range run.Processes {
+		if p.Role == "other" {
+			continue // outside the run: in the verdict and the budget (explain.go)
+		}
 		kk := k{p.TrialID, p.Process}
 		if sums[kk] == nil {
 			sums[kk] = map[float64]float64{}
