@@ -37,7 +37,10 @@ const (
 type Pipeline struct {
 	Name        string
 	Description string
-	Repetitions int    // >= 1
+	Repetitions int    // >= 1; with Adaptive, its Min
+	// Adaptive is set by repetitions = { min, max, precision, budget };
+	// nil for a fixed number of repetitions.
+	Adaptive *Adaptive
 	Order       string // OrderInterleaved (default), OrderSequential, OrderRandom
 	Seed        int64  // seed for OrderRandom; 0 means "pick one and record it"
 	OnFailure   string // "continue" (default) or "abort"
