@@ -1,7 +1,11 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -71,5 +75,62 @@ func TestFindMaxJSON(t *testing.T) {
 	// 2 s at 50 req/s and 2 s at 100: about 300 requests reached the server.
 	if n := hits.Load(); n < 150 || n > 400 {
 		t.Errorf("server saw %d requests, want about 300", n)
+	}
+}
+
+// TestApplyCapacityPipeline runs pipelines/capacity.hcl with short probes:
+// each trial's row carries the capacity found, probes.parquet holds every
+// probe, the row's figures are the probe at the capacity's rate, and no
+// capacity exceeds what the queue can serve (workers / 5 ms).
+func TestApplyCapacityPipeline(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command(bin, "apply", "../../pipelines/capacity.hcl", "--var", "probe=2s", "--var", "max_probes=4", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	latest := filepath.Join(out, "latest")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	trials, probes := filepath.Join(latest, "trials.parquet"), filepath.Join(latest, "probes.parquet")
+	rows, err := db.Query(fmt.Sprintf(`SELECT t.trial_id, t.param_workers, t.capacity_rps, t.capacity_limit, t.slo, t.rps,
+		  count(p.probe), count(p.probe) FILTER (WHERE p.pass AND p.rate = t.capacity_rps),
+		  max(p.achieved_rps) FILTER (WHERE p.pass AND p.rate = t.capacity_rps)
+		FROM read_parquet('%s') t LEFT JOIN read_parquet('%s') p ON p.trial_id = t.trial_id AND p.step = t.step
+		WHERE t.step = 'capacity' GROUP BY ALL ORDER BY t.trial_id`, trials, probes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id, limit, slo string
+		var workers int64
+		var capacity, rps float64
+		var nProbes, atCapacity int
+		var achieved sql.NullFloat64
+		if err := rows.Scan(&id, &workers, &capacity, &limit, &slo, &rps, &nProbes, &atCapacity, &achieved); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if slo != "p99<100ms,errors<0.1%" || limit == "" || nProbes < 2 || nProbes > 4 {
+			t.Errorf("%s: slo %q, limit %q, %d probes; want the pipeline's SLO, a limit and 2–4 probes", id, slo, limit, nProbes)
+		}
+		if most := float64(workers) / 0.005 * 1.05; capacity > most {
+			t.Errorf("%s: capacity %.0f req/s with %d workers of 5 ms: more than the %.0f the queue can serve", id, capacity, workers, most)
+		}
+		if capacity > 0 && (atCapacity != 1 || !achieved.Valid) {
+			t.Errorf("%s: capacity %.0f but %d passing probes at that rate", id, capacity, atCapacity)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d capacity rows, want one per trial (2)", n)
+	}
+	rep, err := exec.Command(bin, "report", latest).CombinedOutput()
+	if err != nil || !strings.Contains(string(rep), "capacity req/s") {
+		t.Errorf("report: %v\n%s", err, rep)
 	}
 }

@@ -2,7 +2,10 @@ package hclconf
 
 import (
 	"io/fs"
-	"os"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
-func osFS(dir string) fs.FS { return os.DirFS(dir) }
+// osFS is the pipeline's folder: symbolic links are followed only where
+// they stay inside it (pipeline.DirFS).
+func osFS(dir string) fs.FS { return pipeline.DirFS(dir) }

@@ -140,6 +140,8 @@ type Probe struct {
 	Pass      bool
 	// Reason says why the probe failed ("p99 12.3ms > 10ms"), or is "".
 	Reason string
+	// Result is the probe's whole load (nil in tests of the search).
+	Result *Result `json:"-"`
 	// GeneratorLimited marks a failure the generator caused: it fell
 	// behind its schedule while the server answered as fast as at the
 	// lowest passing rate (so the server was not saturated: too few
@@ -179,6 +181,19 @@ func (c *Capacity) Verdict() string {
 		return fmt.Sprintf("capacity between %.0f and %.0f req/s under %s (out of probes before the precision was reached)", c.Rate, c.Upper, c.SLO)
 	}
 	return fmt.Sprintf("no capacity: even %.0f req/s failed %s (%s)", c.Upper, c.SLO, c.failReason())
+}
+
+// At is the probe at the capacity's rate (nil when none passed).
+func (c *Capacity) At() *Probe {
+	if c == nil {
+		return nil
+	}
+	for i := range c.Probes {
+		if p := &c.Probes[i]; p.Pass && p.Rate == c.Rate {
+			return p
+		}
+	}
+	return nil
 }
 
 func (c *Capacity) failReason() string {
@@ -369,6 +384,7 @@ func runProbe(ctx context.Context, o SearchOptions, rate float64) (Probe, error)
 	}
 	used := cpuTime() - before
 	p := judge(o.SLO, rate, res, o.Settle)
+	p.Result = res
 	threads := Defaults(lo).Threads
 	if res.Duration > 0 && threads > 0 {
 		p.LoaderCPU = used.Seconds() / res.Duration.Seconds() / float64(threads)

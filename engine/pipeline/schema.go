@@ -91,10 +91,25 @@ type LoadConfig struct {
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
 	// (default "30s" then). See run/warm.go.
-	Until     string         `hcl:"until,optional"`
-	Window    string         `hcl:"window,optional"`
-	Tolerance string         `hcl:"tolerance,optional"`
+	Until     string `hcl:"until,optional"`
+	Window    string `hcl:"window,optional"`
+	Tolerance string `hcl:"tolerance,optional"`
+	// Search, in a load step, makes it a capacity search under an SLO
+	// (benchflow load --find-max) instead of one load.
+	Search    *SearchConfig  `hcl:"search,block"`
 	DependsOn hcl.Expression `hcl:"depends_on,optional"`
+}
+
+// SearchConfig is the `search {}` block of a load step: the flags of
+// `benchflow load --find-max`.
+type SearchConfig struct {
+	SLO       string  `hcl:"slo"`                 // "p99<10ms,errors<0.1%"
+	StartRate float64 `hcl:"start_rate,optional"` // default 100
+	MaxRate   float64 `hcl:"max_rate,optional"`   // default 1e7
+	Probe     string  `hcl:"probe,optional"`      // default "5s"
+	Pause     string  `hcl:"pause,optional"`      // default "1s"
+	Precision string  `hcl:"precision,optional"`  // default "2%"
+	MaxProbes int     `hcl:"max_probes,optional"` // default 30
 }
 
 // URLConfig is a `url {}` block of a load step: one of several weighted

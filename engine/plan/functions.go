@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -160,6 +161,9 @@ func fileExistsFunc(fsys fs.FS) function.Function {
 				return cty.NilVal, err
 			}
 			_, err = fs.Stat(fsys, c)
+			if errors.Is(err, pipeline.ErrOutside) {
+				return cty.NilVal, err // not "false": the file exists, out of bounds
+			}
 			return cty.BoolVal(err == nil), nil
 		},
 	})

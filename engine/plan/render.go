@@ -313,14 +313,19 @@ func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintln(w, "\nSteps (each trial):")
 	fmt.Fprintln(w, "  provision  services:", p.serviceNames())
 	for _, n := range p.Steps {
+		var rel string
 		switch {
 		case n.During != "":
-			fmt.Fprintf(w, "  %-28s runs during %s\n", n.Addr(), n.During)
+			rel = "runs during " + n.During
 		case len(n.Deps) > 0:
-			fmt.Fprintf(w, "  %-28s after %s\n", n.Addr(), strings.Join(n.Deps, ", "))
+			rel = "after " + strings.Join(n.Deps, ", ")
 		default:
-			fmt.Fprintf(w, "  %-28s after provisioning\n", n.Addr())
+			rel = "after provisioning"
 		}
+		if searchBlock(n.Step.Body) != nil {
+			rel += "; a capacity search (probes at rising rates under an SLO)"
+		}
+		fmt.Fprintf(w, "  %-28s %s\n", n.Addr(), rel)
 	}
 	fmt.Fprintln(w, "  teardown   everything provisioned or changed, in reverse order")
 	return nil

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -209,6 +210,9 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		if c.Body != "" && c.BodyFile != "" {
 			add(attrErr(body, "body_file", "Conflicting body", "Use either body or body_file, not both."))
 		}
+		if c.Search != nil {
+			diags = append(diags, validateSearch(st, c)...)
+		}
 	case *pipeline.TuneConfig:
 		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
 			if kv.v != "" {
@@ -414,4 +418,111 @@ func ServiceLocals(p *pipeline.Pipeline) map[string]bool {
 		}
 	}
 	return usesService
+}
+
+// validateSearch checks a load step's search block with the rules
+// `benchflow load --find-max` applies (SearchOptions), at its location.
+func validateSearch(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	blk := searchBlock(st.Body)
+	add := func(attr, summary, detail string) {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: st.DeclRange.Ptr()}
+		if blk != nil {
+			d.Subject = blk.DefRange().Ptr()
+			if a, ok := blk.Body.Attributes[attr]; ok {
+				d.Subject = a.Expr.Range().Ptr()
+			}
+		}
+		diags = append(diags, d)
+	}
+	if st.Kind != pipeline.KindLoad {
+		add("", "Search outside a load step", fmt.Sprintf("Step %s is a %s step: only load steps can search for capacity.", st.Addr(), st.Kind))
+		return diags
+	}
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{{"rate", c.Rate != 0}, {"requests", c.Requests != 0}, {"duration", c.Duration != ""}} {
+		if a.set {
+			diags = append(diags, attrErr(st.Body, a.name, "Conflicting "+a.name, fmt.Sprintf("Step %s searches for capacity: the search sets each probe's rate and length itself (probe = …), so drop %s.", st.Addr(), a.name)))
+		}
+	}
+	if _, err := searchOptions(c.Search); err != nil {
+		var fe *searchFieldError
+		if errors.As(err, &fe) {
+			add(fe.attr, "Invalid search", fe.msg)
+		} else {
+			add("", "Invalid search", err.Error())
+		}
+	}
+	return diags
+}
+
+// searchFieldError names the search attribute an error is about.
+type searchFieldError struct{ attr, msg string }
+
+func (e *searchFieldError) Error() string { return e.attr + ": " + e.msg }
+
+// SearchOptions converts a search block into the capacity search's options
+// (the load template is added by the caller). Its errors name the
+// attribute.
+func SearchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) { return searchOptions(c) }
+
+func searchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) {
+	so := load.SearchOptions{Start: c.StartRate, Max: c.MaxRate, MaxProbes: c.MaxProbes}
+	var err error
+	if so.SLO, err = load.ParseSLO(c.SLO); err != nil {
+		return so, &searchFieldError{"slo", err.Error() + "."}
+	}
+	for _, d := range []struct {
+		name string
+		v    string
+		dst  *time.Duration
+	}{{"probe", c.Probe, &so.Probe}, {"pause", c.Pause, &so.Pause}} {
+		if d.v == "" {
+			continue
+		}
+		if *d.dst, err = pipeline.ParseDuration(d.v); err != nil {
+			return so, &searchFieldError{d.name, err.Error() + "."}
+		}
+		if *d.dst <= 0 {
+			return so, &searchFieldError{d.name, fmt.Sprintf("%s must be positive, not %q.", d.name, d.v)}
+		}
+	}
+	if c.Precision != "" {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(c.Precision), "%"), 64)
+		if err != nil || p <= 0 || p >= 100 {
+			return so, &searchFieldError{"precision", fmt.Sprintf("precision is a percentage between 0 and 100 (\"2%%\"), not %q.", c.Precision)}
+		}
+		so.Precision = p / 100
+	}
+	switch {
+	case c.StartRate < 0 || c.StartRate > 1e9:
+		return so, &searchFieldError{"start_rate", fmt.Sprintf("start_rate is a rate in requests per second up to 1e9, not %g.", c.StartRate)}
+	case c.MaxRate < 0 || c.MaxRate > 1e9:
+		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate is a rate in requests per second up to 1e9, not %g.", c.MaxRate)}
+	case c.StartRate > 0 && c.MaxRate > 0 && c.StartRate > c.MaxRate:
+		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate %g is below start_rate %g.", c.MaxRate, c.StartRate)}
+	case c.MaxProbes < 0 || c.MaxProbes == 1 || c.MaxProbes > 1000:
+		return so, &searchFieldError{"max_probes", fmt.Sprintf("max_probes is between 2 and 1000, not %d.", c.MaxProbes)}
+	case so.Probe != 0 && so.Probe < 2*time.Second:
+		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at least 2s (the first second of each probe settles), not %q.", c.Probe)}
+	case so.Probe > time.Hour:
+		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at most 1h, not %q.", c.Probe)}
+	}
+	return so, nil
+}
+
+// searchBlock finds the search block of a step body.
+func searchBlock(body hcl.Body) *hclsyntax.Block {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	for _, b := range sb.Blocks {
+		if b.Type == "search" {
+			return b
+		}
+	}
+	return nil
 }

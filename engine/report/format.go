@@ -41,6 +41,10 @@ func (s *Summary) table() (header []string, rows [][]string) {
 	if s.Baseline != "" {
 		header = append(header, "vs "+s.Baseline)
 	}
+	capacity := s.hasCapacity()
+	if capacity {
+		header = append(header, "capacity req/s", "limit")
+	}
 	header = append(header, "flags", "top processes (CPU%)")
 	verdicts := s.hasVerdicts()
 	if verdicts {
@@ -67,6 +71,9 @@ func (s *Summary) table() (header []string, rows [][]string) {
 			} else {
 				row = append(row, fmtRatio(*c.Baseline))
 			}
+		}
+		if capacity {
+			row = append(row, c.capacityCells()...)
 		}
 		row = append(row, orDash(c.flags()))
 		var ps []string
@@ -169,6 +176,10 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
 	}
+	capacity := s.hasCapacity()
+	if capacity {
+		header = append(header, "capacity_rps", "capacity_ci_low", "capacity_ci_high", "capacity_ci_method", "capacity_limit", "slo")
+	}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -203,6 +214,13 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList())
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
+		}
+		if capacity {
+			if cc := c.Capacity; cc != nil {
+				row = append(row, num(cc.RPS.Value), num(cc.RPS.Low), num(cc.RPS.High), cc.RPS.Method, cc.limitLabel(), cc.SLO)
+			} else {
+				row = append(row, "", "", "", "", "", "")
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

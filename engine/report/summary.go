@@ -80,6 +80,9 @@ type Cell struct {
 	// Verdict is what limited the repetitions and where the CPU went
 	// (explain.go); nil without whole-machine accounting.
 	Verdict *CellVerdict `json:"verdict,omitempty"`
+	// Capacity aggregates the repetitions' capacity searches (capacity.go);
+	// nil unless the step searched under an SLO.
+	Capacity *CellCapacity `json:"capacity,omitempty"`
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -187,6 +190,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.Samples = append(c.Samples, sm)
 		c.Requests += t.Requests
 		c.Errors += t.Errors
+		c.addCapacity(t)
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
 		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
@@ -220,6 +224,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = positiveCI(c.usedRPS())
+		c.finishCapacity()
 		c.Histogram = results.MergeHistograms(hists[c]...)
 		c.P50US = c.Histogram.Percentile(50)
 		c.P90US = c.Histogram.Percentile(90)

@@ -21,6 +21,7 @@ type Run struct {
 	Processes  []ProcessRow
 	System     []SystemRow
 	Network    []NetworkRow
+	Probes     []ProbeRow
 
 	axes []axis
 	hist map[[2]string]Histogram
@@ -103,6 +104,9 @@ func readRun(dir string, mem memory.Allocator) (*Run, error) {
 	}
 	for i := range r.Network {
 		r.Network[i].RunID = id
+	}
+	if r.Probes, err = readTable(mem, p(TableProbes), format, fixed(probeColumns)); err != nil {
+		return nil, err
 	}
 	if err := r.loadAxes(p(TableTrials), format, mem); err != nil {
 		return nil, err

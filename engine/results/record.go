@@ -81,6 +81,9 @@ type StepRecord struct {
 	// Quiet is the machine quiet check taken just before the step's load
 	// (nil when none was taken).
 	Quiet *QuietCheck
+	// Capacity is the result of a capacity search (a load step with a
+	// search block); Result is then the probe at the capacity's rate.
+	Capacity *load.Capacity
 }
 
 // CPUBudget is where the machine's CPU went during one load, in percent

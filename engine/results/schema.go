@@ -85,6 +85,12 @@ type TrialRow struct {
 	// unknown, not unsteady (see Unsteady).
 	Steady       bool
 	SteadyReason string
+	// A load step with a search block (StepRecord.Capacity): the highest
+	// rate that met the SLO, what bounded the search, and the SLO. The
+	// step's other columns are the figures of the probe at that rate.
+	CapacityRPS   float64
+	CapacityLimit string
+	SLO           string
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
@@ -384,6 +390,43 @@ var trialColumnsTail = []column[TrialRow]{
 	boolean("busy_start", func(r *TrialRow) *bool { return &r.BusyStart }),
 	boolean("steady", func(r *TrialRow) *bool { return &r.Steady }),
 	str("steady_reason", func(r *TrialRow) *string { return &r.SteadyReason }),
+	f64("capacity_rps", func(r *TrialRow) *float64 { return &r.CapacityRPS }),
+	str("capacity_limit", func(r *TrialRow) *string { return &r.CapacityLimit }),
+	str("slo", func(r *TrialRow) *string { return &r.SLO }),
+}
+
+// ProbeRow is one row of probes.parquet: one probe of a capacity search
+// (a load step with a search block).
+type ProbeRow struct {
+	RunID, TrialID, Step       string
+	Probe                      int64 // 1-based, in the order run
+	Rate, AchievedRPS          float64
+	Requests, Errors           int64
+	P50US, P99US, P999US       float64
+	UncorrectedP99US           float64
+	MeanBehindUS, LoaderCPUPct float64
+	Pass, GeneratorLimited     bool
+	Reason                     string
+}
+
+var probeColumns = []column[ProbeRow]{
+	str("run_id", func(r *ProbeRow) *string { return &r.RunID }),
+	str("trial_id", func(r *ProbeRow) *string { return &r.TrialID }),
+	str("step", func(r *ProbeRow) *string { return &r.Step }),
+	i64("probe", func(r *ProbeRow) *int64 { return &r.Probe }),
+	f64("rate", func(r *ProbeRow) *float64 { return &r.Rate }),
+	f64("achieved_rps", func(r *ProbeRow) *float64 { return &r.AchievedRPS }),
+	i64("requests", func(r *ProbeRow) *int64 { return &r.Requests }),
+	i64("errors", func(r *ProbeRow) *int64 { return &r.Errors }),
+	f64("latency_p50_us", func(r *ProbeRow) *float64 { return &r.P50US }),
+	f64("latency_p99_us", func(r *ProbeRow) *float64 { return &r.P99US }),
+	f64("latency_p999_us", func(r *ProbeRow) *float64 { return &r.P999US }),
+	f64("latency_uncorrected_p99_us", func(r *ProbeRow) *float64 { return &r.UncorrectedP99US }),
+	f64("mean_behind_us", func(r *ProbeRow) *float64 { return &r.MeanBehindUS }),
+	f64("loader_cpu_pct", func(r *ProbeRow) *float64 { return &r.LoaderCPUPct }),
+	boolean("pass", func(r *ProbeRow) *bool { return &r.Pass }),
+	boolean("generator_limited", func(r *ProbeRow) *bool { return &r.GeneratorLimited }),
+	str("reason", func(r *ProbeRow) *string { return &r.Reason }),
 }
 
 var latencyColumns = []column[LatencyRow]{

@@ -31,6 +31,7 @@ const (
 	TableProcesses  = "processes"
 	TableSystem     = "system"
 	TableNetwork    = "network"
+	TableProbes     = "probes"
 )
 
 // TableFile returns the file name of a table in format ("trials.parquet").

@@ -52,6 +52,7 @@ type trialData struct {
 	processes  []ProcessRow
 	system     []SystemRow
 	network    []NetworkRow
+	probes     []ProbeRow
 	recs       [numBig]arrow.RecordBatch // the columns after the ids; nil when the trial has no such rows
 	runs       [numBig]idRuns            // the id columns of recs' rows
 	// hists are the steps' histograms of a new trial, converted straight
@@ -364,6 +365,9 @@ func Resume(runDir string) (*Writer, error) {
 	for _, r := range run.Network {
 		td(r.TrialID).network = append(td(r.TrialID).network, r)
 	}
+	for _, r := range run.Probes {
+		td(r.TrialID).probes = append(td(r.TrialID).probes, r)
+	}
 	for _, d := range w.trials {
 		d.seal(w.mem)
 	}
@@ -590,11 +594,13 @@ func (w *Writer) writeTables() error {
 		return ids[i] < ids[j]
 	})
 	var tr []TrialRow
+	var probes []ProbeRow
 	var big [numBig][]arrow.RecordBatch
 	var bigRuns [numBig][]idRuns
 	for _, id := range ids {
 		d := w.trials[id]
 		tr = append(tr, d.trials...)
+		probes = append(probes, d.probes...)
 		for t, r := range d.recs {
 			if r != nil {
 				big[t] = append(big[t], r)
@@ -619,13 +625,21 @@ func (w *Writer) writeTables() error {
 	// The tables are independent files: encode them concurrently (the
 	// allocator is safe for concurrent use), then move them together.
 	var wg sync.WaitGroup
-	errs := make([]error, numBig+1)
+	errs := make([]error, numBig+2)
 	trialsPath := p(TableTrials)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		errs[numBig] = writeTable(w.mem, trialsPath, f, trialColumns(w.axes), tr)
 	}()
+	if len(probes) > 0 {
+		probesPath := p(TableProbes)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[numBig+1] = writeTable(w.mem, probesPath, f, probeColumns, probes)
+		}()
+	}
 	for t := 0; t < numBig; t++ {
 		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
 			continue
@@ -756,6 +770,16 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			d.timeseries = append(d.timeseries, ts...)
 		}
 		fillExplanation(&row, &s)
+		if c := s.Capacity; c != nil {
+			row.CapacityRPS, row.CapacityLimit, row.SLO = c.Rate, c.Limit, c.SLO.String()
+			for i, p := range c.Probes {
+				d.probes = append(d.probes, ProbeRow{RunID: runID, TrialID: rec.TrialID, Step: s.Name, Probe: int64(i + 1),
+					Rate: p.Rate, AchievedRPS: p.Achieved, Requests: p.Requests, Errors: p.Errors,
+					P50US: p.P50, P99US: p.P99, P999US: p.P999, UncorrectedP99US: p.UncorrectedP99,
+					MeanBehindUS: float64(p.MeanBehind) / 1e3, LoaderCPUPct: p.LoaderCPU * 100,
+					Pass: p.Pass, GeneratorLimited: p.GeneratorLimited, Reason: p.Reason})
+			}
+		}
 		d.trials = append(d.trials, row)
 	}
 	for _, p := range rec.Processes {

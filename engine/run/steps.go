@@ -453,10 +453,17 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		opts.OnResponse = h.ResponseHook()
 	}
 	var res *load.Result
+	var capacity *load.Capacity
 	var lerr error
-	if st.Kind == pipeline.KindWarm && c.Until == "steady" {
+	switch {
+	case c.Search != nil:
+		capacity, lerr = tr.search(ctx, st, c, opts)
+		if at := capacity.At(); at != nil {
+			res = at.Result
+		}
+	case st.Kind == pipeline.KindWarm && c.Until == "steady":
 		res, lerr = tr.warmSteady(ctx, st, c, opts)
-	} else {
+	default:
 		res, lerr = load.Run(ctx, opts)
 	}
 	if d, ok := opts.Requester.(doner); ok {
@@ -484,7 +491,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			tr.r.rep.Logf("trial %s: %s CPU: %s", tr.trial.ID, r.name, collect.FormatSummary(collect.Summary(ps)))
 		}
 	}
-	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res}
+	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res, Capacity: capacity}
 	explainStep(&step, ex, res)
 	tr.logExplanation(&step)
 	if lerr != nil {
@@ -504,4 +511,30 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 		tr.r.rep.LoadDone(tr.trial, st.Addr(), res)
 	}
 	return lerr
+}
+
+// search runs a load step's capacity search (its search block), reporting
+// each probe. A search in which no rate met the SLO fails the step.
+func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, opts load.Options) (*load.Capacity, error) {
+	so, err := plan.SearchOptions(c.Search)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	so.Load = opts
+	so.OnProbe = func(p load.Probe) {
+		verdict := "pass"
+		if !p.Pass {
+			verdict = "fail: " + p.Reason
+		}
+		tr.r.rep.Logf("trial %s: %s probe at %.0f req/s: achieved %.0f, p99 %.2f ms, %s", tr.trial.ID, st.Addr(), p.Rate, p.Achieved, p.P99/1e3, verdict)
+	}
+	capacity, err := load.FindMax(ctx, so)
+	if err != nil {
+		return capacity, err
+	}
+	tr.r.rep.Logf("trial %s: %s %s", tr.trial.ID, st.Addr(), capacity.Verdict())
+	if capacity.Limit == "none" {
+		return capacity, errors.New(capacity.Verdict())
+	}
+	return capacity, nil
 }

@@ -38,7 +38,8 @@ var serviceBlocks = map[string]blockSpec{
 }
 
 var loadBlocks = map[string]blockSpec{
-	"urls": {typ: "url", many: true},
+	"urls":   {typ: "url", many: true},
+	"search": {typ: "search"},
 }
 
 // site finds where the running builtin was called from.

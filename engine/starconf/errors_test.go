@@ -246,3 +246,26 @@ func TestNoGoroutineLeft(t *testing.T) {
 		t.Errorf("%d goroutines before, %d after 100 parses", before, n)
 	}
 }
+
+// A symbolic link inside the pipeline's folder loads (the same rule as
+// file() and templatefile()); a loop of links is refused, not followed
+// forever.
+func TestLoadFollowsLinksInside(t *testing.T) {
+	fsys := fstest.MapFS{
+		"main.star":   {Data: []byte("load(\"lib/x.star\", \"x\")\npipeline(\"p\")\n")},
+		"lib":         {Data: []byte("real"), Mode: os.ModeSymlink},
+		"real/x.star": {Data: []byte("x = 1\n")},
+	}
+	if _, diags := starconf.Parse(fsys, "main.star", "main.star"); diags.HasErrors() {
+		t.Fatalf("load() through a link inside the folder: %v", diags)
+	}
+	loop := fstest.MapFS{
+		"main.star": {Data: []byte("load(\"a.star\", \"x\")\npipeline(\"p\")\n")},
+		"a.star":    {Data: []byte("b.star"), Mode: os.ModeSymlink},
+		"b.star":    {Data: []byte("a.star"), Mode: os.ModeSymlink},
+	}
+	_, diags := starconf.Parse(loop, "main.star", "main.star")
+	if len(diags) != 1 || diags[0].Summary != "Forbidden load() path" {
+		t.Fatalf("a loop of links: %v", diags)
+	}
+}

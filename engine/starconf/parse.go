@@ -48,7 +48,7 @@ type Options struct {
 // ParseFile runs and decodes a .star pipeline file from the OS file system.
 // load() may read files under the file's folder only.
 func ParseFile(filename string) (*pipeline.Pipeline, hcl.Diagnostics) {
-	return Parse(os.DirFS(filepath.Dir(filename)), filename, filepath.Base(filename))
+	return Parse(pipeline.DirFS(filepath.Dir(filename)), filename, filepath.Base(filename))
 }
 
 // Parse runs the pipeline file name (relative to fsys, the pipeline's
@@ -163,6 +163,9 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 			return nil, fmt.Errorf("too many nested load() calls")
 		}
 		src, err := fs.ReadFile(fsys, fsName)
+		if errors.Is(err, pipeline.ErrOutside) {
+			return nil, &loadError{msg: fmt.Sprintf("load(%q): %v; load() reads only .star files inside the pipeline's folder", modName, err)}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", modName, err)
 		}
@@ -215,7 +218,7 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 
 // loadPath checks a load() module name and returns its path in fsys.
 // Modules are .star files named relative to the loading file, inside the
-// pipeline's folder; symbolic links are not followed.
+// pipeline's folder (a symbolic link may point only inside it).
 func loadPath(fsys fs.FS, from, modName string) (string, error) {
 	bad := func(why string) error {
 		return &loadError{msg: fmt.Sprintf("load(%q): %s; load() reads only .star files inside the pipeline's folder", modName, why)}
@@ -237,21 +240,32 @@ func loadPath(fsys fs.FS, from, modName string) (string, error) {
 	if !fs.ValidPath(full) {
 		return "", bad("invalid path")
 	}
-	// Refuse symbolic links anywhere on the path: they could lead outside
-	// the folder.
+	// Symbolic links are followed where they stay inside the folder, as
+	// for file() and templatefile(): the OS file system
+	// (pipeline.DirFS) resolves them itself; on a file system that can
+	// read links (fs.ReadLinkFS), each link on the path is resolved here.
 	parts := strings.Split(full, "/")
-	for i := range parts {
+	links := 0
+	for i := 0; i < len(parts); i++ {
 		prefix := strings.Join(parts[:i+1], "/")
 		fi, err := fs.Lstat(fsys, prefix)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue // missing or plain: ReadFile decides
+		}
+		target, err := fs.ReadLink(fsys, prefix)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("reading %s: %w", modName, err)
-			}
-			break // the file system cannot tell; ReadFile decides
+			return "", bad(fmt.Sprintf("%s is a symbolic link that cannot be read", prefix))
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", bad(fmt.Sprintf("%s is a symbolic link", prefix))
+		resolved := path.Join(path.Dir(prefix), target)
+		if path.IsAbs(target) || resolved == ".." || strings.HasPrefix(resolved, "../") {
+			return "", bad(fmt.Sprintf("%s is a symbolic link that leaves the pipeline's folder", prefix))
 		}
+		if links++; links > 40 { // as Linux: ELOOP
+			return "", bad("too many levels of symbolic links")
+		}
+		parts = append(strings.Split(resolved, "/"), parts[i+1:]...)
+		i = -1 // walk the resolved path again
+		full = strings.Join(parts, "/")
 	}
 	return full, nil
 }

@@ -126,6 +126,13 @@ const stderrTailLines = 5
 // explainFailure describes a failed or lost allocation: the event that
 // caused it, the last stderr lines of a task that exited, and what to do.
 func (d *Deployment) explainFailure(ctx context.Context, a *napi.AllocationListStub) string {
+	if a.ClientStatus == napi.AllocClientStatusLost {
+		desc := a.ClientDescription
+		if desc == "" {
+			desc = "the allocation is lost"
+		}
+		return desc + " (its Nomad client stopped reporting: check `nomad node status`)"
+	}
 	causes := failureCauses(a.TaskStates)
 	if len(causes) == 0 {
 		desc := a.ClientDescription
@@ -204,6 +211,9 @@ func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationList
 		return
 	}
 	for _, a := range allocs {
+		if a.CreateIndex < d.regIndex {
+			continue // an earlier trial's allocation (same job id)
+		}
 		idx := allocIndex(a.Name)
 		tasks := make([]string, 0, len(a.TaskStates))
 		for t := range a.TaskStates {

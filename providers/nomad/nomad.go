@@ -143,8 +143,11 @@ type Deployment struct {
 	// log files.
 	logDir      string
 	serviceName string
-	// registered is set once the job may exist in Nomad.
+	// registered is set once the job may exist in Nomad; regIndex is the
+	// registration's index: this trial's allocations were created after
+	// it, the earlier trials' (same job id, purged) before.
 	registered bool
+	regIndex   uint64
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,
@@ -233,7 +236,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		d.registered = true
 		return d, err // no answer: the job may exist, so clean up
 	}
-	d.registered = true
+	d.registered, d.regIndex = true, resp.JobModifyIndex
 	// From here on the job exists: d is returned with every error so
 	// Provision tears it down.
 	if err := d.waitEval(ctx, resp.EvalID); err != nil {

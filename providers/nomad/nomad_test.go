@@ -194,6 +194,7 @@ func TestConfigErrors(t *testing.T) {
 		{"route", Config{RouteURI: "app"}, `route_uri "app": must start with /`},
 		{"both token sources", Config{TokenEnv: "X", TokenFile: "/x"}, "token_env and token_file are both set"},
 		{"missing token file", Config{TokenFile: "/nonexistent/benchflow-token"}, "reading token_file"},
+		{"control", Config{Gateway: true, APISIXControl: "127.0.0.1:9090"}, `apisix_control "127.0.0.1:9090": want http(s)://host:port`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,6 +280,40 @@ func TestGatewayConsulDiscovery(t *testing.T) {
 	}
 }
 
+// TestGatewayControlAPI: without a reachable control API the trial fails
+// with what to do (after ready_timeout); "off" skips the check.
+func TestGatewayControlAPI(t *testing.T) {
+	st := newStack(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	c := gatewayConfig(st)
+	c.APISIXControl, c.ReadyTimeout = dead, "3s"
+	_, err = newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded without a control API")
+	}
+	for _, want := range []string{"waiting for APISIX to discover the 2 instances", "reading APISIX's discovery dump", "connection refused", "apisix_control = \"off\""} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	assertEmpty(t, st)
+
+	c.APISIXControl = "off"
+	dep, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, st)
+}
+
 // TestTeardownWaitsForAllocations: Nomad stops allocations after the
 // deregistration answers, and removes their Consul services before it
 // kills the tasks. Teardown returns only once every allocation is
@@ -301,6 +336,21 @@ func TestTeardownWaitsForAllocations(t *testing.T) {
 		t.Errorf("allocations still live after Teardown: %v", live)
 	}
 	assertEmpty(t, st)
+	// A second trial with one allocation (same job id): its logs folder
+	// gets its own allocation only, not the first trial's.
+	req2 := request(t)
+	req2.TrialID, req2.LogDir = "t0002", filepath.Join(t.TempDir(), "logs2")
+	c.Count = 1
+	dep2, err := newProvider(t, c).Provision(context.Background(), req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep2.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(req2.LogDir, "*.stdout.log")); len(files) != 1 {
+		t.Errorf("second trial's logs: %v, want web.0.web.stdout.log alone", files)
+	}
 	for _, f := range []string{"web.0.web.stdout.log", "web.1.web.stdout.log", "web.0.web.stderr.log", "web.0.web.events.log"} {
 		b, err := os.ReadFile(filepath.Join(req.LogDir, f))
 		if err != nil {

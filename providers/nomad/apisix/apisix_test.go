@@ -103,3 +103,62 @@ func splitHostPort(t *testing.T, u string) (string, int) {
 	}
 	return hp[:i], p
 }
+
+// TestDeleteInUse: APISIX refuses to delete an upstream a route (in its
+// lagging route cache) still uses; the error wraps ErrInUse, and
+// DeleteForce skips the check.
+func TestDeleteInUse(t *testing.T) {
+	f := fake.NewAPISIX("k", nil)
+	defer f.Close()
+	f.RouteCacheLag = time.Hour // the route stays in the cache after its DELETE
+	c, _ := apisix.New(f.AdminURL(), "k", nil)
+	ctx := context.Background()
+	if err := c.PutUpstream(ctx, &apisix.Upstream{ID: "u", Nodes: []apisix.Node{{Host: "127.0.0.1", Port: 1, Weight: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutRoute(ctx, &apisix.Route{ID: "r", URI: "/*", UpstreamID: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	f.RouteCacheLag = 0 // the cache has the route now
+	if err := c.Delete(ctx, apisix.KindRoutes, "r"); err != nil {
+		t.Fatal(err)
+	}
+	f.RouteCacheLag = time.Hour // and keeps it after the DELETE
+	err := c.Delete(ctx, apisix.KindUpstreams, "u")
+	if !errors.Is(err, apisix.ErrInUse) || !strings.Contains(err.Error(), "route [r] is still using it now") {
+		t.Fatalf("Delete = %v, want ErrInUse", err)
+	}
+	if err := c.DeleteForce(ctx, apisix.KindUpstreams, "u"); err != nil {
+		t.Fatalf("DeleteForce: %v", err)
+	}
+	if ups := f.Upstreams(); len(ups) != 0 {
+		t.Errorf("upstreams left: %v", ups)
+	}
+}
+
+// TestWaitDiscovered reads the control API's Consul discovery dump and
+// waits until it holds exactly the wanted nodes.
+func TestWaitDiscovered(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	f := fake.NewAPISIX("k", c)
+	defer f.Close()
+	c.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 8001, Status: fake.StatusPassing})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := apisix.WaitDiscovered(ctx, nil, f.ControlURL(), "web", []string{"127.0.0.1:8001", "127.0.0.1:8002"}, 20*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "its Consul discovery holds 1 (127.0.0.1:8001)") {
+		t.Fatalf("WaitDiscovered = %v, want the nodes APISIX holds", err)
+	}
+	c.Register(fake.Instance{ID: "b", Name: "web", Address: "127.0.0.1", Port: 8002, Status: fake.StatusPassing})
+	if err := apisix.WaitDiscovered(context.Background(), nil, f.ControlURL(), "web", []string{"127.0.0.1:8002", "127.0.0.1:8001"}, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens: the error says what failed.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	err = apisix.WaitDiscovered(ctx2, nil, "http://127.0.0.1:1", "web", []string{"127.0.0.1:8001"}, 20*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "reading APISIX's discovery dump") {
+		t.Errorf("WaitDiscovered without a control API = %v", err)
+	}
+}

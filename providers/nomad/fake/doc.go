@@ -13,6 +13,13 @@
 // discovery_type "consul"). A load step through the gateway therefore
 // measures a real proxy hop on loopback.
 //
+// They replay what real agents do, not only what the documentation says:
+// the Nomad fake is asynchronous like Nomad 1.6.5 (pending evaluations and
+// allocations, allocations that stop after the deregistration answered,
+// task events that end with "Not Restarting"), and the APISIX fake follows
+// APISIX's schema (apisix/schema_def.lua) and can lag like its worker
+// caches (RouteCacheLag, DiscoveryLag).
+//
 // Entry points: NewConsul, NewNomad, NewAPISIX, and Stack, which starts the
 // three wired together. Every fake exposes its state (jobs, running
 // allocations, services, routes, upstreams) so tests can assert that nothing

@@ -1,0 +1,78 @@
+package pipeline
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DirFS is the file system of a pipeline's folder. Like os.DirFS it reads
+// files below dir, and it follows symbolic links only where they stay
+// inside dir: each path is resolved (filepath.EvalSymlinks) and refused
+// when the result lies outside the folder. Every way a pipeline reads a
+// file — file(), templatefile(), fileexists(), a file block's source,
+// body_file, script and Starlark's load() — goes through it, so all follow
+// one rule.
+func DirFS(dir string) fs.FS { return &dirFS{dir: dir} }
+
+type dirFS struct{ dir string }
+
+// ErrOutside is wrapped by the errors of paths that leave the folder.
+var ErrOutside = fmt.Errorf("leaves the pipeline's folder")
+
+func (d *dirFS) resolve(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	root, err := filepath.EvalSymlinks(d.dir)
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(name)))
+	if err != nil {
+		// Report the error on the name the pipeline used.
+		if os.IsNotExist(err) {
+			return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+		}
+		return "", &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: a symbolic link leads to %s", ErrOutside, real)}
+	}
+	return real, nil
+}
+
+func (d *dirFS) Open(name string) (fs.File, error) {
+	real, err := d.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(real)
+}
+
+func (d *dirFS) Stat(name string) (fs.FileInfo, error) {
+	real, err := d.resolve("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(real)
+}
+
+func (d *dirFS) ReadFile(name string) ([]byte, error) {
+	real, err := d.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(real)
+}

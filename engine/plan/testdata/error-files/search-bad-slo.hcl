@@ -1,0 +1,7 @@
+pipeline "p" {}
+step "load" "cap" {
+  target = "http://127.0.0.1:1/"
+  search {
+    slo = "p99<soon" # ERROR: Invalid search
+  }
+}

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// CellCapacity aggregates the capacity searches (load steps with a search
+// block) of a cell's repetitions.
+type CellCapacity struct {
+	// RPS is the capacity under the SLO, as RPS is for req/s: geometric
+	// mean over the repetitions with a positive interval.
+	RPS Interval `json:"-"`
+	// SLO is the objective searched under; Limits counts what bounded
+	// each repetition's search ("server", "generator", …).
+	SLO    string         `json:"slo"`
+	Limits map[string]int `json:"limits"`
+	// Samples are the repetitions' capacities, in trial order.
+	Samples []float64 `json:"capacity_rps_samples"`
+}
+
+// addCapacity records a trial row's capacity search in c.
+func (c *Cell) addCapacity(t *results.TrialRow) {
+	if t.CapacityLimit == "" {
+		return
+	}
+	if c.Capacity == nil {
+		c.Capacity = &CellCapacity{SLO: t.SLO, Limits: map[string]int{}}
+	}
+	c.Capacity.Limits[t.CapacityLimit]++
+	c.Capacity.Samples = append(c.Capacity.Samples, t.CapacityRPS)
+}
+
+// finishCapacity computes the capacity interval.
+func (c *Cell) finishCapacity() {
+	if c.Capacity != nil {
+		c.Capacity.RPS = positiveCI(c.Capacity.Samples)
+	}
+}
+
+// hasCapacity reports whether some cell searched for capacity (the
+// capacity columns are shown only then).
+func (s *Summary) hasCapacity() bool {
+	for _, c := range s.Cells {
+		if c.Capacity != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// capacityCells formats a cell's capacity for the text and markdown table:
+// the estimate with its interval, and what bounded the searches.
+func (c *Cell) capacityCells() []string {
+	if c.Capacity == nil {
+		return []string{"-", "-"}
+	}
+	return []string{fmtRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, fmtRate), c.Capacity.limitLabel()}
+}
+
+// limitLabel is "server" or, when repetitions disagree, "server 2, generator 1".
+func (cc *CellCapacity) limitLabel() string {
+	if len(cc.Limits) == 1 {
+		for l := range cc.Limits {
+			return l
+		}
+	}
+	var parts []string
+	for l, n := range cc.Limits {
+		parts = append(parts, l+" "+strconv.Itoa(n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// MarshalJSON adds the capacity's interval as "capacity_rps" (null bounds
+// when unknown).
+func (cc *CellCapacity) MarshalJSON() ([]byte, error) {
+	type plain CellCapacity
+	return json.Marshal(struct {
+		RPS jsonInterval `json:"capacity_rps"`
+		*plain
+	}{toJSONInterval(cc.RPS), (*plain)(cc)})
+}
