@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -132,5 +133,12 @@ func TestApplyCapacityPipeline(t *testing.T) {
 	rep, err := exec.Command(bin, "report", latest).CombinedOutput()
 	if err != nil || !strings.Contains(string(rep), "capacity req/s") {
 		t.Errorf("report: %v\n%s", err, rep)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if b, err := exec.Command(bin, "report", "--html", page, latest).CombinedOutput(); err != nil {
+		t.Fatalf("report --html: %v\n%s", err, b)
+	}
+	if b, _ := os.ReadFile(page); !strings.Contains(string(b), "Latency under load") || !strings.Contains(string(b), "workers=4: capacity") {
+		t.Error("the HTML report has no latency–load chart with the capacity marked")
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,4 +86,50 @@ func (cc *CellCapacity) MarshalJSON() ([]byte, error) {
 		RPS jsonInterval `json:"capacity_rps"`
 		*plain
 	}{toJSONInterval(cc.RPS), (*plain)(cc)})
+}
+
+// addProbes attaches the run's capacity-search probes to their cells.
+func addProbes(run *results.Run, cellOf map[[2]string]*Cell) {
+	for _, p := range run.Probes {
+		if c := cellOf[[2]string{p.TrialID, p.Step}]; c != nil {
+			c.probes = append(c.probes, p)
+		}
+	}
+}
+
+// capacityChart is the latency–load curve of every cell that searched for
+// capacity: p99 against the offered rate of each probe (all repetitions),
+// with a vertical line at the cell's capacity. nil when no cell searched.
+func capacityChart(s *Summary) *chart {
+	if !s.hasCapacity() {
+		return nil
+	}
+	ch := &chart{ID: "capacity", Title: "Latency under load: p99 by offered rate, per probe of the capacity search (vertical line: capacity)",
+		XLabel: "offered req/s (probe rate)", YLabel: "p99 ms"}
+	maxX, maxY := 1.0, 0.0
+	for i, c := range s.Cells {
+		if len(c.probes) == 0 {
+			continue
+		}
+		ps := append([]results.ProbeRow(nil), c.probes...)
+		sort.Slice(ps, func(a, b int) bool { return ps[a].Rate < ps[b].Rate })
+		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
+		for _, p := range ps {
+			se.Pts = append(se.Pts, [2]float64{p.Rate, p.P99US / 1000})
+			maxX = math.Max(maxX, p.Rate)
+			maxY = math.Max(maxY, p.P99US/1000)
+		}
+		ch.Lines = append(ch.Lines, se)
+	}
+	for i, c := range s.Cells {
+		if c.Capacity == nil || len(c.probes) == 0 || !(c.Capacity.RPS.Value > 0) {
+			continue
+		}
+		x := c.Capacity.RPS.Value
+		ch.Lines = append(ch.Lines, series{Idx: i, Label: cellLabel(s, c) + ": capacity " + fmtRate(x), Color: colorOf(i),
+			Pts: [][2]float64{{x, 0}, {x, maxY}}})
+	}
+	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, maxX)
+	ch.YMin, ch.YMax, ch.YTicks = niceAxis(0, maxY)
+	return ch
 }

@@ -51,7 +51,11 @@ func colorOf(i int) string { return palette[i%len(palette)] }
 
 // charts builds the report's three charts from a summary.
 func charts(s *Summary) []*chart {
-	return []*chart{rpsChart(s), percentileChart(s), timeChart(s)}
+	cs := []*chart{rpsChart(s), percentileChart(s), timeChart(s)}
+	if ch := capacityChart(s); ch != nil {
+		cs = append(cs, ch)
+	}
+	return cs
 }
 
 func cellLabel(s *Summary, c *Cell) string {

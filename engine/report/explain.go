@@ -32,8 +32,8 @@ type CellVerdict struct {
 	BusyStarts int `json:"busy_starts"`
 }
 
-// Label is "server-bound", or "server-bound 2/3" when the repetitions
-// disagree.
+// Label is "server-bound (evidence)", with "2/3" when the repetitions
+// disagree and the busy starts: "noisy 2/3 (…), 1 busy start".
 func (v *CellVerdict) Label() string {
 	if v == nil || v.Kind == "" {
 		return "-"
@@ -41,6 +41,9 @@ func (v *CellVerdict) Label() string {
 	l := v.Kind
 	if v.Count < v.Of {
 		l += fmt.Sprintf(" %d/%d", v.Count, v.Of)
+	}
+	if v.Evidence != "" {
+		l += " (" + v.Evidence + ")"
 	}
 	if v.BusyStarts > 0 {
 		l += fmt.Sprintf(", %d busy start", v.BusyStarts)

@@ -61,11 +61,11 @@ func TestReportVerdicts(t *testing.T) {
 	if host == nil || dock == nil || host.Verdict == nil || dock.Verdict == nil {
 		t.Fatalf("cells %+v", s.Cells)
 	}
-	if l := host.Verdict.Label(); l != "server-bound" || host.Verdict.Evidence != "nginx pid 1 at 99% of a core, 1 thread" {
+	if l := host.Verdict.Label(); l != "server-bound (nginx pid 1 at 99% of a core, 1 thread)" || host.Verdict.Evidence != "nginx pid 1 at 99% of a core, 1 thread" {
 		t.Errorf("host verdict %q (%s)", l, host.Verdict.Evidence)
 	}
 	// Tied kinds: the first repetition's wins; the busy start is counted.
-	if l := dock.Verdict.Label(); l != "not CPU-bound 1/2, 1 busy start" {
+	if l := dock.Verdict.Label(); l != "not CPU-bound 1/2 (50% idle while closed-loop: waiting on something — top waiter fuse-overlayfs 29%), 1 busy start" {
 		t.Errorf("docker-host verdict label %q", l)
 	}
 	if b := dock.Verdict.CPU; b == nil || b.InfraPct != 31 || b.TotalPct != 200 {
@@ -87,7 +87,7 @@ func TestReportVerdicts(t *testing.T) {
 			t.Errorf("text report lacks %q above the table:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2, 1 busy start") {
+	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2 (50% idle") {
 		t.Errorf("no verdict column:\n%s", out)
 	}
 

@@ -83,6 +83,7 @@ type Cell struct {
 	// Capacity aggregates the repetitions' capacity searches (capacity.go);
 	// nil unless the step searched under an SLO.
 	Capacity *CellCapacity `json:"capacity,omitempty"`
+	probes   []results.ProbeRow
 
 	Histogram  results.Histogram         `json:"-"`
 	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
@@ -154,6 +155,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		tsBy[k] = append(tsBy[k], r)
 	}
 	hists := map[*Cell][]results.Histogram{}
+	cellOf := map[[2]string]*Cell{}  // trial id and step of the rows used
 	var stepless []*results.TrialRow // trials that failed before any step
 	for i := range run.Trials {
 		t := &run.Trials[i]
@@ -191,10 +193,12 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.Requests += t.Requests
 		c.Errors += t.Errors
 		c.addCapacity(t)
+		cellOf[[2]string{t.TrialID, t.Step}] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
 		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
 	}
+	addProbes(run, cellOf)
 	// A trial without a step row failed before measuring: count it as a
 	// failed repetition of every cell with its parameters.
 	for _, t := range stepless {
@@ -350,6 +354,9 @@ func processCPU(run *results.Run) map[string]map[string]float64 {
 	}
 	sums := map[k]map[float64]float64{}
 	for _, p := range run.Processes {
+		if p.Role == "other" {
+			continue // outside the run: in the verdict and the budget (explain.go)
+		}
 		kk := k{p.TrialID, p.Process}
 		if sums[kk] == nil {
 			sums[kk] = map[float64]float64{}

@@ -99,11 +99,11 @@ func loaderCPUs() int {
 	return n
 }
 
-// logExplanation prints the verdict and a busy start on the progress
-// output.
+// logExplanation prints a busy start as a warning and the verdict with
+// --verbose.
 func (tr *trialRun) logExplanation(step *results.StepRecord) {
 	if q := step.Quiet; q != nil && q.Busy {
-		tr.r.rep.Logf("trial %s: warning: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (%s)",
+		tr.r.rep.Warnf("trial %s: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (busiest: %s); the trial is flagged (busy_start) and its verdict is noisy",
 			tr.trial.ID, q.OtherPct, q.WindowS, step.Name, q.Top)
 	}
 	if step.Verdict != "" {
