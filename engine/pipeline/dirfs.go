@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -36,9 +37,10 @@ func (d *dirFS) resolve(op, name string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(name)))
 	if err != nil {
-		// Report the error on the name the pipeline used.
-		if os.IsNotExist(err) {
-			return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+		// Report the error (ENOENT, …) on the name the pipeline used.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
 		}
 		return "", &fs.PathError{Op: op, Path: name, Err: err}
 	}
