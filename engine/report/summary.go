@@ -256,6 +256,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err
 		}
+		s.noteUnexplained()
 	}
 	return s, nil
 }
