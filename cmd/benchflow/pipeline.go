@@ -30,7 +30,7 @@ func (v *varFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "set a variable: --var name=value (repeatable)")
 	cmd.Flags().StringArrayVar(&v.varFiles, "var-file", nil, "read variables from an HCL file of name = value lines (repeatable)")
 	cmd.Flags().Int64Var(&v.seed, "seed", 0, "seed for order = \"random\" (default: the pipeline's, or a new one that is recorded)")
-	cmd.Flags().IntVar(&v.reps, "repetitions", 0, fmt.Sprintf("override the pipeline's repetitions (1-%d)", pipeline.MaxRepetitions))
+	cmd.Flags().IntVar(&v.reps, "repetitions", 0, fmt.Sprintf("override the pipeline's repetitions (1-%d; a fixed count, turning adaptive repetitions off)", pipeline.MaxRepetitions))
 	cmd.Flags().IntVar(&v.maxTrials, "max-trials", pipeline.DefaultMaxTrials, "refuse a plan of more trials than this (matrix cells × repetitions)")
 }
 

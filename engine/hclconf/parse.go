@@ -32,12 +32,12 @@ var rootSchema = &hcl.BodySchema{
 }
 
 type pipelineBlock struct {
-	Description   string `hcl:"description,optional"`
-	Repetitions   *int   `hcl:"repetitions,optional"`
-	Order         string `hcl:"order,optional"`
-	Seed          *int64 `hcl:"seed,optional"`
-	OnFailure     string `hcl:"on_failure,optional"`
-	ReuseServices bool   `hcl:"reuse_services,optional"`
+	Description   string         `hcl:"description,optional"`
+	Repetitions   hcl.Expression `hcl:"repetitions,optional"`
+	Order         string         `hcl:"order,optional"`
+	Seed          *int64         `hcl:"seed,optional"`
+	OnFailure     string         `hcl:"on_failure,optional"`
+	ReuseServices bool           `hcl:"reuse_services,optional"`
 	// ExcludeUnsteady: see pipeline.Pipeline.ExcludeUnsteady.
 	ExcludeUnsteady bool `hcl:"exclude_unsteady,optional"`
 }
@@ -248,13 +248,7 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 		return diags
 	}
 	p.Description = pb.Description
-	if pb.Repetitions != nil {
-		if *pb.Repetitions < 1 || *pb.Repetitions > 10000 {
-			diags = append(diags, attrDiag(body, "repetitions", "Invalid repetitions",
-				fmt.Sprintf("repetitions must be between 1 and 10000, not %d.", *pb.Repetitions)))
-		}
-		p.Repetitions = *pb.Repetitions
-	}
+	diags = append(diags, decodeRepetitions(p, body, pb.Repetitions)...)
 	switch pb.Order {
 	case "":
 	case pipeline.OrderInterleaved, pipeline.OrderSequential, pipeline.OrderRandom:
@@ -274,6 +268,10 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 	default:
 		diags = append(diags, attrDiag(body, "on_failure", "Invalid on_failure",
 			fmt.Sprintf("on_failure must be \"continue\" or \"abort\", not %q.", pb.OnFailure)))
+	}
+	if p.Adaptive != nil && p.Order != pipeline.OrderInterleaved {
+		diags = append(diags, attrDiag(body, "repetitions", "Adaptive repetitions need interleaved order",
+			fmt.Sprintf("repetitions = { min, max, precision } adds whole rounds of the cells that need them, which needs order = \"interleaved\", not %q.", p.Order)))
 	}
 	p.ReuseServices = pb.ReuseServices
 	p.ExcludeUnsteady = pb.ExcludeUnsteady

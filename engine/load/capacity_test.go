@@ -228,7 +228,10 @@ func findMaxQueue(tb testing.TB, probe time.Duration) *Capacity {
 	}
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
-	slo, _ := ParseSLO("p99<100ms,errors<1%")
+	// A loose latency bound, so that a busy machine's timer jitter does not
+	// fail the probes below capacity; above it the completion rate (97% of
+	// the rate) fails them.
+	slo, _ := ParseSLO("p99<500ms,errors<1%")
 	c, err := FindMax(context.Background(), SearchOptions{
 		Load:  Options{Targets: []Target{{URL: srv.URL + "/"}}, Connections: 64, Threads: 1},
 		SLO:   slo,

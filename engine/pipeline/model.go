@@ -37,10 +37,13 @@ const (
 type Pipeline struct {
 	Name        string
 	Description string
-	Repetitions int    // >= 1
-	Order       string // OrderInterleaved (default), OrderSequential, OrderRandom
-	Seed        int64  // seed for OrderRandom; 0 means "pick one and record it"
-	OnFailure   string // "continue" (default) or "abort"
+	Repetitions int // >= 1; with Adaptive, its Min
+	// Adaptive is set by repetitions = { min, max, precision, budget };
+	// nil for a fixed number of repetitions.
+	Adaptive  *Adaptive
+	Order     string // OrderInterleaved (default), OrderSequential, OrderRandom
+	Seed      int64  // seed for OrderRandom; 0 means "pick one and record it"
+	OnFailure string // "continue" (default) or "abort"
 	// ReuseServices keeps a service running between consecutive trials
 	// whose service inputs are identical (default false: every trial
 	// provisions afresh).

@@ -48,6 +48,10 @@ type Plan struct {
 	Seed     int64
 	Order    string
 	Steps    []*StepNode // topological order (declaration order among peers)
+	// Adaptive is the pipeline's adaptive repetitions (nil when fixed or
+	// overridden by --repetitions): Trials holds the first Min rounds and
+	// AddRound appends more.
+	Adaptive *pipeline.Adaptive
 
 	functions map[string]function.Function
 	svcLocals map[string]bool // ServiceLocals, computed once
@@ -163,11 +167,18 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 		return pl, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid repetitions",
 			Detail: fmt.Sprintf("--repetitions must be between 1 and %d, not %d.", pipeline.MaxRepetitions, in.Repetitions)})
 	}
+	if in.Repetitions == 0 && p.Adaptive != nil {
+		pl.Adaptive = p.Adaptive
+	}
 	maxTrials := in.MaxTrials
 	if maxTrials <= 0 {
 		maxTrials = pipeline.DefaultMaxTrials
 	}
-	if d := checkTrialCount(p, axes, reps, maxTrials); d != nil {
+	mostReps := reps
+	if pl.Adaptive != nil {
+		mostReps = pl.Adaptive.Max
+	}
+	if d := checkTrialCount(p, axes, mostReps, maxTrials); d != nil {
 		return pl, append(diags, d)
 	}
 	cells, d := expandCells(p, axes, vars, pl.functions)
@@ -184,8 +195,8 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 		return pl, diags
 	}
 
-	if n := len(cells) * reps; n > maxTrials {
-		return pl, append(diags, tooManyTrials(p, len(cells), reps, maxTrials))
+	if n := len(cells) * mostReps; n > maxTrials {
+		return pl, append(diags, tooManyTrials(p, len(cells), mostReps, maxTrials))
 	}
 	pl.Seed = p.Seed
 	if in.Seed != nil {
@@ -199,12 +210,18 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 	}
 	pl.Trials = orderTrials(cells, reps, p.Order, pl.Seed)
 
-	// Dry-evaluate every trial: catches bad references, types and
-	// templates before anything runs. Identical diagnostics from several
-	// trials are reported once.
+	return pl, append(diags, pl.prepare(pl.Trials, nil)...)
+}
+
+// prepare dry-evaluates trials (after prev, the trial run just before
+// them): catches bad references, types and templates before anything
+// runs, and marks services a trial can reuse. Identical diagnostics from
+// several trials are reported once.
+func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
+	p := pl.Pipeline
+	var diags hcl.Diagnostics
 	seen := map[string]bool{}
-	var prev *Trial
-	for _, t := range pl.Trials {
+	for _, t := range trials {
 		te := pl.NewTrialEval(t, true)
 		services, td := te.dryRun()
 		for _, dg := range td {
@@ -231,7 +248,7 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 			break
 		}
 	}
-	return pl, diags
+	return diags
 }
 
 func orderTrials(cells []Cell, reps int, order string, seed int64) []*Trial {

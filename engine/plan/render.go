@@ -23,6 +23,22 @@ type JSONPlan struct {
 	Axes        []JSONAxis  `json:"matrix"`
 	Trials      []JSONTrial `json:"trials"`
 	Steps       []JSONStep  `json:"steps"`
+	// Adaptive is set for repetitions = { min, max, precision, budget }:
+	// trials lists the first min rounds; the run adds more.
+	Adaptive *JSONAdaptive `json:"adaptive,omitempty"`
+}
+
+// JSONAdaptive describes adaptive repetitions and the estimated time.
+type JSONAdaptive struct {
+	Min       int     `json:"min"`
+	Max       int     `json:"max"`
+	Precision float64 `json:"precision"` // fraction: 0.03 = 3%
+	BudgetS   float64 `json:"budget_s,omitempty"`
+	// TrialS is the warm and load time of one trial (Plan.TrialEstimate);
+	// EstimatedMinS/MaxS multiply it by cells × min and cells × max.
+	TrialS        float64 `json:"trial_s"`
+	EstimatedMinS float64 `json:"estimated_min_s"`
+	EstimatedMaxS float64 `json:"estimated_max_s"`
 }
 
 // JSONAxis is a matrix axis.
@@ -101,6 +117,11 @@ func (p *Plan) JSON() *JSONPlan {
 	}
 	if p.Order == "random" {
 		jp.Seed = p.Seed
+	}
+	if a := p.Adaptive; a != nil {
+		est := p.TrialEstimate().Seconds()
+		jp.Adaptive = &JSONAdaptive{Min: a.Min, Max: a.Max, Precision: a.Precision, BudgetS: a.Budget.Seconds(),
+			TrialS: est, EstimatedMinS: est * float64(len(p.Cells)*a.Min), EstimatedMaxS: est * float64(len(p.Cells)*a.Max)}
 	}
 	if len(p.Trials) > 0 {
 		max := 0
@@ -255,7 +276,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if order == "random" {
 		order = fmt.Sprintf("random, seed %d", p.Seed)
 	}
-	fmt.Fprintf(w, "%d trials = %d matrix cells × %d repetitions, order %s\n\n", len(p.Trials), cells, reps, order)
+	fmt.Fprintf(w, "%d trials = %d matrix cells × %d repetitions, order %s\n", len(p.Trials), cells, reps, order)
+	if l := p.adaptiveLine(); l != "" {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
 
 	// Trials table.
 	header := []string{"#", "trial"}

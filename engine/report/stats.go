@@ -299,3 +299,15 @@ func regIncBeta(a, b, x float64) float64 {
 	}
 	return front * (f - 1) / a
 }
+
+// RelativeHalfWidth is half the width of the 95% interval of positive
+// samples xs (positiveCI: log-t) divided by the estimate: 0.03 means
+// "±3%". It is +Inf with fewer than 3 samples or a sample ≤ 0. Adaptive
+// repetitions (engine/run) stop when every cell is below the precision.
+func RelativeHalfWidth(xs []float64) float64 {
+	iv := positiveCI(xs)
+	if !iv.IsCI() || !(iv.Value > 0) {
+		return math.Inf(1)
+	}
+	return (iv.High - iv.Low) / (2 * iv.Value)
+}

@@ -85,6 +85,34 @@ type Manifest struct {
 	// ExcludeUnsteady is the pipeline's exclude_unsteady: the report
 	// leaves unsteady repetitions out of its intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady,omitempty"`
+	// Adaptive records adaptive repetitions: the settings, the rounds run
+	// and why the run stopped adding rounds. Absent for fixed repetitions.
+	Adaptive *AdaptiveRecord `json:"adaptive,omitempty"`
+}
+
+// AdaptiveRecord is manifest.json "adaptive".
+type AdaptiveRecord struct {
+	Min       int     `json:"min"`
+	Max       int     `json:"max"`
+	Precision float64 `json:"precision"` // fraction: 0.03 = 3%
+	BudgetS   float64 `json:"budget_s,omitempty"`
+	Rounds    int     `json:"rounds"`
+	// Stopped is "precision" (every cell precise enough), "max" (the
+	// cells still imprecise reached max), "budget" (the next round would
+	// not fit), "interrupted", "aborted" (on_failure) or "error".
+	Stopped string `json:"stopped"`
+	Reason  string `json:"reason"`
+	// Cells are the matrix cells × load steps with their repetitions and
+	// final relative half-width (null when there is no interval).
+	Cells []AdaptiveCell `json:"cells"`
+}
+
+// AdaptiveCell is one cell × load step of AdaptiveRecord.
+type AdaptiveCell struct {
+	Params      map[string]any `json:"params"`
+	Step        string         `json:"step"`
+	Repetitions int            `json:"repetitions"`
+	HalfWidth   *float64       `json:"half_width"`
 }
 
 // PipelineInfo identifies the pipeline that ran.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/benchflow/benchflow/engine/load"
 )
 
 // Steadiness thresholds of CheckSteady (docs/statistics.md, "Steady
@@ -123,4 +125,13 @@ func CheckSteady(rows []TimeseriesRow) (steady bool, reason string) {
 		return false, fmt.Sprintf("drift: req/s %s %.0f%% over %.1f s (linear fit, %.1f standard errors)", dir, 100*math.Abs(change), span, math.Abs(slope)/se)
 	}
 	return true, ""
+}
+
+// SteadyOf is CheckSteady on a load result's intervals (what the writer
+// records for the step).
+func SteadyOf(res *load.Result) (steady bool, reason string) {
+	if res == nil {
+		return true, "not checked: no result"
+	}
+	return CheckSteady(timeseriesRows("", "", "", res))
 }

@@ -118,6 +118,7 @@ func (c *Console) TrialStart(t *plan.Trial, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.trial, c.started, c.step, c.rps = t, time.Now(), "provision", 0
+	c.total = total // adaptive repetitions add trials as the run goes
 	if !c.TTY && !c.Quiet {
 		c.println("[%d/%d] trial %s %s: started", t.Index+1, total, t.ID, t.ParamString())
 	}

@@ -134,6 +134,9 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 
 	var w *results.Writer
 	var err error
+	if opts.Resume != "" && pl.Adaptive != nil {
+		return nil, fmt.Errorf("resuming %s: runs with adaptive repetitions cannot be resumed yet (the rounds added depend on the results); start a new run", opts.Resume)
+	}
 	if opts.Resume != "" {
 		w, err = results.Resume(opts.Resume)
 		if err != nil {
@@ -205,8 +208,13 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 	rep.RunStart(m.RunID, w.Dir(), len(pl.Trials))
 
 	status := results.RunOK
-	interrupted := false
-	for i, t := range pl.Trials {
+	interrupted, aborted := false, false
+	var ad *adaptive
+	if pl.Adaptive != nil {
+		ad = newAdaptive(pl)
+	}
+	for i := 0; i < len(pl.Trials); i++ {
+		t := pl.Trials[i]
 		if opts.Resume != "" && m.Done(t.ID) {
 			s.Skipped++
 			continue
@@ -236,6 +244,9 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 			return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
 		}
 		rep.TrialDone(t, rec, elapsed)
+		if ad != nil {
+			ad.observe(t, rec, elapsed)
+		}
 		switch rec.Status {
 		case results.StatusOK:
 			s.OK++
@@ -249,8 +260,24 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		}
 		if rec.Status == results.StatusFailed && pl.Pipeline.OnFailure == "abort" {
 			rep.Warnf("trial %s failed and on_failure = \"abort\": stopping", t.ID)
+			aborted = true
 			break
 		}
+		if ad != nil && i == len(pl.Trials)-1 {
+			r.addRound(ctx, ad, s)
+		}
+	}
+	if ad != nil {
+		switch {
+		case interrupted:
+			ad.stop("interrupted", "the run was interrupted")
+		case aborted:
+			ad.stop("aborted", "a trial failed and on_failure = \"abort\"")
+		case ad.rec.Stopped == "":
+			ad.stop("error", "the run stopped before deciding")
+		}
+		m.Adaptive = ad.record(pl)
+		m.Repetitions = pl.Rounds()
 	}
 	r.releaseKept()
 	if s.Failed > 0 {
