@@ -5,10 +5,10 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test testacc bench lint fmt-check fmt images clean fuzz
+.PHONY: help build test testacc testacc-k8s cluster-build cluster-up cluster-down bench lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 build: ## Build bin/benchflow
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/benchflow
@@ -20,6 +20,27 @@ test: build ## Run the whole test suite (Docker tests skip without an engine)
 
 testacc: build ## Acceptance tests against real clusters (needs BENCHFLOW_ACC=1 and cluster settings)
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run 'Acc' $(PKGS)
+
+# The local single-node Kubernetes cluster (providers/k8s/localcluster; versions in
+# its versions.env). Builds and state live outside the work tree, in
+# BENCHFLOW_CLUSTER_CACHE (default /var/cache/benchflow-cluster) and
+# BENCHFLOW_CLUSTER_STATE (default /run/benchflow-cluster).
+CLUSTER         := providers/k8s/localcluster
+CLUSTER_STATE   ?= $(or $(BENCHFLOW_CLUSTER_STATE),/run/benchflow-cluster)
+
+cluster-build: ## Build the local cluster's binaries and images (cached; ~30 min cold)
+	./$(CLUSTER)/build.sh
+
+cluster-up: ## Start the local single-node Kubernetes cluster (builds it first if needed; root)
+	./$(CLUSTER)/up.sh
+
+cluster-down: ## Stop the local cluster and check the machine is as before cluster-up
+	./$(CLUSTER)/down.sh
+
+testacc-k8s: build ## The k8s acceptance tests against the local cluster (after make cluster-up)
+	@test -f $(CLUSTER_STATE)/env || { echo "no $(CLUSTER_STATE)/env: run make cluster-up first"; exit 1; }
+	set -a && . $(CLUSTER_STATE)/env && set +a && \
+	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run 'Acc' -v ./providers/k8s/...
 
 bench: build ## Benchmarks: Go benchmarks and the wrk comparison script
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -4,9 +4,12 @@
 #
 # Needs a cluster in the kubeconfig (kind, k3s, minikube, …) with an ingress
 # controller answering on ingress_address, and the nginx:alpine image
-# available to the node. docs/providers/k8s.md shows a kind setup.
+# available to the node. docs/providers/k8s.md shows a kind setup, and the
+# local test cluster (make cluster-up: Traefik serves class "nginx" there):
 #
 #   benchflow apply pipelines/k8s-ingress.hcl --var ingress_address=127.0.0.1:80
+#   benchflow apply pipelines/k8s-ingress.hcl --var kubeconfig=/run/benchflow-cluster/admin.kubeconfig \
+#     --var ingress_address=127.0.0.1:8081
 #   benchflow report results/latest
 #   benchflow render pipelines/k8s-ingress.hcl --provider k8s   # the manifests, no cluster needed
 #
@@ -134,11 +137,14 @@ step "load" "wrk" {
 }
 
 # CPU per process during the load. On a single-node cluster running on this
-# host (kind, k3s) the pods' processes are visible here: nginx (the service
-# and the controller's workers) and the ingress controller itself.
+# host (kind, k3s, make cluster-up) the pods' processes are visible here:
+# nginx (the service, and ingress-nginx's workers) and whichever ingress
+# controller serves the class: nginx-ingress-controller (ingress-nginx) or
+# traefik (the local test cluster's). A name that matches nothing is
+# simply absent from the results.
 step "collect" "cpu" {
   during    = step.load.wrk
-  processes = ["nginx", "nginx-ingress-controller"]
+  processes = ["nginx", "nginx-ingress-controller", "traefik"]
   loader    = true
   interval  = "1s"
 }

@@ -94,8 +94,8 @@ step "load" "main" {
 			} `json:"cells"`
 		} `json:"adaptive"`
 	}
-	if rep, err := exec.Command(bin, "report", filepath.Join(out, "latest")).CombinedOutput(); err == nil {
-		t.Logf("report:\n%s", rep)
+	if rep, err := exec.Command(bin, "report", filepath.Join(out, "latest")).CombinedOutput(); err != nil || !strings.Contains(string(rep), "stopped (max): ") {
+		t.Errorf("report (%v) does not say how the adaptive repetitions ended:\n%s", err, rep)
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/run"
+	"github.com/benchflow/benchflow/providers/k8s"
 )
 
 func init() {
@@ -17,6 +18,7 @@ func init() {
 	var only []string
 	var timeout time.Duration
 	var verbose bool
+	var kubeconfig, kubeContext string
 	var outDir string
 	var vf varFlags
 	cmd := &cobra.Command{
@@ -42,14 +44,17 @@ created on another host (nothing here can tell whether that run is alive).
 With a pipeline FILE (and its --var flags), gc reaches the engines and
 clusters that pipeline's provider blocks name (docker host, kubeconfig and
 context, Nomad address) and only its provider types; without one it uses each
-type's defaults from the environment.
+type's defaults from the environment. --kubeconfig and --context name a
+Kubernetes cluster directly (gc then looks only at k8s, unless a FILE or
+--provider says more).
 
 Backends that cannot be reached (no Docker engine, no kubeconfig) are
 skipped with a note.`,
 		Example: `  benchflow gc
   benchflow gc --provider docker
   benchflow gc --run 20261130T044500Z-3f9c
-  benchflow gc pipelines/k8s-ingress.hcl --var kubeconfig=$HOME/.kube/lab -v`,
+  benchflow gc pipelines/k8s-ingress.hcl --var kubeconfig=$HOME/.kube/lab -v
+  benchflow gc --kubeconfig /run/benchflow-cluster/admin.kubeconfig`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -73,6 +78,12 @@ skipped with a note.`,
 			if o.ResultsDir == "" {
 				o.ResultsDir = "results"
 			}
+			if kubeconfig != "" || kubeContext != "" {
+				if o.Configs == nil {
+					o.Configs = map[string][]any{}
+				}
+				o.Configs["k8s"] = append(o.Configs["k8s"], &k8s.Config{Kubeconfig: kubeconfig, Context: kubeContext})
+			}
 			if err := run.GC(ctx, cmd.OutOrStdout(), o); err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -82,6 +93,8 @@ skipped with a note.`,
 	cmd.Flags().StringVar(&runID, "run", "", "only remove what this run id left (default: every benchflow-managed object)")
 	cmd.Flags().StringSliceVar(&only, "provider", nil, "only these provider types (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the k8s cluster of this kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+	cmd.Flags().StringVar(&kubeContext, "context", "", "the k8s cluster of this kubeconfig context (default: the current one)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
 	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
 	vf.register(cmd)

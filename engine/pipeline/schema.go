@@ -96,8 +96,11 @@ type LoadConfig struct {
 	Tolerance string `hcl:"tolerance,optional"`
 	// Search, in a load step, makes it a capacity search under an SLO
 	// (benchflow load --find-max) instead of one load.
-	Search    *SearchConfig  `hcl:"search,block"`
-	DependsOn hcl.Expression `hcl:"depends_on,optional"`
+	Search *SearchConfig `hcl:"search,block"`
+	// MaxErrorRatio fails the trial when a larger fraction of the step's
+	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
+	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
+	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
 }
 
 // SearchConfig is the `search {}` block of a load step: the flags of
@@ -111,6 +114,10 @@ type SearchConfig struct {
 	Precision string  `hcl:"precision,optional"`  // default "2%"
 	MaxProbes int     `hcl:"max_probes,optional"` // default 30
 }
+
+// DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:
+// a trial where more than half the requests failed measured a failure.
+const DefaultMaxErrorRatio = 0.5
 
 // URLConfig is a `url {}` block of a load step: one of several weighted
 // targets.

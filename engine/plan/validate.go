@@ -184,6 +184,13 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		if d, err := pipeline.ParseDuration(c.BusyPoll); c.BusyPoll != "" && err == nil && d > load.MaxBusyPoll {
 			add(attrErr(body, "busy_poll", "Invalid busy_poll", fmt.Sprintf("busy_poll is at most %s (it is how long the loader polls before it sleeps), not %s.", load.MaxBusyPoll, c.BusyPoll)))
 		}
+		if r := c.MaxErrorRatio; r != nil {
+			if st.Kind != pipeline.KindLoad {
+				add(attrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
+			} else if !(*r >= 0 && *r <= 1) {
+				add(attrErr(body, "max_error_ratio", "Invalid max_error_ratio", fmt.Sprintf("max_error_ratio is the fraction of the step's requests that may fail before the trial fails, from 0 to 1 (0.01 = 1%%), not %g.", *r)))
+			}
+		}
 		add(checkURL(body, "target", c.Target))
 		diags = append(diags, checkWarmUntil(st, c)...)
 		if c.Target == "" && len(c.URLs) == 0 {

@@ -78,7 +78,7 @@ func rpsChart(s *Summary) *chart {
 		if c.RPS.HasCI() {
 			b.Tooltip += " " + fmtCI(c.RPS, fmtRate)
 		}
-		b.Tooltip += fmt.Sprintf(" (n=%d)", c.N)
+		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", methodLabel(c.RPS), c.RPS.N)
 		ch.Bars = append(ch.Bars, b)
 		max = math.Max(max, b.Value)
 		if c.RPS.HasCI() {

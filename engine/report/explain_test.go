@@ -181,3 +181,40 @@ func TestReportWithoutBudgets(t *testing.T) {
 		t.Errorf("report without budgets:\n%s", text.String())
 	}
 }
+
+// TestReportUnexplained: a cell half as fast as its baseline with the same
+// verdict and no more CPU outside the service gets a notice; one whose
+// verdict names another limit does not.
+func TestReportUnexplained(t *testing.T) {
+	run := explainedRun()
+	for i := range run.Trials {
+		r := &run.Trials[i]
+		if r.Param("deploy") == "docker-host" {
+			r.RPS = 500
+			if r.TrialID == "t4" {
+				r.Verdict, r.BusyStart = "server-bound", false
+			}
+		}
+	}
+	s, err := Summarize(run, Options{Baseline: "deploy=host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Notices) != 1 {
+		t.Fatalf("notices %q, want only the fuse-overlayfs one (different verdicts explain the gap)", s.Notices)
+	}
+	for i := range run.Trials {
+		if r := &run.Trials[i]; r.Param("deploy") == "docker-host" {
+			r.Verdict, r.CPUInfraPct, r.CPUIdlePct = "server-bound", 5, r.CPUIdlePct+26
+		}
+	}
+	run.Processes = nil
+	s, err = Summarize(run, Options{Baseline: "deploy=host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "deploy=docker-host is 0.50× deploy=host and the accounting does not explain it (server-bound vs server-bound; infra+kernel+other 11% vs 10% of a core); the service used 82.0% vs 100.0% of a core per 1,000 req/s"
+	if len(s.Notices) != 1 || s.Notices[0] != want {
+		t.Errorf("notices %q\nwant %q", s.Notices, want)
+	}
+}

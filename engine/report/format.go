@@ -140,7 +140,7 @@ func (s *Summary) writeMarkdown(w io.Writer) error {
 	sep := make([]string, len(header))
 	for i := range sep {
 		sep[i] = "---"
-		if i >= len(s.Axes) && header[i] != "step" && !strings.HasPrefix(header[i], "top processes") {
+		if i >= len(s.Axes) && header[i] != "step" && header[i] != "verdict" && !strings.HasPrefix(header[i], "top processes") {
 			sep[i] = "---:"
 		}
 	}

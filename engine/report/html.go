@@ -38,7 +38,7 @@ svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
 	b.WriteString("<div class=\"scroll\"><table><thead><tr>")
 	for i, h := range header {
 		cls := ""
-		if i < len(s.Axes) || h == "step" || strings.HasPrefix(h, "top processes") {
+		if i < len(s.Axes) || h == "step" || h == "verdict" || strings.HasPrefix(h, "top processes") {
 			cls = ` class="p"`
 		}
 		fmt.Fprintf(&b, "<th%s>%s</th>", cls, html.EscapeString(h))
@@ -49,7 +49,7 @@ svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}
 		for i, c := range r {
 			cls := ""
 			switch {
-			case header[i] == "flags" || strings.HasPrefix(header[i], "top processes"):
+			case header[i] == "flags" || header[i] == "verdict" || strings.HasPrefix(header[i], "top processes"):
 				cls = ` class="w"`
 				if header[i] == "flags" && c != "-" {
 					cls = ` class="w warn"`

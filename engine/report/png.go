@@ -206,6 +206,13 @@ func (ch *chart) linesRaster() *image.RGBA {
 	c.line(int(x0), int(y0), int(x1), int(y0), black, 1)
 	for i, se := range ch.Lines {
 		col := parseColor(se.Color)
+		// The band (min-max of the repetitions) as two thin, light lines.
+		light := lighten(col)
+		for j := 1; j < len(se.Band); j++ {
+			p, q := se.Band[j-1], se.Band[j]
+			c.line(sx(p[0]), sy(p[1]), sx(q[0]), sy(q[1]), light, 1)
+			c.line(sx(p[0]), sy(p[2]), sx(q[0]), sy(q[2]), light, 1)
+		}
 		for j := 1; j < len(se.Pts); j++ {
 			c.line(sx(se.Pts[j-1][0]), sy(se.Pts[j-1][1]), sx(se.Pts[j][0]), sy(se.Pts[j][1]), col, 2)
 		}
@@ -214,4 +221,11 @@ func (ch *chart) linesRaster() *image.RGBA {
 		c.text(int(x0)+18, ly, clip(se.Label, int(x1-x0)-18), black)
 	}
 	return c.RGBA
+}
+
+// lighten mixes a colour two thirds of the way to white (the time chart's
+// min-max band).
+func lighten(c color.RGBA) color.RGBA {
+	mix := func(v uint8) uint8 { return uint8((int(v) + 2*255) / 3) }
+	return color.RGBA{mix(c.R), mix(c.G), mix(c.B), 255}
 }

@@ -132,6 +132,9 @@ func (s *Summary) methodNote() []string {
 	if s.Baseline != "" {
 		notes = append(notes, "vs "+s.Baseline+": ratio of req/s to the baseline cell, paired by round (round r of the cell against round r of the baseline), t interval on the per-round log ratios (paired log-t)")
 	}
+	if s.adaptive != "" {
+		notes = append(notes, s.adaptive)
+	}
 	notes = append(notes, "flags: outlier = farther than 3.5 robust standard deviations (MAD) from the cell's median, kept in the estimates; unsteady = the load's req/s stalled, had a gap or drifted (steady_reason in trials.parquet), "+
 		map[bool]string{true: "left out of the estimates (exclude_unsteady)", false: "kept in the estimates"}[s.ExcludeUnsteady]+"; see docs/statistics.md")
 	return notes

@@ -40,6 +40,7 @@ type Summary struct {
 	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady"`
 	multiStep       bool
+	adaptive        string // how adaptive repetitions ended, for the notes
 }
 
 // Cell is one matrix cell (one combination of parameters) × load step,
@@ -136,6 +137,10 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		RunID: run.Manifest.RunID, Pipeline: run.Manifest.Pipeline.Name, Status: run.Manifest.Status,
 		Axes: append([]string(nil), run.Axes...), Baseline: opts.Baseline, Trials: len(run.Manifest.Trials),
 		ExcludeUnsteady: opts.ExcludeUnsteady || run.Manifest.ExcludeUnsteady,
+	}
+	if a := run.Manifest.Adaptive; a != nil {
+		s.adaptive = fmt.Sprintf("repetitions: adaptive, %d to %d per cell until the 95%% interval is within ±%g%%; %d rounds; stopped (%s): %s",
+			a.Min, a.Max, 100*a.Precision, a.Rounds, a.Stopped, a.Reason)
 	}
 	for _, t := range run.Manifest.Trials {
 		if t.Status == results.StatusOK {
@@ -251,6 +256,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err
 		}
+		s.noteUnexplained()
 	}
 	return s, nil
 }

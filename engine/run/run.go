@@ -269,7 +269,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 	}
 	if ad != nil {
 		switch {
-		case interrupted:
+		case interrupted || ctx.Err() != nil:
 			ad.stop("interrupted", "the run was interrupted")
 		case aborted:
 			ad.stop("aborted", "a trial failed and on_failure = \"abort\"")

@@ -476,6 +476,9 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			}
 		}
 	}
+	if lerr == nil && st.Kind == pipeline.KindLoad {
+		lerr = tooManyErrors(st.Name, res, c.MaxErrorRatio)
+	}
 	var ex *collect.Explanation
 	for _, r := range samplers {
 		ps, sys, nets := r.s.Stop()

@@ -29,6 +29,11 @@ const (
 	DefaultIngressPath  = "/"
 )
 
+// DefaultIngressProcesses are the ingress controllers whose host processes
+// a k8s service with expose = "ingress" reports: ingress-nginx's controller
+// and Traefik (the local test cluster's).
+var DefaultIngressProcesses = []string{"nginx-ingress-controller", "traefik"}
+
 // Config is the body of a `provider "k8s" "<name>" {}` block. Every
 // attribute is optional.
 type Config struct {
@@ -58,6 +63,10 @@ type Config struct {
 	// from the benchflow host ("127.0.0.1:80"). Empty means the address
 	// the controller publishes in the Ingress status, port 80.
 	IngressAddress string `hcl:"ingress_address,optional"`
+	// IngressProcesses are the process names of the ingress controller
+	// (comm or argv[0]'s base name) reported to collect steps as "infra"
+	// when the node is this machine; default DefaultIngressProcesses.
+	IngressProcesses []string `hcl:"ingress_processes,optional"`
 	// NodeAddress is the node host or IP used with expose = "nodeport";
 	// empty means the first node's InternalIP (or ExternalIP).
 	NodeAddress string `hcl:"node_address,optional"`
@@ -136,6 +145,12 @@ func (c Config) validate() (*settings, error) {
 	ingressOnly := map[string]string{
 		"ingress_class": c.IngressClass, "ingress_host": c.IngressHost,
 		"ingress_path": c.IngressPath, "ingress_address": c.IngressAddress,
+	}
+	if s.Expose != ExposeIngress && c.IngressProcesses != nil {
+		bad("ingress_processes", "only applies with expose = %q", ExposeIngress)
+	}
+	if c.IngressProcesses == nil {
+		s.IngressProcesses = DefaultIngressProcesses
 	}
 	if s.Expose != ExposeIngress {
 		var set []string

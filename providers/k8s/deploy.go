@@ -26,15 +26,17 @@ const podsGoneTimeout = gracePeriod*time.Second + 40*time.Second
 // Deployment is one service provisioned on the cluster. Teardown deletes
 // what Provision created in reverse order.
 type Deployment struct {
-	p    *Provider
-	cs   kubernetes.Interface
-	objs *objects
-	logf func(format string, args ...any)
+	p      *Provider
+	cs     kubernetes.Interface
+	objs   *objects
+	logf   func(format string, args ...any)
+	logDir string // the trial's log folder, "" when none
 
 	nsHeld   bool
 	endpoint providers.Endpoint
 	fwd      forwarder
-	ingress  string // the ingress address from its status, host only
+	fwdLog   *forwardLog // what the port-forwarder reported
+	ingress  string      // the ingress address from its status, host only
 
 	once  sync.Once
 	tdErr error
@@ -53,6 +55,8 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return nil, fmt.Errorf("building the manifests of %q: %w", name, err)
 	}
+	// The benchflow process owning the objects, so gc leaves a live run alone.
+	o.addLabels(providers.SelfOwner().Labels())
 	cs, err := p.clientset()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
@@ -61,7 +65,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	d := &Deployment{p: p, cs: cs, objs: o, logf: logf}
+	d := &Deployment{p: p, cs: cs, objs: o, logf: logf, logDir: req.LogDir}
 	if err := d.provision(ctx); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
@@ -124,6 +128,11 @@ func (d *Deployment) teardown(ctx context.Context) error {
 	if d.fwd != nil {
 		d.fwd.Close()
 	}
+	if d.fwdLog != nil {
+		if s := d.fwdLog.close(); s != "" {
+			d.logf("k8s: %s", s)
+		}
+	}
 	api := &apiObjects{cs: d.cs, ns: o.ns}
 	objs := o.list()
 	for i := len(objs) - 1; i >= 0; i-- {
@@ -175,23 +184,48 @@ func (d *Deployment) deletePods(ctx context.Context) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	wctx, cancel := context.WithTimeout(ctx, podsGoneTimeout)
+	// Wait until the API server no longer has them: the kubelet has stopped
+	// their containers and released their IPs and ports.
+	limit := d.p.podsGone
+	if limit == 0 {
+		limit = podsGoneTimeout
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	var left []corev1.Pod // as last seen
 	for {
 		list, err := pods.List(wctx, sel)
 		if err == nil && len(list.Items) == 0 {
 			return nil
 		}
+		if err == nil {
+			left = list.Items
+			// A pod the ReplicaSet started after the first list: delete it too.
+			for _, pod := range list.Items {
+				if pod.DeletionTimestamp == nil {
+					_ = pods.Delete(wctx, pod.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
 		select {
 		case <-wctx.Done():
-			if err == nil {
-				var names []string
-				for _, p := range list.Items {
-					names = append(names, p.Name)
-				}
-				d.logf("k8s: pods still exiting after %s: %s", podsGoneTimeout, strings.Join(names, ", "))
+			if len(left) == 0 && err != nil {
+				return fmt.Errorf("waiting for the pods of %q to be gone: %w", d.objs.name, err)
 			}
-			return nil
+			var names []string
+			for _, p := range left {
+				s := p.Name + " (" + string(p.Status.Phase)
+				if p.DeletionTimestamp != nil {
+					s += ", terminating"
+				}
+				if p.Spec.NodeName != "" {
+					s += ", node " + p.Spec.NodeName
+				}
+				names = append(names, s+")")
+			}
+			return fmt.Errorf("pods of %q still exist %s after they were deleted: %s (the node may be slow to stop them; check `kubectl -n %s get pods`)",
+				d.objs.name, time.Since(start).Round(time.Second), strings.Join(names, ", "), d.objs.ns)
 		case <-time.After(d.p.pollInterval):
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/klog/v2"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/benchflow/benchflow/providers"
@@ -51,7 +52,9 @@ func (d *Deployment) expose(ctx context.Context) error {
 		if fw == nil {
 			fw = d.p.portForward
 		}
-		f, err := fw(ctx, o.ns, pod, specs)
+		d.fwdLog = newForwardLog(d.logDir, o.name)
+		// client-go's forwarder logs through the klog logger of its context.
+		f, err := fw(klog.NewContext(ctx, d.fwdLog.logger()), o.ns, pod, specs)
 		if err != nil {
 			return fmt.Errorf("port-forwarding to pod %q: %w", pod, err)
 		}

@@ -12,27 +12,104 @@ import (
 	"github.com/benchflow/benchflow/providers"
 )
 
-// GC deletes what crashed runs left on the cluster of the default
-// kubeconfig ($KUBECONFIG or ~/.kube/config, current context): every
-// namespace, Ingress, Service, Deployment, ConfigMap and pod labelled
-// dev.benchflow.managed=true (and dev.benchflow.run=runID when runID is
-// not empty). It returns one line per deleted object. Without a kubeconfig
-// or a reachable API server the error wraps providers.ErrUnavailable.
+// GC deletes what crashed runs left on the clusters the pipeline's k8s
+// provider blocks use (req.Configs: their kubeconfig, context and
+// in_cluster), or on the cluster of the default kubeconfig ($KUBECONFIG or
+// ~/.kube/config, current context) without a pipeline: every namespace,
+// Ingress, Service, Deployment, ConfigMap and pod labelled
+// dev.benchflow.managed=true (and dev.benchflow.run=req.RunID when that is
+// not empty) that providers.GCDecision lets go — without a run id, objects
+// whose benchflow process still runs, or ran on another host, are kept and
+// reported through req.Keep. It returns one line per deleted object.
+// Without a kubeconfig or a reachable API server the error wraps
+// providers.ErrUnavailable.
 func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
-	runID := req.RunID
-	rc, err := restConfig("", "", false)
-	if err != nil {
-		return nil, err
+	targets := gcTargets(req)
+	var removed []string
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range targets {
+		rc, err := restConfig(c.Kubeconfig, c.Context, c.InCluster)
+		if err == nil && seen[rc.Host] {
+			continue
+		}
+		var cs kubernetes.Interface
+		if err == nil {
+			seen[rc.Host] = true
+			if cs, err = kubernetes.NewForConfig(rc); err != nil {
+				err = fmt.Errorf("building a Kubernetes client: %w", err)
+			}
+		}
+		if err == nil {
+			var r []string
+			r, err = gc(ctx, cs, req)
+			removed = append(removed, r...)
+		}
+		if err != nil {
+			if len(targets) > 1 {
+				err = fmt.Errorf("%s: %w", c.describe(), err)
+			}
+			errs = append(errs, err)
+		}
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
-	}
-	return gc(ctx, cs, runID)
+	return removed, errors.Join(errs...)
 }
 
-// gc is GC with a given clientset.
-func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, error) {
+// gcTargets are the distinct connection settings of the pipeline's k8s
+// provider blocks, or the defaults.
+func gcTargets(req *providers.GCRequest) []Config {
+	type key struct {
+		kubeconfig, context string
+		inCluster           bool
+	}
+	var out []Config
+	have := map[key]bool{}
+	for _, c := range req.Configs {
+		var cfg Config
+		switch x := c.(type) {
+		case *Config:
+			if x == nil {
+				continue
+			}
+			cfg = *x
+		case Config:
+			cfg = x
+		default:
+			continue
+		}
+		k := key{cfg.Kubeconfig, cfg.Context, cfg.InCluster}
+		if !have[k] {
+			have[k] = true
+			out = append(out, Config{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, InCluster: cfg.InCluster})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Config{})
+	}
+	return out
+}
+
+// describe names a cluster target in messages.
+func (c Config) describe() string {
+	switch {
+	case c.InCluster:
+		return "in-cluster config"
+	case c.Kubeconfig != "" && c.Context != "":
+		return fmt.Sprintf("kubeconfig %s, context %s", c.Kubeconfig, c.Context)
+	case c.Kubeconfig != "":
+		return "kubeconfig " + c.Kubeconfig
+	case c.Context != "":
+		return "context " + c.Context
+	}
+	return "the default kubeconfig"
+}
+
+// gc is GC on one cluster, with a given clientset.
+func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) ([]string, error) {
+	if req == nil {
+		req = &providers.GCRequest{}
+	}
+	runID := req.RunID
 	sel := providers.LabelManaged + "=true"
 	if runID != "" {
 		sel += "," + providers.LabelRun + "=" + labelValue(runID)
@@ -40,10 +117,17 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 	opts := metav1.ListOptions{LabelSelector: sel}
 	var removed []string
 	var errs []error
-	// gone holds the namespaces deleted here: their contents go with them.
+	// gone holds the namespaces deleted here: their contents go with them;
+	// kept holds those left alone: so do their contents.
 	gone := map[string]bool{}
-	del := func(kind, ns, name string, fn func() error) {
-		if gone[ns] {
+	kept := map[string]bool{}
+	del := func(kind string, m metav1.ObjectMeta, fn func() error) {
+		ns, name := m.Namespace, m.Name
+		if gone[ns] || kept[ns] {
+			return
+		}
+		if ok, why := providers.GCDecision(m.Labels, runID); !ok {
+			req.Keep(fmt.Sprintf("k8s %s %s/%s", kind, ns, name), why)
 			return
 		}
 		if err := fn(); err != nil && !apierrors.IsNotFound(err) {
@@ -63,6 +147,11 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 		if n.DeletionTimestamp != nil {
 			continue
 		}
+		if ok, why := providers.GCDecision(n.Labels, runID); !ok {
+			kept[n.Name] = true
+			req.Keep("k8s namespace "+n.Name, why)
+			continue
+		}
 		if err := cs.CoreV1().Namespaces().Delete(ctx, n.Name, dopts); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", n.Name, err))
 			continue
@@ -75,7 +164,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 		errs = append(errs, listError("ingresses", err))
 	} else {
 		for _, x := range ings.Items {
-			del("ingress", x.Namespace, x.Name, func() error {
+			del("ingress", x.ObjectMeta, func() error {
 				return cs.NetworkingV1().Ingresses(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
@@ -84,7 +173,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 		errs = append(errs, listError("services", err))
 	} else {
 		for _, x := range svcs.Items {
-			del("service", x.Namespace, x.Name, func() error {
+			del("service", x.ObjectMeta, func() error {
 				return cs.CoreV1().Services(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
@@ -93,7 +182,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 		errs = append(errs, listError("deployments", err))
 	} else {
 		for _, x := range deps.Items {
-			del("deployment", x.Namespace, x.Name, func() error {
+			del("deployment", x.ObjectMeta, func() error {
 				return cs.AppsV1().Deployments(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
@@ -105,7 +194,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 			if x.DeletionTimestamp != nil {
 				continue
 			}
-			del("pod", x.Namespace, x.Name, func() error {
+			del("pod", x.ObjectMeta, func() error {
 				return cs.CoreV1().Pods(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
@@ -114,7 +203,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, runID string) ([]string, e
 		errs = append(errs, listError("configmaps", err))
 	} else {
 		for _, x := range cms.Items {
-			del("configmap", x.Namespace, x.Name, func() error {
+			del("configmap", x.ObjectMeta, func() error {
 				return cs.CoreV1().ConfigMaps(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -70,6 +71,30 @@ func (o *objects) list() []runtime.Object {
 		out = append(out, o.Ingress)
 	}
 	return out
+}
+
+// addLabels merges m into the labels of every object and of the pod
+// template (not into the selector, which must stay as it was).
+func (o *objects) addLabels(m map[string]string) {
+	for _, obj := range o.list() {
+		if a, err := meta.Accessor(obj); err == nil {
+			a.SetLabels(mergeMaps(a.GetLabels(), m))
+		}
+	}
+	if o.Deployment != nil {
+		t := &o.Deployment.Spec.Template.ObjectMeta
+		t.Labels = mergeMaps(t.Labels, m)
+	}
+}
+
+func mergeMaps(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
 }
 
 // build turns a provision request into the objects to create. It reads the

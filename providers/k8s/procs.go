@@ -36,7 +36,54 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 	if root == "" {
 		root = "/proc"
 	}
-	return containerProcesses(root, ids, "service"), nil
+	procs := containerProcesses(root, ids, "service")
+	// The pods run here, so the ingress controller most likely does too.
+	if len(procs) > 0 && d.p.cfg.Expose == ExposeIngress {
+		procs = append(procs, namedProcesses(root, d.p.cfg.IngressProcesses, "infra")...)
+	}
+	return procs, nil
+}
+
+// namedProcesses scans root (a /proc) for processes whose comm or argv[0]'s
+// base name is one of names (a comm is at most 15 bytes: a longer name
+// matches its first 15).
+func namedProcesses(root string, names []string, role string) []providers.Process {
+	if len(names) == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []providers.Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		comm := strings.TrimSpace(string(b))
+		argv0 := ""
+		if cl, err := os.ReadFile(filepath.Join(root, e.Name(), "cmdline")); err == nil {
+			a, _, _ := strings.Cut(string(cl), "\x00")
+			argv0 = filepath.Base(a)
+		}
+		for _, n := range names {
+			short := n
+			if len(short) > 15 {
+				short = short[:15]
+			}
+			if comm == short || argv0 == n {
+				out = append(out, providers.Process{PID: pid, Name: n, Role: role})
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
 }
 
 // containerProcesses scans root (a /proc) for processes whose cgroup path

@@ -45,3 +45,39 @@ func TestProcesses(t *testing.T) {
 		t.Errorf("Processes = %s, want the two nginx processes of the pod's container", got)
 	}
 }
+
+// TestIngressControllerProcesses: with expose = "ingress" and the pods on
+// this host, the ingress controller's processes are reported as infra,
+// found by comm (truncated to 15 bytes) or argv[0].
+func TestIngressControllerProcesses(t *testing.T) {
+	s := newSimWith(t, podsReady, func(s *sim) { s.ingressIP = "127.0.0.1" })
+	p, _ := testProvider(t, s.cs, Config{Expose: ExposeIngress, IngressAddress: "127.0.0.1:8081"})
+	p.procRoot = t.TempDir()
+	d, err := p.Provision(context.Background(), nginxRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Teardown(context.Background())
+	proc := func(pid int, comm, cgroup, cmdline string) {
+		dir := filepath.Join(p.procRoot, fmt.Sprint(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "comm"), []byte(comm+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644)
+		os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644)
+	}
+	pod := "12:cpu,cpuacct:/kubepods/besteffort/pod1234/" + containerID("nginx-0") + "\n"
+	proc(4101, "nginx", pod, "nginx\x00-g\x00daemon off;\x00")
+	proc(300, "traefik", "0::/\n", "/var/cache/benchflow-cluster/traefik-v3.6.12/bin/traefik\x00--entryPoints.web.address=127.0.0.1:8081\x00")
+	proc(301, "nginx-ingress-c", "0::/\n", "/nginx-ingress-controller\x00--publish-service\x00")
+	proc(302, "sh", "0::/\n", "/bin/sh\x00-c\x00traefik\x00")
+
+	ps, err := d.(*Deployment).Processes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ps); got != "[{4101 nginx service} {300 traefik infra} {301 nginx-ingress-controller infra}]" {
+		t.Errorf("Processes = %s, want the pod's nginx and both controllers", got)
+	}
+}

@@ -56,6 +56,7 @@ type Provider struct {
 
 	// Hooks replaced by tests.
 	pollInterval time.Duration
+	podsGone     time.Duration // 0 means podsGoneTimeout
 	forward      forwardFunc
 	lookupHost   func(ctx context.Context, host string) ([]string, error)
 	procRoot     string // "" means /proc

@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -153,7 +155,7 @@ func TestProvisionCreatesRenderedObjects(t *testing.T) {
 			}
 			var stored []runtime.Object
 			for _, obj := range o.list() {
-				stored = append(stored, fetch(t, s.cs, obj))
+				stored = append(stored, stripOwner(t, fetch(t, s.cs, obj)))
 			}
 			got, err := renderYAML(stored)
 			if err != nil {
@@ -167,6 +169,32 @@ func TestProvisionCreatesRenderedObjects(t *testing.T) {
 			assertNoLeftovers(t, s.cs)
 		})
 	}
+}
+
+// stripOwner checks that obj (and a Deployment's pod template) carries this
+// process's owner labels, which gc reads, and removes them: the rest must
+// equal what render shows.
+func stripOwner(t *testing.T, obj runtime.Object) runtime.Object {
+	t.Helper()
+	check := func(what string, labels map[string]string) {
+		for k, v := range providers.SelfOwner().Labels() {
+			if labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q (the owner gc checks)", what, k, labels[k], v)
+			}
+			delete(labels, k)
+		}
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.GetLabels()
+	check(fmt.Sprintf("%T %s", obj, a.GetName()), l)
+	a.SetLabels(l)
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		check("pod template of "+d.Name, d.Spec.Template.Labels)
+	}
+	return obj
 }
 
 // fetch reads the stored version of obj and clears what the API server
@@ -538,5 +566,51 @@ func TestProvisionUnavailable(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "connecting to the cluster: loading the kubeconfig") {
 		t.Errorf("error does not say what and why: %v", err)
+	}
+}
+
+// TestTeardownWaitsForPodsGone: Teardown returns only once the pods are
+// gone from the API server, and with a clear error naming the pods when
+// they are still there at the bound (a kubelet that does not stop them).
+func TestTeardownWaitsForPodsGone(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stuck=%v", stuck), func(t *testing.T) {
+			var mu sync.Mutex
+			deletes := 0
+			s := newSimWith(t, podsReady, func(s *sim) {
+				s.cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					deletes++
+					// A pod is marked terminating first; the kubelet removes it
+					// after a few polls — or never.
+					if stuck || deletes < 3 {
+						return true, nil, nil
+					}
+					return false, nil, nil
+				})
+			})
+			p, _ := testProvider(t, s.cs, Config{})
+			p.podsGone = 200 * time.Millisecond
+			d, err := p.Provision(context.Background(), nginxRequest(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = d.Teardown(context.Background())
+			pods, lerr := s.cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if !stuck {
+				if err != nil || len(pods.Items) != 0 {
+					t.Fatalf("Teardown = %v with %d pods left, want nil once they are gone", err, len(pods.Items))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), `pods of "nginx" still exist`) || !strings.Contains(err.Error(), "nginx-") ||
+				!strings.Contains(err.Error(), "after they were deleted") {
+				t.Fatalf("Teardown with pods that never exit = %v, want an error naming them", err)
+			}
+		})
 	}
 }

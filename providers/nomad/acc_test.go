@@ -325,3 +325,54 @@ func TestAccRenderValidates(t *testing.T) {
 		t.Errorf("nomad job validate -json: %v\n%s", err, b)
 	}
 }
+
+// TestAccDockerTeardown: with the docker driver, no container of the job
+// runs any more when Teardown returns. It needs an image serving HTTP on
+// port 80 that the Nomad client's Docker has (BENCHFLOW_ACC_DOCKER_IMAGE,
+// e.g. benchflow/nginx:local from `make images`) and the docker CLI talking
+// to the same engine.
+func TestAccDockerTeardown(t *testing.T) {
+	accEnv(t)
+	image := os.Getenv("BENCHFLOW_ACC_DOCKER_IMAGE")
+	if image == "" {
+		t.Skip("set BENCHFLOW_ACC_DOCKER_IMAGE to an image serving HTTP on port 80 (e.g. benchflow/nginx:local)")
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker CLI")
+	}
+	p, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{Driver: "docker", Count: 2, ReadyTimeout: "2m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &providers.ProvisionRequest{RunID: accRunID(t), TrialID: "t1",
+		Service: providers.ServiceSpec{Name: "web", Image: image, Ports: []providers.Port{{Name: "http", Container: 80}},
+			Health: providers.Health{HTTPPath: "/", Interval: time.Second}}, Logf: t.Logf}
+	dep, err := p.Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs, _, err := nomadAPI(t).Jobs().Allocations(dep.Endpoint().Attrs["job"], false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nomad names a task's container <task>-<allocation id>.
+	running := func() []string {
+		var out []string
+		for _, a := range stubs {
+			b, _ := exec.Command("docker", "ps", "-q", "--filter", "name=web-"+a.ID).Output()
+			if strings.TrimSpace(string(b)) != "" {
+				out = append(out, "web-"+a.ID)
+			}
+		}
+		return out
+	}
+	if got := running(); len(got) != 2 {
+		t.Fatalf("%d containers of the job run before teardown, want 2: %v", len(got), got)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := running(); len(got) > 0 {
+		t.Errorf("containers still running after Teardown: %v", got)
+	}
+}
