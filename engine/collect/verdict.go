@@ -23,6 +23,10 @@ const (
 	// NoisyPct: processes outside the run using this much of one core
 	// during the load make it noisy.
 	NoisyPct = 20.0
+	// NoisyUnattributedPct: this much of one core unattributed (processes
+	// that lived less than a sampling interval: a build, a script) makes
+	// the load noisy too.
+	NoisyUnattributedPct = 40.0
 	// SaturatedIdlePct: the machine counts as CPU-saturated when less
 	// than this share of it was idle.
 	SaturatedIdlePct = 10.0
@@ -73,7 +77,8 @@ func (v Verdict) String() string {
 // Judge applies the verdict rules, in order (the first that holds wins):
 //
 //  1. noisy: the quiet check flagged a busy start, or processes outside
-//     the run (role other) used NoisyPct of a core or more during the load;
+//     the run (role other) used NoisyPct of a core or more during the load,
+//     or NoisyUnattributedPct of a core is unattributed;
 //  2. loader-bound: the loader used LoaderSaturatedPct of the cores it may
 //     use, or an open loop fell short of its rate while the loader used the
 //     most CPU of loader, service and infrastructure;
@@ -117,6 +122,9 @@ func Judge(e Evidence) Verdict {
 			ev += ": " + t
 		}
 		return Verdict{VerdictNoisy, ev}
+	}
+	if b.UnattributedPct >= NoisyUnattributedPct {
+		return Verdict{VerdictNoisy, fmt.Sprintf("%s of a core went to processes no sample saw (shorter than one interval: a build, a script)", fmtPct(b.UnattributedPct))}
 	}
 
 	// 2. loader-bound
