@@ -87,6 +87,10 @@ failed (with the reason) or a flag is wrong.`,
 				if opts.Duration, err = pipeline.ParseDuration(duration); err != nil {
 					return fmt.Errorf("-d/--duration: %w", err)
 				}
+				if opts.Duration <= 0 {
+					// As wrk: a load of no time is a mistake, not "forever".
+					return fmt.Errorf("-d/--duration %s: must be more than 0 (or leave -d out and bound the load with -n)", duration)
+				}
 			}
 			if opts.Timeout, err = pipeline.ParseDuration(timeout); err != nil {
 				return fmt.Errorf("--timeout: %w", err)

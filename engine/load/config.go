@@ -41,6 +41,9 @@ func FromConfig(kind string, c *pipeline.LoadConfig, fsys fs.FS) (Options, error
 	if o.Duration, err = configDuration("duration", c.Duration); err != nil {
 		return o, err
 	}
+	if c.Duration != "" && o.Duration == 0 {
+		return o, fmt.Errorf("duration = %q: must be more than 0 (leave it out for the default, or bound the step with requests)", c.Duration)
+	}
 	if o.Duration == 0 && o.Requests == 0 && kind == pipeline.KindWarm {
 		o.Duration = 5 * time.Second
 	}

@@ -59,6 +59,7 @@ type conn struct {
 
 	mu         sync.Mutex
 	active     net.Conn // the connection in use, for interruption
+	connFails  int      // connect errors in a row (backoff)
 	connect    *hdrhistogram.Histogram
 	ival       *hdrhistogram.Histogram
 	requests   int64
@@ -125,7 +126,31 @@ func (c *conn) loop(wg *sync.WaitGroup) {
 			intended = sent
 		}
 		c.record(req, o, intended, sent, done)
+		if d := c.backoff(o); d > 0 && !c.sleep(d) {
+			return
+		}
 	}
+}
+
+// Closed loop, connect errors back off: a slot whose connects keep
+// failing (the server died, or refuses) waits 1 ms after the second
+// failure in a row, doubling up to maxConnectBackoff, instead of spinning
+// on connect(2) and counting a million errors a second. The open loop
+// keeps to its schedule, which paces it already.
+const maxConnectBackoff = 100 * time.Millisecond
+
+// backoff records the outcome of an exchange and returns how long the
+// slot waits before its next one.
+func (c *conn) backoff(o outcome) time.Duration {
+	if o.err == nil || o.class != classConnect {
+		c.connFails = 0
+		return 0
+	}
+	c.connFails++
+	if c.r.openLoop || c.connFails < 2 {
+		return 0
+	}
+	return min(time.Millisecond<<min(c.connFails-2, 10), maxConnectBackoff)
 }
 
 // exchange sends one request and reads its response, dialing first when

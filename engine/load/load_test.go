@@ -128,7 +128,8 @@ func TestResponseShapes(t *testing.T) {
 		{"head", "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", "HEAD", 0, 200},
 		{"no-content", "HTTP/1.1 204 No Content\r\n\r\n", "GET", 0, 204},
 		{"continue", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 3\r\n\r\nabc", "POST", 0, 201},
-		{"lf-only", "HTTP/1.1 200 OK\nContent-Length: 2\n\r\n\r\nok", "GET", 0, 200},
+		{"lf-only", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", "GET", 0, 200},
+		{"lf-then-crlf", "HTTP/1.1 200 OK\nContent-Length: 2\n\r\nok", "GET", 0, 200},
 		{"not-found", "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", "GET", 0, 404},
 	}
 	for _, tc := range cases {

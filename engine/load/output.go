@@ -28,7 +28,13 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.Tag == "warm" {
 		kind = "warm-up"
 	}
-	fmt.Fprintf(&b, "Running %s %s @ %s\n", fmtDuration(r.Duration), kind, target)
+	if r.MaxRequests > 0 && r.TimeLimit <= 0 {
+		// Bounded by -n alone: the header says so, not a wall time that
+		// is only known afterwards (and shown on the totals line).
+		fmt.Fprintf(&b, "Running %d-request %s @ %s\n", r.MaxRequests, kind, target)
+	} else {
+		fmt.Fprintf(&b, "Running %s %s @ %s\n", fmtDuration(r.Duration), kind, target)
+	}
 	fmt.Fprintf(&b, "  %d threads and %d connections", r.Threads, r.Connections)
 	if r.Close {
 		b.WriteString(" (new connection per request)")

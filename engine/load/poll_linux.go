@@ -123,16 +123,17 @@ type pslot struct {
 	serial []int32 // per endpoint: the identity of fds[e] in epoll events
 	ep     int     // endpoint of the current exchange, -1 before the first
 
-	state    int
-	req      *request
-	wrote    int
-	intended time.Duration
-	sent     time.Duration
-	dialAt   time.Duration
-	deadline time.Duration
-	connect  time.Duration // > 0 when this exchange connected
-	reconn   bool          // this exchange replaced an earlier connection
-	p        parser
+	state      int
+	backingOff bool // in sched for a connect back-off, not a scheduled send
+	req        *request
+	wrote      int
+	intended   time.Duration
+	sent       time.Duration
+	dialAt     time.Duration
+	deadline   time.Duration
+	connect    time.Duration // > 0 when this exchange connected
+	reconn     bool          // this exchange replaced an earlier connection
+	p          parser
 	// readable is false only when the socket is known drained (a short
 	// read or EAGAIN); edge-triggered epoll sets it again on new data.
 	readable bool
@@ -313,6 +314,11 @@ func (l *ploop) run(wg *sync.WaitGroup) {
 		}
 		for len(l.sched) > 0 && l.sched[0].due <= now+schedSlack {
 			s := l.sched.pop()
+			if s.backingOff {
+				s.backingOff = false
+				l.queue(s) // back-off over: next() claims and starts it
+				continue
+			}
 			l.start(s, s.due, l.now())
 		}
 	}
@@ -622,6 +628,7 @@ func (l *ploop) complete(s *pslot) {
 		return
 	}
 	s.record(s.req, outcome{status: s.p.resp.status, connect: s.connect, reconnect: s.reconn}, l.intended(s), s.sent, done)
+	s.connFails = 0
 	l.queue(s)
 }
 
@@ -651,7 +658,16 @@ func (l *ploop) fail(s *pslot, class int, err error) {
 		s.state = psIdle
 		return
 	}
-	s.record(s.req, outcome{class: class, err: err, connect: s.connect, reconnect: s.reconn}, l.intended(s), s.sent, done)
+	o := outcome{class: class, err: err, connect: s.connect, reconnect: s.reconn}
+	s.record(s.req, o, l.intended(s), s.sent, done)
+	if d := s.conn.backoff(o); d > 0 {
+		// Its next exchange waits (see conn.backoff).
+		s.state = psIdle
+		s.backingOff = true
+		s.due = done + d
+		l.sched.push(s)
+		return
+	}
 	l.queue(s)
 }
 

@@ -155,7 +155,7 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 		switch p.st {
 		case stHeader:
 			from := max(p.scanned-3, 0)
-			i := bytes.Index(rest[from:], crlfcrlf)
+			i := headerEnd(rest[from:])
 			if i < 0 {
 				if len(rest) >= readBufferSize {
 					return used, false, errHeaderTooLarge
@@ -163,7 +163,7 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 				p.scanned = len(rest)
 				return used, false, nil
 			}
-			end := from + i + 4
+			end := from + i
 			used += end
 			p.scanned = 0
 			if err := p.header(rest[:end]); err != nil {
@@ -278,7 +278,25 @@ const (
 	bodyChunked
 )
 
-var crlfcrlf = []byte("\r\n\r\n")
+// headerEnd returns the length of the header block at the start of b (up
+// to and including the empty line), or -1 while it is incomplete. Lines
+// may end in CRLF or, leniently (RFC 9112 §2.2), in a bare LF.
+func headerEnd(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		k := i + j + 1
+		if k < len(b) && b[k] == '\n' {
+			return k + 1
+		}
+		if k+1 < len(b) && b[k] == '\r' && b[k+1] == '\n' {
+			return k + 2
+		}
+		i = k
+	}
+}
 
 // parseHeader parses a complete header block (status line to the empty
 // line, inclusive).

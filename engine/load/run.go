@@ -115,6 +115,9 @@ func newRunner(opts Options) (*runner, error) {
 		r.cum = append(r.cum, r.totalWeight)
 		r.reqs = append(r.reqs, request{raw: raw, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
 	}
+	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
+		return nil, err
+	}
 	if opts.Requests > 0 {
 		r.bounded = true
 		r.remaining.Store(opts.Requests)
@@ -239,18 +242,29 @@ wait:
 		case <-ticker.C:
 			col.tick(time.Since(r.start), true)
 		case <-allDone:
+			if r.openLoop && r.hasEnd && opts.Requests == 0 {
+				// Every slot's next send falls after the end (a low
+				// rate): the load still lasts its duration, so the rate
+				// is measured over the time it was offered.
+				allDone = nil
+				continue
+			}
 			measured = time.Since(r.start)
 			break wait
 		case <-endC:
 			measured = opts.Duration
 			r.halt()
-			<-allDone
+			if allDone != nil {
+				<-allDone
+			}
 			break wait
 		case <-ctx.Done():
 			measured = time.Since(r.start)
 			cancelled = true
 			r.halt()
-			<-allDone
+			if allDone != nil {
+				<-allDone
+			}
 			break wait
 		}
 	}
@@ -356,6 +370,8 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		ErrorSample: map[string]string{},
 		Intervals:   col.intervals,
 		TargetRate:  opts.Rate,
+		MaxRequests: opts.Requests,
+		TimeLimit:   opts.Duration,
 		Connections: opts.Connections,
 		Threads:     opts.Threads,
 		Close:       opts.Close,

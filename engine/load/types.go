@@ -81,10 +81,14 @@ type Result struct {
 	// digits).
 	Connect *hdrhistogram.Histogram
 
-	Status      map[int]int64    // responses by status code
-	ErrorsBy    map[string]int64 // "connect", "timeout", "read", "write", "parse", "http"
-	Intervals   []Interval
-	TargetRate  float64       // Options.Rate
+	Status     map[int]int64    // responses by status code
+	ErrorsBy   map[string]int64 // "connect", "timeout", "read", "write", "parse", "http"
+	Intervals  []Interval
+	TargetRate float64 // Options.Rate
+	// MaxRequests is Options.Requests and TimeLimit Options.Duration: what
+	// bounded the load (the summary's header names them).
+	MaxRequests int64
+	TimeLimit   time.Duration
 	MaxBehind   time.Duration // how far behind schedule the latest send was
 	Warning     string        // e.g. "achieved 812 req/s, below 95% of -R 1000"
 	Connections int

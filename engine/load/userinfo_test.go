@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A target URL's user-info is sent as "Authorization: Basic …" and never
@@ -45,5 +46,16 @@ func TestUserinfoIsSentAsBasicAuthAndRedacted(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "http://(sensitive)@") {
 		t.Errorf("summary does not show the redacted URL:\n%s", b.String())
+	}
+}
+
+// A server ending its header lines with a bare LF is read leniently (RFC
+// 9112 §2.2), on both engines: its responses count, none times out.
+func TestBareLFResponses(t *testing.T) {
+	s := fixedResponse(t, "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", false)
+	defer s.Close()
+	res := run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 2, Threads: 1, Requests: 50, Timeout: 2 * time.Second})
+	if res.Requests < 50 || res.Errors != 0 || res.Status[200] < 50 {
+		t.Fatalf("requests %d, errors %d (%v), status %v; want 50 ok", res.Requests, res.Errors, res.ErrorsBy, res.Status)
 	}
 }

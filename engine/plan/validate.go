@@ -175,6 +175,9 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	switch c := cfg.(type) {
 	case *pipeline.LoadConfig:
 		add(checkDuration(body, "duration", c.Duration))
+		if d, err := pipeline.ParseDuration(c.Duration); c.Duration != "" && err == nil && d == 0 {
+			add(attrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests."))
+		}
 		add(checkDuration(body, "timeout", c.Timeout))
 		add(checkDuration(body, "interval", c.Interval))
 		add(checkDuration(body, "busy_poll", c.BusyPoll))

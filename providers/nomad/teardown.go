@@ -102,10 +102,9 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("tearing down nomad job %q: %w", d.jobID, err)
-	}
-	return nil
+	// Each error names its object (job, route, upstream); the engine adds
+	// "tearing down service <name>".
+	return errors.Join(errs...)
 }
 
 // deleteUpstream deletes the upstream. APISIX checks "is a route still
