@@ -327,8 +327,8 @@ func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
 		}}
 }
 
-// Column lists. Required contract columns come first, in the order of
-// ../shared/design.md; TrialRow.Params is inserted after "step_kind".
+// Column lists. Required contract columns come first, in the order
+// docs/results.md lists them; TrialRow.Params is inserted after "step_kind".
 
 var trialColumnsHead = []column[TrialRow]{
 	str("run_id", func(r *TrialRow) *string { return &r.RunID }),

@@ -31,7 +31,8 @@ import (
 var errSkipped = errors.New("skipped: a step it waits for failed")
 
 // RequesterFactory builds a request-script requester for load steps with
-// script = "…" (set by the Starlark front end's package at init).
+// script = "…". The command wires engine/starconf/script.NewRequester in
+// (cmd/benchflow/wiring.go), so engine/run does not import Starlark.
 var RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
 
 // watchServices cancels the trial when a provisioned service dies while
