@@ -142,7 +142,7 @@ func (bg *budget) builtins() starlark.StringDict {
 				return nil, err
 			}
 			if s, ok := v.(starlark.Sequence); ok && s.Len() > maxRange {
-				return nil, fmt.Errorf("range of %d elements: at most %d (more could not be iterated within the step limit)", s.Len(), maxRange)
+				return nil, fmt.Errorf("range of %d elements: at most %d (more could not be iterated within the step limit of %d steps)", s.Len(), maxRange, DefaultMaxSteps)
 			}
 			return v, nil
 		}),

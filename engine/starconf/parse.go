@@ -325,7 +325,7 @@ func (b *builder) errDiags(err error, start *hcl.Range) hcl.Diagnostics {
 	switch {
 	case errors.As(err, &lerr):
 		summary = "Forbidden load() path"
-	case strings.Contains(ee.Msg, "too many steps"):
+	case strings.Contains(ee.Msg, "too many steps"), strings.Contains(ee.Msg, "within the step limit"):
 		summary = "Execution step limit exceeded"
 	case strings.Contains(ee.Msg, "memory budget exceeded"):
 		summary = "Memory budget exceeded"
