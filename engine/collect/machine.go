@@ -29,6 +29,7 @@ type machine struct {
 	procs     map[int]*machProc
 	gone      []*machProc // exited processes that used CPU
 	roleTicks map[string]uint64
+	reaped    map[int]uint64 // scratch: counted ticks of children gone this pass, by parent
 	cpuFirst  cpuTimes
 	cpuLast   cpuTimes
 	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
@@ -48,6 +49,9 @@ type machProc struct {
 	kthread   bool
 	utime     uint64
 	stime     uint64
+	ctime     uint64 // cutime+cstime at the last pass
+	debt      uint64 // reaped ticks already counted, not yet in ctime
+	reaped    uint64 // ticks of children it reaped that no pass counted
 	rss       int64
 	threads   int64
 	born      int    // first pass with a delta (the sighting pass when born after the previous one)
@@ -99,7 +103,7 @@ func newMachine(cfg Config) (*machine, error) {
 	}
 	return &machine{
 		threshold: th, infra: newInfraMatcher(cfg.InfraNames), ncpu: n,
-		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{},
+		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{},
 	}, nil
 }
 
@@ -150,14 +154,9 @@ func (s *Sampler) budgetRole(pid int, tg target, targeted, kthread bool, comm st
 	return RoleService
 }
 
-// sampleMachine reads every process of s.ents.
-func (s *Sampler) sampleMachine(tsec float64, first bool) {
-	m := s.m
-	pass := len(m.passT)
-	m.passT = append(m.passT, tsec)
-	up := s.uptimeTicks()
-	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
-	m.upTicks = up
+// eachStat calls fn with the parsed /proc/PID/stat of every process of
+// s.ents that can still be read.
+func (s *Sampler) eachStat(fn func(ent string, pid int, st procStat)) {
 	for _, ent := range s.ents {
 		if ent == "" || ent[0] < '0' || ent[0] > '9' {
 			continue
@@ -174,30 +173,48 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		if err != nil {
 			continue
 		}
+		fn(ent, pid, st)
+	}
+}
+
+// sampleMachine reads every process of s.ents.
+func (s *Sampler) sampleMachine(tsec float64, first bool) {
+	m := s.m
+	pass := len(m.passT)
+	m.passT = append(m.passT, tsec)
+	up := s.uptimeTicks()
+	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
+	m.upTicks = up
+	var waits []waited
+	s.eachStat(func(ent string, pid int, st procStat) {
 		mp := m.procs[pid]
 		if mp != nil && mp.starttime != st.starttime {
-			m.retire(mp)
+			m.vanished(mp)
 			mp = nil
 		}
-		var du, ds uint64
+		var du, ds, dc uint64
 		if mp == nil {
-			mp = &machProc{pid: pid, starttime: st.starttime, comm: st.comm, ppid: st.ppid,
+			mp = &machProc{pid: pid, starttime: st.starttime, comm: st.comm,
 				kthread: isKernelThread(pid, st), born: pass + 1}
 			m.procs[pid] = mp
 			if !first && bornAfter > 0 && st.starttime >= bornAfter {
-				du, ds = st.utime, st.stime
+				du, ds, dc = st.utime, st.stime, st.ctime
 				mp.born = pass
 			}
 		} else {
-			du, ds = delta(st.utime, mp.utime), delta(st.stime, mp.stime)
+			du, ds, dc = delta(st.utime, mp.utime), delta(st.stime, mp.stime), delta(st.ctime, mp.ctime)
 		}
-		mp.utime, mp.stime, mp.last = st.utime, st.stime, pass
+		mp.utime, mp.stime, mp.ctime, mp.ppid, mp.last = st.utime, st.stime, st.ctime, st.ppid, pass
 		if first {
 			mp.rss, mp.threads = st.rssPages*pageSize, st.threads
-			continue
+			return
 		}
 		tg, targeted := s.tgt[pid]
-		m.roleTicks[s.budgetRole(pid, tg, targeted, mp.kthread, st.comm)] += du + ds
+		role := s.budgetRole(pid, tg, targeted, mp.kthread, st.comm)
+		m.roleTicks[role] += du + ds
+		if dc > 0 {
+			waits = append(waits, waited{mp, role, dc})
+		}
 		rss := st.rssPages * pageSize
 		prevTargeted := len(mp.samples) > 0 && mp.samples[len(mp.samples)-1].targeted
 		if du+ds > 0 || rss != mp.rss || st.threads != mp.threads || len(mp.samples) == 0 || targeted != prevTargeted {
@@ -214,20 +231,58 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 				}
 			}
 		}
-	}
+	})
 	for pid, mp := range m.procs {
 		if mp.last != pass {
 			delete(m.procs, pid)
-			m.retire(mp)
+			m.vanished(mp)
 		}
 	}
+	m.countReaped(waits)
 }
 
-// retire keeps an exited process if it used CPU while untargeted.
-func (m *machine) retire(mp *machProc) {
+// waited is a process whose children's CPU (cutime+cstime) grew by dc
+// ticks in a pass, and the budget role it counts in.
+type waited struct {
+	mp   *machProc
+	role string
+	dc   uint64
+}
+
+// vanished notes an exited process: kept if it used CPU while
+// untargeted, and its lifetime CPU (its own and its children's, as last
+// read) is what its parent's cutime will grow by for the part already
+// counted.
+func (m *machine) vanished(mp *machProc) {
 	if mp.total > 0 {
 		m.gone = append(m.gone, mp)
 	}
+	m.reaped[mp.ppid] += mp.utime + mp.stime + mp.ctime
+}
+
+// countReaped adds to the budget the CPU of children that no pass saw
+// (or saw only part of): a parent's cutime+cstime growth minus what its
+// children that vanished had when last read. A growth smaller than that
+// (the parent's stat was read before it reaped them) becomes a debt paid
+// from its next growth, so nothing is counted twice.
+func (m *machine) countReaped(waits []waited) {
+	for _, w := range waits {
+		owed := m.reaped[w.mp.pid] + w.mp.debt
+		delete(m.reaped, w.mp.pid)
+		if w.dc >= owed {
+			m.roleTicks[w.role] += w.dc - owed
+			w.mp.reaped += w.dc - owed
+			w.mp.debt = 0
+		} else {
+			w.mp.debt = owed - w.dc
+		}
+	}
+	for ppid, t := range m.reaped {
+		if mp := m.procs[ppid]; mp != nil {
+			mp.debt += t
+		}
+	}
+	clear(m.reaped)
 }
 
 // cpuAt records /proc/stat at a pass.
@@ -471,24 +526,9 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 			return nil, errors.New("reading /proc: no entries")
 		}
 		out := make(map[int]snap, len(s.ents))
-		for _, ent := range s.ents {
-			if ent == "" || ent[0] < '0' || ent[0] > '9' {
-				continue
-			}
-			pid, err := strconv.Atoi(ent)
-			if err != nil {
-				continue
-			}
-			b, err := s.rd.read(filepath.Join(procRoot, ent, "stat"))
-			if err != nil {
-				continue
-			}
-			st, err := parseStat(b)
-			if err != nil {
-				continue
-			}
+		s.eachStat(func(_ string, pid int, st procStat) {
 			out[pid] = snap{st.starttime, st.utime + st.stime, st.comm, st.ppid, isKernelThread(pid, st)}
-		}
+		})
 		return out, nil
 	}
 	t0 := time.Now()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,4 +154,64 @@ func countCPUsOnline(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return countCPUs(b)
+}
+
+// TestReapedChildren: a shell that runs short-lived CPU-bound children
+// (each lives a fraction of an interval, so most are never sampled): the
+// CPU its children used reaches the budget through the shell's
+// cutime+cstime, without counting the children that were sampled twice.
+func TestReapedChildren(t *testing.T) {
+	gen := startSleep(t, "sh", "-c", `while :; do sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done'; done`)
+	pid := gen.Process.Pid
+	lifetime := func() uint64 { // the shell's own CPU and its waited-for children's
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := parseStat(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.utime + st.stime + st.ctime
+	}
+	before := lifetime()
+	s, err := Start(context.Background(), Config{Step: "c", Interval: 250 * time.Millisecond, Machine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	s.Stop()
+	used := lifetime() - before
+	s.mu.Lock()
+	mp := s.m.procs[pid]
+	s.mu.Unlock()
+	if mp == nil {
+		t.Fatal("the generator shell is not in the machine accounting")
+	}
+	// Ticks the accounting gave the shell: its own, plus its children's
+	// (sampled alive or reaped unseen).
+	var children uint64
+	for _, g := range append(append([]*machProc(nil), s.m.gone...), mapValues(s.m.procs)...) {
+		if g.ppid == pid {
+			children += g.total
+		}
+	}
+	got := mp.total + mp.reaped + children
+	t.Logf("shell and children used %d ticks; accounted %d (own %d, reaped %d, sampled children %d)", used, got, mp.total, mp.reaped, children)
+	if used < 20 {
+		t.Skipf("the generator got only %d ticks of CPU: too little to compare", used)
+	}
+	// Children alive at either end make the two differ by at most a few
+	// children's lives; without the reaped children it would be far less.
+	if float64(got) < 0.7*float64(used) || float64(got) > 1.3*float64(used)+10 {
+		t.Errorf("accounted %d ticks for %d used", got, used)
+	}
+}
+
+func mapValues(m map[int]*machProc) []*machProc {
+	out := make([]*machProc, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }

@@ -21,9 +21,12 @@ var procRoot = "/proc"
 
 // procStat is the part of /proc/PID/stat the sampler uses.
 type procStat struct {
-	comm      string
-	utime     uint64 // clock ticks, all threads
-	stime     uint64
+	comm  string
+	utime uint64 // clock ticks, all threads
+	stime uint64
+	// cutime+cstime: CPU of the children this process waited for (their
+	// whole lives), clock ticks.
+	ctime     uint64
 	threads   int64
 	starttime uint64 // clock ticks after boot; with the pid, identifies a process
 	ppid      int
@@ -73,6 +76,9 @@ func parseStat(b []byte) (procStat, error) {
 	if s.stime, err = atou(f[12]); err != nil {
 		return s, err
 	}
+	cu, _ := atou(f[13]) // signed in the kernel's format; 0 if ever negative
+	cs, _ := atou(f[14])
+	s.ctime = cu + cs
 	th, err := atou(f[17])
 	if err != nil {
 		return s, err

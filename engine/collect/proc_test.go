@@ -9,12 +9,12 @@ import (
 
 func TestParseStat(t *testing.T) {
 	// A comm with spaces and parentheses, as a process may name itself.
-	line := "4242 (we(ird) na)me) S 1 4242 4242 0 -1 4194560 1234 0 0 0 350 120 0 0 20 0 7 0 98765 123456789 2000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	line := "4242 (we(ird) na)me) S 1 4242 4242 0 -1 4194560 1234 0 0 0 350 120 30 5 20 0 7 0 98765 123456789 2000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
 	got, err := parseStat([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{comm: "we(ird) na)me", utime: 350, stime: 120, threads: 7, starttime: 98765, ppid: 1, flags: 4194560, rssPages: 2000}
+	want := procStat{comm: "we(ird) na)me", utime: 350, stime: 120, threads: 7, starttime: 98765, ppid: 1, ctime: 35, flags: 4194560, rssPages: 2000}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}

@@ -61,6 +61,12 @@ variable "ingress_address" {
   description = "Where the cluster's ingress controller answers (k8s-ingress variant)."
 }
 
+variable "kubeconfig" {
+  type        = string
+  default     = ""
+  description = "kubeconfig of the cluster (k8s-ingress variant); empty means $KUBECONFIG or ~/.kube/config."
+}
+
 matrix {
   deploy     = var.deploys
   access_log = ["on", "off"]
@@ -85,6 +91,7 @@ provider "docker" "docker-host" {
 # (single-node) cluster, loaded through the ingress controller. Used only
 # when --var 'deploys=["host","docker-nat","docker-host","k8s-ingress"]'.
 provider "k8s" "k8s-ingress" {
+  kubeconfig      = var.kubeconfig
   expose          = "ingress"
   ingress_class   = "nginx"
   ingress_address = var.ingress_address

@@ -107,7 +107,7 @@ kind: Config
 clusters:
 - name: benchflow-local
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$NODE_IP:$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 "$P/ca.crt")
 users:
 - name: $2
@@ -261,7 +261,7 @@ $CTR images tag --force "docker.io/$NGINX_IMAGE_LOCAL" "$NGINX_IMAGE_ALIAS" >/de
 log "images imported: $PAUSE_IMAGE, $NGINX_IMAGE_LOCAL (also as $NGINX_IMAGE_ALIAS)"
 start kube-apiserver "$KBIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
-  --bind-address=0.0.0.0 --secure-port="$APISERVER_PORT" --advertise-address="$NODE_IP" \
+  --bind-address="$NODE_IP" --secure-port="$APISERVER_PORT" --advertise-address="$NODE_IP" \
   --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
   --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP \
@@ -294,7 +294,7 @@ metadata: {name: nginx}
 spec: {controller: traefik.io/ingress-controller}
 X
 start traefik "$TBIN/traefik" --entryPoints.web.address="$INGRESS_ADDRESS" \
-  --providers.kubernetesingress=true --providers.kubernetesingress.endpoint="https://127.0.0.1:$APISERVER_PORT" \
+  --providers.kubernetesingress=true --providers.kubernetesingress.endpoint="https://$NODE_IP:$APISERVER_PORT" \
   --providers.kubernetesingress.token="$(cut -d, -f1 "$P/tokens.csv")" \
   --providers.kubernetesingress.certauthfilepath="$P/ca.crt" \
   --providers.kubernetesingress.ingressclass=nginx --providers.kubernetesingress.ingressendpoint.ip=127.0.0.1 \
