@@ -35,7 +35,7 @@ func TestFindMaxBadFlags(t *testing.T) {
 // every probe with its measurements and a verdict consistent with them.
 func TestFindMaxJSON(t *testing.T) {
 	srv, hits := helloServer(t)
-	out, errOut, code := runLoad(t, "--find-max", "--json", "--slo", "p99<1s,errors<1%", "--start-rate", "50",
+	out, errOut, code := runLoad(t, "--find-max", "--json", "--slo", "p99<5s,errors<1%", "--start-rate", "50",
 		"--probe", "2s", "--max-probes", "2", "-c", "4", "-t", "1", srv.URL+"/")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -56,7 +56,7 @@ func TestFindMaxJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if got.SLO != "p99<1s,errors<1%" || len(got.Probes) != 2 || got.Verdict == "" {
+	if got.SLO != "p99<5s,errors<1%" || len(got.Probes) != 2 || got.Verdict == "" {
 		t.Fatalf("got %+v", got)
 	}
 	if got.Probes[0].Rate != 50 || got.Probes[1].Rate != 100 {

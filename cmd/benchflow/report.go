@@ -32,6 +32,13 @@ flags (MAD rule; flagged repetitions are kept), and the CPU% of the top
 processes when collected. --baseline ratios pair the repetitions by round.
 docs/statistics.md explains every number.
 
+When collect steps accounted for the whole machine, each cell also gets a
+verdict (server-bound, infrastructure-bound, loader-bound, not CPU-bound,
+noisy, undetermined) with its evidence, warnings above the table name what
+distorts the comparison (a busy machine, fuse-overlayfs, docker-proxy, a gap
+the accounting does not explain), and --html/--png add a "where the CPU
+went" chart (cpu.png). docs/collect.md gives the rules.
+
 DIR is a run directory (results/<run-id>) or a results folder, whose
 "latest" run is used.`,
 		Example: `  benchflow report results/latest

@@ -154,15 +154,9 @@ func (s *Sampler) budgetRole(pid int, tg target, targeted, kthread bool, comm st
 	return RoleService
 }
 
-// sampleMachine reads every process of s.ents.
-func (s *Sampler) sampleMachine(tsec float64, first bool) {
-	m := s.m
-	pass := len(m.passT)
-	m.passT = append(m.passT, tsec)
-	up := s.uptimeTicks()
-	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
-	m.upTicks = up
-	var waits []waited
+// eachStat calls fn with the parsed /proc/PID/stat of every process of
+// s.ents that can still be read.
+func (s *Sampler) eachStat(fn func(ent string, pid int, st procStat)) {
 	for _, ent := range s.ents {
 		if ent == "" || ent[0] < '0' || ent[0] > '9' {
 			continue
@@ -179,6 +173,20 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		if err != nil {
 			continue
 		}
+		fn(ent, pid, st)
+	}
+}
+
+// sampleMachine reads every process of s.ents.
+func (s *Sampler) sampleMachine(tsec float64, first bool) {
+	m := s.m
+	pass := len(m.passT)
+	m.passT = append(m.passT, tsec)
+	up := s.uptimeTicks()
+	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
+	m.upTicks = up
+	var waits []waited
+	s.eachStat(func(ent string, pid int, st procStat) {
 		mp := m.procs[pid]
 		if mp != nil && mp.starttime != st.starttime {
 			m.vanished(mp)
@@ -199,7 +207,7 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		mp.utime, mp.stime, mp.ctime, mp.ppid, mp.last = st.utime, st.stime, st.ctime, st.ppid, pass
 		if first {
 			mp.rss, mp.threads = st.rssPages*pageSize, st.threads
-			continue
+			return
 		}
 		tg, targeted := s.tgt[pid]
 		role := s.budgetRole(pid, tg, targeted, mp.kthread, st.comm)
@@ -223,7 +231,7 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 				}
 			}
 		}
-	}
+	})
 	for pid, mp := range m.procs {
 		if mp.last != pass {
 			delete(m.procs, pid)
@@ -518,24 +526,9 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 			return nil, errors.New("reading /proc: no entries")
 		}
 		out := make(map[int]snap, len(s.ents))
-		for _, ent := range s.ents {
-			if ent == "" || ent[0] < '0' || ent[0] > '9' {
-				continue
-			}
-			pid, err := strconv.Atoi(ent)
-			if err != nil {
-				continue
-			}
-			b, err := s.rd.read(filepath.Join(procRoot, ent, "stat"))
-			if err != nil {
-				continue
-			}
-			st, err := parseStat(b)
-			if err != nil {
-				continue
-			}
+		s.eachStat(func(_ string, pid int, st procStat) {
 			out[pid] = snap{st.starttime, st.utime + st.stime, st.comm, st.ppid, isKernelThread(pid, st)}
-		}
+		})
 		return out, nil
 	}
 	t0 := time.Now()

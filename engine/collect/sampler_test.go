@@ -516,20 +516,7 @@ func BenchmarkSampleTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Stop()
-	var ru0, ru1 unix.Rusage
-	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		s.sample(context.Background(), time.Now())
-		s.ps, s.ss, s.ns = s.ps[:0], s.ss[:0], s.ns[:0]
-	}
-	b.StopTimer()
-	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
-	cpuNs := float64((ru1.Utime.Nano() + ru1.Stime.Nano()) - (ru0.Utime.Nano() + ru0.Stime.Nano()))
-	perTick := cpuNs / float64(b.N)
-	b.ReportMetric(perTick, "cpu-ns/tick")
-	b.ReportMetric(perTick/1e9*100, "%core@1s")
+	benchTicks(b, s)
 }
 
 // BenchmarkMachineTick measures one pass of the whole-machine accounting
@@ -557,6 +544,14 @@ func BenchmarkMachineTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Stop()
+	benchTicks(b, s)
+	b.ReportMetric(float64(len(s.m.procs)), "procs")
+}
+
+// benchTicks drives the sampler's passes and reports the CPU of one pass
+// ("cpu-ns/tick") and, at a 1 s interval, the sampler's share of a core
+// ("%core@1s").
+func benchTicks(b *testing.B, s *Sampler) {
 	var ru0, ru1 unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	b.ReportAllocs()
@@ -571,5 +566,4 @@ func BenchmarkMachineTick(b *testing.B) {
 	perTick := cpuNs / float64(b.N)
 	b.ReportMetric(perTick, "cpu-ns/tick")
 	b.ReportMetric(perTick/1e9*100, "%core@1s")
-	b.ReportMetric(float64(len(s.m.procs)), "procs")
 }

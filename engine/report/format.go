@@ -171,7 +171,8 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	header = append(header, "step", "n", "failed", "rps_mean", "rps_ci_low", "rps_ci_high",
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
-		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady")
+		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady",
+		"latency_p99_us_rep_geomean", "latency_p99_us_rep_ci_low", "latency_p99_us_rep_ci_high")
 	verdicts := s.hasVerdicts()
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
@@ -211,7 +212,8 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		} else {
 			row = append(row, "")
 		}
-		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList())
+		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList(),
+			num(c.P99Reps.Value), num(c.P99Reps.Low), num(c.P99Reps.High))
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
 		}
@@ -278,8 +280,9 @@ func (c *Cell) MarshalJSON() ([]byte, error) {
 		Params   map[string]any `json:"params"`
 		RPS      jsonInterval   `json:"rps"`
 		Baseline *jsonInterval  `json:"baseline_ratio,omitempty"`
+		P99Reps  jsonInterval   `json:"latency_p99_us_repetitions"`
 		*plain
-	}{params, toJSONInterval(c.RPS), base, (*plain)(c)})
+	}{params, toJSONInterval(c.RPS), base, toJSONInterval(c.P99Reps), (*plain)(c)})
 }
 
 func (s *Summary) writeJSON(w io.Writer) error {

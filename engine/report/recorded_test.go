@@ -74,6 +74,9 @@ func TestRecordedIntervals(t *testing.T) {
 		if !(got.Low > 0) {
 			t.Errorf("%s: interval below zero: %+v", c.Label(), got)
 		}
+		if p := c.P99Reps; p.Method != MethodLogT || p.N != 5 || !(p.Low > 0 && p.Low < p.Value && p.Value < p.High) {
+			t.Errorf("%s: p99 over repetitions %+v, want a positive log-t interval over 5", c.Label(), p)
+		}
 	}
 	// The 4 KiB cell against the 6 B one, round by round.
 	var lr []float64

@@ -61,6 +61,10 @@ type Cell struct {
 	P99US  float64 `json:"latency_p99_us"`
 	P999US float64 `json:"latency_p999_us"`
 	MaxUS  float64 `json:"latency_max_us"`
+	// P99Reps is the geometric mean of the repetitions' own p99 with its
+	// 95% log-t interval: how much the p99 varies between repetitions
+	// (P99US, from the merged histogram, has no interval).
+	P99Reps Interval `json:"-"`
 
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
@@ -233,6 +237,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = positiveCI(c.usedRPS())
+		c.P99Reps = positiveCI(c.usedP99())
 		c.finishCapacity()
 		c.Histogram = results.MergeHistograms(hists[c]...)
 		c.P50US = c.Histogram.Percentile(50)

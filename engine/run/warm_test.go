@@ -30,12 +30,16 @@ func TestSteadyAcross(t *testing.T) {
 // stops the warm-up early; a server that slows down with every request
 // never settles and the warm-up runs to its maximum.
 func TestWarmUntilSteady(t *testing.T) {
-	var n atomic.Int64
+	var first atomic.Int64
 	slowing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The delay doubles every 300 requests (from 100 µs): req/s
-		// keeps falling, by about a quarter per 600 ms after 1.5 s.
-		k := min(n.Add(1)/300, 10)
-		time.Sleep(100 * time.Microsecond << k)
+		// The delay doubles every 400 ms of wall time (from 1 ms): any
+		// three 200 ms windows span a halving of req/s however fast the
+		// machine is (counting requests instead would let a busy
+		// machine's slow start look steady).
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		k := min((now-first.Load())/int64(400*time.Millisecond), 6)
+		time.Sleep(time.Millisecond << k)
 		w.Write([]byte("ok"))
 	}))
 	defer slowing.Close()

@@ -78,7 +78,7 @@ func TestErrorFiles(t *testing.T) {
 			want := expectedErrors(t, name, src)
 			sort.Strings(want)
 			var printed bytes.Buffer
-			p, diags := starconf.ParseContext(context.Background(), fsys, name, name, starconf.Options{MaxSteps: 100_000, Print: &printed})
+			p, diags := starconf.ParseContext(context.Background(), fsys, name, name, starconf.Options{MaxSteps: 100_000, MaxAlloc: 32 << 20, Print: &printed})
 			if !diags.HasErrors() {
 				if p == nil {
 					t.Fatal("no pipeline and no errors")
@@ -267,5 +267,19 @@ func TestLoadFollowsLinksInside(t *testing.T) {
 	_, diags := starconf.Parse(loop, "main.star", "main.star")
 	if len(diags) != 1 || diags[0].Summary != "Forbidden load() path" {
 		t.Fatalf("a loop of links: %v", diags)
+	}
+}
+
+// With the default budget, one operation asking for gigabytes fails at
+// once, located, before anything is allocated; ordinary uses of * and +
+// are untouched.
+func TestDefaultAllocationBudget(t *testing.T) {
+	fsys := fstest.MapFS{"main.star": {Data: []byte("pipeline(\"p\")\nok = [1, 2] * 3 + [4]\ns = \"ab\" * 2 + \"c\"\nx = [0] * 1000000000\n")}}
+	_, diags := starconf.Parse(fsys, "main.star", "main.star")
+	if len(diags) != 1 || diags[0].Summary != "Memory budget exceeded" || diags[0].Subject.Start.Line != 4 {
+		t.Fatalf("want one Memory budget exceeded at line 4, got %v", diags)
+	}
+	if !strings.Contains(diags[0].Detail, "512 MiB") {
+		t.Errorf("detail does not name the budget: %s", diags[0].Detail)
 	}
 }

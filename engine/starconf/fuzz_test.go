@@ -38,7 +38,7 @@ func FuzzParseStar(f *testing.F) {
 			"link.star":                 {Data: []byte("/etc/passwd"), Mode: os.ModeSymlink},
 		}
 		p, diags := starconf.ParseContext(context.Background(), fsys, "main.star", "main.star",
-			starconf.Options{MaxSteps: 50_000, Print: io.Discard})
+			starconf.Options{MaxSteps: 50_000, MaxAlloc: 32 << 20, Print: io.Discard})
 		checkLocated(t, diags)
 		if diags.HasErrors() || p == nil {
 			return

@@ -41,6 +41,8 @@ var FileOptions = syntax.FileOptions{
 type Options struct {
 	// MaxSteps bounds execution (DefaultMaxSteps when zero).
 	MaxSteps uint64
+	// MaxAlloc is the allocation budget in bytes (MaxAlloc when zero).
+	MaxAlloc int64
 	// Print receives the output of print() (os.Stderr when nil).
 	Print io.Writer
 }
@@ -116,6 +118,13 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 		out = os.Stderr
 	}
 	predeclared := b.predeclared()
+	bg := &budget{max: opts.MaxAlloc}
+	if bg.max <= 0 {
+		bg.max = MaxAlloc
+	}
+	for k, v := range bg.builtins() {
+		predeclared[k] = v
+	}
 	modules := map[string]*module{}
 	displayDir := path.Dir(filepath.ToSlash(display))
 
@@ -141,6 +150,7 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 			return nil, err
 		}
 		b.sources[shown] = newSource(shown, src, f)
+		rewriteAlloc(f)
 		prog, err := starlark.FileProgram(f, predeclared.Has)
 		if err != nil {
 			return nil, err
@@ -315,8 +325,10 @@ func (b *builder) errDiags(err error, start *hcl.Range) hcl.Diagnostics {
 	switch {
 	case errors.As(err, &lerr):
 		summary = "Forbidden load() path"
-	case strings.Contains(ee.Msg, "too many steps"):
+	case strings.Contains(ee.Msg, "too many steps"), strings.Contains(ee.Msg, "within the step limit"):
 		summary = "Execution step limit exceeded"
+	case strings.Contains(ee.Msg, "memory budget exceeded"):
+		summary = "Memory budget exceeded"
 	case strings.Contains(ee.Msg, "Starlark computation cancelled"):
 		summary = "Pipeline evaluation cancelled"
 	}

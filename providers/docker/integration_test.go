@@ -498,8 +498,12 @@ func TestCancelledProvisionLeavesNothing(t *testing.T) {
 func TestGCRemovesCrashedRunLeftovers(t *testing.T) {
 	h := newHarness(t, "nginx")
 	ctx := context.Background()
+	// What a crashed run leaves: a running container and its network. They
+	// name this test process as their owner, so that the gc other tests
+	// (and runs) start meanwhile keeps them: only the explicit run id
+	// below removes them.
 	labels := map[string]string{providers.LabelManaged: "true", providers.LabelRun: h.runID}
-	// What a crashed run leaves: a running container and its network.
+	providers.AddOwnerLabels(labels)
 	nw, err := h.cli.NetworkCreate(ctx, "bf-test-gc-"+h.runID, network.CreateOptions{Labels: labels})
 	if err != nil {
 		t.Fatal(err)
@@ -514,6 +518,7 @@ func TestGCRemovesCrashedRunLeftovers(t *testing.T) {
 	}
 	// Something of another run stays.
 	other := map[string]string{providers.LabelManaged: "true", providers.LabelRun: h.runID + "-other"}
+	providers.AddOwnerLabels(other)
 	o, err := h.cli.ContainerCreate(ctx, &container.Config{Image: dockertest.Nginx, Labels: other}, nil, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
