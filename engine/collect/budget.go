@@ -10,8 +10,17 @@ import "github.com/benchflow/benchflow/engine/results"
 // 100 × ncpu, and UnattributedPct is what makes the parts add up to it:
 // the busy time of /proc/stat that no sampled process accounts for
 // (processes that lived less than one interval, the last interval of
-// exited ones, rounding; negative when irq time is also counted in the
-// interrupted processes).
+// exited ones, rounding).
+//
+// On kernels with tick-based CPU accounting (no CONFIG_IRQ_TIME_ACCOUNTING,
+// the common case) a tick that lands in an interrupt or softirq is counted
+// twice: in /proc/stat's irq/softirq and in the stime of the process it
+// interrupted. The processes' sum then exceeds the busy time, and the raw
+// remainder is negative by about the interrupt time they absorbed. That
+// overlap, at most the irq+softirq time, is counted once, in the processes:
+// it is taken out of KernelPct (which keeps kernel threads and the interrupt
+// time no process was charged with, e.g. softirqs that ran while the CPU was
+// idle) and recorded in IRQInProcessesPct.
 func BudgetFrom(ncpu int, split results.SystemSample, roles map[string]float64) results.CPUBudget {
 	total := float64(ncpu) * 100
 	share := func(pct float64) float64 { return pct / 100 * total }
@@ -20,12 +29,18 @@ func BudgetFrom(ncpu int, split results.SystemSample, roles map[string]float64) 
 		LoaderPct:  roles[RoleLoader],
 		ServicePct: roles[RoleService],
 		InfraPct:   roles[RoleInfra],
-		KernelPct:  roles[RoleKernel] + share(split.IRQPct+split.SoftIRQPct),
+		KernelPct:  roles[RoleKernel],
 		OtherPct:   roles[RoleOther],
 		IdlePct:    share(split.IdlePct + split.IOWaitPct),
 		StealPct:   share(split.StealPct),
 	}
-	b.UnattributedPct = total - (b.LoaderPct + b.ServicePct + b.InfraPct + b.KernelPct + b.OtherPct + b.IdlePct + b.StealPct)
+	irq := share(split.IRQPct + split.SoftIRQPct)
+	raw := total - (b.LoaderPct + b.ServicePct + b.InfraPct + b.KernelPct + irq + b.OtherPct + b.IdlePct + b.StealPct)
+	if raw < 0 {
+		b.IRQInProcessesPct = min(irq, -raw)
+	}
+	b.KernelPct += irq - b.IRQInProcessesPct
+	b.UnattributedPct = raw + b.IRQInProcessesPct
 	return b
 }
 

@@ -344,6 +344,7 @@ func fillExplanation(row *TrialRow, s *StepRecord) {
 		row.CPUTotalPct, row.CPULoaderPct, row.CPUServicePct = b.TotalPct, b.LoaderPct, b.ServicePct
 		row.CPUInfraPct, row.CPUKernelPct, row.CPUOtherPct = b.InfraPct, b.KernelPct, b.OtherPct
 		row.CPUIdlePct, row.CPUStealPct, row.CPUUnattributedPct = b.IdlePct, b.StealPct, b.UnattributedPct
+		row.CPUIRQInProcsPct = b.IRQInProcessesPct
 	}
 	row.Verdict, row.VerdictEvidence = s.Verdict, s.VerdictEvidence
 	if q := s.Quiet; q != nil {

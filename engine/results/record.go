@@ -94,11 +94,15 @@ type CPUBudget struct {
 	LoaderPct       float64 `json:"loader_pct"`       // benchflow itself (the load generator)
 	ServicePct      float64 `json:"service_pct"`      // the services' processes
 	InfraPct        float64 `json:"infra_pct"`        // container engines, proxies, agents, …
-	KernelPct       float64 `json:"kernel_pct"`       // kernel threads, plus irq and softirq time
+	KernelPct       float64 `json:"kernel_pct"`       // kernel threads, plus irq and softirq time not charged to a process
 	OtherPct        float64 `json:"other_pct"`        // every other process
 	IdlePct         float64 `json:"idle_pct"`         // idle and iowait
 	StealPct        float64 `json:"steal_pct"`        // taken by the hypervisor
 	UnattributedPct float64 `json:"unattributed_pct"` // busy time no sampled process accounts for (see docs/collect.md)
+	// IRQInProcessesPct is not a part: the irq/softirq time of /proc/stat
+	// that the kernel also charged to the interrupted processes (tick-based
+	// accounting), counted once, inside their roles, and not in KernelPct.
+	IRQInProcessesPct float64 `json:"irq_in_processes_pct,omitempty"`
 }
 
 // QuietCheck is the CPU used by processes outside the run in a short

@@ -72,6 +72,7 @@ type TrialRow struct {
 	CPUIdlePct         float64
 	CPUStealPct        float64
 	CPUUnattributedPct float64
+	CPUIRQInProcsPct   float64
 	Verdict            string
 	VerdictEvidence    string
 	// The quiet check before the load (StepRecord.Quiet).
@@ -382,6 +383,7 @@ var trialColumnsTail = []column[TrialRow]{
 	f64("cpu_idle_pct", func(r *TrialRow) *float64 { return &r.CPUIdlePct }),
 	f64("cpu_steal_pct", func(r *TrialRow) *float64 { return &r.CPUStealPct }),
 	f64("cpu_unattributed_pct", func(r *TrialRow) *float64 { return &r.CPUUnattributedPct }),
+	f64("cpu_irq_in_processes_pct", func(r *TrialRow) *float64 { return &r.CPUIRQInProcsPct }),
 	str("verdict", func(r *TrialRow) *string { return &r.Verdict }),
 	str("verdict_evidence", func(r *TrialRow) *string { return &r.VerdictEvidence }),
 	f64("quiet_window_s", func(r *TrialRow) *float64 { return &r.QuietWindowS }),
