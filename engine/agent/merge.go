@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// Part is one agent's result for Merge.
+type Part struct {
+	Result *load.Result
+	// Offset is when this agent's load started relative to the common
+	// start instant, in the controller's clock (corrected by the measured
+	// offset): its intervals are shifted by it before they are aligned.
+	Offset time.Duration
+}
+
+// Merge combines the agents' results into one. Histograms are added
+// bucket by bucket (HdrHistogram's Merge; every agent records with the
+// same lowest value and precision, so the buckets coincide and the merged
+// percentiles are exactly those of one histogram of all requests);
+// counters and counts by status and error class are summed. Interval k of
+// the merged timeseries holds every agent's interval that starts, on the
+// common clock, nearest k × interval after start. started is the common
+// start instant; rate the whole load's open-loop rate (0: closed loop).
+func Merge(parts []Part, started time.Time, interval time.Duration, rate float64) (*load.Result, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("merging: no agent results")
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	m := &load.Result{
+		Started: started, Status: map[int]int64{}, ErrorsBy: map[string]int64{}, ErrorSample: map[string]string{},
+		TargetRate: rate,
+	}
+	var lat, unc, con []*hdrhistogram.Histogram
+	var sumBehind float64
+	var sends int64
+	type slot struct {
+		iv    load.Interval
+		hists []*hdrhistogram.Histogram
+	}
+	var slots []slot
+	for i, p := range parts {
+		r := p.Result
+		if r == nil {
+			return nil, fmt.Errorf("merging: agent %d has no result", i)
+		}
+		m.Requests += r.Requests
+		m.Errors += r.Errors
+		m.Bytes += r.Bytes
+		m.Duration = max(m.Duration, r.Duration+max(p.Offset, 0))
+		m.MaxRequests += r.MaxRequests
+		m.TimeLimit = max(m.TimeLimit, r.TimeLimit)
+		m.MaxBehind = max(m.MaxBehind, r.MaxBehind)
+		sumBehind += float64(r.MeanBehind) * float64(r.Requests)
+		sends += r.Requests
+		m.LateSends += r.LateSends
+		m.Reconnects += r.Reconnects
+		m.Connections += r.Connections
+		m.Threads += r.Threads
+		m.Close = m.Close || r.Close
+		if m.Tag == "" {
+			m.Tag = r.Tag
+		}
+		if len(m.Targets) == 0 {
+			m.Targets = r.Targets
+		}
+		for s, n := range r.Status {
+			m.Status[s] += n
+		}
+		for k, n := range r.ErrorsBy {
+			m.ErrorsBy[k] += n
+		}
+		for k, v := range r.ErrorSample {
+			if _, ok := m.ErrorSample[k]; !ok {
+				m.ErrorSample[k] = v
+			}
+		}
+		if r.Latency != nil {
+			lat = append(lat, r.Latency)
+		}
+		if r.Uncorrected != nil {
+			unc = append(unc, r.Uncorrected)
+		}
+		if r.Connect != nil {
+			con = append(con, r.Connect)
+		}
+		for _, iv := range r.Intervals {
+			k := int(math.Round(float64(p.Offset+iv.Start) / float64(interval)))
+			k = max(k, 0)
+			for len(slots) <= k {
+				slots = append(slots, slot{iv: load.Interval{Start: time.Duration(len(slots)) * interval}})
+			}
+			s := &slots[k]
+			s.iv.Requests += iv.Requests
+			s.iv.Errors += iv.Errors
+			s.iv.Bytes += iv.Bytes
+			s.iv.Duration = max(s.iv.Duration, iv.Duration)
+			if iv.Latency != nil {
+				s.hists = append(s.hists, iv.Latency)
+			}
+		}
+	}
+	var err error
+	if m.Latency, err = mergeHists(lat); err != nil {
+		return nil, fmt.Errorf("merging latency histograms: %w", err)
+	}
+	if m.Uncorrected, err = mergeHists(unc); err != nil {
+		return nil, fmt.Errorf("merging uncorrected histograms: %w", err)
+	}
+	if m.Connect, err = mergeHists(con); err != nil {
+		return nil, fmt.Errorf("merging connect histograms: %w", err)
+	}
+	for k := range slots {
+		s := &slots[k]
+		if s.iv.Latency, err = mergeHists(s.hists); err != nil {
+			return nil, fmt.Errorf("merging interval %d: %w", k, err)
+		}
+		if s.iv.Duration == 0 {
+			s.iv.Duration = interval
+		}
+		m.Intervals = append(m.Intervals, s.iv)
+	}
+	if sends > 0 {
+		m.MeanBehind = time.Duration(sumBehind / float64(sends))
+	}
+	if rate > 0 && m.Duration > 0 {
+		achieved := float64(m.Requests+m.Errors-m.ErrorsBy["http"]) / m.Duration.Seconds()
+		if achieved < 0.95*rate {
+			m.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
+				achieved, rate, m.MaxBehind.Round(time.Microsecond))
+		}
+	}
+	return m, nil
+}
+
+// mergeHists adds histograms of one geometry (lowest value and
+// significant digits; the highest trackable value may differ, the merged
+// one takes the largest). It refuses histograms whose buckets differ,
+// which would make the merge approximate.
+func mergeHists(hs []*hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	lowest, sig := hs[0].LowestTrackableValue(), hs[0].SignificantFigures()
+	highest := hs[0].HighestTrackableValue()
+	for _, h := range hs[1:] {
+		if h.LowestTrackableValue() != lowest || h.SignificantFigures() != sig {
+			return nil, fmt.Errorf("histograms of different precision (lowest %d, %d digits vs lowest %d, %d digits): their buckets do not coincide",
+				lowest, sig, h.LowestTrackableValue(), h.SignificantFigures())
+		}
+		highest = max(highest, h.HighestTrackableValue())
+	}
+	out := hdrhistogram.New(lowest, highest, int(sig))
+	for _, h := range hs {
+		if dropped := out.Merge(h); dropped > 0 {
+			return nil, fmt.Errorf("%d values out of range", dropped)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,248 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// ProtocolVersion is the version of the agent protocol. A controller
+// refuses an agent that speaks another one.
+const ProtocolVersion = 1
+
+// The protocol's endpoints (HTTP, JSON bodies).
+const (
+	pathHello  = "/v1/hello"  // GET: Hello
+	pathClock  = "/v1/clock"  // GET: Clock
+	pathStart  = "/v1/start"  // POST StartRequest: StartReply
+	pathResult = "/v1/result" // GET: Result, once the load has ended
+	pathStop   = "/v1/stop"   // POST: cancel the load and exit
+)
+
+// Hello is an agent's answer to a controller's first request.
+type Hello struct {
+	Protocol int    `json:"protocol"`
+	Version  string `json:"version"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	Index    int    `json:"index"`
+	Cores    int    `json:"cores"`
+	// ClockNS is the agent's wall clock (Unix ns) when it answered.
+	ClockNS int64 `json:"clock_ns"`
+}
+
+// Clock is an agent's answer to a clock probe: its wall clock (Unix ns).
+type Clock struct {
+	ClockNS int64 `json:"clock_ns"`
+}
+
+// WireTarget is a load.Target on the wire.
+type WireTarget struct {
+	URL     string      `json:"url"`
+	Method  string      `json:"method,omitempty"`
+	Headers [][2]string `json:"headers,omitempty"`
+	Body    []byte      `json:"body,omitempty"`
+	Weight  int         `json:"weight,omitempty"`
+}
+
+// WireOptions are the load.Options an agent runs (everything but the
+// callbacks and request scripts, which stay with the controller).
+type WireOptions struct {
+	Targets     []WireTarget `json:"targets"`
+	Connections int          `json:"connections"`
+	Threads     int          `json:"threads"`
+	DurationNS  int64        `json:"duration_ns,omitempty"`
+	Requests    int64        `json:"requests,omitempty"`
+	Rate        float64      `json:"rate,omitempty"`
+	TimeoutNS   int64        `json:"timeout_ns,omitempty"`
+	Close       bool         `json:"close,omitempty"`
+	BusyPollNS  int64        `json:"busy_poll_ns,omitempty"`
+	IntervalNS  int64        `json:"interval_ns,omitempty"`
+	Tag         string       `json:"tag,omitempty"`
+}
+
+// StartRequest asks an agent to run its share of a load from StartNS, an
+// instant of the agent's own clock (the controller corrected it by the
+// offset it measured).
+type StartRequest struct {
+	Index   int         `json:"index"`
+	Options WireOptions `json:"options"`
+	StartNS int64       `json:"start_ns"`
+	// Tolerance is how late the agent may begin before it reports itself
+	// late (the result then fails the trial).
+	ToleranceNS int64 `json:"tolerance_ns"`
+}
+
+// StartReply acknowledges a StartRequest.
+type StartReply struct {
+	// WaitNS is how long the agent will wait before it starts (negative:
+	// the start instant had passed when the command arrived).
+	WaitNS int64 `json:"wait_ns"`
+}
+
+// WireInterval is a load.Interval on the wire.
+type WireInterval struct {
+	StartNS    int64  `json:"start_ns"`
+	DurationNS int64  `json:"duration_ns"`
+	Requests   int64  `json:"requests"`
+	Errors     int64  `json:"errors"`
+	Bytes      int64  `json:"bytes"`
+	Latency    []byte `json:"latency,omitempty"`
+}
+
+// Result is what an agent measured. Histograms are HdrHistogram's
+// compressed V2 encoding (lossless: counts, bounds and precision).
+type Result struct {
+	Index int `json:"index"`
+	// Error is set when the load could not run or measured nothing.
+	Error string `json:"error,omitempty"`
+	// StartedNS is when the load began, in the agent's clock; LateNS is
+	// how much later than the start instant that was.
+	StartedNS    int64             `json:"started_ns"`
+	LateNS       int64             `json:"late_ns"`
+	DurationNS   int64             `json:"duration_ns"`
+	Requests     int64             `json:"requests"`
+	Errors       int64             `json:"errors"`
+	Bytes        int64             `json:"bytes"`
+	Latency      []byte            `json:"latency,omitempty"`
+	Uncorrected  []byte            `json:"uncorrected,omitempty"`
+	Connect      []byte            `json:"connect,omitempty"`
+	Status       map[int]int64     `json:"status,omitempty"`
+	ErrorsBy     map[string]int64  `json:"errors_by,omitempty"`
+	ErrorSample  map[string]string `json:"error_sample,omitempty"`
+	Intervals    []WireInterval    `json:"intervals,omitempty"`
+	TargetRate   float64           `json:"target_rate,omitempty"`
+	MaxRequests  int64             `json:"max_requests,omitempty"`
+	TimeLimitNS  int64             `json:"time_limit_ns,omitempty"`
+	MaxBehindNS  int64             `json:"max_behind_ns,omitempty"`
+	MeanBehindNS int64             `json:"mean_behind_ns,omitempty"`
+	LateSends    int64             `json:"late_sends,omitempty"`
+	Reconnects   int64             `json:"reconnects,omitempty"`
+	Warning      string            `json:"warning,omitempty"`
+	Connections  int               `json:"connections"`
+	Threads      int               `json:"threads"`
+	Targets      []string          `json:"targets,omitempty"`
+	Close        bool              `json:"close,omitempty"`
+	// CPU the agent process used during the load (getrusage), in ns.
+	CPUUserNS int64 `json:"cpu_user_ns"`
+	CPUSysNS  int64 `json:"cpu_sys_ns"`
+}
+
+// ToWire converts options for an agent. Requester and the callbacks
+// cannot travel; Validate refuses them before.
+func ToWire(o load.Options) WireOptions {
+	w := WireOptions{
+		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
+		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll),
+		IntervalNS: int64(o.Interval), Tag: o.Tag,
+	}
+	for _, t := range o.Targets {
+		w.Targets = append(w.Targets, WireTarget{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
+	}
+	return w
+}
+
+// Options converts wire options back.
+func (w WireOptions) Options() load.Options {
+	o := load.Options{
+		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
+		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS),
+		Interval: time.Duration(w.IntervalNS), Tag: w.Tag,
+	}
+	for _, t := range w.Targets {
+		o.Targets = append(o.Targets, load.Target{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
+	}
+	return o
+}
+
+// encodeHist encodes h losslessly (nil for nil).
+func encodeHist(h *hdrhistogram.Histogram) ([]byte, error) {
+	if h == nil {
+		return nil, nil
+	}
+	return h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+}
+
+// decodeHist decodes what encodeHist made (nil for empty).
+func decodeHist(b []byte) (*hdrhistogram.Histogram, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return hdrhistogram.Decode(b)
+}
+
+// resultToWire converts a load result (clock is the agent's clock shift:
+// Started is reported in the agent's clock).
+func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, error) {
+	w := &Result{
+		Index: index, StartedNS: res.Started.Add(shift).UnixNano(), DurationNS: int64(res.Duration),
+		Requests: res.Requests, Errors: res.Errors, Bytes: res.Bytes, Status: res.Status, ErrorsBy: res.ErrorsBy,
+		ErrorSample: res.ErrorSample, TargetRate: res.TargetRate, MaxRequests: res.MaxRequests,
+		TimeLimitNS: int64(res.TimeLimit), MaxBehindNS: int64(res.MaxBehind), MeanBehindNS: int64(res.MeanBehind),
+		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
+		Threads: res.Threads, Targets: res.Targets, Close: res.Close,
+	}
+	var err error
+	if w.Latency, err = encodeHist(res.Latency); err != nil {
+		return nil, fmt.Errorf("encoding the latency histogram: %w", err)
+	}
+	if w.Uncorrected, err = encodeHist(res.Uncorrected); err != nil {
+		return nil, fmt.Errorf("encoding the uncorrected histogram: %w", err)
+	}
+	if w.Connect, err = encodeHist(res.Connect); err != nil {
+		return nil, fmt.Errorf("encoding the connect histogram: %w", err)
+	}
+	for _, iv := range res.Intervals {
+		wi := WireInterval{StartNS: int64(iv.Start), DurationNS: int64(iv.Duration), Requests: iv.Requests, Errors: iv.Errors, Bytes: iv.Bytes}
+		if wi.Latency, err = encodeHist(iv.Latency); err != nil {
+			return nil, fmt.Errorf("encoding an interval histogram: %w", err)
+		}
+		w.Intervals = append(w.Intervals, wi)
+	}
+	return w, nil
+}
+
+// LoadResult decodes the agent's result; Started is in the agent's clock
+// (the controller corrects it).
+func (w *Result) LoadResult() (*load.Result, error) {
+	res := &load.Result{
+		Started: time.Unix(0, w.StartedNS).UTC(), Duration: time.Duration(w.DurationNS), Requests: w.Requests,
+		Errors: w.Errors, Bytes: w.Bytes, Status: w.Status, ErrorsBy: w.ErrorsBy, ErrorSample: w.ErrorSample,
+		TargetRate: w.TargetRate, MaxRequests: w.MaxRequests, TimeLimit: time.Duration(w.TimeLimitNS),
+		MaxBehind: time.Duration(w.MaxBehindNS), MeanBehind: time.Duration(w.MeanBehindNS), LateSends: w.LateSends,
+		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
+		Targets: w.Targets, Close: w.Close,
+	}
+	if res.Status == nil {
+		res.Status = map[int]int64{}
+	}
+	if res.ErrorsBy == nil {
+		res.ErrorsBy = map[string]int64{}
+	}
+	if res.ErrorSample == nil {
+		res.ErrorSample = map[string]string{}
+	}
+	var err error
+	if res.Latency, err = decodeHist(w.Latency); err != nil {
+		return nil, fmt.Errorf("decoding the latency histogram: %w", err)
+	}
+	if res.Uncorrected, err = decodeHist(w.Uncorrected); err != nil {
+		return nil, fmt.Errorf("decoding the uncorrected histogram: %w", err)
+	}
+	if res.Connect, err = decodeHist(w.Connect); err != nil {
+		return nil, fmt.Errorf("decoding the connect histogram: %w", err)
+	}
+	for _, wi := range w.Intervals {
+		iv := load.Interval{Start: time.Duration(wi.StartNS), Duration: time.Duration(wi.DurationNS), Requests: wi.Requests, Errors: wi.Errors, Bytes: wi.Bytes}
+		if iv.Latency, err = decodeHist(wi.Latency); err != nil {
+			return nil, fmt.Errorf("decoding interval %d's histogram: %w", len(res.Intervals)+1, err)
+		}
+		res.Intervals = append(res.Intervals, iv)
+	}
+	sort.SliceStable(res.Intervals, func(i, j int) bool { return res.Intervals[i].Start < res.Intervals[j].Start })
+	return res, nil
+}

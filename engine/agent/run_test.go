@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// startAgents runs agents in this process, each with its clock shifted by
+// shifts[i]; it returns their URLs and waits for them to exit at cleanup.
+func startAgents(t *testing.T, shifts ...time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	urls := make([]string, len(shifts))
+	for i, sh := range shifts {
+		ready := make(chan string, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := Serve(ctx, ServeOptions{Listen: "127.0.0.1:0", Index: i, Version: "test", Idle: 30 * time.Second, ClockShift: sh,
+				Ready: func(a string) { ready <- a }, Logf: t.Logf})
+			if err != nil {
+				t.Error(err)
+				ready <- ""
+			}
+		}()
+		urls[i] = "http://" + <-ready
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return urls
+}
+
+func target(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello\n")) }))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestRunMergesAgents: two agents share a bounded load; the merged result
+// counts exactly what they counted.
+func TestRunMergesAgents(t *testing.T) {
+	urls := startAgents(t, 0, 0)
+	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: target(t)}}, Connections: 5, Threads: 2, Requests: 2001, Tag: "load"}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Merged
+	var reqs, hist int64
+	for _, mem := range out.Members {
+		reqs += mem.Result.Requests
+		hist += mem.Result.Latency.TotalCount()
+	}
+	if m.Requests != reqs || m.Latency.TotalCount() != hist || m.Requests != 2001 {
+		t.Errorf("merged %d requests (%d in the histogram), agents %d (%d); want 2001", m.Requests, m.Latency.TotalCount(), reqs, hist)
+	}
+	if s := out.Members; s[0].Share.Connections != 3 || s[1].Share.Connections != 2 || s[0].Share.Requests != 1001 {
+		t.Errorf("shares %+v %+v, want 3/1001 and 2/1000", s[0].Share, s[1].Share)
+	}
+	if m.Connections != 5 || m.Tag != "load" {
+		t.Errorf("merged connections %d tag %q", m.Connections, m.Tag)
+	}
+	var ivs int64
+	for _, iv := range m.Intervals {
+		ivs += iv.Requests
+	}
+	if ivs != m.Requests {
+		t.Errorf("intervals hold %d requests, the total is %d", ivs, m.Requests)
+	}
+	for _, mem := range out.Members {
+		if mem.CPUUser+mem.CPUSys <= 0 {
+			t.Errorf("agent %d reported no CPU time", mem.Index)
+		}
+	}
+}
+
+// TestRunCorrectsClockSkew: agents whose clocks are an hour ahead and 40
+// minutes behind still start at the common instant: the offset the
+// controller measured is within its bound of the real shift, and each
+// agent's real start (its reported start minus its shift) is the common
+// instant plus its own lateness, within that bound.
+func TestRunCorrectsClockSkew(t *testing.T) {
+	shifts := []time.Duration{time.Hour, -40 * time.Minute, 0}
+	urls := startAgents(t, shifts...)
+	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: target(t)}}, Connections: 3, Threads: 3, Duration: 300 * time.Millisecond}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range out.Members {
+		if e := (m.Offset - shifts[i]).Abs(); e > m.SkewBound {
+			t.Errorf("agent %d: measured offset %s, real %s: error %s beyond the bound %s", i, m.Offset, shifts[i], e, m.SkewBound)
+		}
+		// The agent reported its start in its own clock; Run corrected
+		// it by the measured offset. The real start is what the agent
+		// reported minus its real shift.
+		reported := m.Result.Started.Add(m.Offset)
+		real := reported.Add(-shifts[i])
+		if e := (real.Sub(out.Start) - m.Late).Abs(); e > m.SkewBound {
+			t.Errorf("agent %d: started %s after the common instant, late %s by its clock: off by %s, beyond the bound %s",
+				i, real.Sub(out.Start), m.Late, e, m.SkewBound)
+		}
+		if m.Late < 0 {
+			t.Errorf("agent %d started %s before the instant", i, -m.Late)
+		}
+	}
+}
+
+// TestRunFailsOnLateAgent: an agent whose clock the controller cannot
+// correct (it shifts after the probes) gets its start after the instant
+// has passed and fails the load, naming itself.
+func TestRunFailsOnLateAgent(t *testing.T) {
+	urls := startAgents(t, 0)
+	// A proxy that answers clock probes from an agent two seconds
+	// ahead: the controller believes the agent is ahead and sends a start
+	// instant two seconds early for it.
+	real := urls[0]
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == pathClock {
+			writeJSON(w, http.StatusOK, Clock{ClockNS: time.Now().Add(-2 * time.Second).UnixNano()})
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, real+r.URL.Path, r.Body)
+		req.Header = r.Header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := resp.Body.Read(buf)
+			_, _ = w.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer proxy.Close()
+	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
+		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond}})
+	if err == nil {
+		t.Fatal("a late agent did not fail the load")
+	}
+	if !strings.Contains(err.Error(), "agent 0") || !strings.Contains(err.Error(), "after the start instant") {
+		t.Errorf("error %q does not name the agent and its lateness", err)
+	}
+	if out == nil || len(out.Members) != 1 || out.Members[0].Err == nil {
+		t.Errorf("outcome does not keep the failed member: %+v", out)
+	}
+}
+
+func TestRunFailsOnUnreachableAgent(t *testing.T) {
+	urls := startAgents(t, 0)
+	_, err := Run(context.Background(), Config{Agents: []string{urls[0], "http://127.0.0.1:1"}, Ready: 300 * time.Millisecond,
+		Options: load.Options{Targets: []load.Target{{URL: target(t)}}, Connections: 2, Duration: 200 * time.Millisecond}})
+	if err == nil || !strings.Contains(err.Error(), "agent 1") || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("Run = %v, want agent 1 not answering", err)
+	}
+}
+
+// TestAgentExitsWithoutController: an agent nobody talks to exits after
+// its idle timeout.
+func TestAgentExitsWithoutController(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), ServeOptions{Listen: "127.0.0.1:0", Idle: 200 * time.Millisecond})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not exit within 30s of a 200ms idle timeout")
+	}
+}

@@ -1,0 +1,321 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/load"
+)
+
+// ServeOptions configure an agent.
+type ServeOptions struct {
+	// Listen is the address to listen on ("127.0.0.1:0", ":7700").
+	Listen string
+	// Index is the agent's position in its group (0-based), for messages.
+	Index   int
+	Version string
+	// Idle is how long the agent waits without a controller (no request
+	// open and none for Idle) before it exits; default 60s. A running
+	// load is cancelled then.
+	Idle time.Duration
+	// ClockShift shifts every time the agent reports or is given, as if
+	// its clock were off by that much (tests of the skew correction).
+	ClockShift time.Duration
+	// Ready is called with the address once the agent listens.
+	Ready func(addr string)
+	// Logf writes a line to the agent's log.
+	Logf func(format string, args ...any)
+}
+
+// ClockShiftEnv is read by the agent command: a duration by which the
+// agent's clock is shifted ("90s", "-1h"), or INDEX=DURATION entries
+// separated by commas for the agents of those indexes only. It exists to
+// test the controller's clock correction.
+const ClockShiftEnv = "BENCHFLOW_AGENT_CLOCK_SHIFT"
+
+// ParseClockShift reads ClockShiftEnv's value for the agent of index.
+func ParseClockShift(v string, index int) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	if !strings.Contains(v, "=") {
+		return time.ParseDuration(v)
+	}
+	for _, part := range strings.Split(v, ",") {
+		k, d, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return 0, fmt.Errorf("%s: %q is not INDEX=DURATION", ClockShiftEnv, part)
+		}
+		i, err := strconv.Atoi(k)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q: index %w", ClockShiftEnv, part, err)
+		}
+		if i == index {
+			return time.ParseDuration(d)
+		}
+	}
+	return 0, nil
+}
+
+// server is one agent.
+type server struct {
+	opts ServeOptions
+	host string
+
+	mu       sync.Mutex
+	active   int       // requests in progress
+	last     time.Time // end of the last request
+	started  bool
+	done     chan struct{}
+	result   *Result
+	base     context.Context // ends when Serve returns
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+func (s *server) now() time.Time { return time.Now().Add(s.opts.ClockShift) }
+
+// Serve runs an agent until ctx ends, a controller stops it, or no
+// controller has talked to it for opts.Idle. It returns nil on those, an
+// error when it cannot listen.
+func Serve(ctx context.Context, opts ServeOptions) error {
+	if opts.Idle <= 0 {
+		opts.Idle = 60 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
+	}
+	s := &server{opts: opts, last: time.Now(), done: make(chan struct{}), stopping: make(chan struct{})}
+	s.host, _ = os.Hostname()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+pathHello, s.track(s.hello))
+	mux.HandleFunc("GET "+pathClock, s.track(s.clock))
+	mux.HandleFunc("POST "+pathStart, s.track(s.start))
+	mux.HandleFunc("GET "+pathResult, s.track(s.resultHandler))
+	mux.HandleFunc("POST "+pathStop, s.track(s.stop))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	lctx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	s.base = lctx
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr().String())
+	}
+	opts.Logf("agent %d listening on %s (pid %d)", opts.Index, ln.Addr(), os.Getpid())
+	tick := time.NewTicker(min(time.Second, opts.Idle/4))
+	defer tick.Stop()
+	why := ""
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			why = "interrupted"
+			break wait
+		case <-s.stopping:
+			why = "stopped by the controller"
+			break wait
+		case err := <-errc:
+			return err
+		case <-tick.C:
+			s.mu.Lock()
+			idle := s.active == 0 && time.Since(s.last) > opts.Idle
+			s.mu.Unlock()
+			if idle {
+				why = fmt.Sprintf("no controller for %s", opts.Idle)
+				break wait
+			}
+		}
+	}
+	opts.Logf("agent %d exiting: %s", opts.Index, why)
+	cancelLoad()
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+// track counts a request as the controller's presence.
+func (s *server) track(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.active++
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.active--
+			s.last = time.Now()
+			s.mu.Unlock()
+		}()
+		h(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type wireError struct {
+	Error string `json:"error"`
+}
+
+func (s *server) hello(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Hello{Protocol: ProtocolVersion, Version: s.opts.Version, Host: s.host, PID: os.Getpid(),
+		Index: s.opts.Index, Cores: runtime.NumCPU(), ClockNS: s.now().UnixNano()})
+}
+
+func (s *server) clock(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Clock{ClockNS: s.now().UnixNano()})
+}
+
+func (s *server) start(w http.ResponseWriter, r *http.Request) {
+	var req StartRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, wireError{"decoding the start request: " + err.Error()})
+		return
+	}
+	opts := load.Defaults(req.Options.Options())
+	if err := load.Validate(opts); err != nil {
+		writeJSON(w, http.StatusBadRequest, wireError{err.Error()})
+		return
+	}
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusConflict, wireError{"this agent already ran a load"})
+		return
+	}
+	s.started = true
+	s.mu.Unlock()
+	wait := time.Duration(req.StartNS - s.now().UnixNano())
+	if wait < -time.Duration(req.ToleranceNS) {
+		res := &Result{Index: s.opts.Index, LateNS: int64(-wait),
+			Error: fmt.Sprintf("the start command arrived %s after the start instant", (-wait).Round(time.Microsecond))}
+		s.finish(res)
+		writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
+		return
+	}
+	writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
+	s.opts.Logf("agent %d: %d connections, rate %g, starting in %s", s.opts.Index, opts.Connections, opts.Rate, wait.Round(time.Microsecond))
+	go s.run(req, opts)
+}
+
+// run waits for the start instant, runs the load and keeps its result.
+func (s *server) run(req StartRequest, opts load.Options) {
+	ctx, cancel := context.WithCancel(s.base)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTimer(time.Duration(req.StartNS - s.now().UnixNano()))
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		s.finish(&Result{Index: s.opts.Index, Error: "stopped before the start instant"})
+		return
+	}
+	// The last stretch on the clock itself: timers may fire early or late
+	// by a scheduler tick.
+	for s.now().UnixNano() < req.StartNS {
+		runtime.Gosched()
+	}
+	before := rusage()
+	res, err := load.Run(ctx, opts)
+	after := rusage()
+	var w *Result
+	if res != nil {
+		var werr error
+		if w, werr = resultToWire(s.opts.Index, res, s.opts.ClockShift); werr != nil {
+			w = &Result{Index: s.opts.Index, Error: werr.Error()}
+		}
+	} else {
+		w = &Result{Index: s.opts.Index}
+	}
+	if err != nil && w.Error == "" {
+		w.Error = err.Error()
+	}
+	w.CPUUserNS, w.CPUSysNS = after[0]-before[0], after[1]-before[1]
+	if w.StartedNS != 0 {
+		w.LateNS = w.StartedNS - req.StartNS
+		if tol := req.ToleranceNS; tol > 0 && w.LateNS > tol && w.Error == "" {
+			w.Error = fmt.Sprintf("started %s after the start instant (tolerance %s)", time.Duration(w.LateNS).Round(time.Microsecond), time.Duration(tol))
+		}
+	}
+	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index, w.Requests, w.Errors, time.Duration(w.DurationNS).Round(time.Millisecond), errSuffix(w.Error))
+	s.finish(w)
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+func (s *server) finish(r *Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.result == nil {
+		s.result = r
+		close(s.done)
+	}
+}
+
+func (s *server) resultHandler(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.done:
+	case <-r.Context().Done():
+		return
+	case <-s.stopping:
+		writeJSON(w, http.StatusGone, wireError{"the agent was stopped"})
+		return
+	}
+	s.mu.Lock()
+	res := s.result
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) stop(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct{}{})
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.stopOnce.Do(func() { close(s.stopping) })
+}
+
+// rusage is this process's user and system CPU time in ns.
+func rusage() [2]int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return [2]int64{}
+	}
+	return [2]int64{ru.Utime.Nano(), ru.Stime.Nano()}
+}
+
+// ErrAgent marks an agent's failure (late, failed load, unreachable).
+var ErrAgent = errors.New("agent failed")
