@@ -49,6 +49,9 @@ type Type struct {
 	// through req.Keep and returns a description of each removed one, and an
 	// error wrapping ErrUnavailable when the backend cannot be reached.
 	GC func(ctx context.Context, req *GCRequest) ([]string, error)
+	// Agents reports that the type's providers implement AgentLauncher
+	// (they can run the load agents of a step's agents block).
+	Agents bool
 }
 
 // NewRequest carries what New needs.

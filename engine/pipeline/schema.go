@@ -97,6 +97,9 @@ type LoadConfig struct {
 	// Search, in a load step, makes it a capacity search under an SLO
 	// (benchflow load --find-max) instead of one load.
 	Search *SearchConfig `hcl:"search,block"`
+	// Agents, when set, runs the load from that many `benchflow agent`
+	// processes started by a provider, and merges their results.
+	Agents *AgentsConfig `hcl:"agents,block"`
 	// MaxErrorRatio fails the trial when a larger fraction of the step's
 	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
 	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
@@ -113,6 +116,22 @@ type SearchConfig struct {
 	Pause     string  `hcl:"pause,optional"`      // default "1s"
 	Precision string  `hcl:"precision,optional"`  // default "2%"
 	MaxProbes int     `hcl:"max_probes,optional"` // default 30
+}
+
+// AgentsConfig is the `agents {}` block of a load or warm step: where the
+// load generators run and how many (docs/distributed.md).
+type AgentsConfig struct {
+	// Provider names a provider block whose type runs agents (local, k8s,
+	// nomad); optional when the pipeline declares none ("local" then).
+	Provider string `hcl:"provider,optional"`
+	Count    int    `hcl:"count"`
+	// Image is the container image holding benchflow, for providers that
+	// run containers (default benchflow/agent:local).
+	Image string `hcl:"image,optional"`
+	// Tolerance is how late an agent may begin its share after the common
+	// start instant, by its own clock, before the step fails (default
+	// "50ms").
+	Tolerance string `hcl:"tolerance,optional"`
 }
 
 // DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:

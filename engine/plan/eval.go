@@ -512,6 +512,7 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	case *pipeline.CollectConfig:
 		services = c.Services
 	case *pipeline.LoadConfig:
+		diags = append(diags, te.checkAgentsProvider(st, c)...)
 		for _, f := range []struct{ attr, path string }{{"body_file", c.BodyFile}, {"script", c.Script}} {
 			if f.path == "" {
 				continue

@@ -223,6 +223,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 		if c.Search != nil {
 			diags = append(diags, validateSearch(st, c)...)
 		}
+		diags = append(diags, validateAgents(st, c)...)
 	case *pipeline.TuneConfig:
 		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
 			if kv.v != "" {

@@ -35,7 +35,7 @@ func TestRunsDictionaryMatchesRows(t *testing.T) {
 		recs = append(recs, buildRecord(mem, bigSchemas[bigLatency], latencyColumns, rows))
 		runs = append(runs, rowRuns(rows, func(r *LatencyRow) [numIDs]string { return [numIDs]string{r.RunID, r.TrialID, r.Step} }))
 	}
-	hs := []stepHist{{"run9", "t1", "a", make([]hdrhistogram.Bar, 3)}, {"run9", "t1", "b", make([]hdrhistogram.Bar, 2)}, {"run9", "t2", "b", make([]hdrhistogram.Bar, 4)}}
+	hs := []stepHist{{"run9", "t1", "a", 0, make([]hdrhistogram.Bar, 3)}, {"run9", "t1", "b", 0, make([]hdrhistogram.Bar, 2)}, {"run9", "t2", "b", 0, make([]hdrhistogram.Bar, 4)}}
 	var rows []LatencyRow
 	for _, h := range hs {
 		for range h.bars {

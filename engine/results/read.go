@@ -22,6 +22,7 @@ type Run struct {
 	System     []SystemRow
 	Network    []NetworkRow
 	Probes     []ProbeRow
+	Agents     []AgentRow // agents.parquet: one row per agent of a step that ran on agents
 
 	axes []axis
 	hist map[[2]string]Histogram
@@ -106,6 +107,9 @@ func readRun(dir string, mem memory.Allocator) (*Run, error) {
 		r.Network[i].RunID = id
 	}
 	if r.Probes, err = readTable(mem, p(TableProbes), format, fixed(probeColumns)); err != nil {
+		return nil, err
+	}
+	if r.Agents, err = readTable(mem, p(TableAgents), format, fixed(agentColumns)); err != nil {
 		return nil, err
 	}
 	if err := r.loadAxes(p(TableTrials), format, mem); err != nil {

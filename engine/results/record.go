@@ -84,6 +84,10 @@ type StepRecord struct {
 	// Capacity is the result of a capacity search (a load step with a
 	// search block); Result is then the probe at the capacity's rate.
 	Capacity *load.Capacity
+	// Agents are the agents that ran the step (an agents block), in index
+	// order; Result is then their merged result. Empty for a step run in
+	// the benchflow process.
+	Agents []AgentRecord
 }
 
 // CPUBudget is where the machine's CPU went during one load, in percent

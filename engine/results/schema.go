@@ -92,6 +92,9 @@ type TrialRow struct {
 	CapacityRPS   float64
 	CapacityLimit string
 	SLO           string
+	// Agents is the number of agents that ran the step (its agents
+	// block); 0 when it ran in the benchflow process.
+	Agents int64
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
@@ -106,6 +109,11 @@ type LatencyRow struct {
 	LowerUS float64
 	UpperUS float64
 	Count   int64
+	// Agent is the agent whose histogram the bucket belongs to (1-based)
+	// for a step that ran on agents, 0 otherwise: the buckets of a step
+	// on agents are each agent's own, and their union is the merged
+	// histogram.
+	Agent int64
 }
 
 // TimeseriesRow is one interval of one trial × step (timeseries.parquet).
@@ -395,6 +403,7 @@ var trialColumnsTail = []column[TrialRow]{
 	f64("capacity_rps", func(r *TrialRow) *float64 { return &r.CapacityRPS }),
 	str("capacity_limit", func(r *TrialRow) *string { return &r.CapacityLimit }),
 	str("slo", func(r *TrialRow) *string { return &r.SLO }),
+	i64("agents", func(r *TrialRow) *int64 { return &r.Agents }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search
@@ -438,6 +447,7 @@ var latencyColumns = []column[LatencyRow]{
 	f64("lower_us", func(r *LatencyRow) *float64 { return &r.LowerUS }),
 	f64("upper_us", func(r *LatencyRow) *float64 { return &r.UpperUS }),
 	i64("count", func(r *LatencyRow) *int64 { return &r.Count }),
+	i64("agent", func(r *LatencyRow) *int64 { return &r.Agent }),
 }
 
 var timeseriesColumns = []column[TimeseriesRow]{

@@ -53,6 +53,7 @@ type trialData struct {
 	system     []SystemRow
 	network    []NetworkRow
 	probes     []ProbeRow
+	agents     []AgentRow
 	recs       [numBig]arrow.RecordBatch // the columns after the ids; nil when the trial has no such rows
 	runs       [numBig]idRuns            // the id columns of recs' rows
 	// hists are the steps' histograms of a new trial, converted straight
@@ -62,6 +63,7 @@ type trialData struct {
 
 type stepHist struct {
 	runID, trialID, step string
+	agent                int64              // 1-based agent, 0 for the benchflow process
 	bars                 []hdrhistogram.Bar // the non-empty buckets
 }
 
@@ -368,6 +370,9 @@ func Resume(runDir string) (*Writer, error) {
 	for _, r := range run.Probes {
 		td(r.TrialID).probes = append(td(r.TrialID).probes, r)
 	}
+	for _, r := range run.Agents {
+		td(r.TrialID).agents = append(td(r.TrialID).agents, r)
+	}
 	for _, d := range w.trials {
 		d.seal(w.mem)
 	}
@@ -595,12 +600,14 @@ func (w *Writer) writeTables() error {
 	})
 	var tr []TrialRow
 	var probes []ProbeRow
+	var agents []AgentRow
 	var big [numBig][]arrow.RecordBatch
 	var bigRuns [numBig][]idRuns
 	for _, id := range ids {
 		d := w.trials[id]
 		tr = append(tr, d.trials...)
 		probes = append(probes, d.probes...)
+		agents = append(agents, d.agents...)
 		for t, r := range d.recs {
 			if r != nil {
 				big[t] = append(big[t], r)
@@ -625,7 +632,7 @@ func (w *Writer) writeTables() error {
 	// The tables are independent files: encode them concurrently (the
 	// allocator is safe for concurrent use), then move them together.
 	var wg sync.WaitGroup
-	errs := make([]error, numBig+2)
+	errs := make([]error, numBig+3)
 	trialsPath := p(TableTrials)
 	wg.Add(1)
 	go func() {
@@ -638,6 +645,14 @@ func (w *Writer) writeTables() error {
 		go func() {
 			defer wg.Done()
 			errs[numBig+1] = writeTable(w.mem, probesPath, f, probeColumns, probes)
+		}()
+	}
+	if len(agents) > 0 {
+		agentsPath := p(TableAgents)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[numBig+2] = writeTable(w.mem, agentsPath, f, agentColumns, agents)
 		}()
 	}
 	for t := 0; t < numBig; t++ {
@@ -762,14 +777,28 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 		if res := s.Result; res != nil {
 			bars := nonEmptyBars(res.Latency)
 			fillSummary(&row, res, bars)
-			if len(bars) > 0 {
-				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, bars})
+			if len(s.Agents) > 0 {
+				// Each agent's own buckets: their union is the merged
+				// histogram, and each agent's stays recomputable.
+				for _, a := range s.Agents {
+					if a.Result != nil {
+						if ab := nonEmptyBars(a.Result.Latency); len(ab) > 0 {
+							d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, int64(a.Index + 1), ab})
+						}
+					}
+				}
+			} else if len(bars) > 0 {
+				d.hists = append(d.hists, stepHist{runID, rec.TrialID, s.Name, 0, bars})
 			}
 			ts := timeseriesRows(runID, rec.TrialID, s.Name, res)
 			row.Steady, row.SteadyReason = CheckSteady(ts)
 			d.timeseries = append(d.timeseries, ts...)
 		}
 		fillExplanation(&row, &s)
+		if len(s.Agents) > 0 {
+			row.Agents = int64(len(s.Agents))
+			d.agents = append(d.agents, agentRows(runID, rec.TrialID, &s)...)
+		}
 		if c := s.Capacity; c != nil {
 			row.CapacityRPS, row.CapacityLimit, row.SLO = c.Rate, c.Limit, c.SLO.String()
 			for i, p := range c.Probes {
@@ -816,16 +845,18 @@ func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
 	for _, sh := range hs {
 		n += len(sh.bars)
 	}
-	lowerBuf, upperBuf, countBuf := valueBuffer(mem, n), valueBuffer(mem, n), valueBuffer(mem, n)
+	lowerBuf, upperBuf, countBuf, agentBuf := valueBuffer(mem, n), valueBuffer(mem, n), valueBuffer(mem, n), valueBuffer(mem, n)
 	lower := arrow.Float64Traits.CastFromBytes(lowerBuf.Bytes())
 	upper := arrow.Float64Traits.CastFromBytes(upperBuf.Bytes())
 	count := arrow.Int64Traits.CastFromBytes(countBuf.Bytes())
+	agent := arrow.Int64Traits.CastFromBytes(agentBuf.Bytes())
 	row := 0
 	for _, sh := range hs {
 		for _, bar := range sh.bars {
 			lower[row] = float64(bar.From)
 			upper[row] = float64(bar.To)
 			count[row] = bar.Count
+			agent[row] = sh.agent
 			row++
 		}
 	}
@@ -833,6 +864,7 @@ func latencyRecord(mem memory.Allocator, hs []stepHist) arrow.RecordBatch {
 		arrayOf(arrow.PrimitiveTypes.Float64, n, lowerBuf),
 		arrayOf(arrow.PrimitiveTypes.Float64, n, upperBuf),
 		arrayOf(arrow.PrimitiveTypes.Int64, n, countBuf),
+		arrayOf(arrow.PrimitiveTypes.Int64, n, agentBuf),
 	}
 	defer func() {
 		for _, c := range cols {

@@ -50,8 +50,9 @@ func init() {
 			}
 			return New(req.Name, cfg)
 		},
-		Attrs: []string{"pid"},
-		GC:    GC,
+		Attrs:  []string{"pid"},
+		GC:     GC,
+		Agents: true,
 	})
 }
 

@@ -1,0 +1,55 @@
+package providers
+
+import (
+	"context"
+	"strconv"
+)
+
+// AgentLauncher is implemented by providers that can run load agents
+// (`benchflow agent`) for a load or warm step with an agents block: as
+// processes on this machine (local), Kubernetes pods (k8s) or a Nomad
+// batch job (nomad). Their Type sets Agents so validation can tell.
+type AgentLauncher interface {
+	// LaunchAgents starts req.Count agents and returns once each one's
+	// address is known (the controller then waits for them to answer).
+	// On error nothing it started may be left behind.
+	LaunchAgents(ctx context.Context, req *AgentRequest) (AgentGroup, error)
+}
+
+// AgentRequest says what agents to start.
+type AgentRequest struct {
+	RunID   string // LabelRun of what is created
+	TrialID string
+	Step    string // the load or warm step's name
+	Count   int
+	// Binary is the benchflow binary on this machine (local processes,
+	// Nomad raw_exec); Image the container image holding it (k8s).
+	Binary string
+	Image  string
+	// Env is added to every agent's environment.
+	Env map[string]string
+	// Idle is the agents' --idle: how long each waits without its
+	// controller before it exits.
+	Idle string
+	// LogDir is the folder (created by the engine) where each agent's
+	// output is kept, one file per agent named after AgentName.
+	LogDir string
+	Logf   func(format string, args ...any)
+}
+
+// AgentGroup is a set of running agents.
+type AgentGroup interface {
+	// URLs are the agents' base URLs reachable from this process, in
+	// index order.
+	URLs() []string
+	// Teardown stops every agent and removes what LaunchAgents created,
+	// after copying each agent's output into LogDir. It is called exactly
+	// once, with a fresh context, also after Ctrl-C.
+	Teardown(ctx context.Context) error
+}
+
+// AgentName is the name of agent index of a step ("agent-wrk-0"), used for
+// log files and as the service name in labels and process markers.
+func AgentName(step string, index int) string {
+	return "agent-" + step + "-" + strconv.Itoa(index)
+}
