@@ -77,7 +77,11 @@ func validateAgents(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
 		{c.Until != "", "until", "warming until steady judges each window as it ends"},
 	} {
 		if x.set {
-			add(attrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr)))
+			d := attrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr))
+			if blk := searchBlock(st.Body); x.attr == "search" && blk != nil {
+				d.Subject = blk.DefRange().Ptr()
+			}
+			add(d)
 		}
 	}
 	return diags

@@ -455,8 +455,11 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 	}
 	var res *load.Result
 	var capacity *load.Capacity
+	var agents []results.AgentRecord
 	var lerr error
 	switch {
+	case c.Agents != nil:
+		res, agents, lerr = tr.runOnAgents(ctx, st, c.Agents, opts)
 	case c.Search != nil:
 		capacity, lerr = tr.search(ctx, st, c, opts)
 		if at := capacity.At(); at != nil {
@@ -495,8 +498,9 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 			tr.r.rep.Logf("trial %s: %s CPU: %s", tr.trial.ID, r.name, collect.FormatSummary(collect.Summary(ps)))
 		}
 	}
-	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res, Capacity: capacity}
+	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res, Capacity: capacity, Agents: agents}
 	explainStep(&step, ex, res)
+	judgeAgents(&step)
 	tr.logExplanation(&step)
 	if lerr != nil {
 		step.Status = results.StatusFailed

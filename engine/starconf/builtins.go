@@ -40,6 +40,7 @@ var serviceBlocks = map[string]blockSpec{
 var loadBlocks = map[string]blockSpec{
 	"urls":   {typ: "url", many: true},
 	"search": {typ: "search"},
+	"agents": {typ: "agents"},
 }
 
 // site finds where the running builtin was called from.

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAgentsLocal runs pipelines/agents-local.hcl: one load from two
+// local agents, agent 1's clock shifted by 45 s. The merged requests are
+// the sum of the agents'; the merged p50/p99/p99.9 in trials.parquet are
+// the percentiles DuckDB recomputes from the union of the agents' buckets
+// in latency.parquet; the controller measured the shift within its bound;
+// no agent process is left.
+func TestAgentsLocal(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command(bin, "apply", "../../pipelines/agents-local.hcl", "--var", "duration=1s", "--out", out)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_AGENT_CLOCK_SHIFT=1=45s")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	run := filepath.Join(out, "latest")
+	if m := readManifest(t, run); m.Status != "ok" {
+		t.Fatalf("run status %q\n%s", m.Status, b)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	trials, agents, latency := filepath.Join(run, "trials.parquet"), filepath.Join(run, "agents.parquet"), filepath.Join(run, "latency.parquet")
+
+	var requests, nAgents, sumAgents, agentRows int64
+	var p50, p99, p999 float64
+	q := fmt.Sprintf(`SELECT t.requests, t.agents, t.latency_p50_us, t.latency_p99_us, t.latency_p999_us,
+		(SELECT sum(requests) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step),
+		(SELECT count(*) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step)
+		FROM read_parquet('%[1]s') t WHERE t.step = 'main'`, trials, agents)
+	if err := db.QueryRow(q).Scan(&requests, &nAgents, &p50, &p99, &p999, &sumAgents, &agentRows); err != nil {
+		t.Fatal(err)
+	}
+	if requests == 0 || requests != sumAgents || nAgents != 2 || agentRows != 2 {
+		t.Errorf("merged requests %d, agents' sum %d; agents column %d, %d agent rows; want equal and 2", requests, sumAgents, nAgents, agentRows)
+	}
+	// Percentiles from the union of the agents' buckets, the way
+	// HdrHistogram computes them: the upper bound of the bucket holding
+	// the round(p/100 × total)-th value.
+	for _, c := range []struct {
+		p    float64
+		want float64
+	}{{50, p50}, {99, p99}, {99.9, p999}} {
+		var got float64
+		q := fmt.Sprintf(`WITH b AS (SELECT lower_us, upper_us, sum(count) AS n FROM read_parquet('%s') WHERE step = 'main' GROUP BY ALL),
+			c AS (SELECT upper_us, sum(n) OVER (ORDER BY upper_us) AS cum, sum(n) OVER () AS total FROM b)
+			SELECT min(upper_us) FROM c WHERE cum >= greatest(1, floor(%g / 100 * total + 0.5))`, latency, c.p)
+		if err := db.QueryRow(q).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want || got == 0 {
+			t.Errorf("p%g from the union of the agents' buckets = %g µs, trials.parquet says %g", c.p, got, c.want)
+		}
+	}
+	var bucketAgents, bucketTotal int64
+	if err := db.QueryRow(fmt.Sprintf(`SELECT count(DISTINCT agent) FILTER (WHERE agent IN (1, 2)), sum(count) FROM read_parquet('%s') WHERE step = 'main'`, latency)).Scan(&bucketAgents, &bucketTotal); err != nil {
+		t.Fatal(err)
+	}
+	if bucketAgents != 2 || bucketTotal != requests {
+		t.Errorf("latency.parquet: buckets of %d agents holding %d values, want 2 agents and %d", bucketAgents, bucketTotal, requests)
+	}
+	// The shifted agent: the measured offset is within its bound of 45 s.
+	var offset, bound float64
+	var pids []int64
+	rows, err := db.Query(fmt.Sprintf(`SELECT agent, clock_offset_s, skew_bound_s, pid FROM read_parquet('%s') ORDER BY agent`, agents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a, pid int64
+		var o, sb float64
+		if err := rows.Scan(&a, &o, &sb, &pid); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+		want := 0.0
+		if a == 1 {
+			want, offset, bound = 45, o, sb
+		}
+		if d := o - want; d > sb || d < -sb || sb <= 0 {
+			t.Errorf("agent %d: clock offset %gs, want %gs within the bound %gs", a, o, want, sb)
+		}
+	}
+	rows.Close()
+	t.Logf("agent 1: offset %.6fs ± %.6fs", offset, bound)
+	for _, pid := range pids {
+		if processRuns(int(pid)) {
+			t.Errorf("agent process %d still runs after the run", pid)
+		}
+	}
+	for _, f := range []string{"agent-main-0.stderr.log", "agent-main-1.stderr.log"} {
+		logs, _ := filepath.Glob(filepath.Join(run, "logs", "*", f))
+		if len(logs) != 1 {
+			t.Errorf("no %s kept under logs/", f)
+		}
+	}
+}
+
+// processRuns reports whether pid is a live (non-zombie) process.
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// TestAgentsFailedAgentFailsTrial kills one agent in the middle of its
+// load: the trial fails naming the agent, its log is kept, and the other
+// agent is stopped.
+func TestAgentsFailedAgentFailsTrial(t *testing.T) {
+	dir := t.TempDir()
+	step := fmt.Sprintf("kill%d", rand.IntN(1_000_000))
+	pipeline := fmt.Sprintf(`
+pipeline "agents-kill" {}
+provider "local" "host" {}
+service "web" {
+  provider = "host"
+  command  = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}"]
+  port "http" {}
+  health { http = "/" }
+}
+step "load" %q {
+  target      = "${service.web.url}/"
+  connections = 2
+  threads     = 1
+  duration    = "10s"
+  agents {
+    count = 2
+  }
+}
+`, step)
+	path := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(path, []byte(pipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "apply", path, "--out", out)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	victim := "agent-" + step + "-1"
+	var pid int
+	deadline := time.Now().Add(60 * time.Second)
+	for pid == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		for _, p := range servePIDs("agent --listen") {
+			if v, _ := environ(p, "BENCHFLOW_SERVICE"); v == victim {
+				// Its load has started once its log says so.
+				logs, _ := filepath.Glob(filepath.Join(out, "*", "logs", "*", victim+".stderr.log"))
+				if len(logs) > 0 { // the run folder and latest
+					if b, _ := os.ReadFile(logs[0]); bytes.Contains(b, []byte("starting in")) {
+						pid = p
+					}
+				}
+			}
+		}
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("agent %s never started its load\n%s", victim, buf.String())
+	}
+	time.Sleep(time.Second)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	err := cmd.Wait()
+	if err == nil {
+		t.Fatalf("apply succeeded although agent 1 was killed\n%s", buf.String())
+	}
+	t.Logf("apply:\n%s", buf.String())
+	if !strings.Contains(buf.String(), "agent 1") {
+		t.Errorf("the output does not name agent 1:\n%s", buf.String())
+	}
+	run := filepath.Join(out, "latest")
+	m := readManifest(t, run)
+	if len(m.Trials) != 1 || m.Trials[0].Status != "failed" {
+		t.Errorf("manifest trials %+v, want one failed", m.Trials)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(run, "logs", "*", victim+".stderr.log")); len(logs) != 1 {
+		t.Errorf("the killed agent's log was not kept")
+	}
+	for _, p := range servePIDs("agent --listen") {
+		if v, _ := environ(p, "BENCHFLOW_SERVICE"); strings.HasPrefix(v, "agent-"+step+"-") && processRuns(p) {
+			t.Errorf("agent process %d (%s) still runs", p, v)
+		}
+	}
+}
+
+// environ reads one variable of a process's environment.
+func environ(pid int, key string) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return "", false
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte(key+"=")); ok {
+			return string(v), true
+		}
+	}
+	return "", false
+}

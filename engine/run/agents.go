@@ -1,0 +1,150 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/agent"
+	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// DefaultAgentImage is the image of agents that run in containers
+// (providers/docker/images builds it).
+const DefaultAgentImage = "benchflow/agent:local"
+
+// AgentBinary is the benchflow binary local and raw_exec agents run
+// (default: this process's executable).
+var AgentBinary = func() (string, error) { return os.Executable() }
+
+// runOnAgents runs a load or warm step's load from its agents block: the
+// provider starts the agents, the controller synchronises and merges them
+// (engine/agent), and the agents are torn down before it returns, whatever
+// happened. A failed or late agent fails the step; the records of every
+// agent are returned either way.
+func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *pipeline.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+	pv := tr.te.AgentsProviderBlock(a)
+	typ, cfg, d := tr.te.ProviderConfig(pv)
+	if d.HasErrors() {
+		return nil, nil, diagErr(d)
+	}
+	name := plan.ImplicitLocal
+	if pv != nil {
+		name = pv.Name
+	}
+	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
+	}
+	launcher, ok := prov.(providers.AgentLauncher)
+	if !ok {
+		return nil, nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
+	}
+	bin, err := AgentBinary()
+	if err != nil {
+		return nil, nil, fmt.Errorf("agents: finding the benchflow binary: %w", err)
+	}
+	tolerance := 50 * time.Millisecond
+	if a.Tolerance != "" {
+		tolerance, _ = pipeline.ParseDuration(a.Tolerance) // validated
+	}
+	image := a.Image
+	if image == "" {
+		image = DefaultAgentImage
+	}
+	env := map[string]string{}
+	if v := os.Getenv(agent.ClockShiftEnv); v != "" {
+		env[agent.ClockShiftEnv] = v
+	}
+	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
+		return nil, nil, fmt.Errorf("creating the log folder: %w", err)
+	}
+	tr.r.rep.Logf("trial %s: %s: starting %d agents with %s", tr.trial.ID, st.Addr(), a.Count, name)
+	group, err := launcher.LaunchAgents(ctx, &providers.AgentRequest{
+		RunID: tr.r.w.Manifest().RunID, TrialID: tr.trial.ID, Step: st.Name, Count: a.Count,
+		Binary: bin, Image: image, Env: env, Idle: "60s", LogDir: tr.logDir, Logf: tr.r.rep.Logf,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := group.Teardown(tctx); err != nil {
+			tr.r.rep.Warnf("trial %s: %s: tearing down agents: %v", tr.trial.ID, st.Addr(), err)
+		}
+	}()
+	out, err := agent.Run(ctx, agent.Config{
+		Agents: group.URLs(), Options: opts, Tolerance: tolerance,
+		Logf: func(format string, args ...any) {
+			tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, st.Addr(), fmt.Sprintf(format, args...))
+		},
+	})
+	var recs []results.AgentRecord
+	if out != nil {
+		recs = agentRecords(out)
+	}
+	if err != nil {
+		return nil, recs, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
+	}
+	return out.Merged, recs, nil
+}
+
+// agentRecords converts the controller's members for the results, with
+// each agent's own verdict.
+func agentRecords(out *agent.Outcome) []results.AgentRecord {
+	recs := make([]results.AgentRecord, 0, len(out.Members))
+	for _, m := range out.Members {
+		r := results.AgentRecord{
+			Index: m.Index, Host: m.Hello.Host, PID: m.Hello.PID, Cores: m.Hello.Cores,
+			Connections: m.Share.Connections, Threads: m.Share.Threads, Requests: m.Share.Requests, Rate: m.Share.Rate,
+			Result: m.Result, CPUPct: m.CPUPct(),
+			OffsetS: m.Offset.Seconds(), SkewBoundS: m.SkewBound.Seconds(), RTTS: m.RTT.Seconds(), LateS: m.Late.Seconds(),
+		}
+		if m.Err != nil {
+			r.Error = m.Err.Error()
+		}
+		if v := collect.JudgeAgent(agentHealth(m)); v.Kind != "" {
+			r.Verdict, r.VerdictEvidence = v.Kind, v.Evidence
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func agentHealth(m *agent.Member) collect.AgentHealth {
+	h := collect.AgentHealth{Index: m.Index, CPUPct: m.CPUPct(), Threads: m.Share.Threads, Cores: m.Hello.Cores, TargetRate: m.Share.Rate}
+	if res := m.Result; res != nil {
+		h.RateWarning = res.Warning
+		if res.Latency != nil && res.Uncorrected != nil && res.Latency.TotalCount() > 0 {
+			h.LagP99US = float64(res.Latency.ValueAtQuantile(99) - res.Uncorrected.ValueAtQuantile(99))
+		}
+	}
+	return h
+}
+
+// judgeAgents puts a loader-bound agent into the step's verdict: a
+// saturated load generator makes the step's figures its own limit, not
+// the server's.
+func judgeAgents(step *results.StepRecord) {
+	var hs []collect.AgentHealth
+	for _, a := range step.Agents {
+		h := collect.AgentHealth{Index: a.Index, CPUPct: a.CPUPct, Threads: a.Threads, Cores: a.Cores, TargetRate: a.Rate}
+		if res := a.Result; res != nil {
+			h.RateWarning = res.Warning
+			if res.Latency != nil && res.Uncorrected != nil && res.Latency.TotalCount() > 0 {
+				h.LagP99US = float64(res.Latency.ValueAtQuantile(99) - res.Uncorrected.ValueAtQuantile(99))
+			}
+		}
+		hs = append(hs, h)
+	}
+	if v := collect.JudgeAgents(hs); v.Kind != "" {
+		step.Verdict, step.VerdictEvidence = v.Kind, v.Evidence
+	}
+}
