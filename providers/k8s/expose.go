@@ -38,6 +38,7 @@ func (d *Deployment) expose(ctx context.Context) error {
 		},
 	}
 	primary := o.ports[0]
+	ep.Attrs["cluster_url"] = fmt.Sprintf("http://%s.%s.svc:%d", o.Service.Name, o.ns, primary.Container)
 	switch cfg.Expose {
 	case ExposePortForward:
 		pod, err := d.readyPod(ctx)

@@ -22,6 +22,7 @@ func init() {
 		New:       newFromRequest,
 		Attrs:     EndpointAttrs,
 		GC:        GC,
+		Agents:    true,
 	})
 }
 
@@ -29,8 +30,10 @@ func init() {
 // service.<name>.<attr> (empty when they do not apply): namespace,
 // deployment (also the Service's name), expose, pod (port-forward target),
 // ingress (the Ingress name), host_header (the Host header the load should
-// send) and path (the Ingress path prefix).
-var EndpointAttrs = []string{"namespace", "deployment", "expose", "pod", "ingress", "host_header", "path"}
+// send), path (the Ingress path prefix) and cluster_url (the Service's
+// address inside the cluster, http://<service>.<namespace>.svc:<port>:
+// what load agents running as pods target).
+var EndpointAttrs = []string{"namespace", "deployment", "expose", "pod", "ingress", "host_header", "path", "cluster_url"}
 
 var (
 	_ providers.Provider     = (*Provider)(nil)

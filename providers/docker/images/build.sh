@@ -5,8 +5,10 @@
 #   benchflow/nginx:local  Debian's nginx from this host (docker import)
 #   benchflow/httpd:local  Debian's apache2 from this host (docker import)
 #   benchflow/serve:local  FROM scratch around a static `benchflow serve`
+#   benchflow/agent:local  the same image under the name load agents use
+#                          (`benchflow agent` in Kubernetes pods)
 #
-# Usage: build.sh [--force] [nginx] [httpd] [serve]   (default: all three)
+# Usage: build.sh [--force] [nginx] [httpd] [serve] [agent]   (default: all four)
 #
 # Idempotent and fast when nothing changed: every image carries the label
 # dev.benchflow.image.hash, a hash of what went into it; an image whose hash
@@ -20,12 +22,12 @@ want=()
 for a in "$@"; do
   case "$a" in
     --force) force=1 ;;
-    nginx|httpd|serve) want+=("$a") ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "build.sh: unknown argument $a (want nginx, httpd, serve or --force)" >&2; exit 2 ;;
+    nginx|httpd|serve|agent) want+=("$a") ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "build.sh: unknown argument $a (want nginx, httpd, serve, agent or --force)" >&2; exit 2 ;;
   esac
 done
-[ ${#want[@]} -gt 0 ] || want=(nginx httpd serve)
+[ ${#want[@]} -gt 0 ] || want=(nginx httpd serve agent)
 
 command -v docker >/dev/null || { echo "build.sh: docker CLI not found" >&2; exit 1; }
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
@@ -233,6 +235,18 @@ build_serve() {
   rm -f "$root/Dockerfile"
   # The equivalent of FROM scratch + COPY: a root holding only the binary.
   import "$root" $image "$hash" "LABEL dev.benchflow.image.src=$src" 'ENTRYPOINT ["/benchflow"]' 'CMD ["serve","--addr","0.0.0.0:8080"]' 'EXPOSE 8080'
+}
+
+# The agent image is the serve image (its /benchflow runs `agent` too),
+# tagged under its own name so pipelines and the local cluster name it.
+build_agent() {
+  if ! grep -rqs '"agent' "$repo/cmd/benchflow/"; then
+    echo "build.sh: skipping benchflow/agent:local: this tree has no \`benchflow agent\` command yet" >&2
+    return
+  fi
+  build_serve
+  docker tag benchflow/serve:local benchflow/agent:local
+  echo "tagged benchflow/agent:local"
 }
 
 for w in "${want[@]}"; do "build_$w"; done

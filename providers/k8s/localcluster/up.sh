@@ -259,6 +259,15 @@ for img in "$PAUSE_IMAGE" "$NGINX_IMAGE_LOCAL"; do
 done
 $CTR images tag --force "docker.io/$NGINX_IMAGE_LOCAL" "$NGINX_IMAGE_ALIAS" >/dev/null
 log "images imported: $PAUSE_IMAGE, $NGINX_IMAGE_LOCAL (also as $NGINX_IMAGE_ALIAS)"
+# The load agents' image (benchflow at /benchflow), built by `make images`;
+# without it agents cannot run on this cluster (and nothing else needs it).
+AGENT_IMAGE_LOCAL=${AGENT_IMAGE_LOCAL:-benchflow/agent:local}
+if docker image inspect "$AGENT_IMAGE_LOCAL" >/dev/null 2>&1; then
+  docker save "$AGENT_IMAGE_LOCAL" | $CTR images import - >/dev/null
+  log "image imported: $AGENT_IMAGE_LOCAL"
+else
+  log "no $AGENT_IMAGE_LOCAL image (make images builds it): load agents cannot run on this cluster"
+fi
 start kube-apiserver "$KBIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --bind-address="$NODE_IP" --secure-port="$APISERVER_PORT" --advertise-address="$NODE_IP" \
