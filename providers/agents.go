@@ -48,8 +48,10 @@ type AgentGroup interface {
 	Teardown(ctx context.Context) error
 }
 
-// AgentName is the name of agent index of a step ("agent-wrk-0"), used for
-// log files and as the service name in labels and process markers.
+// AgentName is the name of the agent at index (0-based) of a step:
+// "agent-wrk-1" for the first, as agents are numbered from 1 in what users
+// see. It names log files and is the service name in labels and process
+// markers.
 func AgentName(step string, index int) string {
-	return "agent-" + step + "-" + strconv.Itoa(index)
+	return "agent-" + step + "-" + strconv.Itoa(index+1)
 }

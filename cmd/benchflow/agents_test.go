@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,10 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/results/resultstest"
 )
 
 // TestAgentsLocal runs pipelines/agents-local.hcl: one load from two
-// local agents, agent 1's clock shifted by 45 s. The merged requests are
+// local agents, agent 2's clock shifted by 45 s. The merged requests are
 // the sum of the agents'; the merged p50/p99/p99.9 in trials.parquet are
 // the percentiles DuckDB recomputes from the union of the agents' buckets
 // in latency.parquet; the controller measured the shift within its bound;
@@ -23,7 +24,7 @@ import (
 func TestAgentsLocal(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command(bin, "apply", "../../pipelines/agents-local.hcl", "--var", "duration=1s", "--out", out)
-	cmd.Env = append(os.Environ(), "BENCHFLOW_AGENT_CLOCK_SHIFT=1=45s")
+	cmd.Env = append(os.Environ(), "BENCHFLOW_AGENT_CLOCK_SHIFT=2=45s")
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
@@ -32,80 +33,27 @@ func TestAgentsLocal(t *testing.T) {
 	if m := readManifest(t, run); m.Status != "ok" {
 		t.Fatalf("run status %q\n%s", m.Status, b)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	trials, agents, latency := filepath.Join(run, "trials.parquet"), filepath.Join(run, "agents.parquet"), filepath.Join(run, "latency.parquet")
-
-	var requests, nAgents, sumAgents, agentRows int64
-	var p50, p99, p999 float64
-	q := fmt.Sprintf(`SELECT t.requests, t.agents, t.latency_p50_us, t.latency_p99_us, t.latency_p999_us,
-		(SELECT sum(requests) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step),
-		(SELECT count(*) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step)
-		FROM read_parquet('%[1]s') t WHERE t.step = 'main'`, trials, agents)
-	if err := db.QueryRow(q).Scan(&requests, &nAgents, &p50, &p99, &p999, &sumAgents, &agentRows); err != nil {
-		t.Fatal(err)
-	}
-	if requests == 0 || requests != sumAgents || nAgents != 2 || agentRows != 2 {
-		t.Errorf("merged requests %d, agents' sum %d; agents column %d, %d agent rows; want equal and 2", requests, sumAgents, nAgents, agentRows)
-	}
-	// Percentiles from the union of the agents' buckets, the way
-	// HdrHistogram computes them: the upper bound of the bucket holding
-	// the round(p/100 × total)-th value.
-	for _, c := range []struct {
-		p    float64
-		want float64
-	}{{50, p50}, {99, p99}, {99.9, p999}} {
-		var got float64
-		q := fmt.Sprintf(`WITH b AS (SELECT lower_us, upper_us, sum(count) AS n FROM read_parquet('%s') WHERE step = 'main' GROUP BY ALL),
-			c AS (SELECT upper_us, sum(n) OVER (ORDER BY upper_us) AS cum, sum(n) OVER () AS total FROM b)
-			SELECT min(upper_us) FROM c WHERE cum >= greatest(1, floor(%g / 100 * total + 0.5))`, latency, c.p)
-		if err := db.QueryRow(q).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != c.want || got == 0 {
-			t.Errorf("p%g from the union of the agents' buckets = %g µs, trials.parquet says %g", c.p, got, c.want)
-		}
-	}
-	var bucketAgents, bucketTotal int64
-	if err := db.QueryRow(fmt.Sprintf(`SELECT count(DISTINCT agent) FILTER (WHERE agent IN (1, 2)), sum(count) FROM read_parquet('%s') WHERE step = 'main'`, latency)).Scan(&bucketAgents, &bucketTotal); err != nil {
-		t.Fatal(err)
-	}
-	if bucketAgents != 2 || bucketTotal != requests {
-		t.Errorf("latency.parquet: buckets of %d agents holding %d values, want 2 agents and %d", bucketAgents, bucketTotal, requests)
-	}
+	m := resultstest.CheckAgentMerge(t, run, "main", 2)
 	// The shifted agent: the measured offset is within its bound of 45 s.
 	var offset, bound float64
 	var pids []int64
-	rows, err := db.Query(fmt.Sprintf(`SELECT agent, clock_offset_s, skew_bound_s, pid FROM read_parquet('%s') ORDER BY agent`, agents))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var a, pid int64
-		var o, sb float64
-		if err := rows.Scan(&a, &o, &sb, &pid); err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, pid)
+	for _, a := range m.Agents {
+		pids = append(pids, a.PID)
 		want := 0.0
-		if a == 1 {
-			want, offset, bound = 45, o, sb
+		if a.Agent == 2 {
+			want, offset, bound = 45, a.ClockOffsetS, a.BoundS
 		}
-		if d := o - want; d > sb || d < -sb || sb <= 0 {
-			t.Errorf("agent %d: clock offset %gs, want %gs within the bound %gs", a, o, want, sb)
+		if d := a.ClockOffsetS - want; d > a.BoundS || d < -a.BoundS || a.BoundS <= 0 {
+			t.Errorf("agent %d: clock offset %gs, want %gs within the bound %gs", a.Agent, a.ClockOffsetS, want, a.BoundS)
 		}
 	}
-	rows.Close()
-	t.Logf("agent 1: offset %.6fs ± %.6fs", offset, bound)
+	t.Logf("agent 2: offset %.6fs ± %.6fs", offset, bound)
 	for _, pid := range pids {
 		if processRuns(int(pid)) {
 			t.Errorf("agent process %d still runs after the run", pid)
 		}
 	}
-	for _, f := range []string{"agent-main-0.stderr.log", "agent-main-1.stderr.log"} {
+	for _, f := range []string{"agent-main-1.stderr.log", "agent-main-2.stderr.log"} {
 		logs, _ := filepath.Glob(filepath.Join(run, "logs", "*", f))
 		if len(logs) != 1 {
 			t.Errorf("no %s kept under logs/", f)
@@ -123,7 +71,7 @@ func processRuns(pid int) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
-// TestAgentsFailedAgentFailsTrial kills one agent in the middle of its
+// TestAgentsFailedAgentFailsTrial kills the second agent in the middle of its
 // load: the trial fails naming the agent, its log is kept, and the other
 // agent is stopped.
 func TestAgentsFailedAgentFailsTrial(t *testing.T) {
@@ -159,7 +107,7 @@ step "load" %q {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	victim := "agent-" + step + "-1"
+	victim := "agent-" + step + "-2"
 	var pid int
 	deadline := time.Now().Add(60 * time.Second)
 	for pid == 0 && time.Now().Before(deadline) {
@@ -185,11 +133,11 @@ step "load" %q {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	err := cmd.Wait()
 	if err == nil {
-		t.Fatalf("apply succeeded although agent 1 was killed\n%s", buf.String())
+		t.Fatalf("apply succeeded although agent 2 was killed\n%s", buf.String())
 	}
 	t.Logf("apply:\n%s", buf.String())
-	if !strings.Contains(buf.String(), "agent 1") {
-		t.Errorf("the output does not name agent 1:\n%s", buf.String())
+	if !strings.Contains(buf.String(), "agent 2") {
+		t.Errorf("the output does not name agent 2:\n%s", buf.String())
 	}
 	run := filepath.Join(out, "latest")
 	m := readManifest(t, run)

@@ -41,11 +41,11 @@ func TestParseClockShift(t *testing.T) {
 	}{
 		{"", 0, 0, false},
 		{"90s", 3, 90 * time.Second, false},
-		{"1=-1h,0=2s", 1, -time.Hour, false},
-		{"1=-1h,0=2s", 0, 2 * time.Second, false},
-		{"1=-1h", 2, 0, false},
+		{"2=-1h,1=2s", 1, -time.Hour, false},
+		{"2=-1h,1=2s", 0, 2 * time.Second, false},
+		{"2=-1h", 2, 0, false},
 		{"x=1s", 0, 0, true},
-		{"1=soon", 1, 0, true},
+		{"2=soon", 1, 0, true},
 	} {
 		got, err := ParseClockShift(tc.v, tc.index)
 		if (err != nil) != tc.err || got != tc.want {

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	var maxRTT time.Duration
 	for _, m := range out.Members {
 		maxRTT = max(maxRTT, m.RTT)
-		cfg.Logf("agent %d (%s pid %d): clock offset %s ± %s", m.Index, m.Hello.Host, m.Hello.PID, m.Offset, m.SkewBound)
+		cfg.Logf("agent %d (%s pid %d): clock offset %s ± %s", m.Index+1, m.Hello.Host, m.Hello.PID, m.Offset, m.SkewBound)
 	}
 	lead := max(cfg.Lead, 10*maxRTT)
 	out.Start = time.Now().Add(lead)
@@ -205,7 +205,7 @@ func (c *controller) each(ms []*Member, f func(*Member) error) error {
 		}
 	}
 	if first != nil {
-		return fmt.Errorf("%w: agent %d%s: %v", ErrAgent, first.Index, first.where(), first.Err)
+		return fmt.Errorf("%w: agent %d%s: %v", ErrAgent, first.Index+1, first.where(), first.Err)
 	}
 	return nil
 }

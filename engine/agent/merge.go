@@ -49,7 +49,7 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 	for i, p := range parts {
 		r := p.Result
 		if r == nil {
-			return nil, fmt.Errorf("merging: agent %d has no result", i)
+			return nil, fmt.Errorf("merging: agent %d has no result", i+1)
 		}
 		m.Requests += r.Requests
 		m.Errors += r.Errors

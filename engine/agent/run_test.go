@@ -151,7 +151,7 @@ func TestRunFailsOnLateAgent(t *testing.T) {
 	if err == nil {
 		t.Fatal("a late agent did not fail the load")
 	}
-	if !strings.Contains(err.Error(), "agent 0") || !strings.Contains(err.Error(), "after the start instant") {
+	if !strings.Contains(err.Error(), "agent 1") || !strings.Contains(err.Error(), "after the start instant") {
 		t.Errorf("error %q does not name the agent and its lateness", err)
 	}
 	if out == nil || len(out.Members) != 1 || out.Members[0].Err == nil {
@@ -163,8 +163,8 @@ func TestRunFailsOnUnreachableAgent(t *testing.T) {
 	urls := startAgents(t, 0)
 	_, err := Run(context.Background(), Config{Agents: []string{urls[0], "http://127.0.0.1:1"}, Ready: 300 * time.Millisecond,
 		Options: load.Options{Targets: []load.Target{{URL: target(t)}}, Connections: 2, Duration: 200 * time.Millisecond}})
-	if err == nil || !strings.Contains(err.Error(), "agent 1") || !strings.Contains(err.Error(), "no answer within") {
-		t.Fatalf("Run = %v, want agent 1 not answering", err)
+	if err == nil || !strings.Contains(err.Error(), "agent 2") || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("Run = %v, want agent 2 not answering", err)
 	}
 }
 

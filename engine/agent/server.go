@@ -23,7 +23,8 @@ import (
 type ServeOptions struct {
 	// Listen is the address to listen on ("127.0.0.1:0", ":7700").
 	Listen string
-	// Index is the agent's position in its group (0-based), for messages.
+	// Index is the agent's position in its group (0-based); messages show
+	// its number, Index+1.
 	Index   int
 	Version string
 	// Idle is how long the agent waits without a controller (no request
@@ -40,12 +41,14 @@ type ServeOptions struct {
 }
 
 // ClockShiftEnv is read by the agent command: a duration by which the
-// agent's clock is shifted ("90s", "-1h"), or INDEX=DURATION entries
-// separated by commas for the agents of those indexes only. It exists to
-// test the controller's clock correction.
+// agent's clock is shifted ("90s", "-1h"), or N=DURATION entries separated
+// by commas for the agents numbered N only (agents are numbered from 1 in
+// everything benchflow shows). It exists to test the controller's clock
+// correction.
 const ClockShiftEnv = "BENCHFLOW_AGENT_CLOCK_SHIFT"
 
-// ParseClockShift reads ClockShiftEnv's value for the agent of index.
+// ParseClockShift reads ClockShiftEnv's value for the agent at index
+// (0-based: agent number index+1).
 func ParseClockShift(v string, index int) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -63,7 +66,7 @@ func ParseClockShift(v string, index int) (time.Duration, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: %q: index %w", ClockShiftEnv, part, err)
 		}
-		if i == index {
+		if i == index+1 {
 			return time.ParseDuration(d)
 		}
 	}
@@ -119,7 +122,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
-	opts.Logf("agent %d listening on %s (pid %d)", opts.Index, ln.Addr(), os.Getpid())
+	opts.Logf("agent %d listening on %s (pid %d)", opts.Index+1, ln.Addr(), os.Getpid())
 	tick := time.NewTicker(min(time.Second, opts.Idle/4))
 	defer tick.Stop()
 	why := ""
@@ -144,7 +147,7 @@ wait:
 			}
 		}
 	}
-	opts.Logf("agent %d exiting: %s", opts.Index, why)
+	opts.Logf("agent %d exiting: %s", opts.Index+1, why)
 	cancelLoad()
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer scancel()
@@ -215,7 +218,7 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
-	s.opts.Logf("agent %d: %d connections, rate %g, starting in %s", s.opts.Index, opts.Connections, opts.Rate, wait.Round(time.Microsecond))
+	s.opts.Logf("agent %d: %d connections, rate %g, starting in %s", s.opts.Index+1, opts.Connections, opts.Rate, wait.Round(time.Microsecond))
 	go s.run(req, opts)
 }
 
@@ -265,7 +268,7 @@ func (s *server) run(req StartRequest, opts load.Options) {
 			w.Error = fmt.Sprintf("started %s after the start instant (tolerance %s)", time.Duration(w.LateNS).Round(time.Microsecond), time.Duration(tol))
 		}
 	}
-	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index, w.Requests, w.Errors, time.Duration(w.DurationNS).Round(time.Millisecond), errSuffix(w.Error))
+	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index+1, w.Requests, w.Errors, time.Duration(w.DurationNS).Round(time.Millisecond), errSuffix(w.Error))
 	s.finish(w)
 }
 

@@ -7,7 +7,7 @@ import (
 
 // AgentHealth is what an agent reported of itself (agents block).
 type AgentHealth struct {
-	Index   int
+	Index   int     // the agent's number, from 1
 	CPUPct  float64 // its process's CPU during its load, % of one core
 	Threads int     // its event loops
 	Cores   int     // CPUs it saw (0: unknown)

@@ -12,7 +12,7 @@ const TableAgents = "agents"
 // block): its share of the load, what it measured, its own health and its
 // clock.
 type AgentRecord struct {
-	Index int    // 0-based
+	Index int    // 0-based; agents.parquet and latency.parquet number agents from 1
 	Host  string // where it ran (its hostname: a pod name on Kubernetes)
 	PID   int
 	// Connections, Threads, Requests (0: bounded by duration) and Rate (0:
@@ -103,7 +103,7 @@ var agentColumns = []column[AgentRow]{
 func agentRows(runID, trialID string, s *StepRecord) []AgentRow {
 	var rows []AgentRow
 	for _, a := range s.Agents {
-		r := AgentRow{RunID: runID, TrialID: trialID, Step: s.Name, Agent: int64(a.Index), Host: a.Host, PID: int64(a.PID),
+		r := AgentRow{RunID: runID, TrialID: trialID, Step: s.Name, Agent: int64(a.Index + 1), Host: a.Host, PID: int64(a.PID),
 			Connections: int64(a.Connections), Threads: int64(a.Threads), RequestsShare: a.Requests, RateShare: a.Rate,
 			CPUPct: a.CPUPct, Cores: int64(a.Cores), ClockOffsetS: a.OffsetS, SkewBoundS: a.SkewBoundS, RTTS: a.RTTS, LateS: a.LateS,
 			Verdict: a.Verdict, Evidence: a.VerdictEvidence, Error: a.Error}

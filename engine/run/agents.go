@@ -119,7 +119,7 @@ func agentRecords(out *agent.Outcome) []results.AgentRecord {
 }
 
 func agentHealth(m *agent.Member) collect.AgentHealth {
-	h := collect.AgentHealth{Index: m.Index, CPUPct: m.CPUPct(), Threads: m.Share.Threads, Cores: m.Hello.Cores, TargetRate: m.Share.Rate}
+	h := collect.AgentHealth{Index: m.Index + 1, CPUPct: m.CPUPct(), Threads: m.Share.Threads, Cores: m.Hello.Cores, TargetRate: m.Share.Rate}
 	if res := m.Result; res != nil {
 		h.RateWarning = res.Warning
 		if res.Latency != nil && res.Uncorrected != nil && res.Latency.TotalCount() > 0 {
@@ -135,7 +135,7 @@ func agentHealth(m *agent.Member) collect.AgentHealth {
 func judgeAgents(step *results.StepRecord) {
 	var hs []collect.AgentHealth
 	for _, a := range step.Agents {
-		h := collect.AgentHealth{Index: a.Index, CPUPct: a.CPUPct, Threads: a.Threads, Cores: a.Cores, TargetRate: a.Rate}
+		h := collect.AgentHealth{Index: a.Index + 1, CPUPct: a.CPUPct, Threads: a.Threads, Cores: a.Cores, TargetRate: a.Rate}
 		if res := a.Result; res != nil {
 			h.RateWarning = res.Warning
 			if res.Latency != nil && res.Uncorrected != nil && res.Latency.TotalCount() > 0 {
