@@ -1,0 +1,128 @@
+package k8s
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/benchflow/benchflow/providers"
+)
+
+// kubeletForAgents plays the kubelet for the bare agent pods (the
+// simulation's own loop only runs Deployments' pods): it reports each new
+// one as mode says, until the test ends.
+func kubeletForAgents(t *testing.T, s *sim, mode string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			pods, err := s.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: LabelAgents})
+			if err == nil {
+				for i := range pods.Items {
+					p := &pods.Items[i]
+					if p.Status.Phase == "" {
+						p.Status = podStatus(p, mode)
+						_, _ = s.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+					}
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+}
+
+func agentRequest(t *testing.T) *providers.AgentRequest {
+	return &providers.AgentRequest{RunID: "20261201T120000Z-ab12", TrialID: "c01-r1", Step: "wrk", Count: 2,
+		Image: "benchflow/agent:local", Idle: "60s", Env: map[string]string{"BENCHFLOW_AGENT_CLOCK_SHIFT": "2=1s"}, LogDir: t.TempDir()}
+}
+
+// TestLaunchAgentsPods: agents are bare pods labelled like services (so
+// teardown and gc find them), running benchflow agent on the agent port,
+// reached through a port-forward each, and teardown leaves nothing.
+func TestLaunchAgentsPods(t *testing.T) {
+	s := newSim(t, podsReady)
+	kubeletForAgents(t, s, podsReady)
+	p, fw := testProvider(t, s.cs, Config{})
+	req := agentRequest(t)
+	g, err := p.LaunchAgents(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.URLs(); len(got) != 2 || got[0] != "http://127.0.0.1:"+strconv.Itoa(40000+AgentPort) {
+		t.Errorf("URLs %v, want two through the port-forward", got)
+	}
+	pods, err := s.cs.CoreV1().Pods(runNamespace(req.RunID)).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("pods %v, %v; want 2", pods, err)
+	}
+	for i, pod := range pods.Items {
+		want := providers.AgentName("wrk", i)
+		l := pod.Labels
+		if l[providers.LabelManaged] != "true" || l[providers.LabelRun] != req.RunID || l[providers.LabelTrial] != req.TrialID ||
+			l[providers.LabelService] != want || l[providers.LabelPID] != strconv.Itoa(os.Getpid()) || l[LabelAgents] != "wrk" {
+			t.Errorf("pod %s labels %v", pod.Name, l)
+		}
+		c := pod.Spec.Containers[0]
+		cmd := strings.Join(c.Command, " ")
+		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || c.Image != req.Image ||
+			cmd != "/benchflow agent --listen 0.0.0.0:7700 --index "+strconv.Itoa(i)+" --idle 60s" ||
+			len(c.Env) != 1 || c.Env[0].Value != "2=1s" || pod.Spec.ActiveDeadlineSeconds == nil {
+			t.Errorf("pod %s: restart %s, image %s, command %q, env %v", pod.Name, pod.Spec.RestartPolicy, c.Image, cmd, c.Env)
+		}
+	}
+	if err := g.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !fw.isClosed() {
+		t.Error("the port-forward stayed open")
+	}
+	assertNoLeftovers(t, s.cs)
+}
+
+// TestLaunchAgentsImageMissing: an agent image the node cannot pull fails
+// the launch, saying so, and leaves nothing.
+func TestLaunchAgentsImageMissing(t *testing.T) {
+	s := newSim(t, podsImagePull)
+	kubeletForAgents(t, s, podsImagePull)
+	p, _ := testProvider(t, s.cs, Config{})
+	_, err := p.LaunchAgents(context.Background(), agentRequest(t))
+	if err == nil || !strings.Contains(err.Error(), "ImagePullBackOff") {
+		t.Fatalf("LaunchAgents = %v, want ImagePullBackOff", err)
+	}
+	assertNoLeftovers(t, s.cs)
+}
+
+// TestGCRemovesAgentPods: the pods of agents whose benchflow is gone are
+// leftovers like a service's; those of a live one are kept.
+func TestGCRemovesAgentPods(t *testing.T) {
+	s := newSim(t, podsReady)
+	cfg, err := Config{}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agentRequest(t)
+	live := cfg.agentPod(req, 0, "benchflow-x")
+	dead := cfg.agentPod(req, 1, "benchflow-x")
+	dead.Labels[providers.LabelPID] = "999999999"
+	dead.Labels[providers.LabelStart] = "1"
+	for _, pod := range []*corev1.Pod{live, dead} {
+		if _, err := s.cs.CoreV1().Pods("benchflow-x").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := gc(context.Background(), s.cs, &providers.GCRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || !strings.Contains(removed[0], dead.Name) {
+		t.Errorf("gc removed %v, want only %s", removed, dead.Name)
+	}
+}
