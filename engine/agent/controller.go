@@ -58,8 +58,10 @@ type Member struct {
 	StartError time.Duration
 	// CPUUser and CPUSys are the agent process's CPU time during its load.
 	CPUUser, CPUSys time.Duration
-	Result          *load.Result // Started on the controller's clock
+	Result          *load.Result // Started on the controller's clock; its intervals carry no histogram
 	Err             error
+	// intervals are the interval histograms, kept for Merge.
+	intervals []*sparse
 }
 
 // CPUPct is the agent's CPU during its load in percent of one core.
@@ -165,7 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	parts := make([]Part, len(out.Members))
 	for i, m := range out.Members {
-		parts[i] = Part{Result: m.Result, Offset: m.StartError}
+		parts[i] = Part{Result: m.Result, Offset: m.StartError, intervals: m.intervals}
 	}
 	out.Merged, err = Merge(parts, out.Start, opts.Interval, opts.Rate)
 	if err != nil {
@@ -369,10 +371,11 @@ func (c *controller) result(ctx context.Context, m *Member, at time.Time, wait t
 	m.Late = time.Duration(w.LateNS)
 	m.CPUUser, m.CPUSys = time.Duration(w.CPUUserNS), time.Duration(w.CPUSysNS)
 	if w.StartedNS != 0 || w.Requests > 0 || len(w.Latency) > 0 {
-		res, err := w.LoadResult()
+		res, ivs, err := w.decode(false)
 		if err != nil {
 			return err
 		}
+		m.intervals = ivs
 		// The agent's clock back to the controller's.
 		res.Started = res.Started.Add(-m.Offset)
 		res.Tag = c.cfg.Options.Tag

@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/benchflow/benchflow/engine/load"
 )
 
@@ -17,6 +15,11 @@ type Part struct {
 	// start instant, in the controller's clock (corrected by the measured
 	// offset): its intervals are shifted by it before they are aligned.
 	Offset time.Duration
+	// intervals, when set, are the intervals' histograms as decoded
+	// sparse snapshots (Result.Intervals[i].Latency is then nil): the
+	// controller merges them without building one histogram per agent
+	// and interval.
+	intervals []*sparse
 }
 
 // Merge combines the agents' results into one. Histograms are added
@@ -38,12 +41,12 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		Started: started, Status: map[int]int64{}, ErrorsBy: map[string]int64{}, ErrorSample: map[string]string{},
 		TargetRate: rate,
 	}
-	var lat, unc, con []*hdrhistogram.Histogram
+	var lat, unc, con []*sparse
 	var sumBehind float64
 	var sends int64
 	type slot struct {
 		iv    load.Interval
-		hists []*hdrhistogram.Histogram
+		hists []*sparse
 	}
 	var slots []slot
 	for i, p := range parts {
@@ -82,16 +85,10 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 				m.ErrorSample[k] = v
 			}
 		}
-		if r.Latency != nil {
-			lat = append(lat, r.Latency)
-		}
-		if r.Uncorrected != nil {
-			unc = append(unc, r.Uncorrected)
-		}
-		if r.Connect != nil {
-			con = append(con, r.Connect)
-		}
-		for _, iv := range r.Intervals {
+		lat = append(lat, sparseOf(r.Latency))
+		unc = append(unc, sparseOf(r.Uncorrected))
+		con = append(con, sparseOf(r.Connect))
+		for j, iv := range r.Intervals {
 			k := int(math.Round(float64(p.Offset+iv.Start) / float64(interval)))
 			k = max(k, 0)
 			for len(slots) <= k {
@@ -102,24 +99,27 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 			s.iv.Errors += iv.Errors
 			s.iv.Bytes += iv.Bytes
 			s.iv.Duration = max(s.iv.Duration, iv.Duration)
-			if iv.Latency != nil {
-				s.hists = append(s.hists, iv.Latency)
+			switch {
+			case p.intervals != nil && j < len(p.intervals):
+				s.hists = append(s.hists, p.intervals[j])
+			case iv.Latency != nil:
+				s.hists = append(s.hists, sparseOf(iv.Latency))
 			}
 		}
 	}
 	var err error
-	if m.Latency, err = mergeHists(lat); err != nil {
+	if m.Latency, err = mergeSparse(lat); err != nil {
 		return nil, fmt.Errorf("merging latency histograms: %w", err)
 	}
-	if m.Uncorrected, err = mergeHists(unc); err != nil {
+	if m.Uncorrected, err = mergeSparse(unc); err != nil {
 		return nil, fmt.Errorf("merging uncorrected histograms: %w", err)
 	}
-	if m.Connect, err = mergeHists(con); err != nil {
+	if m.Connect, err = mergeSparse(con); err != nil {
 		return nil, fmt.Errorf("merging connect histograms: %w", err)
 	}
 	for k := range slots {
 		s := &slots[k]
-		if s.iv.Latency, err = mergeHists(s.hists); err != nil {
+		if s.iv.Latency, err = mergeSparse(s.hists); err != nil {
 			return nil, fmt.Errorf("merging interval %d: %w", k, err)
 		}
 		if s.iv.Duration == 0 {
@@ -138,30 +138,4 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		}
 	}
 	return m, nil
-}
-
-// mergeHists adds histograms of one geometry (lowest value and
-// significant digits; the highest trackable value may differ, the merged
-// one takes the largest). It refuses histograms whose buckets differ,
-// which would make the merge approximate.
-func mergeHists(hs []*hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
-	if len(hs) == 0 {
-		return nil, nil
-	}
-	lowest, sig := hs[0].LowestTrackableValue(), hs[0].SignificantFigures()
-	highest := hs[0].HighestTrackableValue()
-	for _, h := range hs[1:] {
-		if h.LowestTrackableValue() != lowest || h.SignificantFigures() != sig {
-			return nil, fmt.Errorf("histograms of different precision (lowest %d, %d digits vs lowest %d, %d digits): their buckets do not coincide",
-				lowest, sig, h.LowestTrackableValue(), h.SignificantFigures())
-		}
-		highest = max(highest, h.HighestTrackableValue())
-	}
-	out := hdrhistogram.New(lowest, highest, int(sig))
-	for _, h := range hs {
-		if dropped := out.Merge(h); dropped > 0 {
-			return nil, fmt.Errorf("%d values out of range", dropped)
-		}
-	}
-	return out, nil
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -94,8 +93,8 @@ type WireInterval struct {
 	Latency    []byte `json:"latency,omitempty"`
 }
 
-// Result is what an agent measured. Histograms are HdrHistogram's
-// compressed V2 encoding (lossless: counts, bounds and precision).
+// Result is what an agent measured. Histograms are sparse snapshots
+// (sparse.go: HdrHistogram's geometry and non-zero counts, lossless).
 type Result struct {
 	Index int `json:"index"`
 	// Error is set when the load could not run or measured nothing.
@@ -159,21 +158,11 @@ func (w WireOptions) Options() load.Options {
 	return o
 }
 
-// encodeHist encodes h losslessly (nil for nil).
-func encodeHist(h *hdrhistogram.Histogram) ([]byte, error) {
-	if h == nil {
-		return nil, nil
-	}
-	return h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-}
+// encodeHist encodes h losslessly as a sparse snapshot (nil for nil).
+func encodeHist(h *hdrhistogram.Histogram) ([]byte, error) { return encodeSparse(h), nil }
 
 // decodeHist decodes what encodeHist made (nil for empty).
-func decodeHist(b []byte) (*hdrhistogram.Histogram, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	return hdrhistogram.Decode(b)
-}
+func decodeHist(b []byte) (*hdrhistogram.Histogram, error) { return histOf(b) }
 
 // resultToWire converts a load result (clock is the agent's clock shift:
 // Started is reported in the agent's clock).
@@ -209,6 +198,14 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 // LoadResult decodes the agent's result; Started is in the agent's clock
 // (the controller corrects it).
 func (w *Result) LoadResult() (*load.Result, error) {
+	res, _, err := w.decode(true)
+	return res, err
+}
+
+// decode is LoadResult; with intervals false the interval histograms are
+// not built but returned as sparse snapshots, parallel to Intervals, for
+// Merge.
+func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 	res := &load.Result{
 		Started: time.Unix(0, w.StartedNS).UTC(), Duration: time.Duration(w.DurationNS), Requests: w.Requests,
 		Errors: w.Errors, Bytes: w.Bytes, Status: w.Status, ErrorsBy: w.ErrorsBy, ErrorSample: w.ErrorSample,
@@ -228,21 +225,34 @@ func (w *Result) LoadResult() (*load.Result, error) {
 	}
 	var err error
 	if res.Latency, err = decodeHist(w.Latency); err != nil {
-		return nil, fmt.Errorf("decoding the latency histogram: %w", err)
+		return nil, nil, fmt.Errorf("decoding the latency histogram: %w", err)
 	}
 	if res.Uncorrected, err = decodeHist(w.Uncorrected); err != nil {
-		return nil, fmt.Errorf("decoding the uncorrected histogram: %w", err)
+		return nil, nil, fmt.Errorf("decoding the uncorrected histogram: %w", err)
 	}
 	if res.Connect, err = decodeHist(w.Connect); err != nil {
-		return nil, fmt.Errorf("decoding the connect histogram: %w", err)
+		return nil, nil, fmt.Errorf("decoding the connect histogram: %w", err)
 	}
-	for _, wi := range w.Intervals {
+	var ivs []*sparse
+	if !intervals {
+		ivs = make([]*sparse, len(w.Intervals))
+	}
+	var last int64 = -1
+	for i, wi := range w.Intervals {
+		if wi.StartNS < last {
+			return nil, nil, fmt.Errorf("interval %d starts before the one before it", i+1)
+		}
+		last = wi.StartNS
 		iv := load.Interval{Start: time.Duration(wi.StartNS), Duration: time.Duration(wi.DurationNS), Requests: wi.Requests, Errors: wi.Errors, Bytes: wi.Bytes}
-		if iv.Latency, err = decodeHist(wi.Latency); err != nil {
-			return nil, fmt.Errorf("decoding interval %d's histogram: %w", len(res.Intervals)+1, err)
+		if intervals {
+			iv.Latency, err = decodeHist(wi.Latency)
+		} else {
+			ivs[i], err = decodeSparse(wi.Latency)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("decoding interval %d's histogram: %w", i+1, err)
 		}
 		res.Intervals = append(res.Intervals, iv)
 	}
-	sort.SliceStable(res.Intervals, func(i, j int) bool { return res.Intervals[i].Start < res.Intervals[j].Start })
-	return res, nil
+	return res, ivs, nil
 }
