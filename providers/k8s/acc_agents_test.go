@@ -57,7 +57,18 @@ func TestAccK8sAgents(t *testing.T) {
 		t.Fatalf("the cluster of %s does not answer: %v", kubeconfig, err)
 	}
 
-	out := t.TempDir()
+	// The run (with the agents' logs) is kept when the test fails.
+	out, err := os.MkdirTemp("", "benchflow-acc-agents-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("results kept in %s", out)
+			return
+		}
+		os.RemoveAll(out)
+	})
 	args := []string{"apply", "../../pipelines/k8s-agents.hcl", "--out", out, "--var", "duration=3s"}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

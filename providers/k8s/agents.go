@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -80,8 +81,12 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	if fw == nil {
 		fw = p.portForward
 	}
-	for _, name := range g.pods {
-		f, err := fw(ctx, g.ns, name, []string{"0:" + strconv.Itoa(AgentPort)})
+	for i, name := range g.pods {
+		// client-go's forwarder logs through the klog logger of its
+		// context: into the trial's logs, not benchflow's output.
+		flog := newForwardLog(g.logDir, providers.AgentName(req.Step, i))
+		g.flogs = append(g.flogs, flog)
+		f, err := fw(klog.NewContext(ctx, flog.logger()), g.ns, name, []string{"0:" + strconv.Itoa(AgentPort)})
 		if err != nil {
 			return fail(fmt.Errorf("port-forwarding to agent pod %q: %w", name, err))
 		}
@@ -160,6 +165,7 @@ type agentPods struct {
 	selector map[string]string
 	pods     []string
 	fwds     []forwarder
+	flogs    []*forwardLog
 	urls     []string
 	done     bool
 }
@@ -224,6 +230,11 @@ func (g *agentPods) Teardown(ctx context.Context) error {
 	g.done = true
 	for _, f := range g.fwds {
 		f.Close()
+	}
+	for _, l := range g.flogs {
+		if s := l.close(); s != "" {
+			g.logf("k8s: %s", s)
+		}
 	}
 	var errs []error
 	pods := g.cs.CoreV1().Pods(g.ns)

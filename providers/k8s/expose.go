@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
@@ -38,7 +39,7 @@ func (d *Deployment) expose(ctx context.Context) error {
 		},
 	}
 	primary := o.ports[0]
-	ep.Attrs["cluster_url"] = fmt.Sprintf("http://%s.%s.svc:%d", o.Service.Name, o.ns, primary.Container)
+	ep.Attrs["cluster_url"] = d.clusterURL(ctx, primary.Container)
 	switch cfg.Expose {
 	case ExposePortForward:
 		pod, err := d.readyPod(ctx)
@@ -279,4 +280,16 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// clusterURL is the Service's address inside the cluster: its cluster IP
+// (which needs no cluster DNS), or its DNS name when it has none.
+func (d *Deployment) clusterURL(ctx context.Context, port int32) string {
+	o := d.objs
+	if svc, err := d.cs.CoreV1().Services(o.ns).Get(ctx, o.Service.Name, metav1.GetOptions{}); err == nil {
+		if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+			return fmt.Sprintf("http://%s", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+		}
+	}
+	return fmt.Sprintf("http://%s.%s.svc:%d", o.Service.Name, o.ns, port)
 }
