@@ -46,3 +46,11 @@ step "load" "main" {
     count    = var.agents
   }
 }
+
+# Where the machine's CPU went: the agents count as the loader (role
+# "loader" in processes.parquet), like benchflow itself.
+step "collect" "cpu" {
+  during   = step.load.main
+  loader   = true
+  interval = "500ms"
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -51,6 +52,24 @@ func TestAgentsLocal(t *testing.T) {
 	for _, pid := range pids {
 		if processRuns(int(pid)) {
 			t.Errorf("agent process %d still runs after the run", pid)
+		}
+	}
+	// The collect step counted the agents as the loader, not as other
+	// processes.
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, pid := range pids {
+		var loader, other int
+		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE role = 'loader'), count(*) FILTER (WHERE role <> 'loader') FROM read_parquet('%s') WHERE pid = %d`,
+			filepath.Join(run, "processes.parquet"), pid)
+		if err := db.QueryRow(q).Scan(&loader, &other); err != nil {
+			t.Fatal(err)
+		}
+		if loader == 0 || other != 0 {
+			t.Errorf("agent pid %d: %d samples as loader, %d as something else; want every sample as loader", pid, loader, other)
 		}
 	}
 	for _, f := range []string{"agent-main-1.stderr.log", "agent-main-2.stderr.log"} {

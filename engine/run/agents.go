@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/agent"
@@ -73,7 +74,15 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *pipel
 	if err != nil {
 		return nil, nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
 	}
+	if pr, ok := group.(providers.ProcessReporter); ok {
+		tr.mu.Lock()
+		tr.agents = append(tr.agents, pr)
+		tr.mu.Unlock()
+	}
 	defer func() {
+		tr.mu.Lock()
+		tr.agents = slices.DeleteFunc(tr.agents, func(p providers.ProcessReporter) bool { return any(p) == any(group) })
+		tr.mu.Unlock()
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if err := group.Teardown(tctx); err != nil {
@@ -94,6 +103,25 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *pipel
 		return nil, recs, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
 	}
 	return out.Merged, recs, nil
+}
+
+// agentProcs lists the processes of agents running on this machine, as the
+// loader's: the machine accounting of collect steps then counts their CPU
+// with benchflow's rather than as other processes (which would make the
+// load look noisy).
+func agentProcs(ctx context.Context, groups []providers.ProcessReporter) []providers.Process {
+	var out []providers.Process
+	for _, g := range groups {
+		ps, err := g.Processes(ctx)
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			p.Role = collect.RoleLoader
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // agentRecords converts the controller's members for the results, with

@@ -200,6 +200,7 @@ func (tr *trialRun) serviceProcs(ctx context.Context, names []string) []provider
 			}
 		}
 	}
+	agents := append([]providers.ProcessReporter(nil), tr.agents...)
 	tr.mu.Unlock()
 	var out []providers.Process
 	for _, l := range live {
@@ -210,7 +211,7 @@ func (tr *trialRun) serviceProcs(ctx context.Context, names []string) []provider
 			}
 		}
 	}
-	return out
+	return append(out, agentProcs(ctx, agents)...)
 }
 
 func (tr *trialRun) tune(ctx context.Context, c *pipeline.TuneConfig) error {

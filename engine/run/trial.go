@@ -81,6 +81,9 @@ type trialRun struct {
 	undo     []undoItem // LIFO, excluding services
 	svcOrder []string
 	died     error // a service stopped while steps ran
+	// agents are the running agent groups whose processes are on this
+	// machine (agents.go): collect steps count them as the loader.
+	agents []providers.ProcessReporter
 }
 
 type undoItem struct {

@@ -13,7 +13,10 @@ import (
 	"github.com/benchflow/benchflow/providers"
 )
 
-var _ providers.AgentLauncher = (*Local)(nil)
+var (
+	_ providers.AgentLauncher   = (*Local)(nil)
+	_ providers.ProcessReporter = (*agentGroup)(nil)
+)
 
 // LaunchAgents runs req.Count `benchflow agent` processes on this machine,
 // each a service process like any other (its own process group, killed
@@ -96,6 +99,23 @@ func (g *agentGroup) Teardown(ctx context.Context) error {
 	}
 	g.deps = nil
 	return errors.Join(errs...)
+}
+
+// Processes are the agents' processes (role "loader": they are the load
+// generator), for collect steps.
+func (g *agentGroup) Processes(ctx context.Context) ([]providers.Process, error) {
+	var out []providers.Process
+	for _, d := range g.deps {
+		ps, err := d.Processes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			p.Role = "loader"
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // PIDs are the agents' process ids (tests check nothing is left).
