@@ -35,6 +35,19 @@ service "web" {
   }
 }
 
+# Warm steps take an agents block too.
+step "warm" "web" {
+  target      = "${service.web.url}/"
+  connections = 4
+  threads     = 2
+  duration    = "1s"
+
+  agents {
+    provider = "host"
+    count    = var.agents
+  }
+}
+
 step "load" "main" {
   target      = "${service.web.url}/"
   connections = 8

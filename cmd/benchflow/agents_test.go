@@ -54,13 +54,22 @@ func TestAgentsLocal(t *testing.T) {
 			t.Errorf("agent process %d still runs after the run", pid)
 		}
 	}
-	// The collect step counted the agents as the loader, not as other
-	// processes.
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The warm step ran on agents too, tagged warm.
+	var warmAgents int64
+	var kind string
+	if err := db.QueryRow(fmt.Sprintf(`SELECT agents, step_kind FROM read_parquet('%s') WHERE step = 'web'`, filepath.Join(run, "trials.parquet"))).Scan(&warmAgents, &kind); err != nil {
+		t.Fatal(err)
+	}
+	if warmAgents != 2 || kind != "warm" {
+		t.Errorf("warm step: agents %d, kind %q; want 2 and warm", warmAgents, kind)
+	}
+	// The collect step counted the agents as the loader, not as other
+	// processes.
 	for _, pid := range pids {
 		var loader, other int
 		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE role = 'loader'), count(*) FILTER (WHERE role <> 'loader') FROM read_parquet('%s') WHERE pid = %d`,
