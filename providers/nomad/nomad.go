@@ -29,6 +29,7 @@ func init() {
 		New:       New,
 		Attrs:     Attrs,
 		GC:        GC,
+		Agents:    true,
 	})
 }
 

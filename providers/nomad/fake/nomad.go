@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	napi "github.com/hashicorp/nomad/api"
@@ -62,6 +63,14 @@ type Nomad struct {
 	// MaxCheckInterval caps the check interval the fake's Consul agent
 	// uses, so tests need not wait 10s (default 100ms).
 	MaxCheckInterval time.Duration
+	// RunRawExec makes raw_exec tasks run their command for real, as the
+	// Nomad client's raw_exec driver does: with the task's env plus
+	// NOMAD_PORT_<label>, NOMAD_IP_<label>, NOMAD_ADDR_<label>,
+	// NOMAD_ALLOC_INDEX, NOMAD_ALLOC_ID and NOMAD_ALLOC_NAME, ${…}
+	// interpolated in the command and its args; its output becomes the
+	// task's logs, and stopping the allocation sends it SIGINT (SIGKILL
+	// StopDelay later). Without it tasks are in-process HTTP servers.
+	RunRawExec bool
 	// ScheduleDelay (default 20ms), StartDelay (default 30ms) and
 	// StopDelay (default 150ms) pace the asynchronous steps above.
 	ScheduleDelay, StartDelay, StopDelay time.Duration
@@ -104,6 +113,7 @@ type fakeAlloc struct {
 	servers   []*http.Server
 	consul    []string // service ids registered in Consul
 	logs      map[string]string
+	procs     []*taskProc // raw_exec tasks run for real (RunRawExec)
 }
 
 // NewNomad starts a Nomad fake whose allocations register their services
@@ -872,12 +882,20 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 		labels = append(labels, gn.ReservedPorts...)
 	}
 	var out strings.Builder
+	real := n.RunRawExec && len(tg.Tasks) > 0 && tg.Tasks[0].Driver == "raw_exec"
 	for _, pl := range labels {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			continue
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
+		if real {
+			// The task itself will listen on the port Nomad picked.
+			_ = ln.Close()
+			shared.Ports = append(shared.Ports, napi.PortMapping{Label: pl.Label, Value: port, To: pl.To, HostIP: "127.0.0.1"})
+			nw.DynamicPorts = append(nw.DynamicPorts, napi.Port{Label: pl.Label, Value: port, To: pl.To})
+			continue
+		}
 		body := fmt.Sprintf("hello from %s (alloc %s)\n", name, id[:8])
 		srv := &http.Server{Handler: taskHandler(body, status), ReadHeaderTimeout: 10 * time.Second}
 		fa.servers = append(fa.servers, srv)
@@ -889,10 +907,24 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 	}
 	shared.Networks = []*napi.NetworkResource{nw}
 	fa.a.AllocatedResources.Shared = shared
+	if real {
+		for _, t := range tg.Tasks {
+			p, err := startTask(fa, t, shared.Ports)
+			if err != nil {
+				ev := event("Driver Failure", err.Error())
+				ev.DriverError = err.Error()
+				n.failAllocLocked(fa, dep, ev)
+				return
+			}
+			fa.procs = append(fa.procs, p)
+		}
+	}
 	for tn, st := range fa.a.TaskStates {
 		st.State, st.StartedAt = "running", time.Now()
 		st.Events = append(st.Events, event("Started", "Task started by client"))
-		fa.logs[tn+".stdout"] = out.String()
+		if !real {
+			fa.logs[tn+".stdout"] = out.String()
+		}
 	}
 	healthy := false
 	fa.a.ClientStatus, fa.a.ClientDescription = napi.AllocClientStatusRunning, "Tasks are running"
@@ -1066,6 +1098,9 @@ func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
 		}
 	}
 	n.writeLocked(tableAllocs)
+	for _, p := range fa.procs {
+		p.signal(syscall.SIGINT)
+	}
 	if terminal(fa.a.ClientStatus) {
 		return
 	}
@@ -1088,6 +1123,11 @@ func (n *Nomad) killAllocLocked(fa *fakeAlloc) {
 		_ = s.Close()
 	}
 	fa.servers = nil
+	for _, p := range fa.procs {
+		p.kill()
+		fa.logs[p.task+".stdout"], fa.logs[p.task+".stderr"] = p.stdout.String(), p.stderr.String()
+	}
+	fa.procs = nil
 	if n.consul != nil {
 		for _, sid := range fa.consul {
 			n.consul.Deregister(sid)
