@@ -12,7 +12,8 @@
 // (platform versions in the manifest), Renderer (for `benchflow render`),
 // ListenPorter (which port a service listens
 // on inside its namespace), Liveness (early-exit detection during health
-// waits), ServiceDirer (where self.dir is inside the service).
+// waits), ServiceDirer (where self.dir is inside the service), and
+// AgentLauncher (load agents of a step's agents block; agents.go).
 //
 // Providers know nothing of HCL files or the pipeline model: they receive an
 // evaluated ServiceSpec.

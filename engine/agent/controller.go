@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/load"
@@ -365,6 +367,10 @@ func (c *controller) result(ctx context.Context, m *Member, at time.Time, wait t
 		}
 		if rctx.Err() != nil {
 			return fmt.Errorf("no result %s after the start: %w", wait, err)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("lost the agent during its load (it died or its connection broke; see its log): %w", err)
 		}
 		return fmt.Errorf("collecting the result: %w", err)
 	}

@@ -7,7 +7,10 @@
 // Entry points: Apply (a whole run), Kill (a forced exit after a second
 // Ctrl-C: every active deployment is torn down at once), LoadOptions (a
 // load step's settings as engine/load options) and Console (progress on a
-// terminal or in logs). The pieces it calls: engine/plan (evaluation),
-// providers (deployment), engine/tune, engine/collect, engine/load,
-// engine/results, engine/envinfo.
+// terminal or in logs). A load or warm step with an agents block runs on
+// agents (agents.go): the provider's AgentLauncher starts them and
+// engine/agent synchronises, runs and merges them. The pieces it calls:
+// engine/plan (evaluation), providers (deployment), engine/tune,
+// engine/collect, engine/load, engine/agent, engine/results,
+// engine/envinfo.
 package run
