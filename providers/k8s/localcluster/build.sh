@@ -88,6 +88,10 @@ build_images() {
     "$REPO/providers/docker/images/build.sh" nginx
     log "image $NGINX_IMAGE_LOCAL built"
   else log "image $NGINX_IMAGE_LOCAL: present"; fi
+  # The load agents' image holds this tree's benchflow: its build script
+  # rebuilds it only when the source changed (agents and the controller
+  # must speak the same protocol).
+  "$REPO/providers/docker/images/build.sh" agent | sed 's/^/  /'
 }
 
 [ $# -gt 0 ] || set -- k8s traefik images

@@ -259,8 +259,8 @@ for img in "$PAUSE_IMAGE" "$NGINX_IMAGE_LOCAL"; do
 done
 $CTR images tag --force "docker.io/$NGINX_IMAGE_LOCAL" "$NGINX_IMAGE_ALIAS" >/dev/null
 log "images imported: $PAUSE_IMAGE, $NGINX_IMAGE_LOCAL (also as $NGINX_IMAGE_ALIAS)"
-# The load agents' image (benchflow at /benchflow), built by `make images`;
-# without it agents cannot run on this cluster (and nothing else needs it).
+# The load agents' image (benchflow at /benchflow), built by build.sh above
+# (or `make images`); without it agents cannot run on this cluster.
 AGENT_IMAGE_LOCAL=${AGENT_IMAGE_LOCAL:-benchflow/agent:local}
 if docker image inspect "$AGENT_IMAGE_LOCAL" >/dev/null 2>&1; then
   docker save "$AGENT_IMAGE_LOCAL" | $CTR images import - >/dev/null
