@@ -1,13 +1,17 @@
-// Package load is benchflow's HTTP load generator: the `load` and `warm`
-// steps of a pipeline and the `benchflow load` command.
+// Package load is benchflow's HTTP load generator, a library like wrk's
+// core: it knows nothing of pipelines or HCL. The `load` and `warm` steps
+// (engine/plan.LoadOptions maps a step's body) and the `benchflow load`
+// command (cmd/benchflow/load.go maps its flags) build the same Options.
 //
 // Entry points:
 //
 //   - Run(ctx, Options) drives one load and returns a *Result (counts,
 //     HDR latency histograms, per-interval timeseries, status codes,
 //     errors by class).
-//   - Defaults and Validate fill and check Options; FromConfig builds them
-//     from a step's pipeline.LoadConfig.
+//   - Options.Validate is the one rule for every limit (MaxConnections,
+//     MaxThreads, MaxBusyPoll, …); its errors are *FieldError values
+//     naming the setting, which each front end words its own way (a flag,
+//     an attribute's source range). Defaults fills the zero fields.
 //   - WriteText prints a Result in wrk's shape, WriteJSON as the JSON object
 //     of the CLI contract (ToJSON and Summarize expose the same numbers).
 //   - ParseWeightedURL reads the CLI's URL@weight form.

@@ -11,4 +11,8 @@
 // as services come up (SetEndpoint makes service.<name>.* known). Functions
 // holds the HCL function table (HCL's standard library plus file,
 // fileexists and templatefile). Render and JSON print a plan.
+//
+// LoadOptions (load_step.go) maps the body of a load or warm step to
+// engine/load's Options; validation holds the step to Options.Validate's
+// limits and reports each problem at its attribute.
 package plan

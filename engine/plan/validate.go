@@ -174,55 +174,7 @@ func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	body := st.Body
 	switch c := cfg.(type) {
 	case *pipeline.LoadConfig:
-		add(checkDuration(body, "duration", c.Duration))
-		if d, err := pipeline.ParseDuration(c.Duration); c.Duration != "" && err == nil && d == 0 {
-			add(attrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests."))
-		}
-		add(checkDuration(body, "timeout", c.Timeout))
-		add(checkDuration(body, "interval", c.Interval))
-		add(checkDuration(body, "busy_poll", c.BusyPoll))
-		if d, err := pipeline.ParseDuration(c.BusyPoll); c.BusyPoll != "" && err == nil && d > load.MaxBusyPoll {
-			add(attrErr(body, "busy_poll", "Invalid busy_poll", fmt.Sprintf("busy_poll is at most %s (it is how long the loader polls before it sleeps), not %s.", load.MaxBusyPoll, c.BusyPoll)))
-		}
-		if r := c.MaxErrorRatio; r != nil {
-			if st.Kind != pipeline.KindLoad {
-				add(attrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
-			} else if !(*r >= 0 && *r <= 1) {
-				add(attrErr(body, "max_error_ratio", "Invalid max_error_ratio", fmt.Sprintf("max_error_ratio is the fraction of the step's requests that may fail before the trial fails, from 0 to 1 (0.01 = 1%%), not %g.", *r)))
-			}
-		}
-		add(checkURL(body, "target", c.Target))
-		diags = append(diags, checkWarmUntil(st, c)...)
-		if c.Target == "" && len(c.URLs) == 0 {
-			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
-				Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})
-		}
-		if c.Target != "" && len(c.URLs) > 0 {
-			add(attrErr(body, "target", "Conflicting targets", "Use either target or url blocks, not both."))
-		}
-		for _, u := range c.URLs {
-			if u.Weight < 0 {
-				add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid weight", Detail: "url weights must be 0 or more.", Subject: st.DeclRange.Ptr()})
-			}
-		}
-		if c.Connections < 0 || c.Connections > 1000000 {
-			add(attrErr(body, "connections", "Invalid connections", fmt.Sprintf("connections must be between 1 and 1000000, not %d.", c.Connections)))
-		}
-		if c.Threads < 0 || c.Threads > 4096 {
-			add(attrErr(body, "threads", "Invalid threads", fmt.Sprintf("threads must be between 1 and 4096, not %d.", c.Threads)))
-		}
-		if c.Requests < 0 {
-			add(attrErr(body, "requests", "Invalid requests", "requests must be 0 (unbounded) or more."))
-		}
-		if c.Rate < 0 {
-			add(attrErr(body, "rate", "Invalid rate", "rate must be 0 (closed loop) or a number of requests per second."))
-		}
-		if c.Body != "" && c.BodyFile != "" {
-			add(attrErr(body, "body_file", "Conflicting body", "Use either body or body_file, not both."))
-		}
-		if c.Search != nil {
-			diags = append(diags, validateSearch(st, c)...)
-		}
+		diags = append(diags, validateLoad(st, c)...)
 	case *pipeline.TuneConfig:
 		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
 			if kv.v != "" {

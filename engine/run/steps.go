@@ -390,9 +390,9 @@ func (t *tailBuffer) String() string {
 }
 
 // LoadOptions converts a load or warm step's config into load options
-// (load.FromConfig), adding the request script's requester.
+// (plan.LoadOptions), adding the request script's requester.
 func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
-	o, err := load.FromConfig(kind, c, fsys)
+	o, err := plan.LoadOptions(kind, c, fsys)
 	if err != nil {
 		return o, err
 	}
