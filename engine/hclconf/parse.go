@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -186,12 +187,12 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			p.Services = append(p.Services, &pipeline.Service{Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange})
 		case "step":
 			kind, name := b.Labels[0], b.Labels[1]
-			cfg := pipeline.NewStepConfig(kind)
+			cfg := steps.NewConfig(kind)
 			if cfg == nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Unknown step kind",
-					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, pipeline.Kinds), strings.Join(pipeline.Kinds, ", ")),
+					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
 					Subject:  b.LabelRanges[0].Ptr(),
 				})
 				continue

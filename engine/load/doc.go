@@ -1,6 +1,6 @@
 // Package load is benchflow's HTTP load generator, a library like wrk's
 // core: it knows nothing of pipelines or HCL. The `load` and `warm` steps
-// (engine/plan.LoadOptions maps a step's body) and the `benchflow load`
+// (engine/steps.LoadOptions maps a step's body) and the `benchflow load`
 // command (cmd/benchflow/load.go maps its flags) build the same Options.
 //
 // Entry points:

@@ -207,23 +207,3 @@ type ProvisionConfig struct {
 	Services  []string       `hcl:"services"`
 	DependsOn hcl.Expression `hcl:"depends_on,optional"`
 }
-
-// NewStepConfig returns a pointer to the zero config struct of a step kind,
-// or nil for an unknown kind.
-func NewStepConfig(kind string) any {
-	switch kind {
-	case KindLoad, KindWarm:
-		return &LoadConfig{}
-	case KindTune:
-		return &TuneConfig{}
-	case KindCollect:
-		return &CollectConfig{}
-	case KindCheck:
-		return &CheckConfig{}
-	case KindExec:
-		return &ExecConfig{}
-	case KindProvision:
-		return &ProvisionConfig{}
-	}
-	return nil
-}

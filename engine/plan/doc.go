@@ -12,7 +12,7 @@
 // holds the HCL function table (HCL's standard library plus file,
 // fileexists and templatefile). Render and JSON print a plan.
 //
-// LoadOptions (load_step.go) maps the body of a load or warm step to
-// engine/load's Options; validation holds the step to Options.Validate's
-// limits and reports each problem at its attribute.
+// What a step kind is (its schema, phase, validation and run function) is
+// declared in engine/steps; plan looks each step's kind up there to decode,
+// validate and order it.
 package plan

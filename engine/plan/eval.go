@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -450,12 +451,16 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 // Step decodes a step body for this trial into its kind's config struct
 // and validates durations, sizes and enums.
 func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
-	cfg := pipeline.NewStepConfig(st.Kind)
+	kind := steps.Lookup(st.Kind)
+	if kind == nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown step kind", Detail: fmt.Sprintf("There is no step kind %q.", st.Kind), Subject: st.DeclRange.Ptr()}}
+	}
+	cfg := kind.NewConfig()
 	diags := dropFollowOn(gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	vd := validateStep(st, cfg)
+	vd := kind.Validate(st, cfg)
 	if te.dry {
 		// A value computed from a service's attributes is a placeholder
 		// until the service runs: checks of its value wait for the run.
@@ -503,25 +508,17 @@ func (te *TrialEval) dropServiceDependent(body hcl.Body, diags hcl.Diagnostics) 
 // files it reads (body_file, script), so that what validates also runs.
 func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	var services []string
-	switch c := cfg.(type) {
-	case *pipeline.ProvisionConfig:
-		services = c.Services
-	case *pipeline.TuneConfig:
-		services = c.Services
-	case *pipeline.CollectConfig:
-		services = c.Services
-	case *pipeline.LoadConfig:
-		for _, f := range []struct{ attr, path string }{{"body_file", c.BodyFile}, {"script", c.Script}} {
-			if f.path == "" {
-				continue
-			}
-			if err := statFile(te.plan.Pipeline.FS, f.path); err != nil {
-				diags = append(diags, attrErr(st.Body, f.attr, "Missing file",
-					fmt.Sprintf("%s %q: %s.", f.attr, f.path, strings.TrimSuffix(err.Error(), "."))))
-			}
+	var refs steps.Refs
+	if k := steps.Lookup(st.Kind); k != nil && k.Refs != nil {
+		refs = k.Refs(cfg)
+	}
+	for _, f := range refs.Files {
+		if err := statFile(te.plan.Pipeline.FS, f.Path); err != nil {
+			diags = append(diags, attrErr(st.Body, f.Attr, "Missing file",
+				fmt.Sprintf("%s %q: %s.", f.Attr, f.Path, strings.TrimSuffix(err.Error(), "."))))
 		}
 	}
+	services := refs.Services
 	var names []string
 	declared := map[string]bool{}
 	for _, s := range te.plan.Pipeline.Services {

@@ -7,7 +7,9 @@
 // Entry points: Apply (a whole run), Kill (a forced exit after a second
 // Ctrl-C: every active deployment is torn down at once), LoadOptions (a
 // load step's settings as engine/load options) and Console (progress on a
-// terminal or in logs). The pieces it calls: engine/plan (evaluation),
+// terminal or in logs). Each step runs through its kind's Run
+// (engine/steps), which calls back into the trial (steps.Trial, implemented
+// by stepTrial in steps.go). The pieces it calls: engine/plan (evaluation),
 // providers (deployment), engine/tune, engine/collect, engine/load,
 // engine/results, engine/envinfo.
 package run
