@@ -14,6 +14,10 @@
 // on inside its namespace), Liveness (early-exit detection during health
 // waits), ServiceDirer (where self.dir is inside the service).
 //
+// A config struct that implements Validator is checked right after decoding
+// (also by `benchflow validate`); its *ConfigError values name the
+// attribute, which the engine turns into a located diagnostic (config.go).
+//
 // Providers know nothing of HCL files or the pipeline model: they receive an
 // evaluated ServiceSpec.
 package providers

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Inputs are the values given on the command line.
@@ -652,18 +653,7 @@ func traversalString(tr hcl.Traversal) string {
 }
 
 // Suggest returns ` Did you mean "x"?` for the closest option, or "".
-func Suggest(given string, options []string) string {
-	best, bestDist := "", 1<<30
-	for _, o := range options {
-		if d := levenshteinDistance(given, o); d < bestDist && d < 3 {
-			best, bestDist = o, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
-}
+func Suggest(given string, options []string) string { return providers.Suggest(given, options) }
 
 // checkTrialCount refuses, before expanding it, a matrix whose cells times
 // repetitions exceed maxTrials (include entries count as cells).

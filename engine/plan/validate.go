@@ -10,14 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
-
-func levenshteinDistance(a, b string) int { return levenshtein.Distance(a, b, nil) }
 
 // attrErr is an error diagnostic at an attribute's value (steps.AttrErr).
 func attrErr(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
