@@ -57,6 +57,10 @@ interrupted.`,
 					pl = d
 				}
 			}
+			console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
+			runner := run.New(pl, run.Options{
+				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sigs := make(chan os.Signal, 2)
@@ -72,14 +76,11 @@ interrupted.`,
 						continue
 					}
 					fmt.Fprintln(stderr, "\nforced exit: killing everything the run started")
-					run.Kill()
+					runner.Kill()
 					os.Exit(130)
 				}
 			}()
-			console := &run.Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
-			_, err = run.Apply(ctx, pl, run.Options{
-				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
-			})
+			_, err = runner.Apply(ctx)
 			switch {
 			case err == nil:
 				return nil

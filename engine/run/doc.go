@@ -4,12 +4,15 @@
 // load they name), records the trial with engine/results, and tears down in
 // reverse order on success, failure and cancellation (with a fresh context).
 //
-// Entry points: Apply (a whole run), Kill (a forced exit after a second
-// Ctrl-C: every active deployment is torn down at once), LoadOptions (a
-// load step's settings as engine/load options) and Console (progress on a
-// terminal or in logs). Each step runs through its kind's Run
-// (engine/steps), which calls back into the trial (steps.Trial, implemented
-// by stepTrial in steps.go). The pieces it calls: engine/plan (evaluation),
-// providers (deployment), engine/tune, engine/collect, engine/load,
-// engine/results, engine/envinfo.
+// Entry points: New returns a Runner for a plan; its Apply runs the whole
+// run and its Kill is a forced exit after a second Ctrl-C (every active
+// deployment of that run torn down at once); Apply(ctx, plan, opts) is
+// New(…).Apply(ctx). LoadOptions gives a load step's settings as
+// engine/load options; Reporter receives progress events (the command's
+// terminal console, cmd/benchflow/console.go, implements it).
+//
+// Each step runs through its kind's Run (engine/steps), which calls back
+// into the trial through steps.Trial (stepTrial in steps.go). The pieces
+// it calls: engine/plan (evaluation), providers (deployment), engine/tune,
+// engine/collect, engine/load, engine/results, engine/envinfo.
 package run

@@ -51,8 +51,9 @@ var ErrTrialsFailed = errors.New("some trials failed")
 // ErrInterrupted is returned (wrapped) when the run was cancelled.
 var ErrInterrupted = errors.New("interrupted")
 
-// Runner executes a plan. It is created by Apply; Kill is what a second
-// Ctrl-C calls.
+// Runner is one run of a plan: New creates it, Apply runs it (once), and
+// Kill is what a second Ctrl-C calls while Apply runs. There is no
+// package-level state: each Runner tears down only what it started.
 type Runner struct {
 	plan *plan.Plan
 	opts Options
@@ -64,20 +65,27 @@ type Runner struct {
 	kept   map[string]*liveService // service name -> deployment kept for the next trial
 }
 
-var (
-	currentMu sync.Mutex
-	current   *Runner
-)
-
-// Kill tears down every active deployment immediately (processes get
-// SIGKILL), for a forced exit. It returns when done or after 5 seconds.
-func Kill() {
-	currentMu.Lock()
-	r := current
-	currentMu.Unlock()
-	if r == nil {
-		return
+// New prepares a run of the plan; Apply runs it, and Kill, from another
+// goroutine, ends it by force. Zero options take the defaults (results in
+// the pipeline's output dir, no reporter).
+func New(pl *plan.Plan, opts Options) *Runner {
+	if opts.OutDir == "" {
+		opts.OutDir = pl.Pipeline.Output.Dir
+		if opts.OutDir == "" {
+			opts.OutDir = "results"
+		}
 	}
+	rep := opts.Reporter
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	return &Runner{plan: pl, opts: opts, rep: rep, active: map[*liveService]bool{}, kept: map[string]*liveService{}}
+}
+
+// Kill tears down every active deployment of the run immediately
+// (processes get SIGKILL), for a forced exit while Apply runs (a second
+// Ctrl-C). It returns when done or after 5 seconds.
+func (r *Runner) Kill() {
 	r.mu.Lock()
 	var live []*liveService
 	for l := range r.active {
@@ -99,30 +107,17 @@ func Kill() {
 	}
 }
 
+// Apply runs every trial of the plan and writes results: New(pl,
+// opts).Apply(ctx).
+func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
+	return New(pl, opts).Apply(ctx)
+}
+
 // Apply runs every trial of the plan and writes results. It returns an
 // error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
 // completed, and other errors when the run could not start.
-func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
-	if opts.OutDir == "" {
-		opts.OutDir = pl.Pipeline.Output.Dir
-		if opts.OutDir == "" {
-			opts.OutDir = "results"
-		}
-	}
-	rep := opts.Reporter
-	if rep == nil {
-		rep = nopReporter{}
-	}
-	r := &Runner{plan: pl, opts: opts, rep: rep, active: map[*liveService]bool{}, kept: map[string]*liveService{}}
-	currentMu.Lock()
-	current = r
-	currentMu.Unlock()
-	defer func() {
-		currentMu.Lock()
-		current = nil
-		currentMu.Unlock()
-	}()
-
+func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
+	pl, opts, rep := r.plan, r.opts, r.rep
 	if !opts.NoGC {
 		r.gc(ctx)
 	}
