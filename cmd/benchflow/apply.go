@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchflow/benchflow/engine/plan"
-	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -44,18 +42,6 @@ interrupted.`,
 			pl, _, err := buildPlan(stderr, args[0], &vf, false)
 			if err != nil {
 				return err
-			}
-			if resume != "" && pl.Order == "random" && vf.seed == 0 {
-				// Keep the recorded seed so the order is the same.
-				if m, err := results.ReadManifest(resume); err == nil && m.Seed != 0 {
-					vf.seed = m.Seed
-					in, _ := vf.inputs()
-					d, diags := plan.Build(pl.Pipeline, in)
-					if diags.HasErrors() {
-						return &exitError{code: 1, err: fmt.Errorf("re-planning with seed %d failed", m.Seed)}
-					}
-					pl = d
-				}
 			}
 			console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
 			runner := run.New(pl, run.Options{

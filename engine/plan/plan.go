@@ -53,6 +53,9 @@ type Plan struct {
 	// overridden by --repetitions): Trials holds the first Min rounds and
 	// AddRound appends more.
 	Adaptive *pipeline.Adaptive
+	// Inputs are what the plan was built from (a resumed run re-plans
+	// with its recorded seed).
+	Inputs Inputs
 
 	functions map[string]function.Function
 	svcLocals map[string]bool // ServiceLocals, computed once
@@ -148,7 +151,7 @@ func ValueString(v cty.Value) string {
 // Build expands p into a plan. All trials are evaluated in dry mode
 // (services not provisioned yet: their attributes are placeholders).
 func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
-	pl := &Plan{Pipeline: p, Order: p.Order, functions: Functions(p.FS)}
+	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, functions: Functions(p.FS)}
 	vars, diags := resolveVariables(p, in, pl.functions)
 	pl.Vars = vars
 	if diags.HasErrors() {

@@ -7,7 +7,10 @@
 // Entry points: New returns a Runner for a plan; its Apply runs the whole
 // run and its Kill is a forced exit after a second Ctrl-C (every active
 // deployment of that run torn down at once); Apply(ctx, plan, opts) is
-// New(…).Apply(ctx). LoadOptions gives a load step's settings as
+// New(…).Apply(ctx). Apply is open (gc, then create the run folder or
+// resume it, re-planning with the recorded seed), runTrials (the trial
+// loop, adaptive rounds, finishing the run) and, per trial, runTrial
+// (execute, then teardown). LoadOptions gives a load step's settings as
 // engine/load options; Reporter receives progress events (the command's
 // terminal console, cmd/benchflow/console.go, implements it).
 //

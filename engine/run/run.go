@@ -117,7 +117,35 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 // error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
 // completed, and other errors when the run could not start.
 func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
-	pl, opts, rep := r.plan, r.opts, r.rep
+	w, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	r.w = w
+	return r.runTrials(ctx)
+}
+
+// open starts the run: with --resume it first re-plans with the seed the
+// run recorded (when the order is random and no --seed was given, so the
+// order is the same); it removes what crashed runs left (unless NoGC),
+// then creates the run folder, or reopens it and checks that the resumed
+// run still matches the pipeline.
+func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
+	pl, opts := r.plan, r.opts
+	if opts.Resume != "" && pl.Order == pipeline.OrderRandom && pl.Inputs.Seed == nil {
+		// A manifest that cannot be read is reported by Resume below.
+		if m, err := results.ReadManifest(opts.Resume); err == nil && m.Seed != 0 && m.Seed != pl.Seed {
+			in := pl.Inputs
+			seed := m.Seed
+			in.Seed = &seed
+			d, diags := plan.Build(pl.Pipeline, in)
+			if diags.HasErrors() {
+				return nil, fmt.Errorf("re-planning with seed %d failed", m.Seed)
+			}
+			r.plan, pl = d, d
+		}
+	}
 	if !opts.NoGC {
 		r.gc(ctx)
 	}
@@ -126,9 +154,6 @@ func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
 	redact.Default.Add(pl.SensitiveValues()...)
 	shaHex := PipelineSHA256(pl.Pipeline)
 	vars := RedactedVariables(pl)
-
-	var w *results.Writer
-	var err error
 	if opts.Resume != "" && pl.Adaptive != nil {
 		return nil, fmt.Errorf("resuming %s: runs with adaptive repetitions cannot be resumed yet (the rounds added depend on the results); start a new run", opts.Resume)
 	}
@@ -137,7 +162,12 @@ func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
 		if err != nil {
 			return nil, err // names the run directory already
 		}
-		defer w.Close()
+		opened := w
+		defer func() {
+			if err != nil {
+				opened.Close() // the run stays as it was
+			}
+		}()
 		if err := w.Manifest().CheckResumable(shaHex, vars); err != nil && !opts.Force {
 			return nil, fmt.Errorf("resuming %s: %w (use --force to resume anyway)", opts.Resume, err)
 		}
@@ -186,18 +216,24 @@ func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the results directory: %w", err)
 		}
-		defer w.Close()
 		if len(pl.Pipeline.Loaded) > 0 {
 			files := make([]results.SourceFile, len(pl.Pipeline.Loaded))
 			for i, f := range pl.Pipeline.Loaded {
 				files[i] = results.SourceFile{Path: f.Path, Data: f.Source}
 			}
 			if err := w.SaveSources(files); err != nil {
+				w.Close()
 				return nil, fmt.Errorf("creating the results directory: %w", err)
 			}
 		}
 	}
-	r.w = w
+	return w, nil
+}
+
+// runTrials runs the trials in order (skipping those a resumed run
+// completed), records each, adds adaptive rounds, and finishes the run.
+func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
+	pl, opts, rep, w := r.plan, r.opts, r.rep, r.w
 	m := w.Manifest()
 	s := &Summary{RunID: m.RunID, Dir: w.Dir(), Trials: len(pl.Trials)}
 	rep.RunStart(m.RunID, w.Dir(), len(pl.Trials))
