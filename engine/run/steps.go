@@ -198,7 +198,7 @@ func (t stepTrial) Exec(ctx context.Context, name string, c *pipeline.ExecConfig
 	return t.tr.exec(ctx, name, c)
 }
 
-func (t stepTrial) Load(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig) error {
+func (t stepTrial) Load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig) error {
 	return t.tr.load(ctx, st, c, t.collects)
 }
 
@@ -409,7 +409,7 @@ func (t *tailBuffer) String() string {
 
 // LoadOptions converts a load or warm step's config into load options
 // (steps.LoadOptions), adding the request script's requester.
-func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
+func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
 	o, err := steps.LoadOptions(kind, c, fsys)
 	if err != nil {
 		return o, err
@@ -431,7 +431,7 @@ func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options,
 	return o, nil
 }
 
-func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, collects []*plan.StepNode) error {
+func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, collects []*plan.StepNode) error {
 	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS)
 	if err != nil {
 		return err
@@ -537,7 +537,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 
 // search runs a load step's capacity search (its search block), reporting
 // each probe. A search in which no rate met the SLO fails the step.
-func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, opts load.Options) (*load.Capacity, error) {
+func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, error) {
 	so, err := steps.SearchOptions(c.Search)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)

@@ -25,7 +25,7 @@ import (
 var loadKind = &Kind{
 	Name:      pipeline.KindLoad,
 	Phase:     4,
-	NewConfig: func() any { return &pipeline.LoadConfig{} },
+	NewConfig: func() any { return &LoadConfig{} },
 	Blocks:    loadBlocks,
 	Validate:  validateLoadStep,
 	Refs:      loadRefs,
@@ -38,22 +38,84 @@ var loadKind = &Kind{
 var warmKind = &Kind{
 	Name:      pipeline.KindWarm,
 	Phase:     3,
-	NewConfig: func() any { return &pipeline.LoadConfig{} },
+	NewConfig: func() any { return &LoadConfig{} },
 	Blocks:    loadBlocks,
 	Validate:  validateLoadStep,
 	Refs:      loadRefs,
 	Run:       runLoad,
 }
 
-// loadBlocks spells the nested blocks of pipeline.LoadConfig in Starlark.
+// LoadConfig is the body of `step "load"` and `step "warm"`: the schema
+// the load and warm kinds own, nested blocks included. The fields mirror
+// `benchflow load` flags; LoadOptions maps them to load.Options.
+type LoadConfig struct {
+	Target      string            `hcl:"target,optional"`
+	URLs        []URLConfig       `hcl:"url,block"`
+	Connections int               `hcl:"connections,optional"` // -c, default 10
+	Threads     int               `hcl:"threads,optional"`     // -t, default 2
+	Duration    string            `hcl:"duration,optional"`    // -d, default "10s" (warm: "5s")
+	Requests    int64             `hcl:"requests,optional"`    // -n
+	Rate        float64           `hcl:"rate,optional"`        // -R, requests/s in total
+	Timeout     string            `hcl:"timeout,optional"`     // default "2s"
+	Method      string            `hcl:"method,optional"`
+	Headers     map[string]string `hcl:"headers,optional"`
+	Body        string            `hcl:"body,optional"`
+	BodyFile    string            `hcl:"body_file,optional"`
+	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
+	Script      string            `hcl:"script,optional"`    // Starlark request script
+	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
+	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	// Until = "steady" (warm steps only) warms in windows of Window
+	// (default "1s") until the last three windows' req/s and p50 are each
+	// within Tolerance (default "5%") of their mean, for at most Duration
+	// (default "30s" then). See run/warm.go.
+	Until     string `hcl:"until,optional"`
+	Window    string `hcl:"window,optional"`
+	Tolerance string `hcl:"tolerance,optional"`
+	// Search, in a load step, makes it a capacity search under an SLO
+	// (benchflow load --find-max) instead of one load.
+	Search *SearchConfig `hcl:"search,block"`
+	// MaxErrorRatio fails the trial when a larger fraction of the step's
+	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
+	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
+	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
+}
+
+// SearchConfig is the `search {}` block of a load step: the flags of
+// `benchflow load --find-max`.
+type SearchConfig struct {
+	SLO       string  `hcl:"slo"`                 // "p99<10ms,errors<0.1%"
+	StartRate float64 `hcl:"start_rate,optional"` // default 100
+	MaxRate   float64 `hcl:"max_rate,optional"`   // default 1e7
+	Probe     string  `hcl:"probe,optional"`      // default "5s"
+	Pause     string  `hcl:"pause,optional"`      // default "1s"
+	Precision string  `hcl:"precision,optional"`  // default "2%"
+	MaxProbes int     `hcl:"max_probes,optional"` // default 30
+}
+
+// DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:
+// a trial where more than half the requests failed measured a failure.
+const DefaultMaxErrorRatio = 0.5
+
+// URLConfig is a `url {}` block of a load step: one of several weighted
+// targets.
+type URLConfig struct {
+	URL     string            `hcl:"url"`
+	Weight  int               `hcl:"weight,optional"`
+	Method  string            `hcl:"method,optional"`
+	Headers map[string]string `hcl:"headers,optional"`
+	Body    string            `hcl:"body,optional"`
+}
+
+// loadBlocks spells the nested blocks of LoadConfig in Starlark.
 var loadBlocks = []Block{{Keyword: "urls", Type: "url", Many: true}, {Keyword: "search", Type: "search"}}
 
 func validateLoadStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
-	return validateLoad(st, cfg.(*pipeline.LoadConfig))
+	return validateLoad(st, cfg.(*LoadConfig))
 }
 
 func loadRefs(cfg any) Refs {
-	c := cfg.(*pipeline.LoadConfig)
+	c := cfg.(*LoadConfig)
 	var r Refs
 	for _, f := range []FileRef{{"body_file", c.BodyFile}, {"script", c.Script}} {
 		if f.Path != "" {
@@ -64,10 +126,10 @@ func loadRefs(cfg any) Refs {
 }
 
 func runLoad(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-	return t.Load(ctx, st, cfg.(*pipeline.LoadConfig))
+	return t.Load(ctx, st, cfg.(*LoadConfig))
 }
 
-// This file maps the body of a load or warm step (pipeline.LoadConfig) to
+// This file maps the body of a load or warm step (LoadConfig) to
 // load.Options, so steps accept the same settings as the `benchflow load`
 // flags and are held to the same limits: load.Options.Validate is the one
 // rule; here its errors get the attribute's source range.
@@ -78,7 +140,7 @@ func runLoad(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
 // "load". body_file is read from fsys (the pipeline's folder; nil means the
 // current directory). A request script (c.Script) is not read here: the
 // caller sets Options.Requester. Errors name the attribute.
-func LoadOptions(kind string, c *pipeline.LoadConfig, fsys fs.FS) (load.Options, error) {
+func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 	var o load.Options
 	if c == nil {
 		return o, fmt.Errorf("no %s settings", kind)
@@ -123,7 +185,7 @@ func LoadOptions(kind string, c *pipeline.LoadConfig, fsys fs.FS) (load.Options,
 // checking limits. A duration that does not parse is left at 0 and
 // reported (naming the attribute) in errs, as is a duration written as 0,
 // which Options would read as "the default".
-func loadSettings(kind string, c *pipeline.LoadConfig, body []byte) (load.Options, []error) {
+func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []error) {
 	var errs []error
 	o := load.Options{Tag: kind, Connections: c.Connections, Threads: c.Threads, Requests: c.Requests, Rate: c.Rate}
 	duration := func(name, s string) time.Duration {
@@ -189,7 +251,7 @@ func sortedHeaders(m map[string]string) [][2]string {
 // a step has (until, search, max_error_ratio, …) here, and every limit of
 // the load itself with load.Options.Validate, each problem at its
 // attribute's range.
-func validateLoad(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
+func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	add := func(d *hcl.Diagnostic) {
 		if d != nil {
@@ -244,7 +306,7 @@ func validateLoad(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
 // checkWarmUntil validates until/window/tolerance of a load or warm step:
 // until is "steady" or unset, and only on warm steps; window is a duration
 // shorter than the step's duration; tolerance a percentage.
-func checkWarmUntil(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
+func checkWarmUntil(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	body := st.Body
 	if c.Until == "" {
@@ -284,7 +346,7 @@ func checkWarmUntil(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
 
 // validateSearch checks a load step's search block with the rules
 // `benchflow load --find-max` applies (SearchOptions), at its location.
-func validateSearch(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
+func validateSearch(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	blk := SearchBlock(st.Body)
 	add := func(attr, summary, detail string) {
@@ -328,9 +390,9 @@ func (e *searchFieldError) Error() string { return e.attr + ": " + e.msg }
 // SearchOptions converts a search block into the capacity search's options
 // (the load template is added by the caller). Its errors name the
 // attribute.
-func SearchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) { return searchOptions(c) }
+func SearchOptions(c *SearchConfig) (load.SearchOptions, error) { return searchOptions(c) }
 
-func searchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) {
+func searchOptions(c *SearchConfig) (load.SearchOptions, error) {
 	so := load.SearchOptions{Start: c.StartRate, Max: c.MaxRate, MaxProbes: c.MaxProbes}
 	var err error
 	if so.SLO, err = load.ParseSLO(c.SLO); err != nil {

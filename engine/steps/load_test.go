@@ -15,11 +15,11 @@ import (
 func TestFromConfig(t *testing.T) {
 	fsys := fstest.MapFS{"body.json": {Data: []byte(`{"a":1}`)}}
 	no := false
-	got, err := LoadOptions(pipeline.KindLoad, &pipeline.LoadConfig{
+	got, err := LoadOptions(pipeline.KindLoad, &LoadConfig{
 		Target: "http://127.0.0.1:8080/", Connections: 64, Threads: 4, Duration: "30s", Rate: 1000,
 		Timeout: "1s", Method: "post", Headers: map[string]string{"X-B": "2", "X-A": "1"},
 		BodyFile: "body.json", KeepAlive: &no,
-		URLs: []pipeline.URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
+		URLs: []URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
 	}, fsys)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestFromConfig(t *testing.T) {
 		t.Errorf("LoadOptions (-want +got):\n%s", d)
 	}
 
-	warm, err := LoadOptions(pipeline.KindWarm, &pipeline.LoadConfig{Target: "http://h/"}, nil)
+	warm, err := LoadOptions(pipeline.KindWarm, &LoadConfig{Target: "http://h/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,17 +49,17 @@ func TestFromConfig(t *testing.T) {
 
 func TestFromConfigErrors(t *testing.T) {
 	cases := []struct {
-		c    pipeline.LoadConfig
+		c    LoadConfig
 		want string
 	}{
-		{pipeline.LoadConfig{}, "needs a target"},
-		{pipeline.LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
-		{pipeline.LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
-		{pipeline.LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
-		{pipeline.LoadConfig{Target: "http://h/", BodyFile: "missing.json"}, "body_file"},
-		{pipeline.LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
-		{pipeline.LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
-		{pipeline.LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
+		{LoadConfig{}, "needs a target"},
+		{LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
+		{LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
+		{LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
+		{LoadConfig{Target: "http://h/", BodyFile: "missing.json"}, "body_file"},
+		{LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
+		{LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
+		{LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
 	}
 	for _, tc := range cases {
 		_, err := LoadOptions(pipeline.KindLoad, &tc.c, fstest.MapFS{})
@@ -67,7 +67,7 @@ func TestFromConfigErrors(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	if _, err := LoadOptions("tune", &pipeline.LoadConfig{Target: "http://h/"}, nil); err == nil {
+	if _, err := LoadOptions("tune", &LoadConfig{Target: "http://h/"}, nil); err == nil {
 		t.Error("LoadOptions accepted a tune step")
 	}
 }

@@ -68,7 +68,7 @@ type Trial interface {
 	Exec(ctx context.Context, name string, c *pipeline.ExecConfig) error
 	// Load drives a load or warm step (with the collect steps that run
 	// during it) and records its results.
-	Load(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig) error
+	Load(ctx context.Context, st *pipeline.Step, c *LoadConfig) error
 }
 
 // kinds lists every step kind, in the order messages name them. A new
