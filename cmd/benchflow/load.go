@@ -150,7 +150,13 @@ failed (with the reason) or a flag is wrong.`,
 			// own policy, not a limit of load.Options: a pipeline's
 			// process also runs samplers, result writers and other steps,
 			// so its load steps size only their event loops.
+			// Event loops get one more Go processor, idle but for the
+			// once-a-second collector, so they can sleep without handing
+			// theirs back (see rawWait in engine/load/poll_linux.go).
 			if n := min(opts.Threads, opts.Connections); n < runtime.NumCPU() {
+				if load.EventLoops(opts) {
+					n++
+				}
 				runtime.GOMAXPROCS(n)
 			}
 			if findMax.on {
@@ -217,6 +223,7 @@ failed (with the reason) or a flag is wrong.`,
 	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
+	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
 	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")

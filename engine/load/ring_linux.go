@@ -50,6 +50,7 @@ const (
 	recvMultishot   = 1 << 1 // sqe.ioprio of a recv
 	cancelFD        = 1 << 1
 	cancelAll       = 1 << 0
+	cancelAny       = 1 << 2
 	registerProbe   = 8
 	registerPbuf    = 22
 	unregisterPbuf  = 23
@@ -255,7 +256,7 @@ func (rg *ring) get() (*sqe, error) {
 	head := atomic.LoadUint32(rg.sqHead)
 	tail := *rg.sqTail + rg.pending
 	if tail-head >= uint32(len(rg.sqes)) {
-		if _, err := rg.enter(0, 0, nil); err != nil {
+		if _, err := rg.enter(0, 0, nil, false); err != nil {
 			return nil, err
 		}
 		head = atomic.LoadUint32(rg.sqHead)
@@ -272,38 +273,38 @@ func (rg *ring) get() (*sqe, error) {
 	return s, nil
 }
 
-// enter submits the queued SQEs and, when wait > 0, waits until
-// at least one completion is ready or the timeout ts (nil: none) passes.
-// Waiting goes through the scheduler (Syscall6); submitting alone does
-// not block (RawSyscall6).
-func (rg *ring) enter(wait uint32, flags uintptr, ts *unix.Timespec) (int, error) {
+// enter submits the queued SQEs and, when wait > 0, waits until that many
+// completions are ready or the timeout ts (nil: none) passes. raw waits
+// without telling the Go scheduler (see ploop.rawWait); otherwise the
+// wait goes through it (Syscall6). Submitting alone never blocks.
+func (rg *ring) enter(wait uint32, flags uintptr, ts *unix.Timespec, raw bool) (int, error) {
 	if rg.pending > 0 {
 		atomic.StoreUint32(rg.sqTail, *rg.sqTail+rg.pending)
 	}
 	submit := rg.pending
 	rg.pending = 0
 	flags |= enterExtArg
+	if wait > 0 {
+		flags |= enterGetEvents
+	}
 	rg.arg = getEventsArg{}
 	if ts != nil {
 		rg.arg.ts = uint64(uintptr(unsafe.Pointer(ts)))
 	}
 	var n uintptr
 	var e unix.Errno
-	if wait > 0 {
-		n, _, e = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(rg.fd), uintptr(submit), uintptr(wait), flags|enterGetEvents,
+	if wait > 0 && !raw {
+		n, _, e = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(rg.fd), uintptr(submit), uintptr(wait), flags,
 			uintptr(unsafe.Pointer(&rg.arg)), getEventsArgLen)
 	} else {
-		n, _, e = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(rg.fd), uintptr(submit), 0, flags,
+		n, _, e = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(rg.fd), uintptr(submit), uintptr(wait), flags,
 			uintptr(unsafe.Pointer(&rg.arg)), getEventsArgLen)
 	}
 	if e != 0 {
-		if int(n) < 0 || n > uintptr(submit) {
-			n = 0
-		}
 		if e == unix.ETIME || e == unix.EINTR {
-			return int(n), nil
+			return 0, nil
 		}
-		return int(n), e
+		return 0, e
 	}
 	return int(n), nil
 }
@@ -371,7 +372,7 @@ func probeRing() error {
 	}
 	s.opcode, s.userData = opNop, 42
 	ts := unix.NsecToTimespec(int64(100e6))
-	if _, err := rg.enter(1, 0, &ts); err != nil {
+	if _, err := rg.enter(1, 0, &ts, false); err != nil {
 		return os.NewSyscallError("io_uring_enter", err)
 	}
 	head, tail := rg.completions()

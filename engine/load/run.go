@@ -334,6 +334,25 @@ func wantedEngine(opt string) (string, error) {
 	return "", fmt.Errorf("%s %q: want auto, uring, epoll or goroutines", from, v)
 }
 
+// EventLoops reports whether a load with these options runs on event
+// loops (uring or epoll) rather than a goroutine per connection: plain
+// http:// and unix: targets on Linux, unless the goroutine engine is
+// asked for. Request scripts' targets count as their first URL's.
+func EventLoops(opts Options) bool {
+	if runtime.GOOS != "linux" {
+		return false
+	}
+	if e, err := wantedEngine(opts.Engine); err != nil || e == EngineGoroutines {
+		return false
+	}
+	for _, t := range opts.Targets {
+		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "unix:") {
+			return false
+		}
+	}
+	return len(opts.Targets) > 0
+}
+
 // startSlots runs the slots on the event loops where they can serve the
 // load (uring_linux.go, poll_linux.go), else one goroutine per slot.
 func (r *runner) startSlots(wg *sync.WaitGroup) {

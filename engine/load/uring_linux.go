@@ -271,7 +271,7 @@ func (l *ploop) uwait(d time.Duration) error {
 	if spin := l.r.opts.BusyPoll; spin > 0 && d > 0 {
 		start := time.Now()
 		for {
-			if _, err := rg.enter(0, enterGetEvents, nil); err != nil {
+			if _, err := rg.enter(0, enterGetEvents, nil, true); err != nil {
 				return err
 			}
 			if h, t := rg.completions(); h != t {
@@ -284,8 +284,11 @@ func (l *ploop) uwait(d time.Duration) error {
 		}
 	}
 	if !got {
+		if l.rawWait {
+			d = min(d, rawWaitMax)
+		}
 		l.u.ts = unix.NsecToTimespec(int64(max(d, time.Microsecond)))
-		if _, err := rg.enter(1, 0, &l.u.ts); err != nil {
+		if _, err := rg.enter(1, 0, &l.u.ts, l.rawWait); err != nil {
 			return err
 		}
 	}
@@ -433,34 +436,38 @@ func (l *ploop) ureading(s *pslot) {
 	}
 }
 
-// ushutdown cancels everything in flight and tears the ring down once
-// the cancellations completed, so the kernel no longer holds the
-// buffers when they are unmapped.
-func (l *ploop) ushutdown() {
+// ucancelAll submits what is queued with a cancellation of everything in
+// flight and waits (up to a second) until every cancelled entry
+// completed, so the kernel no longer holds the sockets or the buffers.
+func (l *ploop) ucancelAll() {
 	rg := l.u.rg
-	if c, err := rg.get(); err == nil {
-		c.opcode, c.opFlags, c.userData = opAsyncCancel, cancelAll|1<<2, udata(uopCancel, 0, 0, 0) // IORING_ASYNC_CANCEL_ANY
-		deadline := time.Now().Add(time.Second)
-		for l.u.pending > 0 && time.Now().Before(deadline) {
-			l.u.ts = unix.NsecToTimespec(int64(10 * time.Millisecond))
-			if _, err := rg.enter(1, 0, &l.u.ts); err != nil {
-				break
-			}
-			head, tail := rg.completions()
-			for ; head != tail; head++ {
-				c := rg.cqe(head)
-				op, _, _, _ := splitUdata(c.userData)
-				switch {
-				case op == uopConnect || op == uopSend:
-					l.u.pending--
-				case op == uopRecv && c.flags&cqeFMore == 0:
-					l.u.pending--
-				}
-			}
-			rg.advance(head)
-		}
+	c, err := rg.get()
+	if err != nil {
+		return
 	}
-	rg.close()
+	c.opcode, c.opFlags, c.userData = opAsyncCancel, cancelAll|cancelAny, udata(uopCancel, 0, 0, 0)
+	deadline := time.Now().Add(time.Second)
+	for first := true; first || (l.u.pending > 0 && time.Now().Before(deadline)); first = false {
+		l.u.ts = unix.NsecToTimespec(int64(10 * time.Millisecond))
+		if _, err := rg.enter(1, 0, &l.u.ts, false); err != nil {
+			return
+		}
+		head, tail := rg.completions()
+		for ; head != tail; head++ {
+			c := rg.cqe(head)
+			op, _, _, _ := splitUdata(c.userData)
+			if c.flags&cqeFBuffer != 0 {
+				rg.putBuf(uint16(c.flags >> cqeBufferShift))
+			}
+			switch {
+			case op == uopConnect || op == uopSend:
+				l.u.pending--
+			case op == uopRecv && c.flags&cqeFMore == 0:
+				l.u.pending--
+			}
+		}
+		rg.advance(head)
+	}
 }
 
 // rawSockaddr is sa as connect(2) takes it.
