@@ -15,9 +15,9 @@ build: ## Build bin/benchflow
 
 test: build ## Run the whole test suite (Docker tests skip without an engine)
 	BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m $(PKGS)
-	# The load generator again on its other engines: goroutines (what TLS
-	# targets use), epoll (the fallback where io_uring is refused) and uring
-	# (skipped, saying why, where io_uring cannot run).
+	# The load generator again on each engine alone (the automatic choice
+	# mixes epoll and uring): goroutines (what TLS targets use), epoll and
+	# uring (skipped, saying why, where io_uring cannot run).
 	BENCHFLOW_LOAD_ENGINE=goroutines $(GO) test -count=1 -timeout 10m ./engine/load
 	BENCHFLOW_LOAD_ENGINE=epoll $(GO) test -count=1 -timeout 10m ./engine/load
 	BENCHFLOW_LOAD_ENGINE=uring $(GO) test -count=1 -timeout 10m ./engine/load

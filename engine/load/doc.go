@@ -45,10 +45,12 @@
 //     writes and reads over net.Conn, for TLS targets (crypto/tls needs a
 //     net.Conn) and other platforms.
 //
-// Plain TCP and unix: targets on Linux run on uring when it passes a
-// startup probe (UringAvailable: io_uring_setup with the engine's flags,
-// the opcodes it uses, a provided-buffer ring and a no-op round trip),
-// else on epoll (io_uring_disabled, seccomp's EPERM, an old kernel).
+// Plain TCP and unix: targets on Linux run on epoll, except --close loads,
+// which run on uring when it passes a startup probe (UringAvailable:
+// io_uring_setup with the engine's flags, the opcodes it uses, a
+// provided-buffer ring and a no-op round trip; it fails with
+// io_uring_disabled, seccomp's EPERM, an old kernel): that is where it
+// measured cheaper (autoUring, docs/performance.md).
 // Options.Engine, `benchflow load --engine` or BENCHFLOW_LOAD_ENGINE
 // (uring, epoll, goroutines, auto) force one; forcing uring where it
 // cannot run is an error. Both loop engines share the slot state machine

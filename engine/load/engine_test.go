@@ -54,31 +54,41 @@ func TestEngineChoice(t *testing.T) {
 	defer us.Close()
 	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "t") }))
 	defer tlsSrv.Close()
-	auto := EngineEpoll
-	if autoUring && UringAvailable() == nil {
-		auto = EngineUring
+	// The automatic choice: uring for --close loads where it runs, epoll
+	// for keep-alive ones.
+	autoClose := EngineEpoll
+	if UringAvailable() == nil {
+		autoClose = EngineUring
 	}
-	type tc struct{ url, env, want string }
+	type tc struct {
+		url, env string
+		close    bool
+		want     string
+	}
 	cases := []tc{
-		{plain.URL("/"), "", auto},
-		{"unix:" + sock + ":/", "", auto},
-		{tlsSrv.URL + "/", "", EngineGoroutines},
-		{plain.URL("/"), "goroutines", EngineGoroutines},
-		{plain.URL("/"), "epoll", EngineEpoll},
-		{"unix:" + sock + ":/", "epoll", EngineEpoll},
-		{plain.URL("/"), "auto", auto},
+		{plain.URL("/"), "", false, EngineEpoll},
+		{"unix:" + sock + ":/", "", false, EngineEpoll},
+		{plain.URL("/"), "", true, autoClose},
+		{"unix:" + sock + ":/", "", true, autoClose},
+		{tlsSrv.URL + "/", "", false, EngineGoroutines},
+		{tlsSrv.URL + "/", "", true, EngineGoroutines},
+		{plain.URL("/"), "goroutines", false, EngineGoroutines},
+		{plain.URL("/"), "epoll", false, EngineEpoll},
+		{plain.URL("/"), "epoll", true, EngineEpoll},
+		{"unix:" + sock + ":/", "epoll", false, EngineEpoll},
+		{plain.URL("/"), "auto", true, autoClose},
 	}
 	if UringAvailable() == nil {
-		cases = append(cases, tc{plain.URL("/"), "uring", EngineUring}, tc{"unix:" + sock + ":/", "uring", EngineUring},
-			tc{tlsSrv.URL + "/", "uring", EngineGoroutines})
+		cases = append(cases, tc{plain.URL("/"), "uring", false, EngineUring}, tc{"unix:" + sock + ":/", "uring", false, EngineUring},
+			tc{plain.URL("/"), "uring", true, EngineUring}, tc{tlsSrv.URL + "/", "uring", false, EngineGoroutines})
 	} else {
 		t.Logf("io_uring cannot run here: %v", UringAvailable())
 	}
 	for _, tc := range cases {
 		t.Setenv(pollEngineEnv, tc.env)
-		res, engine := runWithEngine(t, Options{Targets: []Target{{URL: tc.url}}, Connections: 2, Requests: 50})
+		res, engine := runWithEngine(t, Options{Targets: []Target{{URL: tc.url}}, Connections: 2, Requests: 50, Close: tc.close})
 		if engine != tc.want || res.Engine != tc.want {
-			t.Errorf("%s (%s=%q): engine %q, reported %q, want %q", tc.url, pollEngineEnv, tc.env, engine, res.Engine, tc.want)
+			t.Errorf("%s (close %v, %s=%q): engine %q, reported %q, want %q", tc.url, tc.close, pollEngineEnv, tc.env, engine, res.Engine, tc.want)
 		}
 		if res.Requests != 50 || res.Status[200] != 50 {
 			t.Errorf("%s: requests %d status %v (%s)", tc.url, res.Requests, res.Status, res.ErrorSummary())
@@ -96,8 +106,9 @@ func TestEngineChoice(t *testing.T) {
 }
 
 // TestUringFallback: where the io_uring probe fails (io_uring_disabled,
-// seccomp's EPERM, an old kernel), the automatic choice runs epoll and
-// says so, and asking for uring is an error naming the cause.
+// seccomp's EPERM, an old kernel), the automatic choice runs epoll even
+// for a --close load (which would take uring) and says so, and asking for
+// uring is an error naming the cause.
 func TestUringFallback(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the event-loop engines are Linux only")
@@ -107,7 +118,7 @@ func TestUringFallback(t *testing.T) {
 	uringCheck = func() error { return fmt.Errorf("io_uring_setup: %w", syscall.EPERM) }
 	s := okServer(t)
 	t.Setenv(pollEngineEnv, "")
-	res, engine := runWithEngine(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 4, Requests: 200})
+	res, engine := runWithEngine(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 4, Requests: 200, Close: true})
 	if engine != EngineEpoll || res.Engine != EngineEpoll {
 		t.Errorf("with io_uring refused: engine %q, reported %q, want epoll", engine, res.Engine)
 	}

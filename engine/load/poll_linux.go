@@ -210,7 +210,7 @@ const scanEvery = 5 * time.Millisecond
 // the engine and the function halt calls to wake the loops, or ok false
 // when no loop can be set up (the goroutine engine then runs the load).
 func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (engine string, wake func(), ok bool) {
-	if r.engineWanted == EngineUring || (r.engineWanted == "" && autoUring && uringCheck() == nil) {
+	if r.engineWanted == EngineUring || (r.engineWanted == "" && autoUring(&r.opts) && uringCheck() == nil) {
 		if wake, ok := r.startUring(eps, wg); ok {
 			return EngineUring, wake, true
 		}
