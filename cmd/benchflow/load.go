@@ -242,6 +242,7 @@ var loadFlags = map[string]string{
 	"rate":        "-R/--rate",
 	"timeout":     "--timeout",
 	"busy_poll":   "--busy-poll",
+	"engine":      "--engine",
 }
 
 // validateLoadFlags applies load.Options.Validate, the rule load and warm

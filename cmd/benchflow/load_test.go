@@ -181,7 +181,7 @@ func TestLoadBadFlags(t *testing.T) {
 		// The limits load and warm steps have (load.Options.Validate).
 		{[]string{"-c", "2000000", "http://127.0.0.1:1/"}, "-c/--connections 2000000: must be at most 1000000"},
 		{[]string{"-c", "5000", "-t", "5000", "http://127.0.0.1:1/"}, "-t/--threads 5000: must be at most 4096"},
-		{[]string{"--engine", "fastest", "http://127.0.0.1:1/"}, `engine "fastest": want auto, uring, epoll or goroutines`},
+		{[]string{"--engine", "fastest", "http://127.0.0.1:1/"}, `--engine fastest: want auto, uring, epoll or goroutines`},
 	}
 	for _, tc := range cases {
 		out, errOut, code := runLoad(t, tc.args...)

@@ -130,7 +130,8 @@ func FieldErrors(err error) []*FieldError {
 //     number of requests per second, at most MaxRatePerConnection per
 //     connection;
 //   - duration, timeout and interval 0 (the default) or more; busy poll
-//     from 0 to MaxBusyPoll.
+//     from 0 to MaxBusyPoll; engine empty or a known name (whether it can
+//     run here is Run's to say).
 //
 // Two rules stay with the front ends because Options cannot express them:
 // a duration written as 0 (which Options reads as "the default"), and, on
@@ -187,6 +188,11 @@ func (o Options) Validate() error {
 		bad("busy_poll", o.BusyPoll.String(), "must not be negative")
 	case o.BusyPoll > MaxBusyPoll:
 		bad("busy_poll", o.BusyPoll.String(), fmt.Sprintf("at most %s (polling longer before sleeping only burns CPU)", MaxBusyPoll))
+	}
+	switch o.Engine {
+	case "", "auto", EngineUring, EngineEpoll, EngineGoroutines:
+	default:
+		bad("engine", o.Engine, "want auto, uring, epoll or goroutines")
 	}
 	return errors.Join(errs...)
 }

@@ -34,6 +34,7 @@ func TestValidate(t *testing.T) {
 		{Options{Targets: ok, Interval: -time.Second}, "interval", "must not be negative"},
 		{Options{Targets: ok, BusyPoll: -time.Microsecond}, "busy_poll", "must not be negative"},
 		{Options{Targets: ok, BusyPoll: MaxBusyPoll + 1}, "busy_poll", "at most 10ms"},
+		{Options{Targets: ok, Engine: "fastest"}, "engine", "want auto, uring, epoll or goroutines"},
 	}
 	for _, tc := range cases {
 		for _, o := range []Options{tc.o, Defaults(tc.o)} {
