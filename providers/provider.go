@@ -15,6 +15,10 @@
 // waits), ServiceDirer (where self.dir is inside the service), and
 // AgentLauncher (load agents of a step's agents block; agents.go).
 //
+// A config struct that implements Validator is checked right after decoding
+// (also by `benchflow validate`); its *ConfigError values name the
+// attribute, which the engine turns into a located diagnostic (config.go).
+//
 // Providers know nothing of HCL files or the pipeline model: they receive an
 // evaluated ServiceSpec.
 package providers

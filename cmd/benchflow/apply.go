@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchflow/benchflow/engine/plan"
-	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -45,18 +43,10 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			if resume != "" && pl.Order == "random" && vf.seed == 0 {
-				// Keep the recorded seed so the order is the same.
-				if m, err := results.ReadManifest(resume); err == nil && m.Seed != 0 {
-					vf.seed = m.Seed
-					in, _ := vf.inputs()
-					d, diags := plan.Build(pl.Pipeline, in)
-					if diags.HasErrors() {
-						return &exitError{code: 1, err: fmt.Errorf("re-planning with seed %d failed", m.Seed)}
-					}
-					pl = d
-				}
-			}
+			console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
+			runner := run.New(pl, run.Options{
+				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sigs := make(chan os.Signal, 2)
@@ -72,14 +62,11 @@ interrupted.`,
 						continue
 					}
 					fmt.Fprintln(stderr, "\nforced exit: killing everything the run started")
-					run.Kill()
+					runner.Kill()
 					os.Exit(130)
 				}
 			}()
-			console := &run.Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
-			_, err = run.Apply(ctx, pl, run.Options{
-				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
-			})
+			_, err = runner.Apply(ctx)
 			switch {
 			case err == nil:
 				return nil

@@ -98,18 +98,11 @@ failed (with the reason) or a flag is wrong.`,
 			if opts.BusyPoll, err = pipeline.ParseDuration(busyPoll); err != nil {
 				return fmt.Errorf("--busy-poll: %w", err)
 			}
-			switch {
-			case opts.Connections <= 0:
-				return fmt.Errorf("-c/--connections %d: must be at least 1", opts.Connections)
-			case opts.Threads <= 0:
-				return fmt.Errorf("-t/--threads %d: must be at least 1", opts.Threads)
-			case opts.Requests < 0:
-				return fmt.Errorf("-n/--requests %d: must not be negative", opts.Requests)
-			case opts.Rate < 0:
-				return fmt.Errorf("-R/--rate %g: must not be negative", opts.Rate)
-			case opts.BusyPoll > load.MaxBusyPoll:
-				return fmt.Errorf("--busy-poll %s: at most %s (polling longer before sleeping only burns CPU)", busyPoll, load.MaxBusyPoll)
-			case body != "" && bodyFile != "":
+			// The settings first, as given (the URLs are read below).
+			if err := validateLoadFlags(opts, false); err != nil {
+				return err
+			}
+			if body != "" && bodyFile != "" {
 				return errors.New("--body and --body-file are mutually exclusive")
 			}
 			var hs [][2]string
@@ -146,16 +139,25 @@ failed (with the reason) or a flag is wrong.`,
 				opts.OnResponse = reqScript.ResponseHook()
 			}
 			opts.Close = opts.Close || closeConns
+			opts.Tag = "load"
+			if err := validateLoadFlags(opts, true); err != nil {
+				return err
+			}
+			opts = load.Defaults(opts)
 			// -t means what it means in wrk: the number of threads doing
 			// the work, so the generator leaves the other cores to the
-			// server when both share a machine.
+			// server when both share a machine. This is the command's
+			// own policy, not a limit of load.Options: a pipeline's
+			// process also runs samplers, result writers and other steps,
+			// so its load steps size only their event loops.
+			// Event loops get one more Go processor, idle but for the
+			// once-a-second collector, so they can sleep without handing
+			// theirs back (see rawWait in engine/load/poll_linux.go).
 			if n := min(opts.Threads, opts.Connections); n < runtime.NumCPU() {
+				if load.EventLoops(opts) {
+					n++
+				}
 				runtime.GOMAXPROCS(n)
-			}
-			opts.Tag = "load"
-			opts = load.Defaults(opts)
-			if err := load.Validate(opts); err != nil {
-				return err
 			}
 			if findMax.on {
 				return runFindMax(cmd, &findMax, opts, jsonOut)
@@ -221,12 +223,55 @@ failed (with the reason) or a flag is wrong.`,
 	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
+	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
 	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
 	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
 	findMax.register(f)
 	rootCmd.AddCommand(cmd)
+}
+
+// loadFlags names each load.Options setting (load.FieldError.Field) by
+// its flag.
+var loadFlags = map[string]string{
+	"connections": "-c/--connections",
+	"threads":     "-t/--threads",
+	"duration":    "-d/--duration",
+	"requests":    "-n/--requests",
+	"rate":        "-R/--rate",
+	"timeout":     "--timeout",
+	"busy_poll":   "--busy-poll",
+	"engine":      "--engine",
+}
+
+// validateLoadFlags applies load.Options.Validate, the rule load and warm
+// steps follow too, and words its first problem with the flag's name. On
+// the command line 0 is never "the default" for -c and -t (their flags
+// carry the defaults), so 0 is refused there as any count below 1 is.
+// Without targets (before the URLs are parsed) the missing target is not
+// reported.
+func validateLoadFlags(opts load.Options, targets bool) error {
+	var fes []*load.FieldError
+	for _, fe := range load.FieldErrors(opts.Validate()) {
+		if targets || fe.Field != "target" {
+			fes = append(fes, fe)
+		}
+	}
+	if opts.Threads == 0 {
+		fes = append([]*load.FieldError{{Field: "threads", Value: "0", Reason: "must be at least 1"}}, fes...)
+	}
+	if opts.Connections == 0 {
+		fes = append([]*load.FieldError{{Field: "connections", Value: "0", Reason: "must be at least 1"}}, fes...)
+	}
+	if len(fes) == 0 {
+		return nil
+	}
+	fe := fes[0]
+	if flag, ok := loadFlags[fe.Field]; ok {
+		return fmt.Errorf("%s %s: %s", flag, fe.Value, fe.Reason)
+	}
+	return fe
 }
 
 // isTerminal reports whether w is (or wraps, see engine/redact) a terminal.

@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/load"
 )
 
 // runLoad runs `benchflow load ARGS…` and returns stdout, stderr and the
@@ -102,6 +105,35 @@ func TestLoadJSONOutput(t *testing.T) {
 	}
 }
 
+// TestLoadEngineFlag: --engine picks the engine and --json reports the
+// one that ran.
+func TestLoadEngineFlag(t *testing.T) {
+	srv, _ := helloServer(t)
+	engines := []string{"goroutines"}
+	if runtime.GOOS == "linux" {
+		engines = append(engines, "epoll")
+		if load.UringAvailable() == nil {
+			engines = append(engines, "uring")
+		}
+	}
+	for _, e := range engines {
+		out, errOut, code := runLoad(t, "--json", "--engine", e, "-c", "2", "-n", "50", srv.URL+"/")
+		if code != 0 {
+			t.Fatalf("--engine %s: exit %d\n%s%s", e, code, out, errOut)
+		}
+		var j struct {
+			Requests int64  `json:"requests"`
+			Engine   string `json:"engine"`
+		}
+		if err := json.Unmarshal([]byte(out), &j); err != nil {
+			t.Fatalf("--engine %s: %v\n%s", e, err, out)
+		}
+		if j.Engine != e || j.Requests != 50 {
+			t.Errorf("--engine %s: JSON engine %q, requests %d", e, j.Engine, j.Requests)
+		}
+	}
+}
+
 func TestLoadAllRequestsFail(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -146,6 +178,10 @@ func TestLoadBadFlags(t *testing.T) {
 		{[]string{"-R", "-5", "http://127.0.0.1:1/"}, "-R/--rate"},
 		{[]string{"--busy-poll", "soon", "http://127.0.0.1:1/"}, "--busy-poll"},
 		{[]string{"--busy-poll", "1s", "http://127.0.0.1:1/"}, "--busy-poll 1s: at most 10ms"},
+		// The limits load and warm steps have (load.Options.Validate).
+		{[]string{"-c", "2000000", "http://127.0.0.1:1/"}, "-c/--connections 2000000: must be at most 1000000"},
+		{[]string{"-c", "5000", "-t", "5000", "http://127.0.0.1:1/"}, "-t/--threads 5000: must be at most 4096"},
+		{[]string{"--engine", "fastest", "http://127.0.0.1:1/"}, `--engine fastest: want auto, uring, epoll or goroutines`},
 	}
 	for _, tc := range cases {
 		out, errOut, code := runLoad(t, tc.args...)

@@ -74,6 +74,13 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		if len(m.Targets) == 0 {
 			m.Targets = r.Targets
 		}
+		// The engine that ran: the agents', or "mixed" when they differ.
+		switch {
+		case m.Engine == "":
+			m.Engine = r.Engine
+		case r.Engine != "" && r.Engine != m.Engine:
+			m.Engine = "mixed"
+		}
 		for s, n := range r.Status {
 			m.Status[s] += n
 		}

@@ -62,6 +62,7 @@ type WireOptions struct {
 	BusyPollNS  int64        `json:"busy_poll_ns,omitempty"`
 	IntervalNS  int64        `json:"interval_ns,omitempty"`
 	Tag         string       `json:"tag,omitempty"`
+	Engine      string       `json:"engine,omitempty"`
 }
 
 // StartRequest asks an agent to run its share of a load from StartNS, an
@@ -126,6 +127,7 @@ type Result struct {
 	Threads      int               `json:"threads"`
 	Targets      []string          `json:"targets,omitempty"`
 	Close        bool              `json:"close,omitempty"`
+	Engine       string            `json:"engine,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
@@ -137,7 +139,7 @@ func ToWire(o load.Options) WireOptions {
 	w := WireOptions{
 		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
 		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll),
-		IntervalNS: int64(o.Interval), Tag: o.Tag,
+		IntervalNS: int64(o.Interval), Tag: o.Tag, Engine: o.Engine,
 	}
 	for _, t := range o.Targets {
 		w.Targets = append(w.Targets, WireTarget{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -150,7 +152,7 @@ func (w WireOptions) Options() load.Options {
 	o := load.Options{
 		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
 		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS),
-		Interval: time.Duration(w.IntervalNS), Tag: w.Tag,
+		Interval: time.Duration(w.IntervalNS), Tag: w.Tag, Engine: w.Engine,
 	}
 	for _, t := range w.Targets {
 		o.Targets = append(o.Targets, load.Target{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -173,7 +175,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		ErrorSample: res.ErrorSample, TargetRate: res.TargetRate, MaxRequests: res.MaxRequests,
 		TimeLimitNS: int64(res.TimeLimit), MaxBehindNS: int64(res.MaxBehind), MeanBehindNS: int64(res.MeanBehind),
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
-		Threads: res.Threads, Targets: res.Targets, Close: res.Close,
+		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
 	}
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
@@ -212,7 +214,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		TargetRate: w.TargetRate, MaxRequests: w.MaxRequests, TimeLimit: time.Duration(w.TimeLimitNS),
 		MaxBehind: time.Duration(w.MaxBehindNS), MeanBehind: time.Duration(w.MeanBehindNS), LateSends: w.LateSends,
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
-		Targets: w.Targets, Close: w.Close,
+		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
 	}
 	if res.Status == nil {
 		res.Status = map[int]int64{}

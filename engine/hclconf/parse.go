@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -186,12 +188,12 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			p.Services = append(p.Services, &pipeline.Service{Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange})
 		case "step":
 			kind, name := b.Labels[0], b.Labels[1]
-			cfg := pipeline.NewStepConfig(kind)
+			cfg := steps.NewConfig(kind)
 			if cfg == nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Unknown step kind",
-					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, pipeline.Kinds), strings.Join(pipeline.Kinds, ", ")),
+					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
 					Subject:  b.LabelRanges[0].Ptr(),
 				})
 				continue
@@ -398,23 +400,44 @@ func ShortRange(r hcl.Range) string { return shortRange(r) }
 
 // checkBody reports structural problems (unknown or missing arguments and
 // blocks, with suggestions) in a body that is only evaluated per trial.
+// Nested blocks are checked against the struct type of the field that
+// declares them (`hcl:"name,block"`), so a schema owns its nested blocks.
 func checkBody(body hcl.Body, v any) hcl.Diagnostics {
 	schema, _ := gohcl.ImpliedBodySchema(v)
 	content, diags := body.Content(schema)
-	// Nested blocks: check them against their own struct types.
 	for _, blk := range content.Blocks {
-		switch blk.Type {
-		case "file":
-			diags = append(diags, checkBody(blk.Body, &pipeline.FileConfig{})...)
-		case "port":
-			diags = append(diags, checkBody(blk.Body, &pipeline.PortConfig{})...)
-		case "health":
-			diags = append(diags, checkBody(blk.Body, &pipeline.HealthConfig{})...)
-		case "url":
-			diags = append(diags, checkBody(blk.Body, &pipeline.URLConfig{})...)
+		if nested := blockStruct(v, blk.Type); nested != nil {
+			diags = append(diags, checkBody(blk.Body, nested)...)
 		}
 	}
 	return diags
+}
+
+// blockStruct returns a pointer to a new value of the struct type the
+// field tagged `hcl:"<typ>,block"` of *v holds (itself, through a pointer
+// or as a slice's element), or nil.
+func blockStruct(v any, typ string) any {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Tag.Get("hcl") != typ+",block" {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			return reflect.New(ft).Interface()
+		}
+	}
+	return nil
 }
 
 func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {

@@ -4,29 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
 // Defaults fills zero fields: 10 connections, 2 threads (never more than
 // connections), 10s unless Requests is set, 2s timeout, 1s interval, GET and
 // weight 1 for every target. It returns a copy; Targets is copied too.
+// Negative values are not defaults: Validate refuses them, before or after
+// Defaults.
 func Defaults(o Options) Options {
-	if o.Connections <= 0 {
+	if o.Connections == 0 {
 		o.Connections = 10
 	}
-	if o.Threads <= 0 {
+	if o.Threads == 0 {
 		o.Threads = 2
 	}
-	if o.Threads > o.Connections {
+	if o.Threads > o.Connections && o.Connections > 0 {
 		o.Threads = o.Connections
 	}
-	if o.Duration <= 0 && o.Requests <= 0 {
+	if o.Duration == 0 && o.Requests <= 0 {
 		o.Duration = 10 * time.Second
 	}
-	if o.Timeout <= 0 {
+	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	if o.Interval <= 0 {
+	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
 	ts := make([]Target, len(o.Targets))
@@ -34,7 +37,7 @@ func Defaults(o Options) Options {
 		if t.Method == "" {
 			t.Method = "GET"
 		}
-		if t.Weight <= 0 {
+		if t.Weight == 0 {
 			t.Weight = 1
 		}
 		for _, h := range t.Headers {
@@ -48,31 +51,148 @@ func Defaults(o Options) Options {
 	return o
 }
 
-// MaxBusyPoll bounds Options.BusyPoll: polling longer before sleeping only
-// burns CPU.
-const MaxBusyPoll = 10 * time.Millisecond
+// The limits of Options, shared by every front end (the `benchflow load`
+// flags, load and warm steps, Run itself).
+const (
+	// MaxConnections bounds Options.Connections.
+	MaxConnections = 1_000_000
+	// MaxThreads bounds Options.Threads (event loops).
+	MaxThreads = 4096
+	// MaxBusyPoll bounds Options.BusyPoll: polling longer before sleeping
+	// only burns CPU.
+	MaxBusyPoll = 10 * time.Millisecond
+	// MaxRatePerConnection bounds Options.Rate divided by the connections.
+	MaxRatePerConnection = 1e7
+)
 
-// Validate checks options after Defaults; the error names the bad setting.
-func Validate(o Options) error {
+// FieldError is one invalid setting of Options. Field is the setting's name
+// as a load or warm step spells it ("connections", "busy_poll", "target");
+// front ends map it to their own spelling (`benchflow load` to its flags,
+// a step to the attribute's source range).
+type FieldError struct {
+	Field string
+	// Index is the 1-based target (or url block) for "target" and
+	// "weight", else 0.
+	Index int
+	// Value is the offending value as text ("-1", "1s"); empty when the
+	// setting is missing.
+	Value string
+	// Reason says what is allowed: "must be at least 1".
+	Reason string
+	// Err is the underlying error (a target's parse error), or nil.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	switch {
+	case e.Field == "target" && e.Index > 0:
+		return fmt.Sprintf("parsing target %d: %s", e.Index, e.Reason)
+	case e.Field == "weight":
+		return fmt.Sprintf("url %d: weight = %s: %s", e.Index, e.Value, e.Reason)
+	case e.Value == "":
+		return e.Reason
+	}
+	return e.Field + " " + e.Value + ": " + e.Reason
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// FieldErrors lists the field errors of an error returned by Validate (in
+// the order of the settings), or nil.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// Validate is the one rule for every limit of Options, whichever front end
+// built them. It accepts options as given (a zero field takes its default,
+// see Defaults) as well as after Defaults, and returns nil or every problem
+// found, each a *FieldError (see FieldErrors), joined with errors.Join:
+//
+//   - at least one target (or a Requester), each a URL Run can drive, with
+//     a weight of 0 (the default, 1) or more;
+//   - connections and threads 0 (the default) or from 1 to MaxConnections
+//     and MaxThreads;
+//   - requests 0 (unbounded) or more; rate 0 (closed loop) or a finite
+//     number of requests per second, at most MaxRatePerConnection per
+//     connection;
+//   - duration, timeout and interval 0 (the default) or more; busy poll
+//     from 0 to MaxBusyPoll; engine empty or a known name (whether it can
+//     run here is Run's to say).
+//
+// Two rules stay with the front ends because Options cannot express them:
+// a duration written as 0 (which Options reads as "the default"), and, on
+// the command line, -c 0 or -t 0 (whose flags carry the defaults).
+func Validate(o Options) error { return o.Validate() }
+
+// Validate checks o; see the package function Validate.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(field, value, reason string) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Reason: reason})
+	}
 	if len(o.Targets) == 0 && o.Requester == nil {
-		return errors.New("no target URL given")
+		errs = append(errs, &FieldError{Field: "target", Reason: "no target URL given"})
 	}
 	for i, t := range o.Targets {
 		if _, _, _, err := parseTarget(t.URL); err != nil {
-			return fmt.Errorf("parsing target %d: %w", i+1, err)
+			errs = append(errs, &FieldError{Field: "target", Index: i + 1, Value: t.URL, Reason: err.Error(), Err: err})
+		}
+		if t.Weight < 0 {
+			errs = append(errs, &FieldError{Field: "weight", Index: i + 1, Value: strconv.Itoa(t.Weight), Reason: "must be positive"})
+		}
+	}
+	count := func(field string, n, max int) {
+		switch {
+		case n < 0:
+			bad(field, strconv.Itoa(n), "must be at least 1")
+		case n > max:
+			bad(field, strconv.Itoa(n), fmt.Sprintf("must be at most %d", max))
+		}
+	}
+	count("connections", o.Connections, MaxConnections)
+	count("threads", o.Threads, MaxThreads)
+	if o.Requests < 0 {
+		bad("requests", strconv.FormatInt(o.Requests, 10), "must not be negative")
+	}
+	rate := strconv.FormatFloat(o.Rate, 'g', -1, 64)
+	switch conns := Defaults(Options{Connections: o.Connections}).Connections; {
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		bad("rate", rate, "must be 0 (closed loop) or a positive number of requests per second")
+	case conns > 0 && o.Rate/float64(conns) > MaxRatePerConnection:
+		bad("rate", rate, "more than 10 million requests/s per connection")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"duration", o.Duration}, {"timeout", o.Timeout}, {"interval", o.Interval}} {
+		if d.v < 0 {
+			bad(d.field, d.v.String(), "must not be negative")
 		}
 	}
 	switch {
-	case o.Connections > 1<<20:
-		return fmt.Errorf("connections %d: too many (at most %d)", o.Connections, 1<<20)
-	case o.Requests < 0:
-		return fmt.Errorf("requests %d: must not be negative", o.Requests)
-	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
-		return fmt.Errorf("rate %g: must be a positive number of requests per second", o.Rate)
-	case o.Rate > 0 && o.Rate/float64(o.Connections) > 1e7:
-		return fmt.Errorf("rate %g: more than 10 million requests/s per connection", o.Rate)
-	case o.BusyPoll < 0 || o.BusyPoll > MaxBusyPoll:
-		return fmt.Errorf("busy poll %s: must be between 0 and %s", o.BusyPoll, MaxBusyPoll)
+	case o.BusyPoll < 0:
+		bad("busy_poll", o.BusyPoll.String(), "must not be negative")
+	case o.BusyPoll > MaxBusyPoll:
+		bad("busy_poll", o.BusyPoll.String(), fmt.Sprintf("at most %s (polling longer before sleeping only burns CPU)", MaxBusyPoll))
 	}
-	return nil
+	switch o.Engine {
+	case "", "auto", EngineUring, EngineEpoll, EngineGoroutines:
+	default:
+		bad("engine", o.Engine, "want auto, uring, epoll or goroutines")
+	}
+	return errors.Join(errs...)
 }

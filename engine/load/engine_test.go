@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,10 +33,12 @@ func runWithEngine(t *testing.T, o Options) (*Result, string) {
 }
 
 // TestEngineChoice: plain TCP and unix sockets run on the event loops
-// (on Linux), TLS on goroutines, and the environment can force goroutines.
+// (on Linux: io_uring where it runs, else epoll), TLS on goroutines, and
+// the environment can force an engine; Result.Engine names the one that
+// ran.
 func TestEngineChoice(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the event-loop engine is Linux only")
+		t.Skip("the event-loop engines are Linux only")
 	}
 	if os.Getenv(pollEngineEnv) != "" {
 		t.Skipf("%s is set", pollEngineEnv)
@@ -50,38 +54,129 @@ func TestEngineChoice(t *testing.T) {
 	defer us.Close()
 	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "t") }))
 	defer tlsSrv.Close()
-	for _, tc := range []struct {
-		url, env, want string
-	}{
-		{plain.URL("/"), "", "events"},
-		{"unix:" + sock + ":/", "", "events"},
-		{tlsSrv.URL + "/", "", "goroutines"},
-		{plain.URL("/"), "goroutines", "goroutines"},
-	} {
+	// The automatic choice: uring for --close loads where it runs, epoll
+	// for keep-alive ones.
+	autoClose := EngineEpoll
+	if UringAvailable() == nil {
+		autoClose = EngineUring
+	}
+	type tc struct {
+		url, env string
+		close    bool
+		want     string
+	}
+	cases := []tc{
+		{plain.URL("/"), "", false, EngineEpoll},
+		{"unix:" + sock + ":/", "", false, EngineEpoll},
+		{plain.URL("/"), "", true, autoClose},
+		{"unix:" + sock + ":/", "", true, autoClose},
+		{tlsSrv.URL + "/", "", false, EngineGoroutines},
+		{tlsSrv.URL + "/", "", true, EngineGoroutines},
+		{plain.URL("/"), "goroutines", false, EngineGoroutines},
+		{plain.URL("/"), "epoll", false, EngineEpoll},
+		{plain.URL("/"), "epoll", true, EngineEpoll},
+		{"unix:" + sock + ":/", "epoll", false, EngineEpoll},
+		{plain.URL("/"), "auto", true, autoClose},
+	}
+	if UringAvailable() == nil {
+		cases = append(cases, tc{plain.URL("/"), "uring", false, EngineUring}, tc{"unix:" + sock + ":/", "uring", false, EngineUring},
+			tc{plain.URL("/"), "uring", true, EngineUring}, tc{tlsSrv.URL + "/", "uring", false, EngineGoroutines})
+	} else {
+		t.Logf("io_uring cannot run here: %v", UringAvailable())
+	}
+	for _, tc := range cases {
 		t.Setenv(pollEngineEnv, tc.env)
-		res, engine := runWithEngine(t, Options{Targets: []Target{{URL: tc.url}}, Connections: 2, Requests: 50})
-		if engine != tc.want {
-			t.Errorf("%s (%s=%q): engine %q, want %q", tc.url, pollEngineEnv, tc.env, engine, tc.want)
+		res, engine := runWithEngine(t, Options{Targets: []Target{{URL: tc.url}}, Connections: 2, Requests: 50, Close: tc.close})
+		if engine != tc.want || res.Engine != tc.want {
+			t.Errorf("%s (close %v, %s=%q): engine %q, reported %q, want %q", tc.url, tc.close, pollEngineEnv, tc.env, engine, res.Engine, tc.want)
 		}
 		if res.Requests != 50 || res.Status[200] != 50 {
 			t.Errorf("%s: requests %d status %v (%s)", tc.url, res.Requests, res.Status, res.ErrorSummary())
 		}
 	}
+	t.Setenv(pollEngineEnv, "fastest")
+	if _, err := Run(context.Background(), Options{Targets: []Target{{URL: plain.URL("/")}}, Requests: 1}); err == nil ||
+		!strings.Contains(err.Error(), "want auto, uring, epoll or goroutines") {
+		t.Errorf("an unknown engine: error %v", err)
+	}
+	t.Setenv(pollEngineEnv, "goroutines")
+	if _, engine := runWithEngine(t, Options{Targets: []Target{{URL: plain.URL("/")}}, Requests: 10, Engine: "epoll"}); engine != EngineEpoll {
+		t.Errorf("Options.Engine epoll over the environment's goroutines: engine %q", engine)
+	}
 }
 
-// TestNoAllocationPerRequestWholeLoad: over whole loads (either engine),
+// TestUringFallback: where the io_uring probe fails (io_uring_disabled,
+// seccomp's EPERM, an old kernel), the automatic choice runs epoll even
+// for a --close load (which would take uring) and says so, and asking for
+// uring is an error naming the cause.
+func TestUringFallback(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the event-loop engines are Linux only")
+	}
+	saved := uringCheck
+	t.Cleanup(func() { uringCheck = saved })
+	uringCheck = func() error { return fmt.Errorf("io_uring_setup: %w", syscall.EPERM) }
+	s := okServer(t)
+	t.Setenv(pollEngineEnv, "")
+	res, engine := runWithEngine(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 4, Requests: 200, Close: true})
+	if engine != EngineEpoll || res.Engine != EngineEpoll {
+		t.Errorf("with io_uring refused: engine %q, reported %q, want epoll", engine, res.Engine)
+	}
+	if res.Requests != 200 || res.Errors != 0 {
+		t.Errorf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	j := ToJSON(res)
+	if j.Engine != EngineEpoll {
+		t.Errorf("JSON engine %q, want epoll", j.Engine)
+	}
+	for _, o := range []Options{{Engine: "uring"}, {}} {
+		if o.Engine == "" {
+			t.Setenv(pollEngineEnv, "uring")
+		}
+		o.Targets, o.Requests = []Target{{URL: s.URL("/")}}, 10
+		_, err := Run(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), "operation not permitted") {
+			t.Errorf("uring asked for (%+v) where it is refused: error %v", o.Engine, err)
+		}
+	}
+}
+
+// TestNoAllocationPerRequestWholeLoad: over whole loads (every engine),
 // 20,000 more requests cost no more allocations than a handful of
 // interval histograms: nothing is allocated per request.
 func TestNoAllocationPerRequestWholeLoad(t *testing.T) {
 	s := fastServer(t)
-	mallocs := func(n int64) uint64 { _, m := loadAllocs(t, s, n); return m }
-	mallocs(1000) // warm up lazily initialised state
-	small, large := mallocs(2_000), mallocs(22_000)
-	perRequest := (float64(large) - float64(small)) / 20_000
-	t.Logf("%d allocations for 2,000 requests, %d for 22,000: %.4f per request", small, large, perRequest)
-	if perRequest > 0.01 {
-		t.Errorf("%.4f allocations per request, want 0", perRequest)
+	for _, engine := range testEngines(t) {
+		t.Run(engine, func(t *testing.T) {
+			t.Setenv(pollEngineEnv, engine)
+			mallocs := func(n int64) uint64 { _, m := loadAllocs(t, s, n); return m }
+			mallocs(1000) // warm up lazily initialised state
+			small, large := mallocs(2_000), mallocs(22_000)
+			perRequest := (float64(large) - float64(small)) / 20_000
+			t.Logf("%d allocations for 2,000 requests, %d for 22,000: %.4f per request", small, large, perRequest)
+			if perRequest > 0.01 {
+				t.Errorf("%.4f allocations per request, want 0", perRequest)
+			}
+		})
 	}
+}
+
+// testEngines lists the engines to run a test on: the one the
+// environment forces, else every engine that runs here.
+func testEngines(t testing.TB) []string {
+	if e := os.Getenv(pollEngineEnv); e != "" && e != "auto" {
+		return []string{e}
+	}
+	if runtime.GOOS != "linux" {
+		return []string{EngineGoroutines}
+	}
+	engines := []string{EngineEpoll, EngineGoroutines}
+	if err := UringAvailable(); err == nil {
+		engines = append(engines, EngineUring)
+	} else {
+		t.Logf("io_uring cannot run here (%v): not testing the uring engine", err)
+	}
+	return engines
 }
 
 // TestTwoEndpoints: a slot alternating between two servers keeps one
@@ -178,7 +273,7 @@ func TestDribbledResponses(t *testing.T) {
 		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"},
 		{"big-chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strconv.FormatInt(int64(len(big)), 16) + "\r\n" + big + "\r\n0\r\n\r\n"},
 	}
-	for _, engine := range []string{"events", "goroutines"} {
+	for _, engine := range testEngines(t) {
 		for _, tc := range cases {
 			t.Run(engine+"/"+tc.name, func(t *testing.T) {
 				t.Setenv(pollEngineEnv, engine)

@@ -232,6 +232,7 @@ type JSONResult struct {
 	MaxBehind   float64           `json:"max_behind_us,omitempty"`
 	LateSends   int64             `json:"late_sends,omitempty"`
 	Reconnects  int64             `json:"reconnects"`
+	Engine      string            `json:"engine"`
 	Warning     string            `json:"warning,omitempty"`
 	Intervals   []JSONInterval    `json:"intervals"`
 }
@@ -285,7 +286,7 @@ func ToJSON(r *Result) *JSONResult {
 		Connections: r.Connections, Threads: r.Threads, Close: r.Close,
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes,
 		Latency: Summarize(r.Latency), Status: map[string]int64{}, ErrorsBy: map[string]int64{},
-		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects,
+		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects, Engine: r.Engine,
 		Warning: r.Warning, Intervals: []JSONInterval{},
 	}
 	if j.Targets == nil {

@@ -5,6 +5,7 @@ package load
 import (
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -29,6 +30,9 @@ type pollEndpoint struct {
 	addr    net.Addr
 	// Errors without per-request detail are built once: timeouts.
 	dialTimeout, readTimeout, writeTimeout error
+	// raw is sa as connect(2) takes it (the uring engine's connects).
+	raw    unix.RawSockaddrAny
+	rawLen uint32
 }
 
 // resolveForPoll resolves every endpoint to a socket address. ok is false
@@ -36,7 +40,7 @@ type pollEndpoint struct {
 // resolve, the engine switched off); the goroutine engine then runs it
 // and reports any resolution error per request, as a connect error.
 func (r *runner) resolveForPoll() ([]pollEndpoint, bool) {
-	if os.Getenv(pollEngineEnv) == "goroutines" {
+	if r.engineWanted == EngineGoroutines {
 		return nil, false
 	}
 	eps := make([]pollEndpoint, len(r.endpoints))
@@ -70,6 +74,10 @@ func (r *runner) resolveForPoll() ([]pollEndpoint, bool) {
 				pe.family, pe.sa = unix.AF_INET6, sa
 			}
 		default:
+			return nil, false
+		}
+		var err error
+		if pe.raw, pe.rawLen, err = rawSockaddr(pe.sa); err != nil {
 			return nil, false
 		}
 		pe.dialTimeout = pe.opError("dial", os.ErrDeadlineExceeded)
@@ -121,7 +129,10 @@ type pslot struct {
 	idx    int32   // index in the loop
 	fds    []int   // per endpoint, -1 when not connected
 	serial []int32 // per endpoint: the identity of fds[e] in epoll events
-	ep     int     // endpoint of the current exchange, -1 before the first
+	// uend (uring engine), per endpoint: uLive while the connection's
+	// receive is armed, else how it ended (0 closed by the peer, -errno).
+	uend []int32
+	ep   int // endpoint of the current exchange, -1 before the first
 
 	state      int
 	backingOff bool // in sched for a connect back-off, not a scheduled send
@@ -167,7 +178,22 @@ type ploop struct {
 	readyCount int
 	ev         unix.EpollEvent // scratch for epoll_ctl (kept off the stack)
 	scan       time.Duration   // next timeout scan
+	// u is set on the uring engine (uring_linux.go): its I/O goes through
+	// a ring instead of epoll, read and write.
+	u *uringState
+	// rawWait: the loop sleeps in its wait without handing its P (Go's
+	// processor) back to the scheduler, because another P is free for
+	// the rest of the process. Handing it over costs more than the
+	// request: with every P in a wait, the runtime's monitor thread wakes
+	// every 20 µs or so to retake them, and the loop must win its P back
+	// after each wake-up (a quarter of the client's CPU in a -t1 profile).
+	// Raw waits last at most rawWaitMax, so a stop-the-world pause (which
+	// waits for the loop) stays short.
+	rawWait bool
 }
+
+// rawWaitMax bounds a raw wait.
+const rawWaitMax = time.Millisecond
 
 // Event tokens that are not slots.
 const (
@@ -179,43 +205,61 @@ const (
 // deadline (-timeout): timeouts fire up to this much late.
 const scanEvery = 5 * time.Millisecond
 
-// startPoll starts one event loop per thread over the slots and returns
-// the function halt calls to wake them, or ok false when the loops cannot
-// be set up (the goroutine engine then runs the load).
-func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (wake func(), ok bool) {
-	loops := make([]*ploop, 0, r.opts.Threads)
-	for t := 0; t < min(r.opts.Threads, len(r.conns)); t++ { // every loop gets a slot
-		l, err := newPloop(r, eps)
-		if err != nil {
+// startPoll starts one event loop per thread over the slots, on the
+// uring engine when it is wanted and sets up, else on epoll, and returns
+// the engine and the function halt calls to wake the loops, or ok false
+// when no loop can be set up (the goroutine engine then runs the load).
+func (r *runner) startPoll(eps []pollEndpoint, wg *sync.WaitGroup) (engine string, wake func(), ok bool) {
+	if r.engineWanted == EngineUring || (r.engineWanted == "" && autoUring(&r.opts) && uringCheck() == nil) {
+		if wake, ok := r.startUring(eps, wg); ok {
+			return EngineUring, wake, true
+		}
+	}
+	loops := r.newLoops(eps)
+	for _, l := range loops {
+		if err := l.openEpoll(); err != nil {
 			for _, l := range loops {
 				l.closeFds()
 			}
-			return nil, false
+			return "", nil, false
 		}
-		loops = append(loops, l)
+	}
+	wg.Add(len(loops))
+	for _, l := range loops {
+		l.events = make([]unix.EpollEvent, min(max(len(l.slots), 16), 1024))
+		go l.run(wg)
+	}
+	return EngineEpoll, func() {
+		for _, l := range loops {
+			l.wake()
+		}
+	}, true
+}
+
+// newLoops shares the slots out over one loop per thread (every loop gets
+// a slot).
+func (r *runner) newLoops(eps []pollEndpoint) []*ploop {
+	loops := make([]*ploop, min(r.opts.Threads, len(r.conns)))
+	for t := range loops {
+		loops[t] = &ploop{r: r, eps: cloneEndpoints(eps), epfd: -1, wakeFd: -1, timeFd: -1, armed: -1}
 	}
 	for i, c := range r.conns {
 		l := loops[i%len(loops)]
 		s := &pslot{conn: c, idx: int32(len(l.slots)), ep: -1,
-			fds: make([]int, len(eps)), serial: make([]int32, len(eps))}
+			fds: make([]int, len(eps)), serial: make([]int32, len(eps)), uend: make([]int32, len(eps))}
 		for e := range s.fds {
 			s.fds[e] = -1
 		}
 		l.slots = append(l.slots, s)
 	}
-	wg.Add(len(loops))
+	raw := runtime.GOMAXPROCS(0) > len(loops)
 	for _, l := range loops {
+		l.rawWait = raw
 		l.live = len(l.slots)
 		l.sched = make(slotHeap, 0, len(l.slots))
 		l.ready = make([]*pslot, len(l.slots))
-		l.events = make([]unix.EpollEvent, min(max(len(l.slots), 16), 1024))
-		go l.run(wg)
 	}
-	return func() {
-		for _, l := range loops {
-			l.wake()
-		}
-	}, true
+	return loops
 }
 
 // wake interrupts the loop's epoll_wait. It never writes to a closed
@@ -229,19 +273,19 @@ func (l *ploop) wake() {
 	}
 }
 
-func newPloop(r *runner, eps []pollEndpoint) (*ploop, error) {
-	l := &ploop{r: r, eps: cloneEndpoints(eps), epfd: -1, wakeFd: -1, timeFd: -1, armed: -1}
+// openEpoll creates the loop's epoll instance, wake-up eventfd and timer.
+func (l *ploop) openEpoll() error {
 	var err error
 	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		return nil, err
+		return err
 	}
 	if l.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		l.closeFds()
-		return nil, err
+		return err
 	}
 	if l.timeFd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 		l.closeFds()
-		return nil, err
+		return err
 	}
 	for _, t := range []struct {
 		fd    int
@@ -250,10 +294,10 @@ func newPloop(r *runner, eps []pollEndpoint) (*ploop, error) {
 		l.ev = unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: t.token}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, t.fd, &l.ev); err != nil {
 			l.closeFds()
-			return nil, err
+			return err
 		}
 	}
-	return l, nil
+	return nil
 }
 
 func (l *ploop) closeFds() {
@@ -279,30 +323,24 @@ func (l *ploop) run(wg *sync.WaitGroup) {
 	for _, s := range l.slots {
 		l.queue(s)
 	}
+	if l.u != nil {
+		l.uarm()
+	}
 	l.scan = l.now() + scanEvery
 	for {
 		if !l.drain() || l.live == 0 {
 			return
 		}
 		now := l.now()
-		l.armTimer(now)
-		wait := int(scanEvery / time.Millisecond)
+		wait := scanEvery
 		if r.hasEnd {
-			wait = min(wait, int((r.endOff-now+time.Millisecond-1)/time.Millisecond))
+			wait = min(wait, r.endOff-now)
 		}
-		n, err := l.wait(wait)
-		if err != nil && err != unix.EINTR {
+		if err := l.waitAndHandle(now, wait); err != nil {
 			// Not expected with valid descriptors; fail every exchange in
 			// flight rather than spin.
 			l.failAll(err)
 			return
-		}
-		for i := 0; i < n; i++ {
-			ev := &l.events[i]
-			if ev.Fd < 0 {
-				continue // wake-up or timer: the checks below act on them
-			}
-			l.event(l.slots[ev.Fd], ev.Events, ev.Pad)
 		}
 		now = l.now()
 		if l.over(now) {
@@ -322,6 +360,30 @@ func (l *ploop) run(wg *sync.WaitGroup) {
 			l.start(s, s.due, l.now())
 		}
 	}
+}
+
+// waitAndHandle waits up to d (less when an open-loop send is due) for
+// I/O and handles what happened.
+func (l *ploop) waitAndHandle(now, d time.Duration) error {
+	if l.u != nil {
+		if len(l.sched) > 0 {
+			d = min(d, l.sched[0].due-now)
+		}
+		return l.uwait(d)
+	}
+	l.armTimer(now)
+	n, err := l.wait(int((d + time.Millisecond - 1) / time.Millisecond))
+	if err != nil && err != unix.EINTR {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		ev := &l.events[i]
+		if ev.Fd < 0 {
+			continue // wake-up or timer: the loop's checks act on them
+		}
+		l.event(l.slots[ev.Fd], ev.Events, ev.Pad)
+	}
+	return nil
 }
 
 // queue marks s ready for its next exchange.
@@ -371,6 +433,11 @@ func (l *ploop) armTimer(now time.Duration) {
 
 // shutdown closes every connection and hands the buffered latencies over.
 func (l *ploop) shutdown() {
+	if l.u != nil {
+		// Cancel what is in flight before closing the sockets: an entry
+		// still queued must never reach a number another file reuses.
+		l.ucancelAll()
+	}
 	for _, s := range l.slots {
 		for e, fd := range s.fds {
 			if fd >= 0 {
@@ -379,6 +446,9 @@ func (l *ploop) shutdown() {
 			}
 		}
 		s.flush()
+	}
+	if l.u != nil {
+		l.u.rg.close()
 	}
 }
 
@@ -482,6 +552,10 @@ func (l *ploop) deadline(t time.Duration) time.Duration {
 
 // dial opens a non-blocking connection for the slot's current endpoint.
 func (l *ploop) dial(s *pslot, now time.Duration) {
+	if l.u != nil {
+		l.udial(s, now)
+		return
+	}
 	e := s.ep
 	pe := &l.eps[e]
 	fd, err := unix.Socket(pe.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -540,6 +614,16 @@ func (l *ploop) connected(s *pslot, events uint32) {
 
 // write sends (the rest of) the request, then reads if data is waiting.
 func (l *ploop) write(s *pslot) {
+	if l.u != nil {
+		if s.wrote < len(s.req.raw) {
+			l.usend(s)
+			return
+		}
+		s.state = psReading
+		s.p.begin(s.req.head)
+		l.ureading(s)
+		return
+	}
 	fd, raw := s.fds[s.ep], s.req.raw
 	for s.wrote < len(raw) {
 		n, err := rawWrite(fd, raw[s.wrote:])
@@ -588,32 +672,44 @@ func (l *ploop) read(s *pslot) {
 			return
 		}
 		if n == 0 {
-			if _, err := s.p.eof(rd.w - rd.r); err != nil {
-				l.fail(s, classRead, err)
-				return
-			}
-			l.complete(s)
+			l.eof(s)
 			return
 		}
 		rd.w += n
 		rd.nread += int64(n)
 		used, done, err := s.p.feed(rd.buf[rd.r:rd.w])
 		rd.r += used
-		if err != nil {
-			l.fail(s, classify(err, classRead), err)
-			return
-		}
 		if n < space && !s.hup {
 			s.readable = false // drained: epoll reports the next data
 		}
-		if done {
-			l.complete(s)
-			return
-		}
-		if !s.readable {
+		if l.parsed(s, done, err) || !s.readable {
 			return
 		}
 	}
+}
+
+// parsed acts on what the parser said of the bytes fed to it: the
+// exchange failed, completed (true), or awaits more bytes (false).
+func (l *ploop) parsed(s *pslot, done bool, err error) bool {
+	if err != nil {
+		l.fail(s, classify(err, classRead), err)
+		return true
+	}
+	if done {
+		l.complete(s)
+		return true
+	}
+	return false
+}
+
+// eof ends the exchange at the end of the connection: it completes a
+// response delimited by the close and fails any other.
+func (l *ploop) eof(s *pslot) {
+	if _, err := s.p.eof(s.rd.w - s.rd.r); err != nil {
+		l.fail(s, classRead, err)
+		return
+	}
+	l.complete(s)
 }
 
 // complete records a finished exchange and moves on.
@@ -674,7 +770,11 @@ func (l *ploop) fail(s *pslot, class int, err error) {
 // drop closes the connection of the current exchange.
 func (l *ploop) drop(s *pslot) {
 	if fd := s.fds[s.ep]; fd >= 0 {
-		unix.Close(fd)
+		if l.u != nil {
+			l.uclose(fd)
+		} else {
+			unix.Close(fd)
+		}
 		s.fds[s.ep] = -1
 		s.rd.r, s.rd.w = 0, 0
 	}
@@ -702,9 +802,16 @@ func (l *ploop) timeouts(now time.Duration) {
 func (l *ploop) failAll(err error) {
 	for _, s := range l.slots {
 		if s.state != psIdle {
-			l.fail(s, classRead, os.NewSyscallError("epoll_wait", err))
+			l.fail(s, classRead, os.NewSyscallError(l.waitCall(), err))
 		}
 	}
+}
+
+func (l *ploop) waitCall() string {
+	if l.u != nil {
+		return "io_uring_enter"
+	}
+	return "epoll_wait"
 }
 
 // wait collects ready events, sleeping up to msec when there are none.
@@ -728,6 +835,14 @@ func (l *ploop) wait(msec int) (int, error) {
 				break
 			}
 		}
+	}
+	if l.rawWait {
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(l.events))),
+			uintptr(len(l.events)), uintptr(min(msec, int(rawWaitMax/time.Millisecond))), 0, 0)
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
 	}
 	return unix.EpollWait(l.epfd, l.events, msec)
 }

@@ -2,7 +2,10 @@
 
 package load
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // Elsewhere than Linux every load runs on the goroutine engine (conn.go).
 
@@ -10,4 +13,10 @@ type pollEndpoint struct{}
 
 func (r *runner) resolveForPoll() ([]pollEndpoint, bool) { return nil, false }
 
-func (r *runner) startPoll([]pollEndpoint, *sync.WaitGroup) (func(), bool) { return nil, false }
+func (r *runner) startPoll([]pollEndpoint, *sync.WaitGroup) (string, func(), bool) {
+	return "", nil, false
+}
+
+// UringAvailable reports why the io_uring engine cannot run: it is Linux
+// only.
+func UringAvailable() error { return errors.New("io_uring is Linux only") }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -51,9 +53,10 @@ type runner struct {
 	conns  []*conn
 	shards []*shard // full-resolution latency histograms, one per thread
 	urls   []string
-	// engine is the engine that ran the slots: "events" (poll_linux.go)
-	// or "goroutines" (conn.go).
-	engine string
+	// engine is the engine that ran the slots: EngineUring
+	// (uring_linux.go), EngineEpoll (poll_linux.go) or EngineGoroutines
+	// (conn.go); engineWanted is the one asked for ("" automatic).
+	engine, engineWanted string
 	// wake interrupts the event loops' waits (nil on the goroutine
 	// engine).
 	wake func()
@@ -118,6 +121,11 @@ func newRunner(opts Options) (*runner, error) {
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
 	}
+	engine, err := wantedEngine(opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	r.engineWanted = engine
 	if opts.Requests > 0 {
 		r.bounded = true
 		r.remaining.Store(opts.Requests)
@@ -288,20 +296,73 @@ wait:
 	return res, nil
 }
 
-// pollEngineEnv selects the engine for diagnosis and comparison:
-// BENCHFLOW_LOAD_ENGINE=goroutines forces the goroutine engine.
+// Engine names, as reported in Result.Engine.
+const (
+	EngineUring      = "uring"
+	EngineEpoll      = "epoll"
+	EngineGoroutines = "goroutines"
+)
+
+// pollEngineEnv selects the engine for diagnosis and comparison when
+// Options.Engine is empty: BENCHFLOW_LOAD_ENGINE=uring, epoll or
+// goroutines (empty or auto: automatic).
 const pollEngineEnv = "BENCHFLOW_LOAD_ENGINE"
 
+// wantedEngine is the engine asked for by Options.Engine, else by the
+// environment; "" is the automatic choice. Asking for uring where it
+// cannot run is an error, so a comparison never measures another engine
+// by mistake.
+func wantedEngine(opt string) (string, error) {
+	v, from := opt, "engine"
+	if v == "" {
+		v, from = os.Getenv(pollEngineEnv), pollEngineEnv
+	}
+	switch v {
+	case "", "auto":
+		return "", nil
+	case EngineEpoll, EngineGoroutines:
+		return v, nil
+	case EngineUring:
+		if runtime.GOOS != "linux" {
+			return "", fmt.Errorf("%s %q: io_uring is Linux only", from, v)
+		}
+		if err := UringAvailable(); err != nil {
+			return "", fmt.Errorf("%s %q: io_uring cannot run here: %w", from, v, err)
+		}
+		return v, nil
+	}
+	return "", fmt.Errorf("%s %q: want auto, uring, epoll or goroutines", from, v)
+}
+
+// EventLoops reports whether a load with these options runs on event
+// loops (uring or epoll) rather than a goroutine per connection: plain
+// http:// and unix: targets on Linux, unless the goroutine engine is
+// asked for. Request scripts' targets count as their first URL's.
+func EventLoops(opts Options) bool {
+	if runtime.GOOS != "linux" {
+		return false
+	}
+	if e, err := wantedEngine(opts.Engine); err != nil || e == EngineGoroutines {
+		return false
+	}
+	for _, t := range opts.Targets {
+		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "unix:") {
+			return false
+		}
+	}
+	return len(opts.Targets) > 0
+}
+
 // startSlots runs the slots on the event loops where they can serve the
-// load (poll_linux.go), else one goroutine per slot.
+// load (uring_linux.go, poll_linux.go), else one goroutine per slot.
 func (r *runner) startSlots(wg *sync.WaitGroup) {
 	if eps, ok := r.resolveForPoll(); ok {
-		if wake, ok := r.startPoll(eps, wg); ok {
-			r.engine, r.wake = "events", wake
+		if engine, wake, ok := r.startPoll(eps, wg); ok {
+			r.engine, r.wake = engine, wake
 			return
 		}
 	}
-	r.engine = "goroutines"
+	r.engine = EngineGoroutines
 	wg.Add(len(r.conns))
 	for _, c := range r.conns {
 		go c.loop(wg)
@@ -375,6 +436,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		Connections: opts.Connections,
 		Threads:     opts.Threads,
 		Close:       opts.Close,
+		Engine:      r.engine,
 	}
 	res.Targets = r.urls
 	if r.openLoop {

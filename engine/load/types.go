@@ -23,6 +23,9 @@ type Options struct {
 	// to spare the wake-ups of a sleeping client, which on one machine the
 	// server under test pays for. The goroutine engine (TLS) ignores it.
 	BusyPoll time.Duration
+	// Engine selects the load engine: "" (automatic, or the environment's
+	// BENCHFLOW_LOAD_ENGINE), "uring", "epoll" or "goroutines"; see doc.go.
+	Engine   string
 	Interval time.Duration // timeseries interval, default 1s
 	// Progress, when set, is called about once a second from a single
 	// goroutine with the totals so far. It must not block.
@@ -110,6 +113,9 @@ type Result struct {
 	// Reconnects counts connections re-established in keep-alive mode
 	// (the server closed the previous one, or it failed).
 	Reconnects int64
+	// Engine is the load engine that ran: "uring", "epoll" or
+	// "goroutines" (see Options.Engine).
+	Engine string
 }
 
 // Interval is one timeseries row.

@@ -1,6 +1,8 @@
 // Package pipeline is the model of a benchmark study: the pipeline, its
 // variables, matrix, providers, services and steps (model.go), and the
-// per-trial schemas of service and step bodies (schema.go).
+// per-trial schemas of service bodies and of most step bodies (schema.go;
+// engine/steps declares the step kinds, and the load and warm kinds keep
+// their schema there).
 //
 // Front ends build it: engine/hclconf from .hcl files, engine/starconf from
 // .star files. engine/plan expands it into trials and evaluates bodies per

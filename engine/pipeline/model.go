@@ -8,7 +8,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// Step kinds, in the order of the phases they belong to.
+// The names of the step kinds; engine/steps declares each kind (schema,
+// phase, validation, run).
 const (
 	KindProvision = "provision"
 	KindTune      = "tune"
@@ -18,9 +19,6 @@ const (
 	KindLoad      = "load"
 	KindCollect   = "collect"
 )
-
-// Kinds lists every step kind a pipeline may declare.
-var Kinds = []string{KindProvision, KindTune, KindWarm, KindLoad, KindCollect, KindCheck, KindExec}
 
 // Trial orders.
 const (

@@ -5,7 +5,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// The structs below are the per-trial schemas of service and step bodies.
+// The structs below are the per-trial schemas of service and step bodies
+// (the load and warm steps' LoadConfig is in engine/steps/load.go).
 // engine/plan decodes each body with gohcl into one of them, in an evaluation
 // context holding var.*, local.*, matrix.*, trial.*, service.* and step.*.
 // Durations and sizes are strings ("30s", "4KiB") parsed after decoding so
@@ -66,86 +67,6 @@ type HealthConfig struct {
 	Status   int    `hcl:"status,optional"`
 	Timeout  string `hcl:"timeout,optional"`  // default "30s"
 	Interval string `hcl:"interval,optional"` // default "100ms"
-}
-
-// LoadConfig is the body of `step "load"` and `step "warm"`. The fields
-// mirror `benchflow load` flags.
-type LoadConfig struct {
-	Target      string            `hcl:"target,optional"`
-	URLs        []URLConfig       `hcl:"url,block"`
-	Connections int               `hcl:"connections,optional"` // -c, default 10
-	Threads     int               `hcl:"threads,optional"`     // -t, default 2
-	Duration    string            `hcl:"duration,optional"`    // -d, default "10s" (warm: "5s")
-	Requests    int64             `hcl:"requests,optional"`    // -n
-	Rate        float64           `hcl:"rate,optional"`        // -R, requests/s in total
-	Timeout     string            `hcl:"timeout,optional"`     // default "2s"
-	Method      string            `hcl:"method,optional"`
-	Headers     map[string]string `hcl:"headers,optional"`
-	Body        string            `hcl:"body,optional"`
-	BodyFile    string            `hcl:"body_file,optional"`
-	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
-	Script      string            `hcl:"script,optional"`    // Starlark request script
-	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
-	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
-	// Until = "steady" (warm steps only) warms in windows of Window
-	// (default "1s") until the last three windows' req/s and p50 are each
-	// within Tolerance (default "5%") of their mean, for at most Duration
-	// (default "30s" then). See run/warm.go.
-	Until     string `hcl:"until,optional"`
-	Window    string `hcl:"window,optional"`
-	Tolerance string `hcl:"tolerance,optional"`
-	// Search, in a load step, makes it a capacity search under an SLO
-	// (benchflow load --find-max) instead of one load.
-	Search *SearchConfig `hcl:"search,block"`
-	// Agents, when set, runs the load from that many `benchflow agent`
-	// processes started by a provider, and merges their results.
-	Agents *AgentsConfig `hcl:"agents,block"`
-	// MaxErrorRatio fails the trial when a larger fraction of the step's
-	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
-	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
-	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
-}
-
-// SearchConfig is the `search {}` block of a load step: the flags of
-// `benchflow load --find-max`.
-type SearchConfig struct {
-	SLO       string  `hcl:"slo"`                 // "p99<10ms,errors<0.1%"
-	StartRate float64 `hcl:"start_rate,optional"` // default 100
-	MaxRate   float64 `hcl:"max_rate,optional"`   // default 1e7
-	Probe     string  `hcl:"probe,optional"`      // default "5s"
-	Pause     string  `hcl:"pause,optional"`      // default "1s"
-	Precision string  `hcl:"precision,optional"`  // default "2%"
-	MaxProbes int     `hcl:"max_probes,optional"` // default 30
-}
-
-// AgentsConfig is the `agents {}` block of a load or warm step: where the
-// load generators run and how many (docs/distributed.md).
-type AgentsConfig struct {
-	// Provider names a provider block whose type runs agents (local, k8s,
-	// nomad); optional when the pipeline declares none ("local" then).
-	Provider string `hcl:"provider,optional"`
-	Count    int    `hcl:"count"`
-	// Image is the container image holding benchflow, for providers that
-	// run containers (default benchflow/agent:local).
-	Image string `hcl:"image,optional"`
-	// Tolerance is how late an agent may begin its share after the common
-	// start instant, by its own clock, before the step fails (default
-	// "50ms").
-	Tolerance string `hcl:"tolerance,optional"`
-}
-
-// DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:
-// a trial where more than half the requests failed measured a failure.
-const DefaultMaxErrorRatio = 0.5
-
-// URLConfig is a `url {}` block of a load step: one of several weighted
-// targets.
-type URLConfig struct {
-	URL     string            `hcl:"url"`
-	Weight  int               `hcl:"weight,optional"`
-	Method  string            `hcl:"method,optional"`
-	Headers map[string]string `hcl:"headers,optional"`
-	Body    string            `hcl:"body,optional"`
 }
 
 // TuneConfig is the body of `step "tune"`.
@@ -225,24 +146,4 @@ type ExecConfig struct {
 type ProvisionConfig struct {
 	Services  []string       `hcl:"services"`
 	DependsOn hcl.Expression `hcl:"depends_on,optional"`
-}
-
-// NewStepConfig returns a pointer to the zero config struct of a step kind,
-// or nil for an unknown kind.
-func NewStepConfig(kind string) any {
-	switch kind {
-	case KindLoad, KindWarm:
-		return &LoadConfig{}
-	case KindTune:
-		return &TuneConfig{}
-	case KindCollect:
-		return &CollectConfig{}
-	case KindCheck:
-		return &CheckConfig{}
-	case KindExec:
-		return &ExecConfig{}
-	case KindProvision:
-		return &ProvisionConfig{}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // Rounds is the highest repetition number among the plan's trials.
@@ -58,7 +59,7 @@ func (pl *Plan) TrialEstimate() time.Duration {
 			continue
 		}
 		cfg, d := te.Step(n.Step)
-		c, ok := cfg.(*pipeline.LoadConfig)
+		c, ok := cfg.(*steps.LoadConfig)
 		if d.HasErrors() || !ok {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // StepNode is a step in the DAG.
@@ -30,16 +31,6 @@ type StepNode struct {
 
 // Addr returns "kind.name".
 func (n *StepNode) Addr() string { return n.Step.Addr() }
-
-var phase = map[string]int{
-	pipeline.KindProvision: 0,
-	pipeline.KindTune:      1,
-	pipeline.KindCheck:     2,
-	pipeline.KindExec:      2,
-	pipeline.KindWarm:      3,
-	pipeline.KindLoad:      4,
-	pipeline.KindCollect:   4,
-}
 
 // bodyTraversals returns every variable traversal in a body, with the
 // attribute name it appears in (nested blocks included).
@@ -226,7 +217,7 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 	topoIdx := map[*StepNode]int{}
 	for i, n := range topo {
 		topoIdx[n] = i
-		n.Level = phase[n.Step.Kind]
+		n.Level = steps.Lookup(n.Step.Kind).Phase
 		for _, d := range explicit[n] {
 			if d.Level > n.Level {
 				n.Level = d.Level

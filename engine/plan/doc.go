@@ -11,4 +11,8 @@
 // as services come up (SetEndpoint makes service.<name>.* known). Functions
 // holds the HCL function table (HCL's standard library plus file,
 // fileexists and templatefile). Render and JSON print a plan.
+//
+// What a step kind is (its schema, phase, validation and run function) is
+// declared in engine/steps; plan looks each step's kind up there to decode,
+// validate and order it.
 package plan

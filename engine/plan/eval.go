@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -322,8 +323,78 @@ func (te *TrialEval) ProviderConfig(pv *pipeline.Provider) (*providers.Type, any
 	cfg := t.NewConfig()
 	if pv != nil {
 		diags = append(diags, gohcl.DecodeBody(pv.Config, te.Context(cty.NilVal), cfg)...)
+		if v, ok := cfg.(providers.Validator); ok && !diags.HasErrors() {
+			diags = append(diags, configDiags(pv, v.Validate())...)
+		}
 	}
 	return t, cfg, diags
+}
+
+// ServiceProvider is the provider of one service in one trial.
+type ServiceProvider struct {
+	Block  *pipeline.Provider // nil for the implicit local provider
+	Name   string             // the block's name, or ImplicitLocal
+	Type   *providers.Type
+	Config any // decoded and validated (providers.Validator), or nil
+	// Provider is what Type.New built from Config; nil when New failed
+	// (Err says why).
+	Provider providers.Provider
+	Err      error
+}
+
+// ServiceProvider resolves the provider of s for this trial: the block the
+// service names, its type, its configuration decoded and validated, and the
+// provider New builds from it (New contacts nothing). It is the one
+// prologue of provisioning (engine/run), `benchflow render` and the dry
+// run. Diagnostics are about the service's provider attribute and the
+// provider block; New's error is in Err.
+func (te *TrialEval) ServiceProvider(s *pipeline.Service) (*ServiceProvider, hcl.Diagnostics) {
+	pv, diags := te.Provider(s)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	typ, cfg, d := te.ProviderConfig(pv)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	sp := &ServiceProvider{Block: pv, Name: ImplicitLocal, Type: typ, Config: cfg}
+	if pv != nil {
+		sp.Name = pv.Name
+	}
+	sp.Provider, sp.Err = typ.New(&providers.NewRequest{Name: sp.Name, Config: cfg})
+	return sp, diags
+}
+
+// configDiags reports a provider config's Validate errors: each
+// *providers.ConfigError at its attribute, anything else at the block.
+func configDiags(pv *pipeline.Provider, err error) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	attrs, other := providers.ConfigErrors(err)
+	for _, e := range attrs {
+		d := steps.AttrErr(pv.Config, e.Attr, "Invalid provider setting", fmt.Sprintf("Provider %s.%s: %s: %s", pv.Type, pv.Name, e.Attr, sentence(e.Msg)))
+		if e.Warning {
+			d.Severity, d.Summary = hcl.DiagWarning, "Suspicious provider setting"
+		}
+		if d.Subject == nil {
+			d.Subject = pv.DeclRange.Ptr()
+		}
+		diags = append(diags, d)
+	}
+	for _, e := range other {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid provider configuration",
+			Detail: fmt.Sprintf("Provider %s.%s: %s", pv.Type, pv.Name, sentence(e.Error())), Subject: pv.DeclRange.Ptr()})
+	}
+	return diags
+}
+
+// sentence ends s with a full stop unless it ends with one already (or a
+// question mark).
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
 }
 
 // Ports evaluates a service's port blocks (they may not use self.*).
@@ -450,12 +521,16 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 // Step decodes a step body for this trial into its kind's config struct
 // and validates durations, sizes and enums.
 func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
-	cfg := pipeline.NewStepConfig(st.Kind)
+	kind := steps.Lookup(st.Kind)
+	if kind == nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown step kind", Detail: fmt.Sprintf("There is no step kind %q.", st.Kind), Subject: st.DeclRange.Ptr()}}
+	}
+	cfg := kind.NewConfig()
 	diags := dropFollowOn(gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	vd := validateStep(st, cfg)
+	vd := kind.Validate(st, cfg)
 	if te.dry {
 		// A value computed from a service's attributes is a placeholder
 		// until the service runs: checks of its value wait for the run.
@@ -503,26 +578,20 @@ func (te *TrialEval) dropServiceDependent(body hcl.Body, diags hcl.Diagnostics) 
 // files it reads (body_file, script), so that what validates also runs.
 func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	var services []string
-	switch c := cfg.(type) {
-	case *pipeline.ProvisionConfig:
-		services = c.Services
-	case *pipeline.TuneConfig:
-		services = c.Services
-	case *pipeline.CollectConfig:
-		services = c.Services
-	case *pipeline.LoadConfig:
+	var refs steps.Refs
+	if k := steps.Lookup(st.Kind); k != nil && k.Refs != nil {
+		refs = k.Refs(cfg)
+	}
+	if c, ok := cfg.(*steps.LoadConfig); ok {
 		diags = append(diags, te.checkAgentsProvider(st, c)...)
-		for _, f := range []struct{ attr, path string }{{"body_file", c.BodyFile}, {"script", c.Script}} {
-			if f.path == "" {
-				continue
-			}
-			if err := statFile(te.plan.Pipeline.FS, f.path); err != nil {
-				diags = append(diags, attrErr(st.Body, f.attr, "Missing file",
-					fmt.Sprintf("%s %q: %s.", f.attr, f.path, strings.TrimSuffix(err.Error(), "."))))
-			}
+	}
+	for _, f := range refs.Files {
+		if err := statFile(te.plan.Pipeline.FS, f.Path); err != nil {
+			diags = append(diags, attrErr(st.Body, f.Attr, "Missing file",
+				fmt.Sprintf("%s %q: %s.", f.Attr, f.Path, strings.TrimSuffix(err.Error(), "."))))
 		}
 	}
+	services := refs.Services
 	var names []string
 	declared := map[string]bool{}
 	for _, s := range te.plan.Pipeline.Services {
@@ -560,6 +629,7 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	var services []TrialService
+	newFailed := map[string]bool{}
 	for _, s := range p.Services {
 		ts := TrialService{Name: s.Name, Provider: ImplicitLocal, ProviderType: ImplicitLocal}
 		h := sha256.New()
@@ -571,10 +641,16 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, dp.cfg)
 			if dp.ok && dp.typ != nil {
 				// New only checks the configuration; it contacts nothing.
-				if prov, err := dp.typ.New(&providers.NewRequest{Name: pv.Name, Config: dp.cfg}); err == nil {
-					if ds, ok := prov.(interface{ Describe() string }); ok {
-						ts.Describe = ds.Describe()
-					}
+				// Its error is the run's error to come, so it is this
+				// trial's too (once per provider).
+				prov, err := dp.typ.New(&providers.NewRequest{Name: pv.Name, Config: dp.cfg})
+				if err != nil && !newFailed[pv.Name] {
+					newFailed[pv.Name] = true
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid provider configuration",
+						Detail: sentence(err.Error()), Subject: pv.DeclRange.Ptr()})
+				}
+				if ds, ok := prov.(interface{ Describe() string }); ok && err == nil {
+					ts.Describe = ds.Describe()
 				}
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Inputs are the values given on the command line.
@@ -52,6 +53,9 @@ type Plan struct {
 	// overridden by --repetitions): Trials holds the first Min rounds and
 	// AddRound appends more.
 	Adaptive *pipeline.Adaptive
+	// Inputs are what the plan was built from (a resumed run re-plans
+	// with its recorded seed).
+	Inputs Inputs
 
 	functions map[string]function.Function
 	svcLocals map[string]bool // ServiceLocals, computed once
@@ -147,7 +151,7 @@ func ValueString(v cty.Value) string {
 // Build expands p into a plan. All trials are evaluated in dry mode
 // (services not provisioned yet: their attributes are placeholders).
 func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
-	pl := &Plan{Pipeline: p, Order: p.Order, functions: Functions(p.FS)}
+	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, functions: Functions(p.FS)}
 	vars, diags := resolveVariables(p, in, pl.functions)
 	pl.Vars = vars
 	if diags.HasErrors() {
@@ -652,18 +656,7 @@ func traversalString(tr hcl.Traversal) string {
 }
 
 // Suggest returns ` Did you mean "x"?` for the closest option, or "".
-func Suggest(given string, options []string) string {
-	best, bestDist := "", 1<<30
-	for _, o := range options {
-		if d := levenshteinDistance(given, o); d < bestDist && d < 3 {
-			best, bestDist = o, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
-}
+func Suggest(given string, options []string) string { return providers.Suggest(given, options) }
 
 // checkTrialCount refuses, before expanding it, a matrix whose cells times
 // repetitions exceed maxTrials (include entries count as cells).

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // JSONPlan is the machine-readable form printed by `benchflow plan --json`.
@@ -322,7 +324,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		default:
 			rel = "after provisioning"
 		}
-		if searchBlock(n.Step.Body) != nil {
+		if steps.SearchBlock(n.Step.Body) != nil {
 			rel += "; a capacity search (probes at rising rates under an SLO)"
 		}
 		fmt.Fprintf(w, "  %-28s %s\n", n.Addr(), rel)

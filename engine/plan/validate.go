@@ -1,41 +1,24 @@
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
-	"github.com/benchflow/benchflow/engine/tune"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
-func levenshteinDistance(a, b string) int { return levenshtein.Distance(a, b, nil) }
-
-// attrRange returns the range of an attribute's value, or of the body.
-func attrRange(body hcl.Body, name string) *hcl.Range {
-	if sb, ok := body.(*hclsyntax.Body); ok {
-		if a, ok := sb.Attributes[name]; ok {
-			return a.Expr.Range().Ptr()
-		}
-		return sb.SrcRange.Ptr()
-	}
-	return nil
-}
-
+// attrErr is an error diagnostic at an attribute's value (steps.AttrErr).
 func attrErr(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: attrRange(body, name)}
+	return steps.AttrErr(body, name, summary, detail)
 }
 
 // ParseDuration parses a duration attribute; see pipeline.ParseDuration.
@@ -135,143 +118,6 @@ func validateService(cfg *pipeline.ServiceConfig, s *pipeline.Service) hcl.Diagn
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown port",
 					Detail: fmt.Sprintf("health port %q is not a port block of service %q.", h.Port, s.Name), Subject: s.DeclRange.Ptr()})
 			}
-		}
-	}
-	return diags
-}
-
-func checkDuration(body hcl.Body, name, v string) *hcl.Diagnostic {
-	if v == "" {
-		return nil
-	}
-	if _, err := ParseDuration(v); err != nil {
-		return attrErr(body, name, "Invalid duration", err.Error()+".")
-	}
-	return nil
-}
-
-func checkURL(body hcl.Body, name, v string) *hcl.Diagnostic {
-	if v == "" || strings.Contains(v, "${") {
-		return nil // placeholder: known after provisioning
-	}
-	if strings.HasPrefix(v, "unix:") {
-		return nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return attrErr(body, name, "Invalid URL", fmt.Sprintf("%q is not an http:// or https:// URL (or unix:/path.sock:/path).", v))
-	}
-	return nil
-}
-
-func validateStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	add := func(d *hcl.Diagnostic) {
-		if d != nil {
-			diags = append(diags, d)
-		}
-	}
-	body := st.Body
-	switch c := cfg.(type) {
-	case *pipeline.LoadConfig:
-		add(checkDuration(body, "duration", c.Duration))
-		if d, err := pipeline.ParseDuration(c.Duration); c.Duration != "" && err == nil && d == 0 {
-			add(attrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests."))
-		}
-		add(checkDuration(body, "timeout", c.Timeout))
-		add(checkDuration(body, "interval", c.Interval))
-		add(checkDuration(body, "busy_poll", c.BusyPoll))
-		if d, err := pipeline.ParseDuration(c.BusyPoll); c.BusyPoll != "" && err == nil && d > load.MaxBusyPoll {
-			add(attrErr(body, "busy_poll", "Invalid busy_poll", fmt.Sprintf("busy_poll is at most %s (it is how long the loader polls before it sleeps), not %s.", load.MaxBusyPoll, c.BusyPoll)))
-		}
-		if r := c.MaxErrorRatio; r != nil {
-			if st.Kind != pipeline.KindLoad {
-				add(attrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
-			} else if !(*r >= 0 && *r <= 1) {
-				add(attrErr(body, "max_error_ratio", "Invalid max_error_ratio", fmt.Sprintf("max_error_ratio is the fraction of the step's requests that may fail before the trial fails, from 0 to 1 (0.01 = 1%%), not %g.", *r)))
-			}
-		}
-		add(checkURL(body, "target", c.Target))
-		diags = append(diags, checkWarmUntil(st, c)...)
-		if c.Target == "" && len(c.URLs) == 0 {
-			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
-				Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})
-		}
-		if c.Target != "" && len(c.URLs) > 0 {
-			add(attrErr(body, "target", "Conflicting targets", "Use either target or url blocks, not both."))
-		}
-		for _, u := range c.URLs {
-			if u.Weight < 0 {
-				add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid weight", Detail: "url weights must be 0 or more.", Subject: st.DeclRange.Ptr()})
-			}
-		}
-		if c.Connections < 0 || c.Connections > 1000000 {
-			add(attrErr(body, "connections", "Invalid connections", fmt.Sprintf("connections must be between 1 and 1000000, not %d.", c.Connections)))
-		}
-		if c.Threads < 0 || c.Threads > 4096 {
-			add(attrErr(body, "threads", "Invalid threads", fmt.Sprintf("threads must be between 1 and 4096, not %d.", c.Threads)))
-		}
-		if c.Requests < 0 {
-			add(attrErr(body, "requests", "Invalid requests", "requests must be 0 (unbounded) or more."))
-		}
-		if c.Rate < 0 {
-			add(attrErr(body, "rate", "Invalid rate", "rate must be 0 (closed loop) or a number of requests per second."))
-		}
-		if c.Body != "" && c.BodyFile != "" {
-			add(attrErr(body, "body_file", "Conflicting body", "Use either body or body_file, not both."))
-		}
-		if c.Search != nil {
-			diags = append(diags, validateSearch(st, c)...)
-		}
-		diags = append(diags, validateAgents(st, c)...)
-	case *pipeline.TuneConfig:
-		for _, kv := range []struct{ name, v string }{{"service_cpus", c.ServiceCPUs}, {"loader_cpus", c.LoaderCPUs}} {
-			if kv.v != "" {
-				if _, err := tune.ParseCPUList(kv.v); err != nil {
-					add(attrErr(body, kv.name, "Invalid CPU list", err.Error()+"."))
-				}
-			}
-		}
-		if c.Nice != nil && (*c.Nice < -20 || *c.Nice > 19) {
-			add(attrErr(body, "nice", "Invalid nice value", fmt.Sprintf("nice must be between -20 and 19, not %d.", *c.Nice)))
-		}
-		if c.Nofile < 0 {
-			add(attrErr(body, "nofile", "Invalid nofile", "nofile must be a positive number of file descriptors."))
-		}
-		for k := range c.Sysctl {
-			if k == "" || strings.ContainsAny(k, " /\\") && !strings.Contains(k, ".") {
-				add(attrErr(body, "sysctl", "Invalid sysctl name", fmt.Sprintf("%q is not a sysctl name like net.core.somaxconn.", k)))
-			}
-		}
-	case *pipeline.CollectConfig:
-		add(checkDuration(body, "interval", c.Interval))
-		add(checkCollectMachine(body, c))
-		for _, p := range c.Processes {
-			if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
-				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
-					add(attrErr(body, "processes", "Invalid process pattern", fmt.Sprintf("%s: %s.", p, err)))
-				}
-			}
-		}
-	case *pipeline.CheckConfig:
-		add(checkURL(body, "url", c.URL))
-		add(checkDuration(body, "timeout", c.Timeout))
-		if c.BodyMatches != "" {
-			if _, err := regexp.Compile(c.BodyMatches); err != nil {
-				add(attrErr(body, "body_matches", "Invalid regular expression", err.Error()+"."))
-			}
-		}
-		if c.Status != 0 && (c.Status < 100 || c.Status > 599) {
-			add(attrErr(body, "status", "Invalid status", fmt.Sprintf("status must be an HTTP status code, not %d.", c.Status)))
-		}
-	case *pipeline.ExecConfig:
-		add(checkDuration(body, "timeout", c.Timeout))
-		if len(c.Command) == 0 {
-			add(attrErr(body, "command", "Empty command", "command needs at least the program to run."))
-		}
-	case *pipeline.ProvisionConfig:
-		if len(c.Services) == 0 {
-			add(attrErr(body, "services", "No services", "A provision step names at least one service."))
 		}
 	}
 	return diags
@@ -429,111 +275,4 @@ func ServiceLocals(p *pipeline.Pipeline) map[string]bool {
 		}
 	}
 	return usesService
-}
-
-// validateSearch checks a load step's search block with the rules
-// `benchflow load --find-max` applies (SearchOptions), at its location.
-func validateSearch(st *pipeline.Step, c *pipeline.LoadConfig) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	blk := searchBlock(st.Body)
-	add := func(attr, summary, detail string) {
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: st.DeclRange.Ptr()}
-		if blk != nil {
-			d.Subject = blk.DefRange().Ptr()
-			if a, ok := blk.Body.Attributes[attr]; ok {
-				d.Subject = a.Expr.Range().Ptr()
-			}
-		}
-		diags = append(diags, d)
-	}
-	if st.Kind != pipeline.KindLoad {
-		add("", "Search outside a load step", fmt.Sprintf("Step %s is a %s step: only load steps can search for capacity.", st.Addr(), st.Kind))
-		return diags
-	}
-	for _, a := range []struct {
-		name string
-		set  bool
-	}{{"rate", c.Rate != 0}, {"requests", c.Requests != 0}, {"duration", c.Duration != ""}} {
-		if a.set {
-			diags = append(diags, attrErr(st.Body, a.name, "Conflicting "+a.name, fmt.Sprintf("Step %s searches for capacity: the search sets each probe's rate and length itself (probe = …), so drop %s.", st.Addr(), a.name)))
-		}
-	}
-	if _, err := searchOptions(c.Search); err != nil {
-		var fe *searchFieldError
-		if errors.As(err, &fe) {
-			add(fe.attr, "Invalid search", fe.msg)
-		} else {
-			add("", "Invalid search", err.Error())
-		}
-	}
-	return diags
-}
-
-// searchFieldError names the search attribute an error is about.
-type searchFieldError struct{ attr, msg string }
-
-func (e *searchFieldError) Error() string { return e.attr + ": " + e.msg }
-
-// SearchOptions converts a search block into the capacity search's options
-// (the load template is added by the caller). Its errors name the
-// attribute.
-func SearchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) { return searchOptions(c) }
-
-func searchOptions(c *pipeline.SearchConfig) (load.SearchOptions, error) {
-	so := load.SearchOptions{Start: c.StartRate, Max: c.MaxRate, MaxProbes: c.MaxProbes}
-	var err error
-	if so.SLO, err = load.ParseSLO(c.SLO); err != nil {
-		return so, &searchFieldError{"slo", err.Error() + "."}
-	}
-	for _, d := range []struct {
-		name string
-		v    string
-		dst  *time.Duration
-	}{{"probe", c.Probe, &so.Probe}, {"pause", c.Pause, &so.Pause}} {
-		if d.v == "" {
-			continue
-		}
-		if *d.dst, err = pipeline.ParseDuration(d.v); err != nil {
-			return so, &searchFieldError{d.name, err.Error() + "."}
-		}
-		if *d.dst <= 0 {
-			return so, &searchFieldError{d.name, fmt.Sprintf("%s must be positive, not %q.", d.name, d.v)}
-		}
-	}
-	if c.Precision != "" {
-		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(c.Precision), "%"), 64)
-		if err != nil || p <= 0 || p >= 100 {
-			return so, &searchFieldError{"precision", fmt.Sprintf("precision is a percentage between 0 and 100 (\"2%%\"), not %q.", c.Precision)}
-		}
-		so.Precision = p / 100
-	}
-	switch {
-	case c.StartRate < 0 || c.StartRate > 1e9:
-		return so, &searchFieldError{"start_rate", fmt.Sprintf("start_rate is a rate in requests per second up to 1e9, not %g.", c.StartRate)}
-	case c.MaxRate < 0 || c.MaxRate > 1e9:
-		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate is a rate in requests per second up to 1e9, not %g.", c.MaxRate)}
-	case c.StartRate > 0 && c.MaxRate > 0 && c.StartRate > c.MaxRate:
-		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate %g is below start_rate %g.", c.MaxRate, c.StartRate)}
-	case c.MaxProbes < 0 || c.MaxProbes == 1 || c.MaxProbes > 1000:
-		return so, &searchFieldError{"max_probes", fmt.Sprintf("max_probes is between 2 and 1000, not %d.", c.MaxProbes)}
-	case so.Probe != 0 && so.Probe < 2*time.Second:
-		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at least 2s (the first second of each probe settles), not %q.", c.Probe)}
-	case so.Probe > time.Hour:
-		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at most 1h, not %q.", c.Probe)}
-	}
-	return so, nil
-}
-
-// searchBlock finds the search block of a step body.
-func searchBlock(body hcl.Body) *hclsyntax.Block {
-	sb, ok := body.(*hclsyntax.Body)
-	if !ok {
-		return nil
-	}
-	for _, b := range sb.Blocks {
-		if b.Type == "search" {
-			return b
-		}
-	}
-	return nil
 }

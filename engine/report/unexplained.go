@@ -17,7 +17,7 @@ const unexplainedSlowdown = 0.9
 // more CPU outside the service (infra, kernel, other: less than 10% of a
 // core more). The notice gives the service's CPU per 1,000 req/s of both,
 // the one number left to compare. A difference the run cannot explain is
-// reported, never hidden (shared/design.md).
+// reported, never hidden (docs/results.md, "unexplained").
 func (s *Summary) noteUnexplained() {
 	if s.Baseline == "" {
 		return

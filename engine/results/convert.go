@@ -42,6 +42,7 @@ func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
 	row.RateWarning = res.Warning
 	row.Connections = int64(res.Connections)
 	row.Threads = int64(res.Threads)
+	row.LoadEngine = res.Engine
 	row.ErrorsConnect = res.ErrorsBy["connect"]
 	row.ErrorsTimeout = res.ErrorsBy["timeout"]
 	row.ErrorsRead = res.ErrorsBy["read"]

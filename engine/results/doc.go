@@ -22,6 +22,11 @@
 // column type stays string); docs/performance.md has the costs of writing
 // and reading a large run.
 //
+// Files: writer.go owns the run folder's lifecycle (create, resume, lock,
+// commit, finish, the latest link); encode.go turns committed trials into
+// the tables' Arrow records; tableio.go writes and reads them as Parquet or
+// Arrow IPC.
+//
 // The input is TrialRecord (record.go), filled by the executor in
 // engine/run from engine/load results and engine/collect samples. The
 // tables are defined once, in schema.go; docs/results.md documents every

@@ -25,6 +25,7 @@ func synthResult(rng *rand.Rand, rps float64, medianUS float64, seconds int, sam
 		ErrorsBy:    map[string]int64{},
 		Connections: 16,
 		Threads:     2,
+		Engine:      load.EngineUring,
 	}
 	for s := 0; s < seconds; s++ {
 		n := int64(rps * (1 + 0.01*rng.NormFloat64()))

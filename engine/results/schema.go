@@ -92,6 +92,10 @@ type TrialRow struct {
 	CapacityRPS   float64
 	CapacityLimit string
 	SLO           string
+	// LoadEngine is the load generator's engine that ran the step
+	// (load.Result.Engine: "uring", "epoll" or "goroutines"); empty in
+	// runs written before the column existed.
+	LoadEngine string
 	// Agents is the number of agents that ran the step (its agents
 	// block); 0 when it ran in the benchflow process.
 	Agents int64
@@ -403,6 +407,7 @@ var trialColumnsTail = []column[TrialRow]{
 	f64("capacity_rps", func(r *TrialRow) *float64 { return &r.CapacityRPS }),
 	str("capacity_limit", func(r *TrialRow) *string { return &r.CapacityLimit }),
 	str("slo", func(r *TrialRow) *string { return &r.SLO }),
+	str("load_engine", func(r *TrialRow) *string { return &r.LoadEngine }),
 	i64("agents", func(r *TrialRow) *int64 { return &r.Agents }),
 }
 

@@ -102,6 +102,9 @@ func TestRoundTrip(t *testing.T) {
 				if row.ServiceVersions != `{"nginx":"nginx/1.26.3"}` {
 					t.Errorf("service_versions = %q", row.ServiceVersions)
 				}
+				if row.LoadEngine != res.Engine || row.LoadEngine == "" {
+					t.Errorf("%s: load_engine = %q, want %q", row.TrialID, row.LoadEngine, res.Engine)
+				}
 				// The histogram read back gives the same percentiles as HDR.
 				h := run.Histogram(rec.TrialID, "wrk")
 				for _, q := range []float64{50, 90, 99, 99.9, 100} {

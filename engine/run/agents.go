@@ -13,6 +13,7 @@ import (
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -29,7 +30,7 @@ var AgentBinary = func() (string, error) { return os.Executable() }
 // (engine/agent), and the agents are torn down before it returns, whatever
 // happened. A failed or late agent fails the step; the records of every
 // agent are returned either way.
-func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *pipeline.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
 	pv := tr.te.AgentsProviderBlock(a)
 	typ, cfg, d := tr.te.ProviderConfig(pv)
 	if d.HasErrors() {

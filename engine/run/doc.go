@@ -4,13 +4,21 @@
 // load they name), records the trial with engine/results, and tears down in
 // reverse order on success, failure and cancellation (with a fresh context).
 //
-// Entry points: Apply (a whole run), Kill (a forced exit after a second
-// Ctrl-C: every active deployment is torn down at once), LoadOptions (a
-// load step's settings as engine/load options) and Console (progress on a
-// terminal or in logs). A load or warm step with an agents block runs on
-// agents (agents.go): the provider's AgentLauncher starts them and
-// engine/agent synchronises, runs and merges them. The pieces it calls:
-// engine/plan (evaluation), providers (deployment), engine/tune,
-// engine/collect, engine/load, engine/agent, engine/results,
-// engine/envinfo.
+// Entry points: New returns a Runner for a plan; its Apply runs the whole
+// run and its Kill is a forced exit after a second Ctrl-C (every active
+// deployment of that run torn down at once); Apply(ctx, plan, opts) is
+// New(…).Apply(ctx). Apply is open (gc, then create the run folder or
+// resume it, re-planning with the recorded seed), runTrials (the trial
+// loop, adaptive rounds, finishing the run) and, per trial, runTrial
+// (execute, then teardown). LoadOptions gives a load step's settings as
+// engine/load options; Reporter receives progress events (the command's
+// terminal console, cmd/benchflow/console.go, implements it).
+//
+// Each step runs through its kind's Run (engine/steps), which calls back
+// into the trial through steps.Trial (stepTrial in steps.go). A load or
+// warm step with an agents block runs on agents (agents.go): the
+// provider's AgentLauncher starts them and engine/agent synchronises, runs
+// and merges them. The pieces it calls: engine/plan (evaluation),
+// providers (deployment), engine/tune, engine/collect, engine/load,
+// engine/agent, engine/results, engine/envinfo.
 package run

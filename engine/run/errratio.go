@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/benchflow/benchflow/engine/load"
-	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // tooManyErrors returns the reason a load step failed when the fraction of
@@ -13,7 +13,7 @@ import (
 // nil. Requests counts every attempt: completed responses (any status) plus
 // the requests that got none (connect, timeout, read, write, parse errors).
 func tooManyErrors(step string, res *load.Result, max *float64) error {
-	limit := pipeline.DefaultMaxErrorRatio
+	limit := steps.DefaultMaxErrorRatio
 	if max != nil {
 		limit = *max
 	}

@@ -38,24 +38,16 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 	te := pl.NewTrialEval(t, true)
 	rendered := 0
 	for _, s := range pl.Pipeline.Services {
-		pv, d := te.Provider(s)
+		sp, d := te.ServiceProvider(s)
 		if d.HasErrors() {
 			return diagErr(d)
 		}
-		typ, cfg, d := te.ProviderConfig(pv)
-		if d.HasErrors() {
-			return diagErr(d)
-		}
-		name := plan.ImplicitLocal
-		if pv != nil {
-			name = pv.Name
-		}
+		name, typ, prov := sp.Name, sp.Type, sp.Provider
 		if filter != "" && filter != typ.Name && filter != name {
 			continue
 		}
-		prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
-		if err != nil {
-			return fmt.Errorf("configuring provider %q: %w", name, err)
+		if sp.Err != nil {
+			return fmt.Errorf("configuring provider %q: %w", name, sp.Err)
 		}
 		r, ok := prov.(providers.Renderer)
 		if !ok {

@@ -1,10 +1,6 @@
 package run
 
 import (
-	"fmt"
-	"io"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/load"
@@ -13,7 +9,8 @@ import (
 )
 
 // Reporter receives progress events. Implementations must be safe for
-// concurrent use (independent steps run concurrently).
+// concurrent use (independent steps run concurrently). The command's
+// terminal and log output is one (cmd/benchflow/console.go).
 type Reporter interface {
 	RunStart(runID, dir string, trials int)
 	TrialStart(t *plan.Trial, total int)
@@ -39,177 +36,3 @@ func (nopReporter) TrialDone(*plan.Trial, *results.TrialRecord, time.Duration) {
 func (nopReporter) RunDone(*Summary)                                           {}
 func (nopReporter) Logf(string, ...any)                                        {}
 func (nopReporter) Warnf(string, ...any)                                       {}
-
-// Console reports to a terminal (a live status line rewritten in place) or
-// to a log (one plain line per event).
-type Console struct {
-	W       io.Writer
-	TTY     bool
-	Quiet   bool // only warnings and the final summary
-	Verbose bool
-
-	mu      sync.Mutex
-	total   int
-	trial   *plan.Trial
-	started time.Time
-	step    string
-	rps     float64
-	line    bool // a live line is on screen
-	stop    chan struct{}
-}
-
-func (c *Console) clearLine() {
-	if c.line {
-		fmt.Fprint(c.W, "\r\033[K")
-		c.line = false
-	}
-}
-
-func (c *Console) println(format string, args ...any) {
-	c.clearLine()
-	fmt.Fprintf(c.W, format+"\n", args...)
-	c.redraw()
-}
-
-func (c *Console) redraw() {
-	if !c.TTY || c.Quiet || c.trial == nil {
-		return
-	}
-	s := fmt.Sprintf("[%d/%d] %s %s  %s", c.trial.Index+1, c.total, c.trial.ID, c.trial.ParamString(),
-		time.Since(c.started).Truncate(time.Second))
-	if c.step != "" {
-		s += "  " + c.step
-	}
-	if c.rps > 0 {
-		s += fmt.Sprintf("  %.0f req/s", c.rps)
-	}
-	fmt.Fprint(c.W, "\r\033[K"+s)
-	c.line = true
-}
-
-func (c *Console) RunStart(runID, dir string, trials int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.total = trials
-	if !c.Quiet {
-		c.println("run %s: %d trials, results in %s", runID, trials, dir)
-	}
-	if c.TTY && !c.Quiet && c.stop == nil {
-		// Keep the elapsed time on the live line moving.
-		c.stop = make(chan struct{})
-		go func(stop chan struct{}) {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					c.mu.Lock()
-					c.redraw()
-					c.mu.Unlock()
-				}
-			}
-		}(c.stop)
-	}
-}
-
-func (c *Console) TrialStart(t *plan.Trial, total int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.trial, c.started, c.step, c.rps = t, time.Now(), "provision", 0
-	c.total = total // adaptive repetitions add trials as the run goes
-	if !c.TTY && !c.Quiet {
-		c.println("[%d/%d] trial %s %s: started", t.Index+1, total, t.ID, t.ParamString())
-	}
-	c.redraw()
-}
-
-func (c *Console) StepStart(t *plan.Trial, step string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.step, c.rps = step, 0
-	if c.Verbose {
-		c.println("  %s: %s started", t.ID, step)
-	}
-	c.redraw()
-}
-
-func (c *Console) LoadProgress(t *plan.Trial, step string, p load.Progress) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rps = p.RPS
-	c.redraw()
-}
-
-func (c *Console) LoadDone(t *plan.Trial, step string, r *load.Result) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.Quiet {
-		return
-	}
-	p99 := 0.0
-	if r.Latency != nil {
-		p99 = float64(r.Latency.ValueAtQuantile(99)) / 1000
-	}
-	msg := fmt.Sprintf("  %s: %s %.0f req/s, p99 %.2f ms, %d requests, %d errors", t.ID, step, r.RPS(), p99, r.Requests, r.Errors)
-	if r.Warning != "" {
-		msg += " — warning: " + r.Warning
-	}
-	c.println("%s", msg)
-}
-
-func (c *Console) StepDone(t *plan.Trial, step string, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil && !c.Quiet {
-		c.println("  %s: %s failed: %v", t.ID, step, err)
-	} else if c.Verbose {
-		c.println("  %s: %s done", t.ID, step)
-	}
-}
-
-func (c *Console) TrialDone(t *plan.Trial, rec *results.TrialRecord, elapsed time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.clearLine()
-	c.trial = nil
-	if c.Quiet && rec.Status == results.StatusOK {
-		return
-	}
-	msg := fmt.Sprintf("[%d/%d] trial %s %s: %s in %s", t.Index+1, c.total, t.ID, t.ParamString(), rec.Status, elapsed.Truncate(time.Millisecond))
-	if rec.Error != "" {
-		msg += "\n    " + strings.ReplaceAll(rec.Error, "\n", "\n    ")
-	}
-	fmt.Fprintln(c.W, msg)
-}
-
-func (c *Console) RunDone(s *Summary) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stop != nil {
-		close(c.stop)
-		c.stop = nil
-	}
-	c.clearLine()
-	fmt.Fprintf(c.W, "run %s %s: %d ok, %d failed", s.RunID, s.Status, s.OK, s.Failed)
-	if s.Skipped > 0 {
-		fmt.Fprintf(c.W, ", %d already complete", s.Skipped)
-	}
-	fmt.Fprintf(c.W, " of %d trials\nresults: %s\n", s.Trials, s.Dir)
-}
-
-func (c *Console) Logf(format string, args ...any) {
-	if !c.Verbose {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.println("  "+format, args...)
-}
-
-func (c *Console) Warnf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.println("warning: "+format, args...)
-}

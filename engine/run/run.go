@@ -51,8 +51,9 @@ var ErrTrialsFailed = errors.New("some trials failed")
 // ErrInterrupted is returned (wrapped) when the run was cancelled.
 var ErrInterrupted = errors.New("interrupted")
 
-// Runner executes a plan. It is created by Apply; Kill is what a second
-// Ctrl-C calls.
+// Runner is one run of a plan: New creates it, Apply runs it (once), and
+// Kill is what a second Ctrl-C calls while Apply runs. There is no
+// package-level state: each Runner tears down only what it started.
 type Runner struct {
 	plan *plan.Plan
 	opts Options
@@ -64,20 +65,27 @@ type Runner struct {
 	kept   map[string]*liveService // service name -> deployment kept for the next trial
 }
 
-var (
-	currentMu sync.Mutex
-	current   *Runner
-)
-
-// Kill tears down every active deployment immediately (processes get
-// SIGKILL), for a forced exit. It returns when done or after 5 seconds.
-func Kill() {
-	currentMu.Lock()
-	r := current
-	currentMu.Unlock()
-	if r == nil {
-		return
+// New prepares a run of the plan; Apply runs it, and Kill, from another
+// goroutine, ends it by force. Zero options take the defaults (results in
+// the pipeline's output dir, no reporter).
+func New(pl *plan.Plan, opts Options) *Runner {
+	if opts.OutDir == "" {
+		opts.OutDir = pl.Pipeline.Output.Dir
+		if opts.OutDir == "" {
+			opts.OutDir = "results"
+		}
 	}
+	rep := opts.Reporter
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	return &Runner{plan: pl, opts: opts, rep: rep, active: map[*liveService]bool{}, kept: map[string]*liveService{}}
+}
+
+// Kill tears down every active deployment of the run immediately
+// (processes get SIGKILL), for a forced exit while Apply runs (a second
+// Ctrl-C). It returns when done or after 5 seconds.
+func (r *Runner) Kill() {
 	r.mu.Lock()
 	var live []*liveService
 	for l := range r.active {
@@ -99,30 +107,45 @@ func Kill() {
 	}
 }
 
+// Apply runs every trial of the plan and writes results: New(pl,
+// opts).Apply(ctx).
+func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
+	return New(pl, opts).Apply(ctx)
+}
+
 // Apply runs every trial of the plan and writes results. It returns an
 // error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
 // completed, and other errors when the run could not start.
-func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
-	if opts.OutDir == "" {
-		opts.OutDir = pl.Pipeline.Output.Dir
-		if opts.OutDir == "" {
-			opts.OutDir = "results"
+func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
+	w, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	r.w = w
+	return r.runTrials(ctx)
+}
+
+// open starts the run: with --resume it first re-plans with the seed the
+// run recorded (when the order is random and no --seed was given, so the
+// order is the same); it removes what crashed runs left (unless NoGC),
+// then creates the run folder, or reopens it and checks that the resumed
+// run still matches the pipeline.
+func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
+	pl, opts := r.plan, r.opts
+	if opts.Resume != "" && pl.Order == pipeline.OrderRandom && pl.Inputs.Seed == nil {
+		// A manifest that cannot be read is reported by Resume below.
+		if m, err := results.ReadManifest(opts.Resume); err == nil && m.Seed != 0 && m.Seed != pl.Seed {
+			in := pl.Inputs
+			seed := m.Seed
+			in.Seed = &seed
+			d, diags := plan.Build(pl.Pipeline, in)
+			if diags.HasErrors() {
+				return nil, fmt.Errorf("re-planning with seed %d failed", m.Seed)
+			}
+			r.plan, pl = d, d
 		}
 	}
-	rep := opts.Reporter
-	if rep == nil {
-		rep = nopReporter{}
-	}
-	r := &Runner{plan: pl, opts: opts, rep: rep, active: map[*liveService]bool{}, kept: map[string]*liveService{}}
-	currentMu.Lock()
-	current = r
-	currentMu.Unlock()
-	defer func() {
-		currentMu.Lock()
-		current = nil
-		currentMu.Unlock()
-	}()
-
 	if !opts.NoGC {
 		r.gc(ctx)
 	}
@@ -131,9 +154,6 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 	redact.Default.Add(pl.SensitiveValues()...)
 	shaHex := PipelineSHA256(pl.Pipeline)
 	vars := RedactedVariables(pl)
-
-	var w *results.Writer
-	var err error
 	if opts.Resume != "" && pl.Adaptive != nil {
 		return nil, fmt.Errorf("resuming %s: runs with adaptive repetitions cannot be resumed yet (the rounds added depend on the results); start a new run", opts.Resume)
 	}
@@ -142,7 +162,12 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		if err != nil {
 			return nil, err // names the run directory already
 		}
-		defer w.Close()
+		opened := w
+		defer func() {
+			if err != nil {
+				opened.Close() // the run stays as it was
+			}
+		}()
 		if err := w.Manifest().CheckResumable(shaHex, vars); err != nil && !opts.Force {
 			return nil, fmt.Errorf("resuming %s: %w (use --force to resume anyway)", opts.Resume, err)
 		}
@@ -191,18 +216,24 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the results directory: %w", err)
 		}
-		defer w.Close()
 		if len(pl.Pipeline.Loaded) > 0 {
 			files := make([]results.SourceFile, len(pl.Pipeline.Loaded))
 			for i, f := range pl.Pipeline.Loaded {
 				files[i] = results.SourceFile{Path: f.Path, Data: f.Source}
 			}
 			if err := w.SaveSources(files); err != nil {
+				w.Close()
 				return nil, fmt.Errorf("creating the results directory: %w", err)
 			}
 		}
 	}
-	r.w = w
+	return w, nil
+}
+
+// runTrials runs the trials in order (skipping those a resumed run
+// completed), records each, adds adaptive rounds, and finishes the run.
+func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
+	pl, opts, rep, w := r.plan, r.opts, r.rep, r.w
 	m := w.Manifest()
 	s := &Summary{RunID: m.RunID, Dir: w.Dir(), Trials: len(pl.Trials)}
 	rep.RunStart(m.RunID, w.Dir(), len(pl.Trials))

@@ -23,6 +23,7 @@ import (
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/engine/tune"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -155,33 +156,50 @@ func (tr *trialRun) runStep(ctx context.Context, n *plan.StepNode, collects []*p
 	if d.HasErrors() {
 		return diagErr(d)
 	}
-	switch c := cfg.(type) {
-	case *pipeline.ProvisionConfig:
-		for _, name := range c.Services {
-			var svc *pipeline.Service
-			for _, s := range tr.r.plan.Pipeline.Services {
-				if s.Name == name {
-					svc = s
-				}
-			}
-			if svc == nil {
-				return fmt.Errorf("no service named %q", name)
-			}
-			if err := tr.provision(ctx, svc); err != nil {
-				return err
+	kind := steps.Lookup(n.Step.Kind)
+	if kind == nil || kind.Run == nil {
+		return fmt.Errorf("step kind %q cannot run on its own", n.Step.Kind)
+	}
+	return kind.Run(ctx, stepTrial{tr, collects}, n.Step, cfg)
+}
+
+// stepTrial is what a step kind's Run sees of the trial (steps.Trial):
+// the trial plus the collect steps that run during this step.
+type stepTrial struct {
+	tr       *trialRun
+	collects []*plan.StepNode
+}
+
+var _ steps.Trial = stepTrial{}
+
+func (t stepTrial) Provision(ctx context.Context, names []string) error {
+	for _, name := range names {
+		var svc *pipeline.Service
+		for _, s := range t.tr.r.plan.Pipeline.Services {
+			if s.Name == name {
+				svc = s
 			}
 		}
-		return nil
-	case *pipeline.TuneConfig:
-		return tr.tune(ctx, c)
-	case *pipeline.CheckConfig:
-		return check(ctx, c)
-	case *pipeline.ExecConfig:
-		return tr.exec(ctx, n.Step.Name, c)
-	case *pipeline.LoadConfig:
-		return tr.load(ctx, n.Step, c, collects)
+		if svc == nil {
+			return fmt.Errorf("no service named %q", name)
+		}
+		if err := t.tr.provision(ctx, svc); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("step kind %q cannot run on its own", n.Step.Kind)
+	return nil
+}
+
+func (t stepTrial) Tune(ctx context.Context, c *pipeline.TuneConfig) error { return t.tr.tune(ctx, c) }
+
+func (t stepTrial) Check(ctx context.Context, c *pipeline.CheckConfig) error { return check(ctx, c) }
+
+func (t stepTrial) Exec(ctx context.Context, name string, c *pipeline.ExecConfig) error {
+	return t.tr.exec(ctx, name, c)
+}
+
+func (t stepTrial) Load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig) error {
+	return t.tr.load(ctx, st, c, t.collects)
 }
 
 // servicePIDs returns the processes of the named services (all when names
@@ -391,9 +409,9 @@ func (t *tailBuffer) String() string {
 }
 
 // LoadOptions converts a load or warm step's config into load options
-// (load.FromConfig), adding the request script's requester.
-func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
-	o, err := load.FromConfig(kind, c, fsys)
+// (steps.LoadOptions), adding the request script's requester.
+func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
+	o, err := steps.LoadOptions(kind, c, fsys)
 	if err != nil {
 		return o, err
 	}
@@ -414,7 +432,7 @@ func LoadOptions(c *pipeline.LoadConfig, kind string, fsys fs.FS) (load.Options,
 	return o, nil
 }
 
-func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, collects []*plan.StepNode) error {
+func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, collects []*plan.StepNode) error {
 	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS)
 	if err != nil {
 		return err
@@ -524,8 +542,8 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *pipeline.Loa
 
 // search runs a load step's capacity search (its search block), reporting
 // each probe. A search in which no rate met the SLO fails the step.
-func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, opts load.Options) (*load.Capacity, error) {
-	so, err := plan.SearchOptions(c.Search)
+func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, error) {
+	so, err := steps.SearchOptions(c.Search)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}

@@ -270,21 +270,13 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 		tr.r.teardownService(kept)
 	}
 
-	pv, d := tr.te.Provider(s)
+	sp, d := tr.te.ServiceProvider(s)
 	if d.HasErrors() {
 		return diagErr(d)
 	}
-	typ, cfg, d := tr.te.ProviderConfig(pv)
-	if d.HasErrors() {
-		return diagErr(d)
-	}
-	name := plan.ImplicitLocal
-	if pv != nil {
-		name = pv.Name
-	}
-	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
-	if err != nil {
-		return fmt.Errorf("configuring provider %q for service %q: %w", name, s.Name, err)
+	name, typ, prov := sp.Name, sp.Type, sp.Provider
+	if sp.Err != nil {
+		return fmt.Errorf("configuring provider %q for service %q: %w", name, s.Name, sp.Err)
 	}
 	hostDir, err := os.MkdirTemp(tempRoot(), serviceDirPrefix(tr.r.w.Manifest().RunID, tr.trial.ID, s.Name))
 	if err != nil {

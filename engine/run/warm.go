@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // Warm until steady (docs/language.md, step "warm"): the warm-up runs in
@@ -29,7 +30,7 @@ type warmSettings struct {
 	tolerance   float64
 }
 
-func parseWarmUntil(c *pipeline.LoadConfig, o load.Options) (warmSettings, error) {
+func parseWarmUntil(c *steps.LoadConfig, o load.Options) (warmSettings, error) {
 	ws := warmSettings{window: defaultWindow, tolerance: defaultTolerance, max: defaultSteadyMax}
 	var err error
 	if c.Window != "" {
@@ -195,7 +196,7 @@ func hdrCopy(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 }
 
 // warmSteady runs a warm step with until = "steady" and says how it ended.
-func (tr *trialRun) warmSteady(ctx context.Context, st *pipeline.Step, c *pipeline.LoadConfig, o load.Options) (*load.Result, error) {
+func (tr *trialRun) warmSteady(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, o load.Options) (*load.Result, error) {
 	ws, err := parseWarmUntil(c, o)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 func TestSteadyAcross(t *testing.T) {
@@ -49,7 +50,7 @@ func TestWarmUntilSteady(t *testing.T) {
 	}))
 	defer quick.Close()
 	opts := func(url string) load.Options {
-		o, err := load.FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: url, Connections: 2, Threads: 1}, nil)
+		o, err := steps.LoadOptions(pipeline.KindWarm, &steps.LoadConfig{Target: url, Connections: 2, Threads: 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

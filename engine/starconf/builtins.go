@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // builder collects the declarations a .star file makes.
@@ -35,12 +36,6 @@ var serviceBlocks = map[string]blockSpec{
 	"files":  {typ: "file", labeled: true},
 	"ports":  {typ: "port", labeled: true},
 	"health": {typ: "health"},
-}
-
-var loadBlocks = map[string]blockSpec{
-	"urls":   {typ: "url", many: true},
-	"search": {typ: "search"},
-	"agents": {typ: "agents"},
 }
 
 // site finds where the running builtin was called from.
@@ -537,9 +532,9 @@ func (b *builder) stepFn(kind string) func(*starlark.Thread, *starlark.Builtin, 
 		}
 		s := b.site(thread)
 		ref := traversal("step", kind, name)
-		cfg := pipeline.NewStepConfig(kind)
+		cfg := steps.NewConfig(kind)
 		if cfg == nil {
-			b.errorf(s.at, "Unknown step kind", "There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, pipeline.Kinds), strings.Join(pipeline.Kinds, ", "))
+			b.errorf(s.at, "Unknown step kind", "There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, steps.Names()), strings.Join(steps.Names(), ", "))
 			return ref, nil
 		}
 		if !validName(name) {
@@ -550,8 +545,11 @@ func (b *builder) stepFn(kind string) func(*starlark.Thread, *starlark.Builtin, 
 			return ref, nil
 		}
 		var blocks map[string]blockSpec
-		if kind == pipeline.KindLoad || kind == pipeline.KindWarm {
-			blocks = loadBlocks
+		for _, nb := range steps.Lookup(kind).Blocks {
+			if blocks == nil {
+				blocks = map[string]blockSpec{}
+			}
+			blocks[nb.Keyword] = blockSpec{typ: nb.Type, labeled: nb.Labeled, many: nb.Many}
 		}
 		body := b.body(s, rest, blocks)
 		b.diags = append(b.diags, checkBody(body, cfg)...)
@@ -716,7 +714,7 @@ func (k *stepKind) CallInternal(thread *starlark.Thread, args starlark.Tuple, kw
 // predeclared returns the names a .star pipeline starts with.
 func (b *builder) predeclared() starlark.StringDict {
 	kinds := map[string]*stepKind{}
-	for _, k := range pipeline.Kinds {
+	for _, k := range steps.Names() {
 		kinds[k] = &stepKind{kind: k, fn: starlark.NewBuiltin("step."+k, b.stepFn(k)), b: b}
 	}
 	return starlark.StringDict{

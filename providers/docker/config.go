@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/docker/go-units"
+
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Network modes understood by Config.Network besides a user network name.
@@ -84,7 +86,28 @@ type settings struct {
 	logTail  string
 }
 
-// validate checks c and applies the defaults. Errors name the attribute.
+// Validate checks c as New will (providers.Validator): each problem is a
+// *providers.ConfigError naming the attribute. A network named one or two
+// letters away from a mode ("brige") is allowed, as any user network is,
+// but reported as a warning with the suggestion.
+func (c *Config) Validate() error {
+	_, err := c.validate()
+	if n := c.Network; n != "" && n != NetworkBridge && n != NetworkHost && n != NetworkNone && err == nil {
+		if hint := providers.Suggest(n, []string{NetworkBridge, NetworkHost, NetworkNone}); hint != "" {
+			return &providers.ConfigError{Attr: "network", Warning: true,
+				Msg: fmt.Sprintf("%q is not a network mode, so it names a user network, created for the run when missing.%s", n, hint)}
+		}
+	}
+	return err
+}
+
+// bad is the error of one attribute.
+func bad(attr, format string, args ...any) error {
+	return &providers.ConfigError{Attr: attr, Msg: fmt.Sprintf(format, args...)}
+}
+
+// validate checks c and applies the defaults. Errors name the attribute
+// (*providers.ConfigError).
 func (c *Config) validate() (*settings, error) {
 	s := &settings{
 		network:  c.Network,
@@ -101,44 +124,44 @@ func (c *Config) validate() (*settings, error) {
 		s.network = NetworkBridge
 	}
 	if s.network != NetworkBridge && s.network != NetworkHost && s.network != NetworkNone && !validName(s.network) {
-		return nil, fmt.Errorf("network: %q is not \"bridge\", \"host\", \"none\" or a valid network name (letters, digits, '_', '.', '-')", s.network)
+		return nil, bad("network", "%q is not \"bridge\", \"host\", \"none\" or a valid network name (letters, digits, '_', '.', '-')", s.network)
 	}
 	if s.bind == "" {
 		s.bind = "127.0.0.1"
 	}
 	if _, err := netip.ParseAddr(s.bind); err != nil {
-		return nil, fmt.Errorf("bind: %q is not an IP address", s.bind)
+		return nil, bad("bind", "%q is not an IP address", s.bind)
 	}
 	switch s.pull {
 	case "":
 		s.pull = PullMissing
 	case PullMissing, PullNever, PullAlways:
 	default:
-		return nil, fmt.Errorf("pull: %q is not \"missing\", \"never\" or \"always\"", s.pull)
+		return nil, bad("pull", "%q is not \"missing\", \"never\" or \"always\".%s", s.pull, providers.Suggest(s.pull, []string{PullMissing, PullNever, PullAlways}))
 	}
 	if c.CPUs < 0 || math.IsNaN(c.CPUs) || math.IsInf(c.CPUs, 0) {
-		return nil, fmt.Errorf("cpus: %v is not a positive number", c.CPUs)
+		return nil, bad("cpus", "%v is not a positive number", c.CPUs)
 	}
 	s.nanoCPUs = int64(c.CPUs * 1e9)
 	if s.cpuset != "" && !validCPUList(s.cpuset) {
-		return nil, fmt.Errorf("cpuset: %q is not a CPU list like \"0\", \"1-3\" or \"0,2\"", s.cpuset)
+		return nil, bad("cpuset", "%q is not a CPU list like \"0\", \"1-3\" or \"0,2\"", s.cpuset)
 	}
 	if c.Memory != "" {
 		m, err := units.RAMInBytes(c.Memory)
 		if err != nil || m <= 0 {
-			return nil, fmt.Errorf("memory: %q is not a size like \"512MiB\" or \"1g\"", c.Memory)
+			return nil, bad("memory", "%q is not a size like \"512MiB\" or \"1g\"", c.Memory)
 		}
 		s.memory = m
 	}
 	for k := range c.Sysctls {
 		if k == "" || strings.ContainsAny(k, " =/") {
-			return nil, fmt.Errorf("sysctls: %q is not a sysctl name like \"net.core.somaxconn\"", k)
+			return nil, bad("sysctls", "%q is not a sysctl name like \"net.core.somaxconn\"", k)
 		}
 	}
 	if s.network == NetworkHost {
 		for k := range c.Sysctls {
 			if strings.HasPrefix(k, "net.") {
-				return nil, fmt.Errorf("sysctls: %q cannot be set with network = \"host\" (the container shares the host's network namespace; use a tune step instead)", k)
+				return nil, bad("sysctls", "%q cannot be set with network = \"host\" (the container shares the host's network namespace; use a tune step instead)", k)
 			}
 		}
 	}
@@ -154,7 +177,7 @@ func (c *Config) validate() (*settings, error) {
 		}
 		u, err := units.ParseUlimit(name + "=" + v)
 		if err != nil {
-			return nil, fmt.Errorf("ulimits: %q = %q: %w", name, c.Ulimits[name], err)
+			return nil, bad("ulimits", "%q = %q: %v", name, c.Ulimits[name], err)
 		}
 		s.ulimits = append(s.ulimits, u)
 	}
@@ -162,7 +185,7 @@ func (c *Config) validate() (*settings, error) {
 		s.filesDir = DefaultFilesDir
 	}
 	if !path.IsAbs(s.filesDir) || path.Clean(s.filesDir) == "/" {
-		return nil, fmt.Errorf("files_dir: %q is not an absolute path other than /", s.filesDir)
+		return nil, bad("files_dir", "%q is not an absolute path other than /", s.filesDir)
 	}
 	s.filesDir = path.Clean(s.filesDir)
 	if s.logTail == "" {
@@ -171,12 +194,12 @@ func (c *Config) validate() (*settings, error) {
 	if s.logTail != "all" {
 		n := 0
 		if _, err := fmt.Sscanf(s.logTail, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != s.logTail {
-			return nil, fmt.Errorf("log_tail: %q is not a line count or \"all\"", s.logTail)
+			return nil, bad("log_tail", "%q is not a line count or \"all\"", s.logTail)
 		}
 	}
 	for k := range c.Labels {
 		if strings.HasPrefix(k, "dev.benchflow.") {
-			return nil, fmt.Errorf("labels: %q is reserved (dev.benchflow.* labels are set by benchflow)", k)
+			return nil, bad("labels", "%q is reserved (dev.benchflow.* labels are set by benchflow)", k)
 		}
 	}
 	return s, nil

@@ -128,3 +128,26 @@ func TestReachableHost(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValidate checks the seam the engine calls before New: every
+// problem is a ConfigError naming the attribute, and a network named like
+// a mode is a warning with the suggestion.
+func TestConfigValidate(t *testing.T) {
+	var _ providers.Validator = (*Config)(nil)
+	attrs, other := providers.ConfigErrors((&Config{Pull: "alwyas"}).Validate())
+	if len(attrs) != 1 || len(other) != 0 || attrs[0].Attr != "pull" || attrs[0].Warning || !strings.Contains(attrs[0].Msg, `Did you mean "always"?`) {
+		t.Errorf("pull = alwyas: %+v %v", attrs, other)
+	}
+	attrs, _ = providers.ConfigErrors((&Config{Network: "brige"}).Validate())
+	if len(attrs) != 1 || attrs[0].Attr != "network" || !attrs[0].Warning || !strings.Contains(attrs[0].Msg, `Did you mean "bridge"?`) {
+		t.Errorf("network = brige: %+v", attrs)
+	}
+	if _, err := New(&providers.NewRequest{Name: "x", Config: &Config{Network: "brige"}}); err != nil {
+		t.Errorf("a user network named brige is still allowed: %v", err)
+	}
+	for _, c := range []Config{{}, {Network: "host"}, {Network: "benchnet"}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# compare-wrk.sh BENCHFLOW_BIN — run wrk and `benchflow load` alternately
-# against Debian's nginx on loopback and print the median ratio of req/s
-# (benchflow / wrk) per case. A ratio >= 1.0 means benchflow is at least as
-# fast as wrk on this machine.
+# compare-wrk.sh BENCHFLOW_BIN — run wrk and `benchflow load` (on each of
+# ENGINES) alternately against Debian's nginx on loopback and print, per
+# case and engine, the median ratio of req/s (benchflow / wrk) and the
+# client CPU per request of both. A ratio >= 1.0 means benchflow is at
+# least as fast as wrk on this machine; eff >= 1.25 means it spends at
+# most 0.80x wrk's CPU per request.
 #
 # Environment: PAIRS (default 5), DURATION (default 5s), CONNS (default 64),
 #   THREADS (default 1), CASES (default "6b 6b-close 1k 1k-close 1m 1m-close"),
-#   NGINX (default /usr/sbin/nginx), WRK (default wrk), BFFLAGS (extra
-#   flags for benchflow load, e.g. "--busy-poll 20us").
+#   ENGINES (default "auto"; e.g. "uring epoll": BENCHFLOW_LOAD_ENGINE for
+#   each benchflow run), PORT (default: a free one), NGINX (default
+#   /usr/sbin/nginx), WRK (default wrk), BFFLAGS (extra flags for
+#   benchflow load, e.g. "--busy-poll 20us").
 set -euo pipefail
 
 BF=${1:?usage: compare-wrk.sh path/to/benchflow}
@@ -17,6 +21,7 @@ DURATION=${DURATION:-5s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
 CASES=${CASES:-"6b 6b-close 1k 1k-close 1m 1m-close"}
+read -r -a ENGINES <<<"${ENGINES:-auto}"
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
 read -r -a BFFLAGS <<<"${BFFLAGS:-}"
@@ -38,7 +43,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # A free loopback port: bind to 0 and read what the kernel picked.
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}
 
 mkdir -p "$DIR/www" "$DIR/logs"
 printf 'hello\n' >"$DIR/www/6b"
@@ -88,8 +93,8 @@ measure() {
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}"
-printf '%-10s %10s %10s %7s   %12s %12s %7s\n' case wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
+echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-10s %-10s %10s %10s %7s   %12s %12s %7s\n' case engine wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
 echo "(ratio = benchflow req/s ÷ wrk req/s; cpu_us = client CPU µs per request; eff = wrk cpu ÷ benchflow cpu; all medians)"
 for c in $CASES; do
 	file=${c%-close}
@@ -100,25 +105,27 @@ for c in $CASES; do
 		bfextra=(--close)
 	fi
 	url="http://127.0.0.1:$PORT/$file"
-	ratios=()
-	effs=()
 	w_all=()
-	b_all=()
 	wc_all=()
-	bc_all=()
+	declare -A b_all=() bc_all=() ratios=() effs=()
 	for i in $(seq "$PAIRS"); do
 		read -r w wc < <(measure "$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url")
-		read -r b bc < <(measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "${BFFLAGS[@]}" "$url")
 		w_all+=("$w")
-		b_all+=("$b")
 		wc_all+=("$wc")
-		bc_all+=("$bc")
-		ratios+=("$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}')")
-		effs+=("$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}')")
+		for e in "${ENGINES[@]}"; do
+			read -r b bc < <(BENCHFLOW_LOAD_ENGINE=$e measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "${BFFLAGS[@]}" "$url")
+			b_all[$e]+="$b "
+			bc_all[$e]+="$bc "
+			ratios[$e]+="$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+			effs[$e]+="$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+		done
 	done
-	printf '%-10s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f   (pair ratios: %s)\n' "$c" \
-		"$(printf '%s\n' "${w_all[@]}" | median)" "$(printf '%s\n' "${b_all[@]}" | median)" \
-		"$(printf '%s\n' "${ratios[@]}" | median)" \
-		"$(printf '%s\n' "${wc_all[@]}" | median)" "$(printf '%s\n' "${bc_all[@]}" | median)" \
-		"$(printf '%s\n' "${effs[@]}" | median)" "${ratios[*]}"
+	for e in "${ENGINES[@]}"; do
+		printf '%-10s %-10s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f   (pair ratios: %s)\n' "$c" "$e" \
+			"$(printf '%s\n' "${w_all[@]}" | median)" "$(tr ' ' '\n' <<<"${b_all[$e]}" | grep . | median)" \
+			"$(tr ' ' '\n' <<<"${ratios[$e]}" | grep . | median)" \
+			"$(printf '%s\n' "${wc_all[@]}" | median)" "$(tr ' ' '\n' <<<"${bc_all[$e]}" | grep . | median)" \
+			"$(tr ' ' '\n' <<<"${effs[$e]}" | grep . | median)" "${ratios[$e]% }"
+	done
+	unset b_all bc_all ratios effs
 done

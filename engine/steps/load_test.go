@@ -1,4 +1,4 @@
-package load
+package steps
 
 import (
 	"strings"
@@ -8,36 +8,37 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 func TestFromConfig(t *testing.T) {
 	fsys := fstest.MapFS{"body.json": {Data: []byte(`{"a":1}`)}}
 	no := false
-	got, err := FromConfig(pipeline.KindLoad, &pipeline.LoadConfig{
+	got, err := LoadOptions(pipeline.KindLoad, &LoadConfig{
 		Target: "http://127.0.0.1:8080/", Connections: 64, Threads: 4, Duration: "30s", Rate: 1000,
 		Timeout: "1s", Method: "post", Headers: map[string]string{"X-B": "2", "X-A": "1"},
 		BodyFile: "body.json", KeepAlive: &no,
-		URLs: []pipeline.URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
+		URLs: []URLConfig{{URL: "http://127.0.0.1:8080/b", Weight: 3, Headers: map[string]string{"X-C": "3"}}},
 	}, fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := []byte(`{"a":1}`)
 	hdr := [][2]string{{"X-A", "1"}, {"X-B", "2"}}
-	want := Options{
-		Targets: []Target{
+	want := load.Options{
+		Targets: []load.Target{
 			{URL: "http://127.0.0.1:8080/", Method: "POST", Headers: hdr, Body: body, Weight: 1},
 			{URL: "http://127.0.0.1:8080/b", Method: "POST", Headers: append(hdr, [2]string{"X-C", "3"}), Body: body, Weight: 3},
 		},
 		Connections: 64, Threads: 4, Duration: 30 * time.Second, Rate: 1000, Timeout: time.Second,
 		Close: true, Interval: time.Second, Tag: "load",
 	}
-	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b func(Progress)) bool { return a == nil && b == nil })); d != "" {
-		t.Errorf("FromConfig (-want +got):\n%s", d)
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b func(load.Progress)) bool { return a == nil && b == nil })); d != "" {
+		t.Errorf("LoadOptions (-want +got):\n%s", d)
 	}
 
-	warm, err := FromConfig(pipeline.KindWarm, &pipeline.LoadConfig{Target: "http://h/"}, nil)
+	warm, err := LoadOptions(pipeline.KindWarm, &LoadConfig{Target: "http://h/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,25 +49,25 @@ func TestFromConfig(t *testing.T) {
 
 func TestFromConfigErrors(t *testing.T) {
 	cases := []struct {
-		c    pipeline.LoadConfig
+		c    LoadConfig
 		want string
 	}{
-		{pipeline.LoadConfig{}, "needs a target"},
-		{pipeline.LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
-		{pipeline.LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
-		{pipeline.LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
-		{pipeline.LoadConfig{Target: "http://h/", BodyFile: "missing.json"}, "body_file"},
-		{pipeline.LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
-		{pipeline.LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
-		{pipeline.LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
+		{LoadConfig{}, "needs a target"},
+		{LoadConfig{Target: "http://h/", Duration: "ten"}, `duration = "ten"`},
+		{LoadConfig{Target: "http://h/", Timeout: "-1s"}, "timeout"},
+		{LoadConfig{Target: "http://h/", Interval: "x"}, "interval"},
+		{LoadConfig{Target: "http://h/", BodyFile: "missing.json"}, "body_file"},
+		{LoadConfig{Target: "http://h/", Body: "a", BodyFile: "b"}, "mutually exclusive"},
+		{LoadConfig{Target: "gopher://h/"}, "unsupported scheme"},
+		{LoadConfig{Target: "http://h/", Connections: -1}, "connections"},
 	}
 	for _, tc := range cases {
-		_, err := FromConfig(pipeline.KindLoad, &tc.c, fstest.MapFS{})
+		_, err := LoadOptions(pipeline.KindLoad, &tc.c, fstest.MapFS{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	if _, err := FromConfig("tune", &pipeline.LoadConfig{Target: "http://h/"}, nil); err == nil {
-		t.Error("FromConfig accepted a tune step")
+	if _, err := LoadOptions("tune", &LoadConfig{Target: "http://h/"}, nil); err == nil {
+		t.Error("LoadOptions accepted a tune step")
 	}
 }

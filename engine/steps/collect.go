@@ -1,0 +1,62 @@
+package steps
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// collectKind is `step "collect"`: sampling of processes and the machine
+// during the load or warm step its during names. It does not run on its
+// own: engine/run starts it with that step.
+var collectKind = &Kind{
+	Name:      pipeline.KindCollect,
+	Phase:     4,
+	NewConfig: func() any { return &pipeline.CollectConfig{} },
+	Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
+		return validateCollect(st, cfg.(*pipeline.CollectConfig))
+	},
+	Refs: func(cfg any) Refs { return Refs{Services: cfg.(*pipeline.CollectConfig).Services} },
+}
+
+func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnostics {
+	var diags diagList
+	body := st.Body
+	diags.add(CheckDuration(body, "interval", c.Interval), checkCollectMachine(body, c))
+	for _, p := range c.Processes {
+		if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
+			if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
+				diags.add(AttrErr(body, "processes", "Invalid process pattern", fmt.Sprintf("%s: %s.", p, err)))
+			}
+		}
+	}
+	return hcl.Diagnostics(diags)
+}
+
+// maxQuietCheck bounds a collect step's quiet_check window.
+const maxQuietCheck = time.Minute
+
+// checkCollectMachine validates the whole-machine accounting attributes of
+// a collect step (threshold, quiet_check).
+func checkCollectMachine(body hcl.Body, c *pipeline.CollectConfig) *hcl.Diagnostic {
+	if t := c.Threshold; t != nil && (*t < 0 || *t > 10000 || math.IsNaN(*t)) {
+		return AttrErr(body, "threshold", "Invalid threshold",
+			fmt.Sprintf("threshold is a CPU percentage of one core (1 = 1%% of a core) between 0 and 10000, not %v.", *t))
+	}
+	if c.QuietCheck != "" {
+		d, err := pipeline.ParseDuration(c.QuietCheck)
+		if err != nil {
+			return AttrErr(body, "quiet_check", "Invalid duration", err.Error()+".")
+		}
+		if d < 0 || d > maxQuietCheck {
+			return AttrErr(body, "quiet_check", "Invalid quiet check", fmt.Sprintf("quiet_check must be between 0s and %s, not %s.", maxQuietCheck, c.QuietCheck))
+		}
+	}
+	return nil
+}

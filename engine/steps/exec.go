@@ -1,0 +1,28 @@
+package steps
+
+import (
+	"context"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// execKind is `step "exec"`: a command run on the host.
+var execKind = &Kind{
+	Name:      pipeline.KindExec,
+	Phase:     2,
+	NewConfig: func() any { return &pipeline.ExecConfig{} },
+	Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
+		c := cfg.(*pipeline.ExecConfig)
+		var diags diagList
+		diags.add(CheckDuration(st.Body, "timeout", c.Timeout))
+		if len(c.Command) == 0 {
+			diags.add(AttrErr(st.Body, "command", "Empty command", "command needs at least the program to run."))
+		}
+		return hcl.Diagnostics(diags)
+	},
+	Run: func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
+		return t.Exec(ctx, st.Name, cfg.(*pipeline.ExecConfig))
+	},
+}

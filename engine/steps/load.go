@@ -1,0 +1,457 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// loadKind is `step "load"`: one measured load (or, with a search block,
+// a capacity search) against the services, with the collect steps that
+// name it running alongside.
+var loadKind = &Kind{
+	Name:      pipeline.KindLoad,
+	Phase:     4,
+	NewConfig: func() any { return &LoadConfig{} },
+	Blocks:    loadBlocks,
+	Validate:  validateLoadStep,
+	Refs:      loadRefs,
+	Run:       runLoad,
+}
+
+// warmKind is `step "warm"`: a load before the measured ones whose results
+// are tagged "warm" (5s by default, or until steady). It shares the load
+// step's schema.
+var warmKind = &Kind{
+	Name:      pipeline.KindWarm,
+	Phase:     3,
+	NewConfig: func() any { return &LoadConfig{} },
+	Blocks:    loadBlocks,
+	Validate:  validateLoadStep,
+	Refs:      loadRefs,
+	Run:       runLoad,
+}
+
+// LoadConfig is the body of `step "load"` and `step "warm"`: the schema
+// the load and warm kinds own, nested blocks included. The fields mirror
+// `benchflow load` flags; LoadOptions maps them to load.Options.
+type LoadConfig struct {
+	Target      string            `hcl:"target,optional"`
+	URLs        []URLConfig       `hcl:"url,block"`
+	Connections int               `hcl:"connections,optional"` // -c, default 10
+	Threads     int               `hcl:"threads,optional"`     // -t, default 2
+	Duration    string            `hcl:"duration,optional"`    // -d, default "10s" (warm: "5s")
+	Requests    int64             `hcl:"requests,optional"`    // -n
+	Rate        float64           `hcl:"rate,optional"`        // -R, requests/s in total
+	Timeout     string            `hcl:"timeout,optional"`     // default "2s"
+	Method      string            `hcl:"method,optional"`
+	Headers     map[string]string `hcl:"headers,optional"`
+	Body        string            `hcl:"body,optional"`
+	BodyFile    string            `hcl:"body_file,optional"`
+	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
+	Script      string            `hcl:"script,optional"`    // Starlark request script
+	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
+	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	// Until = "steady" (warm steps only) warms in windows of Window
+	// (default "1s") until the last three windows' req/s and p50 are each
+	// within Tolerance (default "5%") of their mean, for at most Duration
+	// (default "30s" then). See run/warm.go.
+	Until     string `hcl:"until,optional"`
+	Window    string `hcl:"window,optional"`
+	Tolerance string `hcl:"tolerance,optional"`
+	// Search, in a load step, makes it a capacity search under an SLO
+	// (benchflow load --find-max) instead of one load.
+	Search *SearchConfig `hcl:"search,block"`
+	// Agents, when set, runs the load from that many `benchflow agent`
+	// processes started by a provider, and merges their results
+	// (agents.go).
+	Agents *AgentsConfig `hcl:"agents,block"`
+	// MaxErrorRatio fails the trial when a larger fraction of the step's
+	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
+	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
+	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
+}
+
+// SearchConfig is the `search {}` block of a load step: the flags of
+// `benchflow load --find-max`.
+type SearchConfig struct {
+	SLO       string  `hcl:"slo"`                 // "p99<10ms,errors<0.1%"
+	StartRate float64 `hcl:"start_rate,optional"` // default 100
+	MaxRate   float64 `hcl:"max_rate,optional"`   // default 1e7
+	Probe     string  `hcl:"probe,optional"`      // default "5s"
+	Pause     string  `hcl:"pause,optional"`      // default "1s"
+	Precision string  `hcl:"precision,optional"`  // default "2%"
+	MaxProbes int     `hcl:"max_probes,optional"` // default 30
+}
+
+// DefaultMaxErrorRatio is a load step's max_error_ratio when it sets none:
+// a trial where more than half the requests failed measured a failure.
+const DefaultMaxErrorRatio = 0.5
+
+// URLConfig is a `url {}` block of a load step: one of several weighted
+// targets.
+type URLConfig struct {
+	URL     string            `hcl:"url"`
+	Weight  int               `hcl:"weight,optional"`
+	Method  string            `hcl:"method,optional"`
+	Headers map[string]string `hcl:"headers,optional"`
+	Body    string            `hcl:"body,optional"`
+}
+
+// loadBlocks spells the nested blocks of LoadConfig in Starlark.
+var loadBlocks = []Block{{Keyword: "urls", Type: "url", Many: true}, {Keyword: "search", Type: "search"}, {Keyword: "agents", Type: "agents"}}
+
+func validateLoadStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
+	return validateLoad(st, cfg.(*LoadConfig))
+}
+
+func loadRefs(cfg any) Refs {
+	c := cfg.(*LoadConfig)
+	var r Refs
+	for _, f := range []FileRef{{"body_file", c.BodyFile}, {"script", c.Script}} {
+		if f.Path != "" {
+			r.Files = append(r.Files, f)
+		}
+	}
+	return r
+}
+
+func runLoad(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
+	return t.Load(ctx, st, cfg.(*LoadConfig))
+}
+
+// This file maps the body of a load or warm step (LoadConfig) to
+// load.Options, so steps accept the same settings as the `benchflow load`
+// flags and are held to the same limits: load.Options.Validate is the one
+// rule; here its errors get the attribute's source range.
+
+// LoadOptions turns the body of a `step "load"` or `step "warm"` (kind is
+// pipeline.KindLoad or pipeline.KindWarm) into load.Options. A warm step
+// defaults to 5s instead of 10s; its result is tagged "warm" and a load's
+// "load". body_file is read from fsys (the pipeline's folder; nil means the
+// current directory). A request script (c.Script) is not read here: the
+// caller sets Options.Requester. Errors name the attribute.
+func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
+	var o load.Options
+	if c == nil {
+		return o, fmt.Errorf("no %s settings", kind)
+	}
+	if kind != pipeline.KindLoad && kind != pipeline.KindWarm {
+		return o, fmt.Errorf("step kind %q is not a load or warm step", kind)
+	}
+	var body []byte
+	if c.BodyFile != "" {
+		if c.Body != "" {
+			return o, fmt.Errorf("body and body_file are mutually exclusive")
+		}
+		if fsys == nil {
+			fsys = os.DirFS(".")
+		}
+		var err error
+		if body, err = fs.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
+			return o, fmt.Errorf("body_file: %w", err)
+		}
+	}
+	o, errs := loadSettings(kind, c, body)
+	if len(errs) > 0 {
+		return o, errs[0]
+	}
+	if len(o.Targets) == 0 && c.Script == "" {
+		return o, fmt.Errorf("target: a %s step needs a target, url blocks or a script", kind)
+	}
+	var problems []error
+	for _, fe := range load.FieldErrors(o.Validate()) {
+		if fe.Field == "target" && fe.Index == 0 && c.Script != "" {
+			continue // the script's requester supplies the requests
+		}
+		problems = append(problems, fe)
+	}
+	if err := errors.Join(problems...); err != nil {
+		return o, err
+	}
+	return load.Defaults(o), nil
+}
+
+// loadSettings maps c to options without reading files and without
+// checking limits. A duration that does not parse is left at 0 and
+// reported (naming the attribute) in errs, as is a duration written as 0,
+// which Options would read as "the default".
+func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []error) {
+	var errs []error
+	o := load.Options{Tag: kind, Connections: c.Connections, Threads: c.Threads, Requests: c.Requests, Rate: c.Rate}
+	duration := func(name, s string) time.Duration {
+		if s == "" {
+			return 0
+		}
+		d, err := pipeline.ParseDuration(s) // the same rules validate applied
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q: %w", name, s, err))
+		}
+		return d
+	}
+	o.Duration = duration("duration", c.Duration)
+	if c.Duration != "" && len(errs) == 0 && o.Duration == 0 {
+		errs = append(errs, fmt.Errorf("duration = %q: must be more than 0 (leave it out for the default, or bound the step with requests)", c.Duration))
+	}
+	if o.Duration == 0 && o.Requests == 0 && kind == pipeline.KindWarm {
+		o.Duration = 5 * time.Second
+	}
+	o.Timeout = duration("timeout", c.Timeout)
+	o.Interval = duration("interval", c.Interval)
+	o.BusyPoll = duration("busy_poll", c.BusyPoll)
+	if c.KeepAlive != nil && !*c.KeepAlive {
+		o.Close = true
+	}
+	if c.Body != "" {
+		body = []byte(c.Body)
+	}
+	headers := sortedHeaders(c.Headers)
+	if c.Target != "" {
+		o.Targets = append(o.Targets, load.Target{URL: c.Target, Method: c.Method, Headers: headers, Body: body})
+	}
+	for _, u := range c.URLs {
+		t := load.Target{URL: u.URL, Method: u.Method, Headers: append(append([][2]string{}, headers...), sortedHeaders(u.Headers)...), Body: body, Weight: u.Weight}
+		if t.Method == "" {
+			t.Method = c.Method
+		}
+		if u.Body != "" {
+			t.Body = []byte(u.Body)
+		}
+		o.Targets = append(o.Targets, t)
+	}
+	for i := range o.Targets {
+		o.Targets[i].Method = strings.ToUpper(o.Targets[i].Method)
+	}
+	return o, errs
+}
+
+func sortedHeaders(m map[string]string) [][2]string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, [2]string{k, m[k]})
+	}
+	return out
+}
+
+// validateLoad checks the body of a load or warm step: the attributes only
+// a step has (until, search, max_error_ratio, …) here, and every limit of
+// the load itself with load.Options.Validate, each problem at its
+// attribute's range.
+func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(d *hcl.Diagnostic) {
+		if d != nil {
+			diags = append(diags, d)
+		}
+	}
+	body := st.Body
+	add(CheckDuration(body, "duration", c.Duration))
+	if d, err := pipeline.ParseDuration(c.Duration); c.Duration != "" && err == nil && d == 0 {
+		add(AttrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests."))
+	}
+	add(CheckDuration(body, "timeout", c.Timeout))
+	add(CheckDuration(body, "interval", c.Interval))
+	add(CheckDuration(body, "busy_poll", c.BusyPoll))
+	if r := c.MaxErrorRatio; r != nil {
+		if st.Kind != pipeline.KindLoad {
+			add(AttrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
+		} else if !(*r >= 0 && *r <= 1) {
+			add(AttrErr(body, "max_error_ratio", "Invalid max_error_ratio", fmt.Sprintf("max_error_ratio is the fraction of the step's requests that may fail before the trial fails, from 0 to 1 (0.01 = 1%%), not %g.", *r)))
+		}
+	}
+	add(CheckURL(body, "target", c.Target))
+	diags = append(diags, checkWarmUntil(st, c)...)
+	if c.Target == "" && len(c.URLs) == 0 {
+		add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
+			Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})
+	}
+	if c.Target != "" && len(c.URLs) > 0 {
+		add(AttrErr(body, "target", "Conflicting targets", "Use either target or url blocks, not both."))
+	}
+	if c.Body != "" && c.BodyFile != "" {
+		add(AttrErr(body, "body_file", "Conflicting body", "Use either body or body_file, not both."))
+	}
+	if c.Search != nil {
+		diags = append(diags, validateSearch(st, c)...)
+	}
+	diags = append(diags, validateAgents(st, c)...)
+	o, _ := loadSettings(st.Kind, c, nil) // parse errors are reported above
+	for _, fe := range load.FieldErrors(o.Validate()) {
+		switch fe.Field {
+		case "target":
+			// checkURL and "Missing target" above, which know that a
+			// URL built from a service is known only once it runs.
+		case "weight":
+			add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid weight", Detail: fmt.Sprintf("url %d: weight = %s: %s (0 takes the default, 1).", fe.Index, fe.Value, fe.Reason), Subject: st.DeclRange.Ptr()})
+		default:
+			add(AttrErr(body, fe.Field, "Invalid "+fe.Field, fmt.Sprintf("%s = %s: %s.", fe.Field, fe.Value, fe.Reason)))
+		}
+	}
+	return diags
+}
+
+// checkWarmUntil validates until/window/tolerance of a load or warm step:
+// until is "steady" or unset, and only on warm steps; window is a duration
+// shorter than the step's duration; tolerance a percentage.
+func checkWarmUntil(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	body := st.Body
+	if c.Until == "" {
+		for _, name := range []string{"window", "tolerance"} {
+			if (name == "window" && c.Window != "") || (name == "tolerance" && c.Tolerance != "") {
+				diags = append(diags, AttrErr(body, name, "Setting needs until", fmt.Sprintf("%s only applies with until = \"steady\" on a warm step.", name)))
+			}
+		}
+		return diags
+	}
+	if c.Until != "steady" {
+		return append(diags, AttrErr(body, "until", "Invalid until", fmt.Sprintf("until must be \"steady\" (warm until req/s and p50 are stable), not %q.", c.Until)))
+	}
+	if st.Kind != pipeline.KindWarm {
+		return append(diags, AttrErr(body, "until", "until on a load step", "until = \"steady\" is for warm steps: a load step measures for its whole duration."))
+	}
+	if c.Requests > 0 {
+		diags = append(diags, AttrErr(body, "requests", "Conflicting settings", "A warm step with until = \"steady\" is bounded by duration, not requests."))
+	}
+	if d := CheckDuration(body, "window", c.Window); d != nil {
+		diags = append(diags, d)
+	}
+	if c.Tolerance != "" {
+		if _, err := pipeline.ParsePercent(c.Tolerance); err != nil {
+			diags = append(diags, AttrErr(body, "tolerance", "Invalid tolerance", err.Error()+"."))
+		}
+	}
+	if c.Window != "" && c.Duration != "" {
+		w, err1 := pipeline.ParseDuration(c.Window)
+		d, err2 := pipeline.ParseDuration(c.Duration)
+		if err1 == nil && err2 == nil && w*3 > d {
+			diags = append(diags, AttrErr(body, "window", "Window too long", fmt.Sprintf("until = \"steady\" compares 3 windows: window = %q must fit 3 times in duration = %q (the maximum).", c.Window, c.Duration)))
+		}
+	}
+	return diags
+}
+
+// validateSearch checks a load step's search block with the rules
+// `benchflow load --find-max` applies (SearchOptions), at its location.
+func validateSearch(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	blk := SearchBlock(st.Body)
+	add := func(attr, summary, detail string) {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: st.DeclRange.Ptr()}
+		if blk != nil {
+			d.Subject = blk.DefRange().Ptr()
+			if a, ok := blk.Body.Attributes[attr]; ok {
+				d.Subject = a.Expr.Range().Ptr()
+			}
+		}
+		diags = append(diags, d)
+	}
+	if st.Kind != pipeline.KindLoad {
+		add("", "Search outside a load step", fmt.Sprintf("Step %s is a %s step: only load steps can search for capacity.", st.Addr(), st.Kind))
+		return diags
+	}
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{{"rate", c.Rate != 0}, {"requests", c.Requests != 0}, {"duration", c.Duration != ""}} {
+		if a.set {
+			diags = append(diags, AttrErr(st.Body, a.name, "Conflicting "+a.name, fmt.Sprintf("Step %s searches for capacity: the search sets each probe's rate and length itself (probe = …), so drop %s.", st.Addr(), a.name)))
+		}
+	}
+	if _, err := searchOptions(c.Search); err != nil {
+		var fe *searchFieldError
+		if errors.As(err, &fe) {
+			add(fe.attr, "Invalid search", fe.msg)
+		} else {
+			add("", "Invalid search", err.Error())
+		}
+	}
+	return diags
+}
+
+// searchFieldError names the search attribute an error is about.
+type searchFieldError struct{ attr, msg string }
+
+func (e *searchFieldError) Error() string { return e.attr + ": " + e.msg }
+
+// SearchOptions converts a search block into the capacity search's options
+// (the load template is added by the caller). Its errors name the
+// attribute.
+func SearchOptions(c *SearchConfig) (load.SearchOptions, error) { return searchOptions(c) }
+
+func searchOptions(c *SearchConfig) (load.SearchOptions, error) {
+	so := load.SearchOptions{Start: c.StartRate, Max: c.MaxRate, MaxProbes: c.MaxProbes}
+	var err error
+	if so.SLO, err = load.ParseSLO(c.SLO); err != nil {
+		return so, &searchFieldError{"slo", err.Error() + "."}
+	}
+	for _, d := range []struct {
+		name string
+		v    string
+		dst  *time.Duration
+	}{{"probe", c.Probe, &so.Probe}, {"pause", c.Pause, &so.Pause}} {
+		if d.v == "" {
+			continue
+		}
+		if *d.dst, err = pipeline.ParseDuration(d.v); err != nil {
+			return so, &searchFieldError{d.name, err.Error() + "."}
+		}
+		if *d.dst <= 0 {
+			return so, &searchFieldError{d.name, fmt.Sprintf("%s must be positive, not %q.", d.name, d.v)}
+		}
+	}
+	if c.Precision != "" {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(c.Precision), "%"), 64)
+		if err != nil || p <= 0 || p >= 100 {
+			return so, &searchFieldError{"precision", fmt.Sprintf("precision is a percentage between 0 and 100 (\"2%%\"), not %q.", c.Precision)}
+		}
+		so.Precision = p / 100
+	}
+	switch {
+	case c.StartRate < 0 || c.StartRate > 1e9:
+		return so, &searchFieldError{"start_rate", fmt.Sprintf("start_rate is a rate in requests per second up to 1e9, not %g.", c.StartRate)}
+	case c.MaxRate < 0 || c.MaxRate > 1e9:
+		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate is a rate in requests per second up to 1e9, not %g.", c.MaxRate)}
+	case c.StartRate > 0 && c.MaxRate > 0 && c.StartRate > c.MaxRate:
+		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate %g is below start_rate %g.", c.MaxRate, c.StartRate)}
+	case c.MaxProbes < 0 || c.MaxProbes == 1 || c.MaxProbes > 1000:
+		return so, &searchFieldError{"max_probes", fmt.Sprintf("max_probes is between 2 and 1000, not %d.", c.MaxProbes)}
+	case so.Probe != 0 && so.Probe < 2*time.Second:
+		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at least 2s (the first second of each probe settles), not %q.", c.Probe)}
+	case so.Probe > time.Hour:
+		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at most 1h, not %q.", c.Probe)}
+	}
+	return so, nil
+}
+
+// SearchBlock finds the search block of a step body.
+func SearchBlock(body hcl.Body) *hclsyntax.Block {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	for _, b := range sb.Blocks {
+		if b.Type == "search" {
+			return b
+		}
+	}
+	return nil
+}

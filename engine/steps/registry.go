@@ -1,0 +1,108 @@
+package steps
+
+import (
+	"context"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// Kind declares one step kind: everything the front ends, engine/plan and
+// engine/run need to know about it. Each kind lives in its own file of
+// this package and is listed once in kinds below.
+type Kind struct {
+	// Name is the first label of `step "<name>" "…"` and the Starlark
+	// builtin step.<name>.
+	Name string
+	// Phase orders kinds in the DAG when no reference does: 0 provision,
+	// 1 tune, 2 check/exec, 3 warm, 4 load (collect runs during a load).
+	Phase int
+	// NewConfig returns a pointer to the zero schema struct of a step's
+	// body: gohcl tags for attributes and nested blocks alike (a load
+	// step's url and search blocks). engine/hclconf and engine/starconf
+	// check bodies against it when parsing; engine/plan decodes each
+	// trial's body into it.
+	NewConfig func() any
+	// Blocks spells the nested blocks of the schema for Starlark, which
+	// writes them as keyword arguments (urls = [{…}], search = {…}).
+	Blocks []Block
+	// Validate checks a decoded body (NewConfig's type) for one trial;
+	// every diagnostic has a source range (see AttrErr).
+	Validate func(st *pipeline.Step, cfg any) hcl.Diagnostics
+	// Refs reports what a decoded body names outside the step (services,
+	// files), which plan checks exist; nil when it names nothing.
+	Refs func(cfg any) Refs
+	// Run runs the step in a trial; nil for kinds that do not run on
+	// their own (collect runs during the load it names).
+	Run func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error
+}
+
+// Block is how a nested block of a step's schema is written in Starlark.
+type Block struct {
+	Keyword string // the keyword argument: "urls"
+	Type    string // the HCL block type: "url"
+	Labeled bool   // a dict of label → attributes (file, port)
+	Many    bool   // a list of attribute dicts (url)
+}
+
+// Refs are the names a step's body uses outside the step.
+type Refs struct {
+	Services []string  // service names
+	Files    []FileRef // files read from the pipeline's folder
+}
+
+// FileRef is a file an attribute names.
+type FileRef struct{ Attr, Path string }
+
+// Trial is what a running trial offers its steps (engine/run implements
+// it).
+type Trial interface {
+	// Provision deploys the named services now (a provision step).
+	Provision(ctx context.Context, services []string) error
+	// Tune applies host and process settings, undone when the trial ends.
+	Tune(ctx context.Context, c *pipeline.TuneConfig) error
+	// Check sends one request and matches its response.
+	Check(ctx context.Context, c *pipeline.CheckConfig) error
+	// Exec runs a command on the host.
+	Exec(ctx context.Context, name string, c *pipeline.ExecConfig) error
+	// Load drives a load or warm step (with the collect steps that run
+	// during it) and records its results.
+	Load(ctx context.Context, st *pipeline.Step, c *LoadConfig) error
+}
+
+// kinds lists every step kind, in the order messages name them. A new
+// kind is one file declaring a *Kind and one entry here.
+var kinds = []*Kind{provisionKind, tuneKind, warmKind, loadKind, collectKind, checkKind, execKind}
+
+var byName = func() map[string]*Kind {
+	m := map[string]*Kind{}
+	for _, k := range kinds {
+		if m[k.Name] != nil {
+			panic("steps: step kind " + k.Name + " declared twice")
+		}
+		m[k.Name] = k
+	}
+	return m
+}()
+
+// Lookup returns the kind named name, or nil.
+func Lookup(name string) *Kind { return byName[name] }
+
+// Names lists every step kind's name, in declaration order.
+func Names() []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// NewConfig returns a pointer to the zero schema struct of a step kind, or
+// nil for an unknown kind.
+func NewConfig(kind string) any {
+	if k := Lookup(kind); k != nil {
+		return k.NewConfig()
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package steps
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// TestKinds pins the registry: every kind the model names is declared once,
+// in the order messages list them, with a schema, a validation and a phase
+// ordering provision → tune → check/exec → warm → load.
+func TestKinds(t *testing.T) {
+	want := []string{pipeline.KindProvision, pipeline.KindTune, pipeline.KindWarm, pipeline.KindLoad, pipeline.KindCollect, pipeline.KindCheck, pipeline.KindExec}
+	if got := Names(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	phases := map[string]int{"provision": 0, "tune": 1, "check": 2, "exec": 2, "warm": 3, "load": 4, "collect": 4}
+	for _, name := range Names() {
+		k := Lookup(name)
+		if k == nil || k.Name != name || k.NewConfig == nil || k.Validate == nil {
+			t.Fatalf("kind %q is incomplete: %+v", name, k)
+		}
+		if k.Phase != phases[name] {
+			t.Errorf("kind %q: phase %d, want %d", name, k.Phase, phases[name])
+		}
+		if (k.Run == nil) != (name == pipeline.KindCollect) {
+			t.Errorf("kind %q: Run set = %v (only collect runs during another step)", name, k.Run != nil)
+		}
+		if c := NewConfig(name); reflect.TypeOf(c).Kind() != reflect.Pointer {
+			t.Errorf("kind %q: NewConfig returns %T, want a pointer to a struct", name, c)
+		}
+	}
+	if Lookup("nosuch") != nil || NewConfig("nosuch") != nil {
+		t.Error("an unknown kind was found")
+	}
+}
+
+// TestBlocksMatchSchema checks that every Starlark block spelling names a
+// nested block of its kind's schema, so a kind owns its nested blocks in
+// one place (the struct tag) and Starlark cannot drift from HCL.
+func TestBlocksMatchSchema(t *testing.T) {
+	for _, name := range Names() {
+		k := Lookup(name)
+		typ := reflect.TypeOf(k.NewConfig()).Elem()
+		blocks := map[string]bool{}
+		for i := 0; i < typ.NumField(); i++ {
+			if tag := typ.Field(i).Tag.Get("hcl"); strings.HasSuffix(tag, ",block") {
+				blocks[strings.TrimSuffix(tag, ",block")] = true
+			}
+		}
+		for _, b := range k.Blocks {
+			if !blocks[b.Type] {
+				t.Errorf("kind %q: Starlark block %q names block type %q, not in %s", name, b.Keyword, b.Type, typ)
+			}
+			delete(blocks, b.Type)
+		}
+		for b := range blocks {
+			t.Errorf("kind %q: nested block %q has no Starlark spelling in Blocks", name, b)
+		}
+	}
+}
