@@ -104,7 +104,7 @@ func TestHelperAgentsAndHang(t *testing.T) {
 	}
 	l, _ := New("host", Config{})
 	g, err := l.LaunchAgents(context.Background(), &providers.AgentRequest{RunID: "20261201T120000Z-crash", TrialID: "c01-r1", Step: "wrk",
-		Count: 2, Binary: os.Getenv("BENCHFLOW_LOCAL_AGENTS_HELPER"), LogDir: t.TempDir()})
+		Count: 2, Binary: os.Getenv("BENCHFLOW_LOCAL_AGENTS_HELPER"), LogDir: os.Getenv("BENCHFLOW_LOCAL_AGENTS_LOGDIR")})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -117,7 +117,9 @@ func TestHelperAgentsAndHang(t *testing.T) {
 // agents with it.
 func TestCrashKillsAgents(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAgentsAndHang$")
-	cmd.Env = append(os.Environ(), "BENCHFLOW_LOCAL_AGENTS_HELPER="+fakeAgent(t))
+	// The helper is killed: the folders it uses are this test's, so they
+	// are removed.
+	cmd.Env = append(os.Environ(), "BENCHFLOW_LOCAL_AGENTS_HELPER="+fakeAgent(t), "BENCHFLOW_LOCAL_AGENTS_LOGDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
