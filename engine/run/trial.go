@@ -78,7 +78,7 @@ type trialRun struct {
 	logDir   string
 	mu       sync.Mutex
 	services map[string]*liveService
-	undo     []undoItem // LIFO, excluding services
+	undo     []undoItem // one LIFO stack: services and tune changes alike
 	svcOrder []string
 	died     error // a service stopped while steps ran
 	// agents are the running agent groups whose processes are on this
@@ -86,14 +86,18 @@ type trialRun struct {
 	agents []providers.ProcessReporter
 }
 
+// undoItem is one entry of the trial's undo stack: a change to revert
+// (fn), or a provisioned service (svc), torn down or kept for the next
+// trial.
 type undoItem struct {
 	what string
 	fn   func(ctx context.Context) error
+	svc  *liveService
 }
 
 func (tr *trialRun) pushUndo(what string, fn func(ctx context.Context) error) {
 	tr.mu.Lock()
-	tr.undo = append(tr.undo, undoItem{what, fn})
+	tr.undo = append(tr.undo, undoItem{what: what, fn: fn})
 	tr.mu.Unlock()
 }
 
@@ -146,8 +150,8 @@ func (r *Runner) runTrial(ctx context.Context, t *plan.Trial, next *plan.Trial) 
 			rec.Status = results.StatusInterrupted
 		}
 	}
-	// Teardown: undo actions in reverse, then services in reverse, with
-	// a fresh context — also after Ctrl-C.
+	// Teardown: everything the trial did, services included, in reverse,
+	// each with a fresh context — also after Ctrl-C.
 	tr.teardown(next)
 	rec.FinishedAt = time.Now().UTC()
 	return rec, time.Since(start)
@@ -164,29 +168,38 @@ func (tr *trialRun) executeSafe(ctx context.Context) (err error) {
 	return tr.execute(ctx)
 }
 
+// pushService puts a provisioned (or kept) service on the undo stack, so
+// that it is torn down in reverse order with everything else the trial did
+// (a tune step before it is undone after it stops).
+func (tr *trialRun) pushService(l *liveService) {
+	tr.mu.Lock()
+	tr.undo = append(tr.undo, undoItem{what: "service " + l.name, svc: l})
+	tr.mu.Unlock()
+}
+
 func (tr *trialRun) teardown(next *plan.Trial) {
-	for i := len(tr.undo) - 1; i >= 0; i-- {
-		u := tr.undo[i]
+	tr.mu.Lock()
+	undo := tr.undo
+	tr.undo = nil
+	tr.mu.Unlock()
+	for i := len(undo) - 1; i >= 0; i-- {
+		u := undo[i]
+		if l := u.svc; l != nil {
+			if next != nil && tr.rec.Status == results.StatusOK && reusedIn(next, l.name, l.fingerprint) {
+				tr.r.mu.Lock()
+				tr.r.kept[l.name] = l
+				tr.r.mu.Unlock()
+				tr.r.rep.Logf("trial %s: keeping service %s running for trial %s", tr.trial.ID, l.name, next.ID)
+				continue
+			}
+			tr.r.teardownService(l)
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
 		if err := u.fn(ctx); err != nil {
 			tr.r.rep.Warnf("trial %s: undoing %s: %v", tr.trial.ID, u.what, err)
 		}
 		cancel()
-	}
-	for i := len(tr.svcOrder) - 1; i >= 0; i-- {
-		name := tr.svcOrder[i]
-		l := tr.services[name]
-		if l == nil {
-			continue
-		}
-		if next != nil && tr.rec.Status == results.StatusOK && reusedIn(next, name, l.fingerprint) {
-			tr.r.mu.Lock()
-			tr.r.kept[name] = l
-			tr.r.mu.Unlock()
-			tr.r.rep.Logf("trial %s: keeping service %s running for trial %s", tr.trial.ID, name, next.ID)
-			continue
-		}
-		tr.r.teardownService(l)
 	}
 }
 
@@ -262,6 +275,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 		if reusedIn(tr.trial, s.Name, kept.fingerprint) {
 			tr.services[s.Name] = kept
 			tr.svcOrder = append(tr.svcOrder, s.Name)
+			tr.pushService(kept)
 			tr.te.SetEndpoint(s.Name, kept.dep.Endpoint())
 			tr.recordService(kept, true)
 			tr.r.rep.Logf("trial %s: service %s kept from the previous trial", tr.trial.ID, s.Name)
@@ -285,6 +299,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	live := &liveService{name: s.Name, dir: hostDir, fingerprint: fingerprintOf(tr.trial, s.Name), provider: name, typ: typ.Name}
 	tr.services[s.Name] = live
 	tr.svcOrder = append(tr.svcOrder, s.Name)
+	tr.pushService(live)
 	spec, scfg, err := PrepareService(tr.te, s, prov, hostDir, true)
 	if err != nil {
 		return err
