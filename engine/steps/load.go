@@ -65,6 +65,7 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	Engine      string            `hcl:"engine,optional"`    // --engine: auto (default), uring, epoll, goroutines
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -212,6 +213,7 @@ func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []erro
 	o.Timeout = duration("timeout", c.Timeout)
 	o.Interval = duration("interval", c.Interval)
 	o.BusyPoll = duration("busy_poll", c.BusyPoll)
+	o.Engine = c.Engine
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true
 	}
