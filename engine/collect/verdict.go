@@ -86,6 +86,10 @@ func (v Verdict) String() string {
 //     biggest of service, infrastructure and loader names the verdict;
 //  4. a service thread at CorePct of a core: server-bound; an
 //     infrastructure process with one thread at CorePct: infrastructure-bound;
+//     infrastructure using more CPU than the service and the loader
+//     together while less than NotCPUIdlePct of the machine was idle:
+//     infrastructure-bound (the proxies, shims and filesystems a variant
+//     adds took most of a nearly busy machine);
 //  5. closed loop with NotCPUIdlePct of the machine idle: not CPU-bound,
 //     naming the busiest infrastructure or other process (the top waiter);
 //     an open loop that met its rate: not CPU-bound;
@@ -182,6 +186,11 @@ func Judge(e Evidence) Verdict {
 		if p.Threads == 1 && p.CPUPct >= CorePct {
 			return Verdict{VerdictInfra, fmt.Sprintf("%s pid %d at %s of a core, 1 thread", p.Process, p.PID, fmtPct(p.CPUPct))}
 		}
+	}
+
+	if idle < NotCPUIdlePct && b.InfraPct > b.ServicePct+b.LoaderPct {
+		split := fmt.Sprintf("service %s, infra %s, loader %s of %s; idle %.0f%%", fmtPct(b.ServicePct), fmtPct(b.InfraPct), fmtPct(b.LoaderPct), fmtPct(b.TotalPct), idle)
+		return Verdict{VerdictInfra, withTop(top(RoleInfra, 2), "infra above service and loader together: "+split)}
 	}
 
 	// 5. idle
