@@ -147,6 +147,12 @@ type Probe struct {
 	// lowest passing rate (so the server was not saturated: too few
 	// connections), or it used nearly all of its threads' CPU.
 	GeneratorLimited bool
+	// Stalled marks a failure of latency bounds only, each of which the
+	// uncorrected latency (from the actual send) met: the server answered
+	// in time, the sends were late — a stall of the generator (its
+	// process descheduled, a pause) or too few free connections. The
+	// search probes the rate again once before it believes it.
+	Stalled bool
 }
 
 // Capacity is what FindMax found.
@@ -196,13 +202,20 @@ func (c *Capacity) At() *Probe {
 	return nil
 }
 
+// failReason quotes the probe that bounded the search: the last failure
+// at Upper (a rate probed again after a stall failed twice), or the
+// generator-limited one.
 func (c *Capacity) failReason() string {
+	reason := ""
 	for _, p := range c.Probes {
 		if !p.Pass && (p.Rate == c.Upper || p.GeneratorLimited) {
-			return p.Reason
+			reason = p.Reason
+			if p.GeneratorLimited {
+				break
+			}
 		}
 	}
-	return ""
+	return reason
 }
 
 func (o *SearchOptions) defaults() error {
@@ -276,10 +289,29 @@ func search(ctx context.Context, o SearchOptions, run func(context.Context, floa
 	c := &Capacity{SLO: o.SLO}
 	var base *Probe // the lowest passing probe: the server's unloaded response time
 	serverFailed := false
-	probe := func(rate float64) (Probe, error) {
+	var probe func(rate float64) (Probe, error)
+	retried := map[float64]bool{}
+	probe = func(rate float64) (Probe, error) {
 		p, err := run(ctx, rate)
 		if err != nil {
 			return p, err
+		}
+		if p.Stalled && !p.GeneratorLimited {
+			if !retried[rate] && len(c.Probes)+1 < o.MaxProbes {
+				// A stall is usually transient: record the probe and
+				// run the same rate again.
+				retried[rate] = true
+				p.Reason += "; the server answered within the SLO (uncorrected latency), the sends were late: probing the rate again"
+				c.Probes = append(c.Probes, p)
+				if o.OnProbe != nil {
+					o.OnProbe(p)
+				}
+				return probe(rate)
+			}
+			if retried[rate] {
+				p.GeneratorLimited = true
+				p.Reason += "; the sends were late twice at this rate while the server answered within the SLO"
+			}
 		}
 		if !serverFailed {
 			// Once the server has failed a probe on its own, a later
@@ -438,6 +470,7 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		p.UncorrectedP99 = float64(unc.ValueAtQuantile(99))
 	}
 	var fails []string
+	stalled := 0 // latency failures the uncorrected latency meets
 	for _, b := range slo.Latency {
 		if lat == nil || lat.TotalCount() == 0 {
 			fails = append(fails, "no response")
@@ -446,8 +479,12 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		v := time.Duration(lat.ValueAtQuantile(b.Percentile)) * time.Microsecond
 		if v > b.Max {
 			fails = append(fails, fmt.Sprintf("p%s %s > %s", strconv.FormatFloat(b.Percentile, 'f', -1, 64), roundDur(v), b.Max))
+			if unc != nil && unc != lat && unc.TotalCount() > 0 && time.Duration(unc.ValueAtQuantile(b.Percentile))*time.Microsecond <= b.Max {
+				stalled++
+			}
 		}
 	}
+	latencyFails := len(fails)
 	if slo.MaxErrorRatio >= 0 {
 		total := p.Requests
 		if total == 0 {
@@ -469,6 +506,7 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		fails = append(fails, fmt.Sprintf("achieved %.0f req/s, below 97%% of %.0f", p.Achieved, rate))
 	}
 	p.Pass = len(fails) == 0
+	p.Stalled = !p.Pass && stalled > 0 && stalled == latencyFails && latencyFails == len(fails)
 	p.Reason = strings.Join(fails, ", ")
 	return p
 }

@@ -98,6 +98,14 @@ func TestJudge(t *testing.T) {
 	if queued.GeneratorLimited {
 		t.Errorf("late sends, slow server: %+v; want the server blamed", queued)
 	}
+	// The server answered in time (uncorrected p99 2 ms) but the corrected
+	// p99 failed: the sends were late, a stall to probe again.
+	if stall := judge(slo, 100, judgedResult(2000, slow, 2000, 0), time.Second); stall.Pass || !stall.Stalled {
+		t.Errorf("late sends, server in time: %+v; want a stalled failure", stall)
+	}
+	if p := judge(slo, 100, judgedResult(2000, slow, 30_000, 0), time.Second); p.Stalled {
+		t.Errorf("server itself slow: %+v; want no stall", p)
+	}
 	// Short of the rate with a good latency is a failure too.
 	p = judge(slo, 1000, judgedResult(2000, fast, 2000, 0), time.Second)
 	if p.Pass || !strings.Contains(p.Reason, "below 97% of 1000") {
@@ -182,6 +190,50 @@ func TestSearchModel(t *testing.T) {
 	got, _ = search(context.Background(), oo, queueModel(5000, 1e9, time.Millisecond, 4))
 	if got.Limit != "max" || got.Rate != 1000 {
 		t.Errorf("fast server: %s; want limit max at 1000", got.Verdict())
+	}
+}
+
+// TestSearchRetriesStall: a probe that failed only because its sends were
+// late (the server answered within the SLO) is run again; a transient stall
+// then costs one probe, and a stall at every try is the generator's limit,
+// never the server's.
+func TestSearchRetriesStall(t *testing.T) {
+	slo, _ := ParseSLO("p99<10ms")
+	o := SearchOptions{SLO: slo}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	model := queueModel(2000, 1e9, time.Millisecond, 4)
+	stallAt := func(from float64, times int) func(context.Context, float64) (Probe, error) {
+		left := times
+		return func(ctx context.Context, rate float64) (Probe, error) {
+			p, err := model(ctx, rate)
+			if rate >= from && left != 0 && p.Pass {
+				left--
+				p.Pass, p.Stalled, p.P99, p.Reason = false, true, 25_000, "p99 25ms > 10ms"
+			}
+			return p, err
+		}
+	}
+	got, err := search(context.Background(), o, stallAt(800, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Limit != "server" || got.Rate < 1900 || got.Rate > 2000 {
+		t.Errorf("one stall at 800: %s; want the server's 2,000 found", got.Verdict())
+	}
+	again := 0
+	for _, p := range got.Probes {
+		if strings.Contains(p.Reason, "probing the rate again") {
+			again++
+		}
+	}
+	if again != 1 {
+		t.Errorf("%d probes say they are probed again, want 1: %+v", again, got.Probes)
+	}
+	got, _ = search(context.Background(), o, stallAt(800, -1))
+	if got.Limit != "generator" || got.Rate != 400 || !strings.Contains(got.failReason(), "late twice") {
+		t.Errorf("stalls at every try from 800: %s (%s); want the generator's limit above 400", got.Verdict(), got.failReason())
 	}
 }
 
