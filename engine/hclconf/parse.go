@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
+	"github.com/benchflow/benchflow/providers"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -491,20 +491,10 @@ func attrDiag(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
 	return d
 }
 
-func suggest(given string, options []string) string {
-	best, bestDist := "", 1<<30
-	for _, o := range options {
-		if d := levenshtein.Distance(given, o, nil); d < bestDist && d < 3 {
-			best, bestDist = o, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
-}
+// suggest is providers.Suggest: one spelling rule for every "Did you
+// mean" of the configuration.
+func suggest(given string, options []string) string { return providers.Suggest(given, options) }
 
-// Suggest returns ` Did you mean "x"?` for the closest option, or "".
 func Suggest(given string, options []string) string { return suggest(given, options) }
 
 func shortRange(r hcl.Range) string {
