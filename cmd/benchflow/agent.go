@@ -24,7 +24,7 @@ func init() {
 		Short: "Run a load agent: one share of a distributed load step",
 		Long: `agent runs one load generator of a load or warm step with an agents block
 (see docs/distributed.md). Pipelines start agents themselves, through a provider
-(local processes, Kubernetes pods, a Nomad batch job); you rarely run it by hand.
+(local processes, Kubernetes pods, a Nomad raw_exec job); you rarely run it by hand.
 
 The agent listens on --listen and speaks a small HTTP+JSON protocol with the
 benchflow that runs the pipeline (the controller): hello, clock probes (the

@@ -223,7 +223,7 @@ failed (with the reason) or a flag is wrong.`,
 	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
-	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
+	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
 	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")

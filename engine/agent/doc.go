@@ -21,6 +21,6 @@
 //
 // Sibling packages own the rest: engine/load is the load generator each
 // agent runs; providers (AgentLauncher) start the agent processes on this
-// machine, as Kubernetes pods or as a Nomad batch job; engine/run wires a
+// machine, as Kubernetes pods or as a Nomad raw_exec job; engine/run wires a
 // step's agents block to Run; engine/results writes agents.parquet.
 package agent

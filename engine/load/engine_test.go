@@ -33,9 +33,9 @@ func runWithEngine(t *testing.T, o Options) (*Result, string) {
 }
 
 // TestEngineChoice: plain TCP and unix sockets run on the event loops
-// (on Linux: io_uring where it runs, else epoll), TLS on goroutines, and
-// the environment can force an engine; Result.Engine names the one that
-// ran.
+// (on Linux: io_uring for --close loads where it runs, else epoll), TLS on
+// goroutines, and the environment can force an engine; Result.Engine names
+// the one that ran.
 func TestEngineChoice(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the event-loop engines are Linux only")
