@@ -266,12 +266,16 @@ func TestBusyPoll(t *testing.T) {
 // sleeps between them) are parsed and counted like whole ones, on both
 // engines.
 func TestDribbledResponses(t *testing.T) {
-	big := strings.Repeat("x", 40_000) // larger than the 32 KiB read buffer
+	big := strings.Repeat("x", 40_000)   // larger than the 32 KiB read buffer
+	huge := strings.Repeat("y", 300_000) // read past the buffer (bodyBypass), in two sink reads
+	chunk := strings.Repeat("z", 100_000)
 	cases := []struct{ name, resp string }{
 		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"},
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n"},
 		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"},
 		{"big-chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strconv.FormatInt(int64(len(big)), 16) + "\r\n" + big + "\r\n0\r\n\r\n"},
+		{"huge-length", "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(huge)) + "\r\n\r\n" + huge},
+		{"huge-chunks", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat(strconv.FormatInt(int64(len(chunk)), 16)+"\r\n"+chunk+"\r\n", 2) + "0\r\n\r\n"},
 	}
 	for _, engine := range testEngines(t) {
 		for _, tc := range cases {
@@ -301,6 +305,38 @@ func TestDribbledResponses(t *testing.T) {
 				}
 				if n := s.accepted.Load(); n != 2 {
 					t.Errorf("server accepted %d connections, want 2", n)
+				}
+			})
+		}
+	}
+}
+
+// TestLargeResponses: bodies much larger than the read buffer, written
+// whole, are read past the buffer in large reads and counted exactly,
+// with the next response on the connection parsed from its first byte.
+func TestLargeResponses(t *testing.T) {
+	body := strings.Repeat("b", 1<<20+17)
+	chunk := strings.Repeat("c", 200_000)
+	cases := []struct{ name, resp string }{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat(strconv.FormatInt(int64(len(chunk)), 16)+"\r\n"+chunk+"\r\n", 3) + "0\r\n\r\n"},
+	}
+	for _, engine := range testEngines(t) {
+		for _, tc := range cases {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				t.Setenv(pollEngineEnv, engine)
+				s := newRawServer(t, func(c net.Conn) {
+					readRequests(c, func(w io.Writer, _, _ string) bool {
+						_, err := io.WriteString(w, tc.resp)
+						return err == nil
+					})
+				})
+				res := run(t, Options{Targets: []Target{{URL: s.URL("/")}}, Connections: 2, Requests: 20})
+				if res.Requests != 20 || res.Errors != 0 || res.Status[200] != 20 {
+					t.Fatalf("requests %d errors %d status %v (%s)", res.Requests, res.Errors, res.Status, res.ErrorSummary())
+				}
+				if want := int64(20 * len(tc.resp)); res.Bytes != want {
+					t.Errorf("bytes = %d, want %d", res.Bytes, want)
 				}
 			})
 		}

@@ -11,7 +11,9 @@
 #   ENGINES (default "auto"; e.g. "uring epoll": BENCHFLOW_LOAD_ENGINE for
 #   each benchflow run), PORT (default: a free one), NGINX (default
 #   /usr/sbin/nginx), WRK (default wrk), BFFLAGS (extra flags for
-#   benchflow load, e.g. "--busy-poll 20us").
+#   benchflow load, e.g. "--busy-poll 20us"), FLOOR (a binary built from
+#   ./engine/load/bench/floor: measured in the same pairs as a "floor" row
+#   of the keep-alive cases — the CPU per request under any epoll client).
 set -euo pipefail
 
 BF=${1:?usage: compare-wrk.sh path/to/benchflow}
@@ -25,6 +27,8 @@ read -r -a ENGINES <<<"${ENGINES:-auto}"
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
 read -r -a BFFLAGS <<<"${BFFLAGS:-}"
+FLOOR=${FLOOR:-}
+[ -z "$FLOOR" ] || [ -x "$FLOOR" ] || { echo "compare-wrk: FLOOR=$FLOOR is not executable (go build -o floor ./engine/load/bench/floor)" >&2; exit 1; }
 
 command -v "$WRK" >/dev/null || { echo "compare-wrk: wrk not found (apt-get install wrk)" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "compare-wrk: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
@@ -108,6 +112,8 @@ for c in $CASES; do
 	w_all=()
 	wc_all=()
 	declare -A b_all=() bc_all=() ratios=() effs=()
+	rows=("${ENGINES[@]}")
+	if [ -n "$FLOOR" ] && [ "$c" = "$file" ]; then rows+=(floor); fi
 	for i in $(seq "$PAIRS"); do
 		read -r w wc < <(measure "$WRK" -t"$THREADS" -c"$CONNS" -d"$DURATION" "${extra[@]}" "$url")
 		w_all+=("$w")
@@ -119,8 +125,15 @@ for c in $CASES; do
 			ratios[$e]+="$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
 			effs[$e]+="$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
 		done
+		if [ "${rows[-1]}" = floor ]; then
+			read -r b bc < <(measure "$FLOOR" -c "$CONNS" -d "$DURATION" "$url")
+			b_all[floor]+="$b "
+			bc_all[floor]+="$bc "
+			ratios[floor]+="$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+			effs[floor]+="$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+		fi
 	done
-	for e in "${ENGINES[@]}"; do
+	for e in "${rows[@]}"; do
 		printf '%-10s %-10s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f   (pair ratios: %s)\n' "$c" "$e" \
 			"$(printf '%s\n' "${w_all[@]}" | median)" "$(tr ' ' '\n' <<<"${b_all[$e]}" | grep . | median)" \
 			"$(tr ' ' '\n' <<<"${ratios[$e]}" | grep . | median)" \
