@@ -155,6 +155,14 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	// One agent failing ends the load: the others are stopped at once.
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
+	if opts.Progress != nil {
+		watched := make(chan struct{})
+		defer func() { <-watched }()
+		go func() {
+			defer close(watched)
+			c.watch(rctx, out.Members, out.Start, opts.Progress)
+		}()
+	}
 	err = c.each(out.Members, func(m *Member) error {
 		err := c.result(rctx, m, out.Start, wait)
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -164,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		return err
 	})
+	rcancel() // ends the progress watch
 	if err != nil {
 		return out, err
 	}
@@ -178,6 +187,53 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	out.Merged.Tag = opts.Tag
 	out.Merged.MaxRequests, out.Merged.TimeLimit = opts.Requests, opts.Duration
 	return out, nil
+}
+
+// watch reports the agents' summed totals about once a second until ctx
+// ends: requests and errors so far, and the sum of their last intervals'
+// rates. An agent that does not answer in time counts with its last
+// answer; progress is for the console, never for the results.
+func (c *controller) watch(ctx context.Context, ms []*Member, start time.Time, report func(load.Progress)) {
+	last := make([]Progress, len(ms))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var wg sync.WaitGroup
+		for i, m := range ms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+				defer cancel()
+				var p Progress
+				if c.do(pctx, http.MethodGet, m.URL+pathProgress, nil, &p) == nil {
+					last[i] = p
+				}
+			}()
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return
+		}
+		var sum load.Progress
+		started := false
+		for _, p := range last {
+			started = started || p.Started
+			sum.Requests += p.Requests
+			sum.Errors += p.Errors
+			sum.RPS += p.RPS
+		}
+		if !started {
+			continue // before the start instant
+		}
+		sum.Elapsed = max(time.Since(start), 0)
+		report(sum)
+	}
 }
 
 type controller struct {

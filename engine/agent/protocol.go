@@ -20,7 +20,19 @@ const (
 	pathStart  = "/v1/start"  // POST StartRequest: StartReply
 	pathResult = "/v1/result" // GET: Result, once the load has ended
 	pathStop   = "/v1/stop"   // POST: cancel the load and exit
+	// pathProgress answers the running load's totals so far (zero before
+	// its start); an agent without it (404) simply shows no progress.
+	pathProgress = "/v1/progress" // GET: Progress
 )
+
+// Progress is a running load's totals, about once a second.
+type Progress struct {
+	Started   bool    `json:"started"`
+	ElapsedNS int64   `json:"elapsed_ns"`
+	Requests  int64   `json:"requests"`
+	Errors    int64   `json:"errors"`
+	RPS       float64 `json:"rps"` // over the agent's last interval
+}
 
 // Hello is an agent's answer to a controller's first request.
 type Hello struct {

@@ -184,3 +184,33 @@ func TestAgentExitsWithoutController(t *testing.T) {
 		t.Fatal("the agent did not exit within 30s of a 200ms idle timeout")
 	}
 }
+
+// TestRunReportsProgress: a distributed load shows the agents' summed
+// totals while it runs, never more than the merged result.
+func TestRunReportsProgress(t *testing.T) {
+	urls := startAgents(t, 0, 0)
+	var mu sync.Mutex
+	var seen []load.Progress
+	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: target(t)}}, Connections: 2, Threads: 1, Duration: 3 * time.Second, Rate: 400,
+		Progress: func(p load.Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("no progress during a 3 s load on two agents")
+	}
+	for i, p := range seen {
+		if p.Requests > out.Merged.Requests {
+			t.Errorf("progress %d: %d requests, more than the merged %d", i, p.Requests, out.Merged.Requests)
+		}
+		if i > 0 && p.Requests < seen[i-1].Requests {
+			t.Errorf("progress went back: %d then %d requests", seen[i-1].Requests, p.Requests)
+		}
+	}
+	if last := seen[len(seen)-1]; last.Requests == 0 || last.Elapsed <= 0 {
+		t.Errorf("last progress %+v: want requests and elapsed time", last)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,6 +88,7 @@ type server struct {
 	base     context.Context // ends when Serve returns
 	stopping chan struct{}
 	stopOnce sync.Once
+	progress atomic.Pointer[Progress] // the running load's last totals
 }
 
 func (s *server) now() time.Time { return time.Now().Add(s.opts.ClockShift) }
@@ -113,6 +115,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	mux.HandleFunc("POST "+pathStart, s.track(s.start))
 	mux.HandleFunc("GET "+pathResult, s.track(s.resultHandler))
 	mux.HandleFunc("POST "+pathStop, s.track(s.stop))
+	mux.HandleFunc("GET "+pathProgress, s.track(s.progressHandler))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	lctx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
@@ -186,6 +189,14 @@ func (s *server) hello(w http.ResponseWriter, _ *http.Request) {
 		Index: s.opts.Index, Cores: runtime.NumCPU(), ClockNS: s.now().UnixNano()})
 }
 
+func (s *server) progressHandler(w http.ResponseWriter, _ *http.Request) {
+	p := s.progress.Load()
+	if p == nil {
+		p = &Progress{}
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
 func (s *server) clock(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, Clock{ClockNS: s.now().UnixNano()})
 }
@@ -245,6 +256,10 @@ func (s *server) run(req StartRequest, opts load.Options) {
 	// by a scheduler tick.
 	for s.now().UnixNano() < req.StartNS {
 		runtime.Gosched()
+	}
+	s.progress.Store(&Progress{Started: true})
+	opts.Progress = func(p load.Progress) {
+		s.progress.Store(&Progress{Started: true, ElapsedNS: int64(p.Elapsed), Requests: p.Requests, Errors: p.Errors, RPS: p.RPS})
 	}
 	before := rusage()
 	res, err := load.Run(ctx, opts)
