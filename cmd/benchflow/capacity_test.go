@@ -146,3 +146,53 @@ func TestApplyCapacityPipeline(t *testing.T) {
 		t.Error("the HTML report has no latency–load chart with the capacity marked")
 	}
 }
+
+// TestApplyCapacityBelowLowestRate: a search in which no probe meets the
+// SLO (5 ms of service time against p99 < 1 ms) is a result, not a failed
+// trial: the row says limit "none" and the lowest rate that failed, and
+// the report shows the capacity as below it.
+func TestApplyCapacityBelowLowestRate(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command(bin, "apply", "../../pipelines/capacity.hcl", "--var", "probe=2s", "--var", "max_probes=3",
+		"--var", "slo=p99<1ms", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	latest := filepath.Join(out, "latest")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(fmt.Sprintf(`SELECT trial_id, status, capacity_rps, capacity_limit, capacity_first_failing_rps
+		FROM read_parquet('%s') WHERE step = 'capacity' ORDER BY trial_id`, filepath.Join(latest, "trials.parquet")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id, status, limit string
+		var capacity, fail float64
+		if err := rows.Scan(&id, &status, &capacity, &limit, &fail); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		// Probes at 100, 50 and 25 req/s, each failing.
+		if status != "ok" || capacity != 0 || limit != "none" || fail != 25 {
+			t.Errorf("%s: status %s, capacity %.0f, limit %q, first failing %.0f; want ok, 0, none, 25", id, status, capacity, limit, fail)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d capacity rows, want 2", n)
+	}
+	rep, err := exec.Command(bin, "report", latest).CombinedOutput()
+	if err != nil || !strings.Contains(string(rep), "< 25") || !strings.Contains(string(rep), "none") {
+		t.Errorf("report: want the capacity shown as \"< 25\" with limit none: %v\n%s", err, rep)
+	}
+	csv, err := exec.Command(bin, "report", "--format", "csv", latest).CombinedOutput()
+	if err != nil || !strings.Contains(string(csv), ",0,25,upper-bound,none,") {
+		t.Errorf("report --format csv: want capacity_rps empty, bounds 0 and 25, method upper-bound: %v\n%s", err, csv)
+	}
+}

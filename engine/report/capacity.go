@@ -22,7 +22,15 @@ type CellCapacity struct {
 	Limits map[string]int `json:"limits"`
 	// Samples are the repetitions' capacities, in trial order.
 	Samples []float64 `json:"capacity_rps_samples"`
+	// Below is set when no repetition's search found a passing rate: the
+	// capacity is below this rate (the lowest that failed); RPS is then
+	// the interval (0, Below) with method "upper-bound".
+	Below float64   `json:"capacity_below_rps,omitempty"`
+	fails []float64 // each repetition's lowest failing rate
 }
+
+// MethodUpperBound is a capacity known only to lie below a rate.
+const MethodUpperBound = "upper-bound"
 
 // addCapacity records a trial row's capacity search in c.
 func (c *Cell) addCapacity(t *results.TrialRow) {
@@ -34,13 +42,40 @@ func (c *Cell) addCapacity(t *results.TrialRow) {
 	}
 	c.Capacity.Limits[t.CapacityLimit]++
 	c.Capacity.Samples = append(c.Capacity.Samples, t.CapacityRPS)
+	c.Capacity.fails = append(c.Capacity.fails, t.CapacityFailRPS)
 }
 
-// finishCapacity computes the capacity interval.
+// finishCapacity computes the capacity interval: over the repetitions
+// that found one, or, when every search ended with no passing rate, the
+// upper bound the lowest failing probe gives.
 func (c *Cell) finishCapacity() {
-	if c.Capacity != nil {
-		c.Capacity.RPS = positiveCI(c.Capacity.Samples)
+	cc := c.Capacity
+	if cc == nil {
+		return
 	}
+	if cc.Limits["none"] == len(cc.Samples) {
+		below := math.Inf(1)
+		for _, f := range cc.fails {
+			if f > 0 {
+				below = math.Min(below, f)
+			}
+		}
+		if !math.IsInf(below, 1) {
+			cc.Below = below
+			cc.RPS = Interval{Value: math.NaN(), Low: 0, High: below, Method: MethodUpperBound, N: len(cc.Samples)}
+			return
+		}
+	}
+	// A repetition that found no rate (0) bounds nothing from below: the
+	// estimate is over those that found one, and the limit column says
+	// how many did not ("none 1, server 2").
+	var found []float64
+	for _, x := range cc.Samples {
+		if x > 0 {
+			found = append(found, x)
+		}
+	}
+	cc.RPS = positiveCI(found)
 }
 
 // hasCapacity reports whether some cell searched for capacity (the
@@ -59,6 +94,9 @@ func (s *Summary) hasCapacity() bool {
 func (c *Cell) capacityCells() []string {
 	if c.Capacity == nil {
 		return []string{"-", "-"}
+	}
+	if c.Capacity.Below > 0 {
+		return []string{"< " + fmtRate(c.Capacity.Below), c.Capacity.limitLabel()}
 	}
 	return []string{fmtRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, fmtRate), c.Capacity.limitLabel()}
 }

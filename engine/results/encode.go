@@ -380,7 +380,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			d.agents = append(d.agents, agentRows(runID, rec.TrialID, &s)...)
 		}
 		if c := s.Capacity; c != nil {
-			row.CapacityRPS, row.CapacityLimit, row.SLO = c.Rate, c.Limit, c.SLO.String()
+			row.CapacityRPS, row.CapacityLimit, row.SLO, row.CapacityFailRPS = c.Rate, c.Limit, c.SLO.String(), c.Upper
 			for i, p := range c.Probes {
 				d.probes = append(d.probes, ProbeRow{RunID: runID, TrialID: rec.TrialID, Step: s.Name, Probe: int64(i + 1),
 					Rate: p.Rate, AchievedRPS: p.Achieved, Requests: p.Requests, Errors: p.Errors,

@@ -92,6 +92,9 @@ type TrialRow struct {
 	CapacityRPS   float64
 	CapacityLimit string
 	SLO           string
+	// CapacityFailRPS is the lowest probed rate that failed the SLO (0
+	// when none did): with CapacityLimit "none" the capacity is below it.
+	CapacityFailRPS float64
 	// LoadEngine is the load generator's engine that ran the step
 	// (load.Result.Engine: "uring", "epoll" or "goroutines"); empty in
 	// runs written before the column existed.
@@ -409,6 +412,7 @@ var trialColumnsTail = []column[TrialRow]{
 	str("slo", func(r *TrialRow) *string { return &r.SLO }),
 	str("load_engine", func(r *TrialRow) *string { return &r.LoadEngine }),
 	i64("agents", func(r *TrialRow) *int64 { return &r.Agents }),
+	f64("capacity_first_failing_rps", func(r *TrialRow) *float64 { return &r.CapacityFailRPS }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search
