@@ -53,6 +53,11 @@ type Member struct {
 	Offset    time.Duration
 	RTT       time.Duration
 	SkewBound time.Duration
+	// Drift is how much Offset changed during the load, from the clocks
+	// probed again once the results are in (DriftBound bounds its error:
+	// both estimates' bounds); Redrifted says that second probe answered.
+	Drift, DriftBound time.Duration
+	Redrifted         bool
 	// Late is how much after the start instant the agent began, in its
 	// own clock; StartError is the agent's start time on the controller's
 	// clock minus the common start (within ±SkewBound of Late).
@@ -176,6 +181,17 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	// The clocks again: how far each drifted while the load ran (the
+	// start was corrected by the first offset only).
+	c.each(out.Members, func(m *Member) error {
+		if best, err := c.measureClock(ctx, m); err == nil {
+			m.Drift, m.DriftBound, m.Redrifted = best.Offset()-m.Offset, m.SkewBound+best.RTT()/2, true
+			cfg.Logf("agent %d: clock drifted %s (± %s) during the load", m.Index+1, m.Drift, m.DriftBound)
+		} else {
+			cfg.Logf("agent %d: clock not probed after the load: %v", m.Index+1, err)
+		}
+		return nil
+	})
 	parts := make([]Part, len(out.Members))
 	for i, m := range out.Members {
 		parts[i] = Part{Result: m.Result, Offset: m.StartError, intervals: m.intervals}
@@ -380,6 +396,17 @@ func BestSample(ss []Sample) (Sample, bool) {
 }
 
 func (c *controller) probe(ctx context.Context, m *Member) error {
+	best, err := c.measureClock(ctx, m)
+	if err != nil {
+		return err
+	}
+	m.Offset, m.RTT, m.SkewBound = best.Offset(), best.RTT(), best.RTT()/2
+	return nil
+}
+
+// measureClock probes m's clock cfg.Probes times and returns the sample
+// with the smallest round trip.
+func (c *controller) measureClock(ctx context.Context, m *Member) (Sample, error) {
 	var ss []Sample
 	for range c.cfg.Probes {
 		var ck Clock
@@ -388,13 +415,12 @@ func (c *controller) probe(ctx context.Context, m *Member) error {
 		err := c.do(rctx, http.MethodGet, m.URL+pathClock, nil, &ck)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("clock probe: %w", err)
+			return Sample{}, fmt.Errorf("clock probe: %w", err)
 		}
 		ss = append(ss, Sample{Sent: sent, Received: time.Now(), Agent: ck.ClockNS})
 	}
 	best, _ := BestSample(ss)
-	m.Offset, m.RTT, m.SkewBound = best.Offset(), best.RTT(), best.RTT()/2
-	return nil
+	return best, nil
 }
 
 func (c *controller) start(ctx context.Context, m *Member, opts load.Options, at time.Time) error {

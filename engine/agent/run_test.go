@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,6 +112,51 @@ func TestRunCorrectsClockSkew(t *testing.T) {
 		if m.Late < 0 {
 			t.Errorf("agent %d started %s before the instant", i, -m.Late)
 		}
+		// A constant shift does not drift.
+		if !m.Redrifted || m.Drift.Abs() > m.DriftBound {
+			t.Errorf("agent %d: re-probed %v, drift %s beyond its bound %s for a constant shift", i, m.Redrifted, m.Drift, m.DriftBound)
+		}
+	}
+}
+
+// TestRunMeasuresDrift: an agent whose clock jumps 250 ms ahead while
+// its load runs (a proxy adds it to clock answers once the result was
+// asked for) is reported with that drift, within its bound.
+func TestRunMeasuresDrift(t *testing.T) {
+	real := startAgents(t, 0)[0]
+	var jumped atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == pathResult {
+			jumped.Store(true)
+		}
+		if r.URL.Path == pathClock {
+			now := time.Now()
+			if jumped.Load() {
+				now = now.Add(250 * time.Millisecond)
+			}
+			writeJSON(w, http.StatusOK, Clock{ClockNS: now.UnixNano()})
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, real+r.URL.Path, r.Body)
+		req.Header = r.Header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
+	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
+		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Members[0]
+	if !m.Redrifted || (m.Drift-250*time.Millisecond).Abs() > m.DriftBound {
+		t.Errorf("re-probed %v, drift %s ± %s; want 250ms within the bound", m.Redrifted, m.Drift, m.DriftBound)
 	}
 }
 

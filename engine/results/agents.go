@@ -33,6 +33,9 @@ type AgentRecord struct {
 	// round trip; LateS how much after the common start instant it
 	// began, by its own clock.
 	OffsetS, SkewBoundS, RTTS, LateS float64
+	// DriftS is how much the offset changed during the load (probed again
+	// after it), DriftBoundS its error bound; both 0 when not re-probed.
+	DriftS, DriftBoundS float64
 	// Verdict is "loader-bound" when the agent limited its share (CPU
 	// saturated, or an open-loop rate it could not hold), else "".
 	Verdict         string
@@ -59,6 +62,8 @@ type AgentRow struct {
 	MaxBehindUS          float64
 	ClockOffsetS         float64
 	SkewBoundS           float64
+	ClockDriftS          float64
+	ClockDriftBoundS     float64
 	RTTS                 float64
 	LateS                float64
 	StartedAt            float64 // Unix seconds on the controller's clock
@@ -97,6 +102,8 @@ var agentColumns = []column[AgentRow]{
 	str("verdict", func(r *AgentRow) *string { return &r.Verdict }),
 	str("verdict_evidence", func(r *AgentRow) *string { return &r.Evidence }),
 	str("error", func(r *AgentRow) *string { return &r.Error }),
+	f64("clock_drift_s", func(r *AgentRow) *float64 { return &r.ClockDriftS }),
+	f64("clock_drift_bound_s", func(r *AgentRow) *float64 { return &r.ClockDriftBoundS }),
 }
 
 // agentRows converts a step's agents.
@@ -105,7 +112,7 @@ func agentRows(runID, trialID string, s *StepRecord) []AgentRow {
 	for _, a := range s.Agents {
 		r := AgentRow{RunID: runID, TrialID: trialID, Step: s.Name, Agent: int64(a.Index + 1), Host: a.Host, PID: int64(a.PID),
 			Connections: int64(a.Connections), Threads: int64(a.Threads), RequestsShare: a.Requests, RateShare: a.Rate,
-			CPUPct: a.CPUPct, Cores: int64(a.Cores), ClockOffsetS: a.OffsetS, SkewBoundS: a.SkewBoundS, RTTS: a.RTTS, LateS: a.LateS,
+			CPUPct: a.CPUPct, Cores: int64(a.Cores), ClockOffsetS: a.OffsetS, SkewBoundS: a.SkewBoundS, ClockDriftS: a.DriftS, ClockDriftBoundS: a.DriftBoundS, RTTS: a.RTTS, LateS: a.LateS,
 			Verdict: a.Verdict, Evidence: a.VerdictEvidence, Error: a.Error}
 		if res := a.Result; res != nil {
 			r.Requests, r.Errors, r.DurationS, r.RPS = res.Requests, res.Errors, res.Duration.Seconds(), res.RPS()

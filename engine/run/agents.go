@@ -135,6 +135,7 @@ func agentRecords(out *agent.Outcome) []results.AgentRecord {
 			Connections: m.Share.Connections, Threads: m.Share.Threads, Requests: m.Share.Requests, Rate: m.Share.Rate,
 			Result: m.Result, CPUPct: m.CPUPct(),
 			OffsetS: m.Offset.Seconds(), SkewBoundS: m.SkewBound.Seconds(), RTTS: m.RTT.Seconds(), LateS: m.Late.Seconds(),
+			DriftS: m.Drift.Seconds(), DriftBoundS: m.DriftBound.Seconds(),
 		}
 		if m.Err != nil {
 			r.Error = m.Err.Error()
