@@ -48,7 +48,8 @@ testacc-k8s: build ## The k8s acceptance tests against the local cluster (after 
 
 bench: build ## Benchmarks: Go benchmarks and the wrk comparison script
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
-	ENGINES="uring epoll" ./engine/load/bench/compare-wrk.sh $(BIN)
+	$(GO) build -o bin/floor ./engine/load/bench/floor
+	FLOOR=bin/floor ENGINES="uring epoll" ./engine/load/bench/compare-wrk.sh $(BIN)
 	ENGINES="uring epoll" BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
 
 FUZZTIME ?= 30s
