@@ -54,17 +54,13 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		if r == nil {
 			return nil, fmt.Errorf("merging: agent %d has no result", i+1)
 		}
-		m.Requests += r.Requests
-		m.Errors += r.Errors
-		m.Bytes += r.Bytes
+		m.AddCounts(r)
 		m.Duration = max(m.Duration, r.Duration+max(p.Offset, 0))
 		m.MaxRequests += r.MaxRequests
 		m.TimeLimit = max(m.TimeLimit, r.TimeLimit)
 		m.MaxBehind = max(m.MaxBehind, r.MaxBehind)
 		sumBehind += float64(r.MeanBehind) * float64(r.Requests)
 		sends += r.Requests
-		m.LateSends += r.LateSends
-		m.Reconnects += r.Reconnects
 		m.Connections += r.Connections
 		m.Threads += r.Threads
 		m.Close = m.Close || r.Close
@@ -80,17 +76,6 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 			m.Engine = r.Engine
 		case r.Engine != "" && r.Engine != m.Engine:
 			m.Engine = "mixed"
-		}
-		for s, n := range r.Status {
-			m.Status[s] += n
-		}
-		for k, n := range r.ErrorsBy {
-			m.ErrorsBy[k] += n
-		}
-		for k, v := range r.ErrorSample {
-			if _, ok := m.ErrorSample[k]; !ok {
-				m.ErrorSample[k] = v
-			}
 		}
 		lat = append(lat, sparseOf(r.Latency))
 		unc = append(unc, sparseOf(r.Uncorrected))

@@ -141,3 +141,36 @@ func (r *Result) RPS() float64 {
 // Achieved reports whether an open-loop load held its target rate (at least
 // 95% of it); closed loops always do.
 func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }
+
+// AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
+// late sends, the status and error-class counts, and the error samples r
+// lacks (r's own first sample of a class wins). Histograms, durations
+// and intervals are left to the caller, whose time semantics differ
+// (windows one after another, or agents side by side).
+func (r *Result) AddCounts(o *Result) {
+	r.Requests += o.Requests
+	r.Errors += o.Errors
+	r.Bytes += o.Bytes
+	r.Reconnects += o.Reconnects
+	r.LateSends += o.LateSends
+	if r.Status == nil {
+		r.Status = map[int]int64{}
+	}
+	for k, v := range o.Status {
+		r.Status[k] += v
+	}
+	if r.ErrorsBy == nil {
+		r.ErrorsBy = map[string]int64{}
+	}
+	for k, v := range o.ErrorsBy {
+		r.ErrorsBy[k] += v
+	}
+	for k, v := range o.ErrorSample {
+		if _, ok := r.ErrorSample[k]; !ok {
+			if r.ErrorSample == nil {
+				r.ErrorSample = map[string]string{}
+			}
+			r.ErrorSample[k] = v
+		}
+	}
+}

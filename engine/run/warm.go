@@ -155,17 +155,7 @@ func mergeResults(a, b *load.Result) *load.Result {
 	}
 	offset := a.Duration
 	a.Duration += b.Duration
-	a.Requests += b.Requests
-	a.Errors += b.Errors
-	a.Bytes += b.Bytes
-	a.Reconnects += b.Reconnects
-	a.LateSends += b.LateSends
-	for k, v := range b.Status {
-		a.Status[k] += v
-	}
-	for k, v := range b.ErrorsBy {
-		a.ErrorsBy[k] += v
-	}
+	a.AddCounts(b)
 	if a.Latency != nil && b.Latency != nil {
 		a.Latency.Merge(b.Latency)
 	}
@@ -184,9 +174,6 @@ func mergeResults(a, b *load.Result) *load.Result {
 	}
 	if b.MaxBehind > a.MaxBehind {
 		a.MaxBehind = b.MaxBehind
-	}
-	if a.ErrorSample == nil && b.ErrorSample != nil {
-		a.ErrorSample = b.ErrorSample
 	}
 	return a
 }
