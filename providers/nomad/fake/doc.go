@@ -7,11 +7,13 @@
 //
 // The fakes carry real traffic. NewNomad "runs" each allocation as an
 // in-process HTTP server on 127.0.0.1 and registers it in a Consul fake,
-// whose health checks are real HTTP requests to the allocation; NewAPISIX
-// serves a gateway that proxies matching routes round-robin to the nodes of
-// the route's upstream (explicit, or resolved from the Consul fake for
-// discovery_type "consul"). A load step through the gateway therefore
-// measures a real proxy hop on loopback.
+// whose health checks are real HTTP requests to the allocation — or, for
+// services with provider "nomad", in its own service discovery (GET
+// /v1/service/:name), running their checks itself as a Nomad client does
+// (services.go). NewAPISIX serves a gateway that proxies matching routes
+// round-robin to the nodes of the route's upstream (explicit, or resolved
+// from the Consul fake for discovery_type "consul"). A load step through
+// the gateway therefore measures a real proxy hop on loopback.
 //
 // They replay what real agents do, not only what the documentation says:
 // the Nomad fake is asynchronous like Nomad 1.6.5 (pending evaluations and
@@ -20,8 +22,9 @@
 // APISIX's schema (apisix/schema_def.lua) and can lag like its worker
 // caches (RouteCacheLag, DiscoveryLag).
 //
-// Entry points: NewConsul, NewNomad, NewAPISIX, and Stack, which starts the
-// three wired together. Every fake exposes its state (jobs, running
-// allocations, services, routes, upstreams) so tests can assert that nothing
-// was left registered.
+// Entry points: NewConsul, NewNomad, NewAPISIX, and NewStack, which starts
+// the three wired together (NewStackWithoutConsul: Nomad and APISIX only).
+// Every fake exposes its state (jobs, running allocations, Consul instances
+// and Nomad service registrations, routes, upstreams) so tests can assert
+// that nothing was left registered.
 package fake

@@ -264,7 +264,9 @@ func TestNomadRegisterRunDeregister(t *testing.T) {
 }
 
 func TestNomadUnplaceable(t *testing.T) {
-	n := fake.NewNomad(nil)
+	c := fake.NewConsul()
+	defer c.Close()
+	n := fake.NewNomad(c)
 	defer n.Close()
 	a := do(t, "PUT", n.URL()+"/v1/jobs", strings.Replace(strings.Replace(jobJSON, "%s", "docker", 1), "%d", "5000", 1), nil)
 	var reg struct{ EvalID string }
@@ -420,5 +422,183 @@ func TestAPISIXAdmin(t *testing.T) {
 	}
 	if len(a.Routes())+len(a.Upstreams()) != 0 {
 		t.Errorf("left: %v %v", a.Routes(), a.Upstreams())
+	}
+}
+
+// nomadJobJSON is jobJSON with its service in Nomad's own service
+// discovery.
+var nomadJobJSON = strings.Replace(strings.Replace(strings.Replace(jobJSON, `"Provider": "consul"`, `"Provider": "nomad", "Tags": ["t1"]`, 1),
+	"%s", "raw_exec", 1), "%d", "100", 1)
+
+// TestNomadServiceDiscovery: without Consul, a job whose service has
+// provider "nomad" is placed with Nomad's implied constraints; its client
+// registers one registration per allocation (GET /v1/service/:name, GET
+// /v1/services, blocking queries) and runs its checks (GET
+// /v1/client/allocation/:id/checks); the purge removes the registrations.
+func TestNomadServiceDiscovery(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	if a := do(t, "GET", n.URL()+"/v1/service/hello-world", "", nil); a.code != 200 || strings.TrimSpace(a.body) != "[]" {
+		t.Errorf("unknown service: %d %q, want 200 []", a.code, a.body)
+	}
+	a := do(t, "PUT", n.URL()+"/v1/jobs", nomadJobJSON, nil)
+	if a.code != 200 {
+		t.Fatalf("register: %d %q", a.code, a.body)
+	}
+	var job struct {
+		TaskGroups []struct {
+			Constraints []struct{ LTarget, Operand, RTarget string }
+		}
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world", "", nil).body, &job)
+	var cons []string
+	for _, c := range job.TaskGroups[0].Constraints {
+		cons = append(cons, c.LTarget+" "+c.Operand+" "+c.RTarget)
+	}
+	if strings.Join(cons, "|") != "${attr.nomad.service_discovery} = true|${attr.nomad.version} semver >= 1.4.0" {
+		t.Errorf("constraints %q", cons)
+	}
+
+	type reg struct {
+		ID, ServiceName, Namespace, NodeID, Datacenter, JobID, AllocID, Address string
+		Tags                                                                    []string
+		Port                                                                    int
+		CreateIndex, ModifyIndex                                                uint64
+	}
+	var regs []reg
+	var index string
+	eventually(t, "2 registrations", func() bool {
+		a := do(t, "GET", n.URL()+"/v1/service/hello-world", "", nil)
+		decode(t, a.body, &regs)
+		index = a.header.Get("X-Nomad-Index")
+		return len(regs) == 2
+	})
+	allocs := map[string]bool{}
+	for _, r := range regs {
+		allocs[r.AllocID] = true
+		if !regexp.MustCompile(`^_nomad-task-[0-9a-f-]{36}-group-servers-hello-world-www$`).MatchString(r.ID) || r.ServiceName != "hello-world" ||
+			r.Namespace != "default" || r.NodeID == "" || r.Datacenter != "dc1" || r.JobID != "hello-world" ||
+			r.Address != "127.0.0.1" || r.Port == 0 || len(r.Tags) != 1 || r.Tags[0] != "t1" || r.CreateIndex == 0 || r.ModifyIndex != r.CreateIndex {
+			t.Errorf("registration %+v", r)
+		}
+		if a := do(t, "GET", "http://127.0.0.1:"+strconv.Itoa(r.Port)+"/", "", nil); a.code != 200 {
+			t.Errorf("registered address answers %d", a.code)
+		}
+	}
+	if len(allocs) != 2 {
+		t.Errorf("registrations of %d allocations, want 2", len(allocs))
+	}
+	if a := do(t, "GET", n.URL()+"/v1/services", "", nil); !strings.Contains(a.body, `[{"Namespace":"default","Services":[{"ServiceName":"hello-world","Tags":["t1"]}]}]`) {
+		t.Errorf("services: %q", a.body)
+	}
+	// The client's checks pass, as Nomad reports them.
+	for id := range allocs {
+		var checks map[string]struct{ Check, Service, Status, Output, Mode string }
+		eventually(t, "check ran", func() bool {
+			decode(t, do(t, "GET", n.URL()+"/v1/client/allocation/"+id+"/checks", "", nil).body, &checks)
+			for _, c := range checks {
+				return c.Status == "success"
+			}
+			return false
+		})
+		for _, c := range checks {
+			if c.Service != "hello-world" || c.Output != "nomad: http ok" || c.Mode != "healthiness" {
+				t.Errorf("check %+v", c)
+			}
+		}
+	}
+	var dep struct{ Status string }
+	eventually(t, "deployment successful", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/deployment", "", nil).body, &dep)
+		return dep.Status == "successful"
+	})
+
+	// A blocking query on the registrations returns once the purge's
+	// stop removed them.
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(n.URL() + "/v1/service/hello-world?index=" + index + "&wait=10s")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		done <- resp.Header.Get("X-Nomad-Index")
+	}()
+	do(t, "DELETE", n.URL()+"/v1/job/hello-world?purge=true", "", nil)
+	eventually(t, "registrations removed", func() bool { return len(n.ServiceRegistrations()) == 0 })
+	before, _ := strconv.Atoi(index)
+	if after, err := strconv.Atoi(<-done); err != nil || after <= before {
+		t.Errorf("blocking query at index %d answered index %d (%v), want a later one", before, after, err)
+	}
+	if a := do(t, "GET", n.URL()+"/v1/service/hello-world", "", nil); strings.TrimSpace(a.body) != "[]" {
+		t.Errorf("after purge: %q", a.body)
+	}
+	eventually(t, "allocations stopped", func() bool { return len(n.LiveAllocs()) == 0 })
+}
+
+// TestNomadFailingNomadCheck: a failing nomad-provider check is reported
+// with the status code and the answer's body, and keeps the deployment
+// running.
+func TestNomadFailingNomadCheck(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	n.TaskStatus = http.StatusServiceUnavailable
+	do(t, "PUT", n.URL()+"/v1/jobs", nomadJobJSON, nil)
+	var allocs []struct{ ID, ClientStatus string }
+	eventually(t, "2 running allocations", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/allocations", "", nil).body, &allocs)
+		return len(allocs) == 2 && allocs[0].ClientStatus == "running" && allocs[1].ClientStatus == "running"
+	})
+	var checks map[string]struct {
+		Status, Output string
+		StatusCode     int
+	}
+	eventually(t, "check ran", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/client/allocation/"+allocs[0].ID+"/checks", "", nil).body, &checks)
+		for _, c := range checks {
+			return c.Status != "pending"
+		}
+		return false
+	})
+	for _, c := range checks {
+		if c.Status != "failure" || c.StatusCode != 503 || c.Output != "task is unhealthy\n" {
+			t.Errorf("check %+v", c)
+		}
+	}
+	var dep struct {
+		Status     string
+		TaskGroups map[string]struct{ HealthyAllocs int }
+	}
+	decode(t, do(t, "GET", n.URL()+"/v1/job/hello-world/deployment", "", nil).body, &dep)
+	if dep.Status != "running" || dep.TaskGroups["servers"].HealthyAllocs != 0 {
+		t.Errorf("deployment %+v, want running with no healthy allocation", dep)
+	}
+	if a := do(t, "GET", n.URL()+"/v1/client/allocation/nope/checks", "", nil); a.code != 404 {
+		t.Errorf("checks of an unknown allocation: %d", a.code)
+	}
+}
+
+// TestNomadWithoutConsulRefusesConsulServices: a Nomad whose client has
+// no Consul cannot place a job with a Consul service.
+func TestNomadWithoutConsulRefusesConsulServices(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	a := do(t, "PUT", n.URL()+"/v1/jobs", strings.Replace(strings.Replace(jobJSON, "%s", "raw_exec", 1), "%d", "100", 1), nil)
+	var reg struct{ EvalID string }
+	decode(t, a.body, &reg)
+	var ev struct {
+		Status         string
+		FailedTGAllocs map[string]struct {
+			NodesFiltered      int
+			ConstraintFiltered map[string]int
+		}
+	}
+	eventually(t, "evaluation complete", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/evaluation/"+reg.EvalID, "", nil).body, &ev)
+		return ev.Status == "complete"
+	})
+	if m := ev.FailedTGAllocs["servers"]; m.NodesFiltered != 1 || m.ConstraintFiltered["${attr.consul.version} semver >= 1.7.0"] != 1 {
+		t.Errorf("evaluation %+v", ev)
 	}
 }

@@ -20,8 +20,9 @@ import (
 	napi "github.com/hashicorp/nomad/api"
 )
 
-// Nomad replays the job, allocation, evaluation, deployment and client log
-// endpoints of the Nomad HTTP API for one client node at 127.0.0.1.
+// Nomad replays the job, allocation, evaluation, deployment, service
+// registration and client (logs, checks) endpoints of the Nomad HTTP API
+// for one client node at 127.0.0.1.
 //
 // It is asynchronous the way a real agent (observed with Nomad 1.6.5) is:
 // a registration answers with an evaluation that is still "pending"; the
@@ -32,6 +33,12 @@ import (
 // before killing a task) and they turn "complete" StopDelay after that. A
 // failed task's events end with the restart policy's "Not Restarting"
 // event, as Nomad's do.
+//
+// Services with provider "nomad" use Nomad's native service discovery
+// instead of Consul: see services.go. A Nomad built without a Consul fake
+// is a client without Consul: a job with a Consul service cannot be placed
+// there, as in Nomad (the "${attr.consul.version} semver >= 1.7.0"
+// constraint filters the node).
 type Nomad struct {
 	// Token, when set, must be sent as X-Nomad-Token; otherwise 403
 	// "Permission denied".
@@ -60,8 +67,9 @@ type Nomad struct {
 	// critical, as Nomad does when healthy_deadline passes — without the
 	// wait.
 	UnhealthyFails bool
-	// MaxCheckInterval caps the check interval the fake's Consul agent
-	// uses, so tests need not wait 10s (default 100ms).
+	// MaxCheckInterval caps the check interval the fake's Consul agent,
+	// and its Nomad client for nomad-provider checks, use, so tests need
+	// not wait 10s (default 100ms).
 	MaxCheckInterval time.Duration
 	// RunRawExec makes raw_exec tasks run their command for real, as the
 	// Nomad client's raw_exec driver does: with the task's env plus
@@ -74,6 +82,10 @@ type Nomad struct {
 	// ScheduleDelay (default 20ms), StartDelay (default 30ms) and
 	// StopDelay (default 150ms) pace the asynchronous steps above.
 	ScheduleDelay, StartDelay, StopDelay time.Duration
+	// ServiceSyncDelay (default 10ms) is how long the client's RPC to the
+	// servers takes to add a nomad-provider service registration once its
+	// task runs, and to remove it once the allocation is told to stop.
+	ServiceSyncDelay time.Duration
 
 	consul *Consul
 	srv    *httptest.Server
@@ -82,10 +94,13 @@ type Nomad struct {
 	allocs map[string]*fakeAlloc
 	evals  map[string]*napi.Evaluation
 	deps   map[string]*napi.Deployment
+	// services holds the nomad-provider service registrations, by id.
+	services map[string]*napi.ServiceRegistration
 	// tables holds the index of each state table's last write: Nomad
 	// answers (and blocks) with the index of the table an endpoint reads,
 	// which is 0 until the table is first written.
 	tables map[string]uint64
+	timers map[*time.Timer]struct{} // pending afterLocked steps
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -96,6 +111,7 @@ const (
 	tableEvals       = "evals"
 	tableAllocs      = "allocs"
 	tableDeployments = "deployment"
+	tableServices    = "service_registrations"
 )
 
 type fakeJob struct {
@@ -112,14 +128,21 @@ type fakeAlloc struct {
 	jobCreate uint64 // the create index of the job version it belongs to
 	servers   []*http.Server
 	consul    []string // service ids registered in Consul
-	logs      map[string]string
-	procs     []*taskProc // raw_exec tasks run for real (RunRawExec)
+	// nomadServices are the ids of its nomad-provider registrations
+	// (registered or about to be); checks the results of their checks,
+	// by check id, which checkStops end.
+	nomadServices []string
+	checks        map[string]*napi.AllocCheckStatus
+	checkStops    []chan struct{}
+	logs          map[string]string
+	procs         []*taskProc // raw_exec tasks run for real (RunRawExec)
 }
 
 // NewNomad starts a Nomad fake whose allocations register their services
-// in consul (which may be nil when jobs declare no Consul services). Like
-// a Nomad agent configured with Consul, it registers its own "nomad" and
-// "nomad-client" services there.
+// in consul, or nil for a Nomad without Consul (jobs must then use
+// services with provider "nomad", or none). Like a Nomad agent configured
+// with Consul, it registers its own "nomad" and "nomad-client" services
+// there.
 func NewNomad(consul *Consul) *Nomad {
 	n := &Nomad{
 		consul: consul,
@@ -128,6 +151,9 @@ func NewNomad(consul *Consul) *Nomad {
 		evals:  map[string]*napi.Evaluation{},
 		deps:   map[string]*napi.Deployment{},
 		tables: map[string]uint64{},
+
+		services: map[string]*napi.ServiceRegistration{},
+		timers:   map[*time.Timer]struct{}{},
 	}
 	n.init()
 	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
@@ -147,7 +173,8 @@ func NewNomad(consul *Consul) *Nomad {
 // URL is the agent's HTTP address (what NOMAD_ADDR would hold).
 func (n *Nomad) URL() string { return n.srv.URL }
 
-// Close stops every allocation and the HTTP server.
+// Close stops every allocation and the HTTP server. Steps still pending
+// (a start, a stop, a registration) are dropped.
 func (n *Nomad) Close() {
 	n.mu.Lock()
 	n.closed = true
@@ -155,6 +182,12 @@ func (n *Nomad) Close() {
 		n.killAllocLocked(fa)
 		delete(n.allocs, id)
 	}
+	for t := range n.timers {
+		if t.Stop() {
+			n.wg.Done() // its func will not run
+		}
+	}
+	n.timers = nil
 	n.mu.Unlock()
 	n.srv.Close()
 	n.wg.Wait()
@@ -167,14 +200,17 @@ func (n *Nomad) afterLocked(d time.Duration, f func()) {
 		return
 	}
 	n.wg.Add(1)
-	time.AfterFunc(d, func() {
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
 		defer n.wg.Done()
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		delete(n.timers, t)
 		if !n.closed {
 			f()
 		}
 	})
+	n.timers[t] = struct{}{}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -187,6 +223,9 @@ func orDefault(d, def time.Duration) time.Duration {
 func (n *Nomad) scheduleDelay() time.Duration { return orDefault(n.ScheduleDelay, 20*time.Millisecond) }
 func (n *Nomad) startDelay() time.Duration    { return orDefault(n.StartDelay, 30*time.Millisecond) }
 func (n *Nomad) stopDelay() time.Duration     { return orDefault(n.StopDelay, 150*time.Millisecond) }
+func (n *Nomad) serviceSyncDelay() time.Duration {
+	return orDefault(n.ServiceSyncDelay, 10*time.Millisecond)
+}
 
 // writeLocked advances the raft index and marks the tables written.
 func (n *Nomad) writeLocked(tables ...string) uint64 {
@@ -367,6 +406,13 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		})
 	case strings.HasPrefix(p, "/v1/client/fs/logs/") && r.Method == http.MethodGet:
 		n.logs(w, r, strings.TrimPrefix(p, "/v1/client/fs/logs/"))
+	case strings.HasPrefix(p, "/v1/client/allocation/") && strings.HasSuffix(p, "/checks") && r.Method == http.MethodGet:
+		n.allocChecks(w, strings.TrimSuffix(strings.TrimPrefix(p, "/v1/client/allocation/"), "/checks"))
+	case p == "/v1/services" && r.Method == http.MethodGet:
+		n.query(w, r, tableServices, func() (any, error) { return n.listServicesLocked(ns), nil })
+	case strings.HasPrefix(p, "/v1/service/") && r.Method == http.MethodGet:
+		name := strings.TrimPrefix(p, "/v1/service/")
+		n.query(w, r, tableServices, func() (any, error) { return n.serviceLocked(ns, name), nil })
 	case strings.HasPrefix(p, "/v1/evaluation/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(p, "/v1/evaluation/")
 		n.query(w, r, tableEvals, func() (any, error) {
@@ -612,9 +658,10 @@ func (n *Nomad) register(w http.ResponseWriter, r *http.Request) {
 	}
 	if usesConsul(job) {
 		for _, tg := range job.TaskGroups {
-			tg.Constraints = append(tg.Constraints, napi.NewConstraint("${attr.consul.version}", "semver", ">= 1.7.0"))
+			tg.Constraints = append(tg.Constraints, consulConstraint())
 		}
 	}
+	addNomadServiceConstraints(job)
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -744,6 +791,16 @@ func (n *Nomad) feasibleLocked(job *napi.Job) map[string]*napi.AllocationMetric 
 			if t.Resources != nil {
 				cpuNeed += *tg.Count * ptrInt(t.Resources.CPU)
 				memNeed += *tg.Count * ptrInt(t.Resources.MemoryMB)
+			}
+		}
+		// The drivers are checked first, then the group's constraints,
+		// as in Nomad's feasibility stack. A node without Consul has no
+		// consul.version attribute for the constraint to match.
+		for _, c := range tg.Constraints {
+			if c.LTarget == "${attr.consul.version}" && n.consul == nil && m.NodesFiltered == 0 {
+				m.NodesFiltered = 1
+				m.ConstraintFiltered = map[string]int{c.LTarget + " " + c.Operand + " " + c.RTarget: 1}
+				m.ClassFiltered = map[string]int{}
 			}
 		}
 		if m.NodesFiltered == 0 {
@@ -936,13 +993,9 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 	for _, t := range tg.Tasks {
 		services = append(services, t.Services...)
 	}
-	if n.consul == nil || len(services) == 0 {
-		healthy = true
-		n.markHealthLocked(dep)
-		return
-	}
+	n.startNomadServicesLocked(fa, tg, shared.Ports)
 	for _, s := range services {
-		if s.Provider != "" && s.Provider != "consul" {
+		if (s.Provider != "" && s.Provider != "consul") || n.consul == nil {
 			continue
 		}
 		var port int
@@ -986,6 +1039,11 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 		}
 		n.consul.RegisterHTTPCheck(in, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), interval, timeout)
 	}
+	if len(fa.consul) == 0 && len(fa.checks) == 0 {
+		healthy = true
+		n.markHealthLocked(dep)
+		return
+	}
 	// The allocation turns healthy (and the deployment successful) once
 	// every service instance of it passes, as Nomad's health watcher does
 	// with health_check = "checks".
@@ -1004,15 +1062,23 @@ func taskHandler(body string, checkStatus int) http.Handler {
 	})
 }
 
+// watchHealth follows the checks of a running allocation: those of its
+// Consul instances (serviceIDs) and the nomad-provider checks its client
+// runs (fakeAlloc.checks).
 func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast bool) {
 	defer n.wg.Done()
 	for {
 		all, critical := true, false
-		for _, in := range n.consul.Instances() {
-			if slices.Contains(serviceIDs, in.ID) && in.Status != StatusPassing {
-				all = false
-				critical = critical || in.Status == StatusCritical
+		if len(serviceIDs) > 0 {
+			for _, in := range n.consul.Instances() {
+				if slices.Contains(serviceIDs, in.ID) && in.Status != StatusPassing {
+					all = false
+					critical = critical || in.Status == StatusCritical
+				}
 			}
+			// A just-registered check is critical until it first
+			// runs; only a check that ran counts.
+			critical = critical && checksRan(n.consul, serviceIDs)
 		}
 		n.mu.Lock()
 		fa, ok := n.allocs[allocID]
@@ -1020,9 +1086,15 @@ func (n *Nomad) watchHealth(allocID, depID string, serviceIDs []string, failFast
 			n.mu.Unlock()
 			return
 		}
-		// A just-registered check is critical until it first runs; only
-		// a check that ran counts.
-		if failFast && critical && checksRan(n.consul, serviceIDs) {
+		// A nomad-provider check is "pending" until it first runs, then
+		// "success" or "failure".
+		for _, c := range fa.checks {
+			if c.Mode == "healthiness" && c.Status != checkSuccess {
+				all = false
+				critical = critical || c.Status == checkFailure
+			}
+		}
+		if failFast && critical {
 			h := false
 			fa.a.DeploymentStatus.Healthy = &h
 			if d, ok := n.deps[depID]; ok && d.Status == "running" {
@@ -1082,8 +1154,9 @@ func (n *Nomad) markHealthLocked(d *napi.Deployment) {
 }
 
 // stopAllocLocked is the client stopping an allocation whose desired
-// status became "stop": its Consul services go first, the task is killed
-// StopDelay later.
+// status became "stop": its Consul services go first (its nomad-provider
+// registrations ServiceSyncDelay later), the task is killed StopDelay
+// later.
 func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
 	fa.a.DesiredStatus, fa.a.DesiredDescription = "stop", "alloc is being stopped"
 	if n.consul != nil {
@@ -1092,6 +1165,7 @@ func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
 		}
 	}
 	fa.consul = nil
+	n.stopNomadServicesLocked(fa)
 	for _, st := range fa.a.TaskStates {
 		if st.State != "dead" {
 			st.Events = append(st.Events, event("Killing", "Sent interrupt. Waiting 5s before force killing"))
@@ -1134,6 +1208,7 @@ func (n *Nomad) killAllocLocked(fa *fakeAlloc) {
 		}
 	}
 	fa.consul = nil
+	n.removeNomadServicesLocked(fa)
 	fa.a.ClientStatus, fa.a.DesiredStatus = napi.AllocClientStatusComplete, "stop"
 	fa.a.ClientDescription = "All tasks have completed"
 }

@@ -4,7 +4,9 @@ import "context"
 
 // Stack is a Consul, a Nomad and an APISIX fake wired together, as in
 // study S3: Nomad registers allocations in Consul and APISIX discovers them
-// there.
+// there. A stack from NewStackWithoutConsul has no Consul (Consul is nil):
+// services use Nomad's own service discovery, and APISIX upstreams list
+// their nodes.
 type Stack struct {
 	Consul *Consul
 	Nomad  *Nomad
@@ -17,16 +19,25 @@ func NewStack(adminKey string) *Stack {
 	return &Stack{Consul: c, Nomad: NewNomad(c), APISIX: NewAPISIX(adminKey, c)}
 }
 
+// NewStackWithoutConsul starts a Nomad fake without Consul and an APISIX
+// fake without Consul discovery; adminKey is APISIX's admin key.
+func NewStackWithoutConsul(adminKey string) *Stack {
+	return &Stack{Nomad: NewNomad(nil), APISIX: NewAPISIX(adminKey, nil)}
+}
+
 // Close stops everything, gateway first.
 func (s *Stack) Close() {
 	s.APISIX.Close()
 	s.Nomad.Close()
-	s.Consul.Close()
+	if s.Consul != nil {
+		s.Consul.Close()
+	}
 }
 
 // Empty reports what is still registered anywhere: jobs, allocations
-// that are not terminal, Consul instances, APISIX routes and upstreams. An empty
-// result means nothing was left behind.
+// that are not terminal, Nomad service registrations, Consul instances,
+// APISIX routes and upstreams. An empty result means nothing was left
+// behind.
 func (s *Stack) Empty() []string {
 	var out []string
 	for _, j := range s.Nomad.Jobs() {
@@ -35,11 +46,16 @@ func (s *Stack) Empty() []string {
 	for _, a := range s.Nomad.LiveAllocs() {
 		out = append(out, "nomad allocation "+a)
 	}
-	for _, in := range s.Consul.Instances() {
-		if in.Name == "nomad" || in.Name == "nomad-client" {
-			continue // the Nomad agent's own services
+	for _, id := range s.Nomad.ServiceRegistrations() {
+		out = append(out, "nomad service registration "+id)
+	}
+	if s.Consul != nil {
+		for _, in := range s.Consul.Instances() {
+			if in.Name == "nomad" || in.Name == "nomad-client" {
+				continue // the Nomad agent's own services
+			}
+			out = append(out, "consul instance "+in.ID)
 		}
-		out = append(out, "consul instance "+in.ID)
 	}
 	for _, r := range s.APISIX.Routes() {
 		out = append(out, "apisix route "+r)
