@@ -17,6 +17,11 @@
 #
 #   benchflow apply pipelines/gateway.hcl --var 'paths=["direct"]'
 #
+# Without Consul, Nomad's own service discovery registers the service and
+# APISIX's upstream lists the instances Nomad registered:
+#
+#   benchflow apply pipelines/gateway.hcl --var service_provider=nomad
+#
 # docs/gateway.md explains the Nomad, Consul and APISIX settings it needs.
 #
 # "direct" loads the first allocation (service.web.url); "gateway" loads
@@ -73,6 +78,16 @@ variable "driver" {
   }
 }
 
+variable "service_provider" {
+  type        = string
+  default     = "consul"
+  description = "Where the job's service registers: \"consul\", or \"nomad\" for Nomad's own service discovery (no Consul needed; the gateway's upstream then lists the instances as nodes)."
+  validation {
+    condition     = contains(["consul", "nomad"], var.service_provider)
+    error_message = "service_provider must be \"consul\" or \"nomad\"."
+  }
+}
+
 matrix {
   path  = var.paths
   count = [1, 2, 4]
@@ -90,8 +105,11 @@ provider "nomad" "cluster" {
   memory        = 64
   gateway       = matrix.path == "gateway"
   route_uri     = "/*"
-  discovery     = "consul"
-  ready_timeout = "3m"
+  # APISIX finds the instances through its Consul discovery, or, without
+  # Consul, in the upstream's nodes.
+  service_provider = var.service_provider
+  discovery        = var.service_provider == "nomad" ? "nodes" : "consul"
+  ready_timeout    = "3m"
 }
 
 service "web" {

@@ -16,6 +16,7 @@ import (
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/plan"
 	_ "github.com/benchflow/benchflow/providers/local"
+	_ "github.com/benchflow/benchflow/providers/nomad"
 )
 
 // TestErrorFiles parses and plans every file in testdata/error-files and

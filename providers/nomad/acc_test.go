@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,16 +95,37 @@ func liveAllocs(t *testing.T, job string) []string {
 	return out
 }
 
+// accNomadEnv skips unless acceptance tests are enabled against a real
+// Nomad; Consul is not needed (service_provider = "nomad").
+func accNomadEnv(t *testing.T) {
+	t.Helper()
+	if os.Getenv("BENCHFLOW_ACC") != "1" || os.Getenv("NOMAD_ADDR") == "" {
+		t.Skip("acceptance test: set BENCHFLOW_ACC=1 and NOMAD_ADDR pointing at a real Nomad (no Consul needed)")
+	}
+}
+
 // TestAccGateway runs pipelines/gateway.hcl with short loads against the
 // real stack (the direct path alone without APISIX), then checks every
 // trial completed and nothing is left.
 func TestAccGateway(t *testing.T) {
 	accEnv(t)
+	accGateway(t)
+}
+
+// TestAccGatewayWithoutConsul is TestAccGateway with
+// service_provider=nomad: Nomad alone (plus APISIX, optional).
+func TestAccGatewayWithoutConsul(t *testing.T) {
+	accNomadEnv(t)
+	accGateway(t, "--var", "service_provider=nomad")
+}
+
+func accGateway(t *testing.T, extra ...string) {
 	gateway := withGateway(t)
 	bin := benchflowBin(t)
 	out := t.TempDir()
 	args := []string{"apply", gatewayPipeline, "--out", out, "--repetitions", "1",
 		"--var", "duration=3s", "--var", "warm=1s", "--var", "connections=8", "--verbose"}
+	args = append(args, extra...)
 	if !gateway {
 		args = append(args, "--var", `paths=["direct"]`)
 	}
@@ -375,4 +398,126 @@ func TestAccDockerTeardown(t *testing.T) {
 	if got := running(); len(got) > 0 {
 		t.Errorf("containers still running after Teardown: %v", got)
 	}
+}
+
+// TestAccWithoutConsul runs against a Nomad without Consul
+// (service_provider = "nomad"), with the Consul address pointing at a
+// listener that counts connections: two allocations register in Nomad and
+// answer, teardown leaves no allocation and no registration; a service
+// whose check fails is refused with the check's result; two load agents
+// start, answer and are torn down. Consul is never dialled.
+func TestAccWithoutConsul(t *testing.T) {
+	accNomadEnv(t)
+	bin := benchflowBin(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dials atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			c.Close()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		if n := dials.Load(); n > 0 {
+			t.Errorf("the Consul address was dialled %d times", n)
+		}
+	}()
+	t.Setenv("CONSUL_HTTP_ADDR", ln.Addr().String())
+	newP := func(t *testing.T, timeout string) providers.Provider {
+		t.Helper()
+		p, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{
+			Driver: "raw_exec", Count: 2, ServiceProvider: "nomad", ConsulAddress: ln.Addr().String(), ReadyTimeout: timeout}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	serve := func(t *testing.T, port int, args ...string) *providers.ProvisionRequest {
+		return &providers.ProvisionRequest{RunID: accRunID(t), TrialID: "t1", LogDir: filepath.Join(t.TempDir(), "logs"),
+			Service: providers.ServiceSpec{
+				Name:    "web",
+				Command: append([]string{bin, "serve", "--addr", fmt.Sprintf("0.0.0.0:%d", port)}, args...),
+				Ports:   []providers.Port{{Name: "http", Host: port}},
+				Health:  providers.Health{HTTPPath: "/", Interval: time.Second},
+			}, Logf: t.Logf}
+	}
+
+	t.Run("provision", func(t *testing.T) {
+		dep, err := newP(t, "3m").Provision(context.Background(), serve(t, 31996))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := dep.Endpoint()
+		service := ep.Attrs["service"]
+		if service == "" || ep.Attrs["consul_service"] != "" {
+			t.Errorf("attrs service %q consul_service %q", service, ep.Attrs["consul_service"])
+		}
+		regs, _, err := nomadAPI(t).Services().Get(service, nil)
+		if err != nil || len(regs) != 2 {
+			t.Errorf("Nomad lists %d registrations of %s (%v), want 2", len(regs), service, err)
+		}
+		for _, a := range strings.Split(ep.Attrs["allocations"], ",") {
+			resp, err := http.Get("http://" + a + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("GET %s: %d", a, resp.StatusCode)
+			}
+		}
+		if err := dep.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if live := liveAllocs(t, ep.Attrs["job"]); len(live) > 0 {
+			t.Errorf("allocations still live after Teardown: %v", live)
+		}
+		if regs, _, err := nomadAPI(t).Services().Get(service, nil); err != nil || len(regs) > 0 {
+			t.Errorf("Nomad still lists %d registrations of %s after Teardown (%v)", len(regs), service, err)
+		}
+	})
+
+	t.Run("failing check", func(t *testing.T) {
+		_, err := newP(t, "30s").Provision(context.Background(), serve(t, 31995, "--status", "503"))
+		if err == nil {
+			t.Fatal("Provision succeeded with a failing check")
+		}
+		t.Logf("error: %v", err)
+		for _, w := range []string{`check "benchflow-http" of allocation`, "failure (HTTP 503"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error lacks %q", w)
+			}
+		}
+	})
+
+	t.Run("agents", func(t *testing.T) {
+		p := newP(t, "2m").(providers.AgentLauncher)
+		g, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{RunID: accRunID(t), TrialID: "t1", Step: "wrk",
+			Count: 2, Binary: bin, Idle: "60s", LogDir: t.TempDir(), Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range g.URLs() {
+			resp, err := http.Get(u + "/v1/hello")
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("agent %s: %d", u, resp.StatusCode)
+			}
+		}
+		if err := g.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -17,6 +17,7 @@ var _ providers.AgentLauncher = (*Provider)(nil)
 // --index ${NOMAD_ALLOC_INDEX}` from req.Binary, which must exist at that
 // path on the Nomad clients. The job carries the same meta as a service's
 // (managed, run, trial, service, owner), registers the agents in Consul
+// (or, with service_provider "nomad", in Nomad, contacting no Consul)
 // with an HTTP check on /v1/hello, and is waited for, torn down (purged,
 // logs copied to the trial's logs folder) and collected by gc exactly like
 // a service's job.

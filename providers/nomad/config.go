@@ -1,12 +1,15 @@
 package nomad
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Config is the body of a `provider "nomad" "<name>" {}` block, decoded per
@@ -39,6 +42,11 @@ type Config struct {
 	Group   string `hcl:"group,optional"` // default "servers"
 	Task    string `hcl:"task,optional"`  // default "web"
 
+	// ServiceProvider is where the job's service registers:
+	// "consul" (default) or "nomad" (Nomad's native service discovery:
+	// nothing below about Consul is used, and no Consul is contacted).
+	ServiceProvider string `hcl:"service_provider,optional"`
+
 	// ConsulAddress defaults to CONSUL_HTTP_ADDR, then 127.0.0.1:8500.
 	ConsulAddress   string `hcl:"consul_address,optional"`
 	ConsulTokenEnv  string `hcl:"consul_token_env,optional"` // default CONSUL_HTTP_TOKEN
@@ -59,9 +67,11 @@ type Config struct {
 	APISIXControl string `hcl:"apisix_control,optional"`
 	// RouteURI is the route's uri (default "/*").
 	RouteURI string `hcl:"route_uri,optional"`
-	// Discovery is "consul" (default: the upstream names the Consul
-	// service, APISIX resolves it) or "nodes" (explicit nodes taken from
-	// Consul when the service is healthy).
+	// Discovery is "consul" (the default with service_provider "consul":
+	// the upstream names the Consul service, APISIX resolves it) or
+	// "nodes" (explicit nodes taken from Consul, or from Nomad's
+	// registrations, when the service is healthy; the default, and the
+	// only choice, with service_provider "nomad").
 	Discovery string `hcl:"discovery,optional"`
 	// ReadyTimeout bounds scheduling, health and gateway waits (default
 	// "2m").
@@ -70,6 +80,24 @@ type Config struct {
 
 // Drivers the provider knows how to configure.
 var Drivers = []string{"docker", "exec", "raw_exec"}
+
+// Service providers: where the job's service registers and the provider
+// waits for it.
+const (
+	// ServiceProviderConsul registers the service in Consul, with its
+	// check; the provider waits for the passing instances there.
+	ServiceProviderConsul = "consul"
+	// ServiceProviderNomad uses Nomad's native service discovery (Nomad
+	// 1.3, checks since 1.4): the service registers in Nomad, which runs
+	// the check itself, and no Consul is contacted.
+	ServiceProviderNomad = "nomad"
+)
+
+// ServiceProviders lists the values of service_provider.
+var ServiceProviders = []string{ServiceProviderConsul, ServiceProviderNomad}
+
+// Discovery modes of the APISIX upstream.
+var discoveries = []string{"consul", "nodes"}
 
 // settings is a validated Config with defaults applied and secrets read.
 type settings struct {
@@ -81,6 +109,9 @@ type settings struct {
 	gatewayErr  error // gateway = true without the APISIX addresses
 }
 
+// useConsul reports whether the service registers in Consul.
+func (s *settings) useConsul() bool { return s.ServiceProvider == ServiceProviderConsul }
+
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -88,12 +119,110 @@ func getenv(name, def string) string {
 	return def
 }
 
-// resolve validates c, applies defaults and reads secrets.
+// Validate checks the attributes c sets, as New will
+// (providers.Validator): each problem is a *providers.ConfigError naming
+// the attribute, so `benchflow validate` reports it at its place in the
+// file, before anything is contacted. It reads neither the environment nor
+// the token files; New checks what they supply.
+func (c *Config) Validate() error {
+	if errs := c.problems(); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// configErrors is the problems of one config: each a *providers.ConfigError
+// (the engine reports them one by one), printed on one line.
+type configErrors []error
+
+func (e configErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e configErrors) Unwrap() []error { return e }
+
+// bad is the error of one attribute.
+func bad(attr, format string, args ...any) error {
+	return &providers.ConfigError{Attr: attr, Msg: fmt.Sprintf(format, args...)}
+}
+
+// oneOf quotes a list of values: "a", "b" or "c".
+func oneOf(values []string) string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// problems checks the values c holds; an empty value is a default and is
+// not checked.
+func (c *Config) problems() configErrors {
+	var errs configErrors
+	if c.Driver != "" && !slices.Contains(Drivers, c.Driver) {
+		errs = append(errs, bad("driver", "%q is not %s.%s", c.Driver, oneOf(Drivers), providers.Suggest(c.Driver, Drivers)))
+	}
+	if c.Count < 0 {
+		errs = append(errs, bad("count", "%d is negative: want 1 or more, or leave it out for the service's replicas", c.Count))
+	}
+	if c.CPU < 0 {
+		errs = append(errs, bad("cpu", "%d is negative: want the MHz per allocation (default 100)", c.CPU))
+	}
+	if c.Memory < 0 {
+		errs = append(errs, bad("memory", "%d is negative: want the MB per allocation (default 128)", c.Memory))
+	}
+	if c.JobName != "" && !validJobID(c.JobName) {
+		errs = append(errs, bad("job_name", "%q is not a job id: use letters, digits, '-', '_' and '.' only, at most 128", c.JobName))
+	}
+	if c.RouteURI != "" && !strings.HasPrefix(c.RouteURI, "/") {
+		errs = append(errs, bad("route_uri", "%q must start with /", c.RouteURI))
+	}
+	if c.ServiceProvider != "" && !slices.Contains(ServiceProviders, c.ServiceProvider) {
+		errs = append(errs, bad("service_provider", "%q is not %s.%s", c.ServiceProvider, oneOf(ServiceProviders), providers.Suggest(c.ServiceProvider, ServiceProviders)))
+	}
+	switch {
+	case c.Discovery != "" && !slices.Contains(discoveries, c.Discovery):
+		errs = append(errs, bad("discovery", "%q is not %s.%s", c.Discovery, oneOf(discoveries), providers.Suggest(c.Discovery, discoveries)))
+	case c.Discovery == "consul" && c.ServiceProvider == ServiceProviderNomad:
+		errs = append(errs, bad("discovery", "\"consul\" makes APISIX resolve the upstream in Consul, but with service_provider = \"nomad\" "+
+			"the service registers in Nomad only: set discovery = \"nodes\" (the upstream then lists the instances Nomad registered), or leave discovery out"))
+	}
+	if c.ReadyTimeout != "" {
+		if d, err := time.ParseDuration(c.ReadyTimeout); err != nil || d <= 0 {
+			errs = append(errs, bad("ready_timeout", "%q is not a positive duration such as \"90s\"", c.ReadyTimeout))
+		}
+	}
+	for _, sec := range []struct {
+		what, env, file string
+		used            bool
+	}{
+		{"token", c.TokenEnv, c.TokenFile, true},
+		{"consul_token", c.ConsulTokenEnv, c.ConsulTokenFile, c.ServiceProvider != ServiceProviderNomad},
+		{"apisix_key", c.APISIXKeyEnv, c.APISIXKeyFile, c.Gateway},
+	} {
+		if sec.used && sec.env != "" && sec.file != "" {
+			errs = append(errs, bad(sec.what+"_file", "%s_env and %s_file are both set: choose one", sec.what, sec.what))
+		}
+	}
+	if c.Gateway && c.APISIXControl != "" && c.APISIXControl != "off" {
+		if u, err := url.Parse(c.APISIXControl); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, bad("apisix_control", "%q is not http(s)://host:port (APISIX's control API, default http://127.0.0.1:9090) or \"off\"", c.APISIXControl))
+		}
+	}
+	return errs
+}
+
+// resolve validates c, applies defaults (the environment's first) and
+// reads secrets.
 func resolve(c *Config) (*settings, error) {
 	s := &settings{Config: *c}
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
 	if s.Address == "" {
 		s.Address = getenv("NOMAD_ADDR", "http://127.0.0.1:4646")
 	}
@@ -103,20 +232,14 @@ func resolve(c *Config) (*settings, error) {
 	if s.Namespace == "" {
 		s.Namespace = os.Getenv("NOMAD_NAMESPACE")
 	}
-	if s.ConsulAddress == "" {
+	if s.ServiceProvider == "" {
+		s.ServiceProvider = ServiceProviderConsul
+	}
+	if s.ConsulAddress == "" && s.useConsul() {
 		s.ConsulAddress = os.Getenv("CONSUL_HTTP_ADDR") // empty: the Consul client's default
 	}
 	if s.Driver == "" {
 		s.Driver = "docker"
-	}
-	if !contains(Drivers, s.Driver) {
-		bad("driver %q: want one of %s", s.Driver, strings.Join(Drivers, ", "))
-	}
-	if s.Count < 0 {
-		bad("count = %d: must not be negative", s.Count)
-	}
-	if s.CPU < 0 || s.Memory < 0 {
-		bad("cpu and memory must not be negative")
 	}
 	if s.CPU == 0 {
 		s.CPU = 100
@@ -133,36 +256,33 @@ func resolve(c *Config) (*settings, error) {
 	if s.Task == "" {
 		s.Task = "web"
 	}
-	if s.JobName != "" && !validJobID(s.JobName) {
-		bad("job_name %q: use letters, digits, '-', '_' and '.' only", s.JobName)
-	}
 	if s.RouteURI == "" {
 		s.RouteURI = "/*"
 	}
-	if !strings.HasPrefix(s.RouteURI, "/") {
-		bad("route_uri %q: must start with /", s.RouteURI)
-	}
 	if s.Discovery == "" {
 		s.Discovery = "consul"
-	}
-	if s.Discovery != "consul" && s.Discovery != "nodes" {
-		bad("discovery %q: want \"consul\" or \"nodes\"", s.Discovery)
-	}
-	s.ready = 2 * time.Minute
-	if s.ReadyTimeout != "" {
-		d, err := time.ParseDuration(s.ReadyTimeout)
-		if err != nil || d <= 0 {
-			bad("ready_timeout %q: want a positive duration such as \"90s\"", s.ReadyTimeout)
-		} else {
-			s.ready = d
+		if !s.useConsul() {
+			// Without Consul, explicit nodes are the only way APISIX
+			// finds the instances.
+			s.Discovery = "nodes"
 		}
+	}
+	if s.Gateway && s.APISIXControl == "" {
+		s.APISIXControl = getenv("APISIX_CONTROL", "http://127.0.0.1:9090")
+	}
+	errs := s.Config.problems()
+	s.ready = 2 * time.Minute
+	if d, err := time.ParseDuration(s.ReadyTimeout); err == nil && d > 0 {
+		s.ready = d
 	}
 	var err error
 	if s.token, err = secret("token", s.TokenEnv, s.TokenFile, "NOMAD_TOKEN"); err != nil {
 		errs = append(errs, err)
 	}
-	if s.consulToken, err = secret("consul_token", s.ConsulTokenEnv, s.ConsulTokenFile, "CONSUL_HTTP_TOKEN"); err != nil {
-		errs = append(errs, err)
+	if s.useConsul() {
+		if s.consulToken, err = secret("consul_token", s.ConsulTokenEnv, s.ConsulTokenFile, "CONSUL_HTTP_TOKEN"); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if s.Gateway {
 		if s.APISIXAdmin == "" {
@@ -184,38 +304,26 @@ func resolve(c *Config) (*settings, error) {
 			s.gatewayErr = fmt.Errorf("gateway = true needs %s", strings.Join(missing, " and "))
 		}
 		s.GatewayURL = strings.TrimRight(s.GatewayURL, "/")
-		if s.APISIXControl == "" {
-			s.APISIXControl = getenv("APISIX_CONTROL", "http://127.0.0.1:9090")
-		}
-		if s.APISIXControl != "off" {
-			if u, err := url.Parse(s.APISIXControl); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				bad("apisix_control %q: want http(s)://host:port (APISIX's control API, default http://127.0.0.1:9090) or \"off\"", s.APISIXControl)
-			}
-		}
 		if s.adminKey, err = secret("apisix_key", s.APISIXKeyEnv, s.APISIXKeyFile, "APISIX_ADMIN_KEY"); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		return nil, errors.New(strings.Join(msgs, "; "))
+		return nil, errs
 	}
 	return s, nil
 }
 
 // secret reads a token from a file or an environment variable. Errors name
-// the variable or path, never the value.
+// the attribute and the path, never the value. (problems refuses both set.)
 func secret(what, env, file, defEnv string) (string, error) {
 	if env != "" && file != "" {
-		return "", fmt.Errorf("%s_env and %s_file are both set: choose one", what, what)
+		return "", nil // reported by problems
 	}
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("reading %s_file: %w", what, err)
+			return "", bad(what+"_file", "reading it: %v", err)
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
@@ -223,15 +331,6 @@ func secret(what, env, file, defEnv string) (string, error) {
 		env = defEnv
 	}
 	return os.Getenv(env), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func validJobID(s string) bool {

@@ -127,13 +127,16 @@ type jobSpec struct {
 	req     *providers.ProvisionRequest
 	count   int
 	jobID   string
-	service string // Consul service name
-	tag     string // Consul tag unique to the trial
+	service string // the service name, in Consul or Nomad
+	tag     string // the service tag unique to the trial
 }
 
 // buildJob turns a service into a Nomad service job: one group with a
 // dynamic port per service port, one task, the service's files as
-// templates and a Consul service with the health check.
+// templates and a service, in Consul or Nomad (service_provider), with the
+// health check. The checks use only what both providers accept: Nomad's
+// own checks take http and tcp, an interval and timeout of at least 1s,
+// and none of Consul's extras (success_before_passing, expose, tls_*…).
 func buildJob(js jobSpec) (*napi.Job, error) {
 	s, spec := js.s, &js.req.Service
 	sub := newSubstituter(s, spec)
@@ -173,7 +176,7 @@ func buildJob(js jobSpec) (*napi.Job, error) {
 	svc := &napi.Service{
 		Name:      js.service,
 		PortLabel: primaryPort(spec),
-		Provider:  "consul",
+		Provider:  s.ServiceProvider,
 		Tags:      []string{"benchflow", "benchflow-run-" + serviceName(js.req.RunID), js.tag},
 	}
 	interval := spec.Health.Interval

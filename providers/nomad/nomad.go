@@ -34,8 +34,10 @@ func init() {
 }
 
 // Attrs are the Endpoint.Attrs keys a nomad deployment sets, exposed to
-// pipelines as service.<name>.<attr>. gateway_url is "" without a gateway.
-var Attrs = []string{"allocations", "consul_service", "gateway_url", "group", "job", "task"}
+// pipelines as service.<name>.<attr>. gateway_url is "" without a gateway,
+// consul_service "" with service_provider "nomad"; service is the
+// registered name in both cases.
+var Attrs = []string{"allocations", "consul_service", "gateway_url", "group", "job", "service", "task"}
 
 var (
 	_ providers.Provider     = (*Provider)(nil)
@@ -45,8 +47,8 @@ var (
 	_ providers.Deployment   = (*Deployment)(nil)
 )
 
-// Provider deploys services as Nomad jobs registered in Consul, optionally
-// behind an APISIX route.
+// Provider deploys services as Nomad jobs registered in Consul (or in
+// Nomad's own service discovery), optionally behind an APISIX route.
 type Provider struct {
 	name string
 	s    *settings
@@ -135,8 +137,8 @@ type Deployment struct {
 	objectID string // APISIX route and upstream id
 	route    bool
 	upstream bool
-	consul   *capi.Client // where the job's service registers
-	service  string       // the Consul service name
+	consul   *capi.Client // where the job's service registers; nil with service_provider "nomad"
+	service  string       // the registered service name
 	endpoint providers.Endpoint
 	logf     func(string, ...any)
 	// logDir is the trial's logs folder (ProvisionRequest.LogDir) and
@@ -152,7 +154,7 @@ type Deployment struct {
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,
-// job, group, task, allocations and consul_service.
+// job, group, task, allocations, service and consul_service.
 func (d *Deployment) Endpoint() providers.Endpoint { return d.endpoint }
 
 func (p *Provider) nomadClient() (*napi.Client, error) {
@@ -169,7 +171,8 @@ func (p *Provider) nomadClient() (*napi.Client, error) {
 }
 
 // Provision registers the job, waits for its evaluation, allocations,
-// deployment and Consul health, then (with gateway = true) creates the
+// deployment and Consul health (or, with service_provider "nomad", Nomad's
+// registrations), then (with gateway = true) creates the
 // APISIX upstream and route and waits until the gateway answers through
 // it. On any error everything it created is removed before it returns.
 func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionRequest) (providers.Deployment, error) {
@@ -213,9 +216,11 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return nil, err
 	}
-	cc, err := consul.NewClient(p.s.ConsulAddress, p.s.consulToken)
-	if err != nil {
-		return nil, err
+	var cc *capi.Client
+	if p.s.useConsul() {
+		if cc, err = consul.NewClient(p.s.ConsulAddress, p.s.consulToken); err != nil {
+			return nil, err
+		}
 	}
 	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf,
 		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name}
@@ -250,8 +255,16 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err := d.waitDeployment(ctx); err != nil {
 		return d, err
 	}
-	logf("consul: waiting for %d passing instances of %s", js.count, js.service)
-	insts, err := consul.WaitPassing(ctx, cc, js.service, js.tag, js.count, 5*time.Second)
+	var insts []consul.Instance
+	if cc != nil {
+		logf("consul: waiting for %d passing instances of %s", js.count, js.service)
+		insts, err = consul.WaitPassing(ctx, cc, js.service, js.tag, js.count, 5*time.Second)
+	} else {
+		// The deployment gated on the checks Nomad runs; the
+		// registrations are what a client (and APISIX's nodes) sees.
+		logf("nomad: waiting for %d registrations of service %s", js.count, js.service)
+		insts, err = d.waitRegistered(ctx, js.tag, js.count)
+	}
 	if err != nil {
 		return d, err
 	}
@@ -261,8 +274,11 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	ep := providers.Endpoint{Scheme: "http", Host: first.host, Port: first.ports[primary], Ports: first.ports,
 		Attrs: map[string]string{
 			"job": js.jobID, "group": p.s.Group, "task": p.s.Task,
-			"consul_service": js.service, "gateway_url": "",
+			"service": js.service, "consul_service": "", "gateway_url": "",
 		}}
+	if cc != nil {
+		ep.Attrs["consul_service"] = js.service
+	}
 	var addrs []string
 	for _, a := range allocs {
 		addrs = append(addrs, net.JoinHostPort(a.host, strconv.Itoa(a.ports[primary])))
@@ -293,7 +309,7 @@ func (d *Deployment) waitEval(ctx context.Context, evalID string) error {
 			return waitErr(ctx, "waiting for evaluation "+short(evalID), err)
 		}
 		if len(ev.FailedTGAllocs) > 0 {
-			return fmt.Errorf("job %q cannot be placed: %s", d.jobID, placementFailure(ev.FailedTGAllocs))
+			return fmt.Errorf("job %q cannot be placed: %s%s", d.jobID, placementFailure(ev.FailedTGAllocs), placementHint(ev.FailedTGAllocs))
 		}
 		switch ev.Status {
 		case "complete":
@@ -354,6 +370,35 @@ func placementFailure(failed map[string]*napi.AllocationMetric) string {
 			g, m.NodesEvaluated, m.NodesFiltered, m.NodesExhausted, strings.Join(why, "; ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// placementHint says what to do about the constraints Nomad adds to a job
+// for its services, when they filtered the nodes.
+func placementHint(failed map[string]*napi.AllocationMetric) string {
+	var hints []string
+	seen := map[string]bool{}
+	for _, m := range failed {
+		for k := range m.ConstraintFiltered {
+			var h string
+			switch {
+			case strings.HasPrefix(k, "${attr.consul.version}"):
+				h = "the Nomad clients report no Consul agent: set service_provider = \"nomad\" to use Nomad's own service discovery"
+			case strings.HasPrefix(k, "${attr.nomad.service_discovery}"):
+				h = "the Nomad clients disable Nomad's service discovery (client option nomad_service_discovery): enable it, or use service_provider = \"consul\""
+			case strings.HasPrefix(k, "${attr.nomad.version}"):
+				h = "checks of service_provider = \"nomad\" need Nomad 1.4 or later on the clients"
+			}
+			if h != "" && !seen[h] {
+				seen[h] = true
+				hints = append(hints, h)
+			}
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	sort.Strings(hints)
+	return " (" + strings.Join(hints, "; ") + ")"
 }
 
 type allocAddr struct {
@@ -443,7 +488,7 @@ func (d *Deployment) waitDeployment(ctx context.Context) error {
 	for {
 		dep, meta, err := d.nomad.Jobs().LatestDeployment(d.jobID, (&napi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx))
 		if err != nil {
-			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", err)
+			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+d.failingChecks(ctx)+")", err)
 		}
 		if dep != nil {
 			last = deploymentState(dep)
@@ -456,11 +501,11 @@ func (d *Deployment) waitDeployment(ctx context.Context) error {
 			d.logf("nomad: deployment %s successful", short(dep.ID))
 			return nil
 		case "failed", "cancelled", "canceled", "blocked":
-			return fmt.Errorf("deployment %s of job %q %s: %s", short(dep.ID), d.jobID, dep.Status, dep.StatusDescription)
+			return fmt.Errorf("deployment %s of job %q %s: %s%s", short(dep.ID), d.jobID, dep.Status, dep.StatusDescription, d.failingChecks(ctx))
 		}
 		index = nextIndex(index, meta.LastIndex)
 		if err := d.p.pace(ctx, index); err != nil {
-			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+")", err)
+			return waitErr(ctx, "waiting for the deployment to be healthy (last seen: "+last+d.failingChecks(ctx)+")", err)
 		}
 	}
 }

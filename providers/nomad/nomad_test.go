@@ -156,6 +156,7 @@ datacenters = ["dc1"]
 gateway     = matrix.path == "gateway"
 route_uri   = "/app/*"
 discovery   = "nodes"
+service_provider = "nomad"
 token_file  = "/run/secrets/nomad"
 ready_timeout = "45s"
 `
@@ -171,7 +172,7 @@ ready_timeout = "45s"
 		t.Fatal(diags)
 	}
 	want := Config{Address: "http://127.0.0.1:4646", Driver: "raw_exec", Count: 4, CPU: 200, Memory: 64,
-		Datacenters: []string{"dc1"}, Gateway: true, RouteURI: "/app/*", Discovery: "nodes",
+		Datacenters: []string{"dc1"}, Gateway: true, RouteURI: "/app/*", Discovery: "nodes", ServiceProvider: "nomad",
 		TokenFile: "/run/secrets/nomad", ReadyTimeout: "45s"}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Errorf("decoded config (-want +got):\n%s", d)
@@ -186,15 +187,20 @@ func TestConfigErrors(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{"driver", Config{Driver: "lxc"}, `driver "lxc": want one of docker, exec, raw_exec`},
-		{"discovery", Config{Discovery: "dns"}, `discovery "dns"`},
-		{"timeout", Config{ReadyTimeout: "soon"}, `ready_timeout "soon"`},
-		{"count", Config{Count: -1}, "count = -1"},
-		{"job name", Config{JobName: "my job"}, `job_name "my job"`},
-		{"route", Config{RouteURI: "app"}, `route_uri "app": must start with /`},
-		{"both token sources", Config{TokenEnv: "X", TokenFile: "/x"}, "token_env and token_file are both set"},
-		{"missing token file", Config{TokenFile: "/nonexistent/benchflow-token"}, "reading token_file"},
-		{"control", Config{Gateway: true, APISIXControl: "127.0.0.1:9090"}, `apisix_control "127.0.0.1:9090": want http(s)://host:port`},
+		{"driver", Config{Driver: "lxc"}, `driver: "lxc" is not "docker", "exec" or "raw_exec"`},
+		{"driver typo", Config{Driver: "raw-exec"}, `Did you mean "raw_exec"?`},
+		{"discovery", Config{Discovery: "dns"}, `discovery: "dns" is not "consul" or "nodes"`},
+		{"timeout", Config{ReadyTimeout: "soon"}, `ready_timeout: "soon" is not a positive duration`},
+		{"count", Config{Count: -1}, "count: -1 is negative"},
+		{"cpu", Config{CPU: -5}, "cpu: -5 is negative"},
+		{"job name", Config{JobName: "my job"}, `job_name: "my job" is not a job id`},
+		{"route", Config{RouteURI: "app"}, `route_uri: "app" must start with /`},
+		{"both token sources", Config{TokenEnv: "X", TokenFile: "/x"}, "token_file: token_env and token_file are both set: choose one"},
+		{"missing token file", Config{TokenFile: "/nonexistent/benchflow-token"}, "token_file: reading it: open /nonexistent/benchflow-token"},
+		{"control", Config{Gateway: true, APISIXControl: "127.0.0.1:9090"}, `apisix_control: "127.0.0.1:9090" is not http(s)://host:port`},
+		{"service provider", Config{ServiceProvider: "consol"}, `service_provider: "consol" is not "consul" or "nomad". Did you mean "consul"?`},
+		{"consul discovery without consul", Config{ServiceProvider: "nomad", Gateway: true, Discovery: "consul"},
+			`discovery: "consul" makes APISIX resolve the upstream in Consul, but with service_provider = "nomad" the service registers in Nomad only: set discovery = "nodes"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,9 +2,11 @@ package nomad_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,5 +148,81 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGatewayPipelineWithoutConsul runs pipelines/gateway.hcl with
+// service_provider=nomad against a Nomad fake without Consul: every trial
+// completes through the real executor, the gateway's upstream lists the
+// instances Nomad registered, nothing is left and the Consul address
+// (CONSUL_HTTP_ADDR) is never dialled.
+func TestGatewayPipelineWithoutConsul(t *testing.T) {
+	const key = "pipeline-test-admin-key-9a7e21"
+	st := fake.NewStackWithoutConsul(key)
+	defer st.Close()
+	st.APISIX.RouteCacheLag = 200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dials atomic.Int64
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			c.Close()
+		}
+	}()
+	t.Setenv("NOMAD_ADDR", st.Nomad.URL())
+	t.Setenv("CONSUL_HTTP_ADDR", ln.Addr().String())
+	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
+	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
+	t.Setenv("APISIX_CONTROL", "")
+	t.Setenv("APISIX_ADMIN_KEY", key)
+	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
+		t.Setenv(v, "")
+	}
+	pl := buildGatewayPlan(t, plan.Inputs{
+		Vars:        map[string]string{"duration": "300ms", "warm": "100ms", "connections": "4", "service_provider": "nomad"},
+		Repetitions: 1,
+	})
+	sum, err := run.Apply(context.Background(), pl, run.Options{OutDir: t.TempDir(), NoGC: true, Version: "test"})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if sum.OK != 6 || sum.Failed != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if left := st.Empty(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	r, err := results.ReadRun(sum.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gatewayRequests int64
+	for _, row := range r.Trials {
+		if row.Step != "main" {
+			continue
+		}
+		if row.Requests == 0 || row.Errors != 0 {
+			t.Errorf("trial %s (%v): %d requests, %d errors", row.TrialID, row.Params, row.Requests, row.Errors)
+		}
+		if row.Param("path") == "gateway" {
+			gatewayRequests += row.Requests
+		}
+	}
+	if p := st.APISIX.Proxied(); gatewayRequests == 0 || p < uint64(gatewayRequests) {
+		t.Errorf("gateway forwarded %d requests, gateway loads measured %d", p, gatewayRequests)
+	}
+	ln.Close()
+	<-accepted
+	if n := dials.Load(); n > 0 {
+		t.Errorf("CONSUL_HTTP_ADDR was dialled %d times with service_provider=nomad", n)
 	}
 }

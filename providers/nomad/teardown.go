@@ -20,8 +20,9 @@ const (
 	// terminal after the deregistration (Nomad's kill_timeout is 5s by
 	// default; a client that is down never reports).
 	stopTimeout = 40 * time.Second
-	// drainTimeout bounds the wait for Consul to forget the service's
-	// instances (Nomad removes them before it kills the tasks).
+	// drainTimeout bounds the wait for Consul, or Nomad's service
+	// registrations, to forget the service's instances (Nomad removes
+	// them before it kills the tasks).
 	drainTimeout = 15 * time.Second
 	// inUseTimeout bounds the retries of an upstream DELETE that APISIX
 	// refuses because its route cache still holds the deleted route.
@@ -33,8 +34,8 @@ const (
 
 // Teardown deletes the route and the upstream, purges the job, waits
 // (bounded) until every allocation of the job is terminal, copies their
-// logs to the trial's logs folder and waits (bounded) until Consul lists
-// no instance of the service, so the next trial starts on a quiet machine
+// logs to the trial's logs folder and waits (bounded) until Consul (or,
+// with service_provider "nomad", Nomad) lists no instance of the service, so the next trial starts on a quiet machine
 // with no stale instances. Every step runs even when an earlier one
 // failed; the errors are joined. What is already gone is not an error,
 // and Teardown may be called twice.
@@ -88,9 +89,12 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 		}
 	}
 	// The next trial registers the same service name: wait until Nomad
-	// has removed this one's instances from Consul, so neither Consul
-	// waits nor APISIX discovery see stale nodes.
-	if d.consul != nil && d.registered && !forced {
+	// has removed this one's instances from Consul (or, with
+	// service_provider "nomad", from its own registrations), so neither
+	// the next waits nor APISIX discovery see stale nodes.
+	switch {
+	case !d.registered || forced:
+	case d.consul != nil:
 		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 		n, err := consul.WaitGone(wctx, d.consul, d.service, 5*time.Second)
 		cancel()
@@ -99,6 +103,17 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 				d.logf("consul: %d instances of %s still registered %s after teardown: %v", n, d.service, drainTimeout, err)
 			} else {
 				d.logf("consul: could not check that %s left Consul: %v", d.service, err)
+			}
+		}
+	case nomadUp:
+		wctx, cancel := context.WithTimeout(ctx, drainTimeout)
+		n, err := d.waitUnregistered(wctx)
+		cancel()
+		if err != nil {
+			if n >= 0 {
+				d.logf("nomad: %d registrations of service %s still listed %s after teardown: %v", n, d.service, drainTimeout, err)
+			} else {
+				d.logf("nomad: could not check that service %s left Nomad: %v", d.service, err)
 			}
 		}
 	}

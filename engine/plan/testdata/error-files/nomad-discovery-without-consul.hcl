@@ -1,0 +1,16 @@
+pipeline "p" {}
+provider "nomad" "cluster" {
+  driver           = "raw_exec"
+  service_provider = "nomad"
+  gateway          = true
+  discovery        = "consul" # ERROR: Invalid provider setting
+}
+service "web" {
+  provider = "cluster"
+  command  = ["/usr/local/bin/benchflow", "serve", "--addr", "0.0.0.0:${self.port.http}"]
+  port "http" {}
+}
+step "load" "main" {
+  target   = "${service.web.gateway_url}/"
+  requests = 10
+}
