@@ -18,6 +18,7 @@ func init() {
 		listen string
 		index  int
 		idle   time.Duration
+		linger bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -35,7 +36,11 @@ CPU time and open-loop lag). It prints "agent listening on ADDR" once ready.
 
 An agent runs one load, bounded like every load (requests and duration), and
 exits when the controller stops it or after --idle without a controller
-(nothing open and no request), which also cancels a running load.`,
+(nothing open and no request), which also cancels a running load. With
+--linger, a stop from the controller only cancels the load: the agent exits on
+SIGTERM/SIGINT or after --idle, so a scheduler that counts a task ending on its
+own as a failure (a Nomad service job) sees it stopped instead (Nomad agents
+run with it).`,
 		Example: `  benchflow agent --listen 127.0.0.1:0
   benchflow agent --listen :7700 --idle 2m`,
 		Args: cobra.NoArgs,
@@ -49,7 +54,7 @@ exits when the controller stops it or after --idle without a controller
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return agent.Serve(ctx, agent.ServeOptions{
-				Listen: listen, Index: index, Version: version, Idle: idle, ClockShift: shift,
+				Listen: listen, Index: index, Version: version, Idle: idle, Linger: linger, ClockShift: shift,
 				Ready: func(a string) { fmt.Fprintf(out, "agent listening on %s\n", a) },
 				Logf: func(format string, args ...any) {
 					fmt.Fprintf(errw, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
@@ -61,5 +66,6 @@ exits when the controller stops it or after --idle without a controller
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	f.IntVar(&index, "index", 0, "the agent's position in its group (0-based), for its log and messages")
 	f.DurationVar(&idle, "idle", 60*time.Second, "exit after this long without a controller")
+	f.BoolVar(&linger, "linger", false, "when the controller stops the agent, cancel the load but keep running until SIGTERM or --idle")
 	rootCmd.AddCommand(cmd)
 }

@@ -32,6 +32,10 @@ type ServeOptions struct {
 	// open and none for Idle) before it exits; default 60s. A running
 	// load is cancelled then.
 	Idle time.Duration
+	// Linger: a stop from the controller cancels the load but does not
+	// end Serve, which then returns on ctx or after Idle (for schedulers
+	// that count a task ending on its own as failed).
+	Linger bool
 	// ClockShift shifts every time the agent reports or is given, as if
 	// its clock were off by that much (tests of the skew correction).
 	ClockShift time.Duration
@@ -129,13 +133,20 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	tick := time.NewTicker(min(time.Second, opts.Idle/4))
 	defer tick.Stop()
 	why := ""
+	stopping := s.stopping
 wait:
 	for {
 		select {
 		case <-ctx.Done():
 			why = "interrupted"
 			break wait
-		case <-s.stopping:
+		case <-stopping:
+			if opts.Linger {
+				opts.Logf("agent %d stopped by the controller: load cancelled, waiting to be stopped (--linger)", opts.Index+1)
+				cancelLoad()
+				stopping = nil
+				continue
+			}
 			why = "stopped by the controller"
 			break wait
 		case err := <-errc:

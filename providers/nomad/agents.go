@@ -28,7 +28,11 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	s := *p.s
 	s.Driver, s.Count, s.JobName, s.Gateway, s.gatewayErr = "raw_exec", req.Count, "", false, nil
 	ap := &Provider{name: p.name, s: &s, pollInterval: p.pollInterval, stopTimeout: p.stopTimeout}
-	args := []string{req.Binary, "agent", "--listen", "${NOMAD_ADDR_agent}", "--index", "${NOMAD_ALLOC_INDEX}"}
+	// --linger: an agent the controller stops keeps running until the
+	// job is stopped, because Nomad counts a service task that ends on its
+	// own as failed (real Nomad 1.6.5: "Not Restarting", allocation
+	// failed), even with exit code 0.
+	args := []string{req.Binary, "agent", "--listen", "${NOMAD_ADDR_agent}", "--index", "${NOMAD_ALLOC_INDEX}", "--linger"}
 	if req.Idle != "" {
 		args = append(args, "--idle", req.Idle)
 	}

@@ -76,4 +76,17 @@ func TestLaunchAgentsJob(t *testing.T) {
 	if found != 2 {
 		t.Errorf("%d agent logs with their address in %s (%v), want 2", found, logs, files)
 	}
+	// The agents outlived the controller's stop (--linger) and ended when
+	// the job was stopped: a task ending on its own fails its allocation.
+	lingered := 0
+	errs, _ := filepath.Glob(filepath.Join(logs, "agent-wrk.*stderr*"))
+	for _, f := range errs {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "waiting to be stopped (--linger)") && strings.Contains(string(b), "exiting: interrupted") {
+			lingered++
+		}
+	}
+	if lingered != 2 {
+		t.Errorf("%d agents lingered after the controller's stop and ended on the job's stop (%v), want 2", lingered, errs)
+	}
 }

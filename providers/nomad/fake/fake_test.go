@@ -602,3 +602,39 @@ func TestNomadWithoutConsulRefusesConsulServices(t *testing.T) {
 		t.Errorf("evaluation %+v", ev)
 	}
 }
+
+// TestNomadTaskExitFailsAllocation: a raw_exec task of a service job that
+// ends on its own, even with exit code 0, fails its allocation with
+// "Terminated" and "Not Restarting", as Nomad 1.6.5 does.
+func TestNomadTaskExitFailsAllocation(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	n.RunRawExec = true
+	job := `{"Job": {"ID": "quits", "Name": "quits", "Type": "service", "Datacenters": ["dc1"],
+	 "TaskGroups": [{"Name": "g", "Count": 1,
+	   "Tasks": [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "/bin/sh", "args": ["-c", "echo bye; exit 0"]},
+	     "Resources": {"CPU": 100, "MemoryMB": 64}}]}]}}`
+	if a := do(t, "PUT", n.URL()+"/v1/jobs", job, nil); a.code != 200 {
+		t.Fatalf("register: %d %q", a.code, a.body)
+	}
+	var allocs []struct {
+		ClientStatus, DesiredStatus string
+		TaskStates                  map[string]struct {
+			Failed bool
+			Events []struct{ Type, DisplayMessage string }
+		}
+	}
+	eventually(t, "a failed allocation", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/quits/allocations", "", nil).body, &allocs)
+		return len(allocs) == 1 && allocs[0].ClientStatus == "failed"
+	})
+	st := allocs[0].TaskStates["t"]
+	var types []string
+	for _, e := range st.Events {
+		types = append(types, e.Type+": "+e.DisplayMessage)
+	}
+	joined := strings.Join(types, "; ")
+	if !st.Failed || allocs[0].DesiredStatus != "run" || !strings.Contains(joined, "Terminated: Exit Code: 0") || !strings.Contains(joined, "Not Restarting") {
+		t.Errorf("task state failed=%v desired=%s events %s", st.Failed, allocs[0].DesiredStatus, joined)
+	}
+}

@@ -974,6 +974,7 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 				return
 			}
 			fa.procs = append(fa.procs, p)
+			n.watchTaskLocked(fa, dep, p)
 		}
 	}
 	for tn, st := range fa.a.TaskStates {
@@ -1189,6 +1190,32 @@ func (n *Nomad) stopAllocLocked(fa *fakeAlloc) {
 		}
 		fa.a.ModifyIndex = n.writeLocked(tableAllocs)
 	})
+}
+
+// watchTaskLocked fails fa when p's process ends while the allocation
+// should run, as Nomad 1.6.5 does for a service job's task (restart
+// attempts 0, mode "fail"), whatever the exit code: "Terminated" with
+// the exit code, then "Not Restarting", allocation failed. A task that
+// ends because the allocation was told to stop is left to the stop.
+func (n *Nomad) watchTaskLocked(fa *fakeAlloc, dep *napi.Deployment, p *taskProc) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		<-p.done // Close kills every task, so this ends
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.closed || fa.a.DesiredStatus != "run" || terminal(fa.a.ClientStatus) {
+			return
+		}
+		code := -1
+		if ps := p.cmd.ProcessState; ps != nil {
+			code = ps.ExitCode()
+		}
+		fa.logs[p.task+".stdout"], fa.logs[p.task+".stderr"] = p.stdout.String(), p.stderr.String()
+		n.stopNomadServicesLocked(fa)
+		n.failAllocLocked(fa, dep, event("Terminated", fmt.Sprintf("Exit Code: %d", code)))
+		fa.a.ModifyIndex = n.writeLocked(tableAllocs)
+	}()
 }
 
 // killAllocLocked stops an allocation's servers and services at once.
