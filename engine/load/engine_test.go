@@ -267,7 +267,7 @@ func TestBusyPoll(t *testing.T) {
 // engines.
 func TestDribbledResponses(t *testing.T) {
 	big := strings.Repeat("x", 40_000)   // larger than the 32 KiB read buffer
-	huge := strings.Repeat("y", 300_000) // read past the buffer (bodyBypass), in two sink reads
+	huge := strings.Repeat("y", 300_000) // many times the read buffer
 	chunk := strings.Repeat("z", 100_000)
 	cases := []struct{ name, resp string }{
 		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"},
@@ -312,8 +312,8 @@ func TestDribbledResponses(t *testing.T) {
 }
 
 // TestLargeResponses: bodies much larger than the read buffer, written
-// whole, are read past the buffer in large reads and counted exactly,
-// with the next response on the connection parsed from its first byte.
+// whole, are counted exactly, with the next response on the connection
+// parsed from its first byte.
 func TestLargeResponses(t *testing.T) {
 	body := strings.Repeat("b", 1<<20+17)
 	chunk := strings.Repeat("c", 200_000)

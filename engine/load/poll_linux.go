@@ -178,9 +178,6 @@ type ploop struct {
 	readyCount int
 	ev         unix.EpollEvent // scratch for epoll_ctl (kept off the stack)
 	scan       time.Duration   // next timeout scan
-	// sink receives body bytes that the connection's buffer would only
-	// count (bodyBypass): large bodies are read in fewer, larger reads.
-	sink []byte
 	// u is set on the uring engine (uring_linux.go): its I/O goes through
 	// a ring instead of epoll, read and write.
 	u *uringState
@@ -650,17 +647,6 @@ func (l *ploop) write(s *pslot) {
 	}
 }
 
-// Body bypass: when the connection's buffer is empty and at least
-// bodyBypass bytes of a body remain, the loop reads them into its sink,
-// at most sinkSize at a time and never past the body's end (so the next
-// response's bytes stay in the socket for the buffer). The parser only
-// counts body bytes, so where they land does not matter; a 1 MiB body
-// then takes 4 reads instead of 32.
-const (
-	bodyBypass = 64 << 10
-	sinkSize   = 256 << 10
-)
-
 // read takes what the socket holds and feeds the parser until the
 // response is complete or the socket is drained.
 func (l *ploop) read(s *pslot) {
@@ -672,16 +658,8 @@ func (l *ploop) read(s *pslot) {
 			rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
 			rd.r = 0
 		}
-		dst := rd.buf[rd.w:]
-		bypass := rd.r == rd.w && (s.p.st == stLength || s.p.st == stChunkData) && s.p.n >= bodyBypass
-		if bypass {
-			if l.sink == nil {
-				l.sink = make([]byte, sinkSize)
-			}
-			dst = l.sink[:min(int64(sinkSize), s.p.n)]
-		}
-		space := len(dst)
-		n, err := rawRead(fd, dst)
+		space := len(rd.buf) - rd.w
+		n, err := rawRead(fd, rd.buf[rd.w:])
 		switch err {
 		case nil:
 		case unix.EAGAIN:
@@ -697,16 +675,10 @@ func (l *ploop) read(s *pslot) {
 			l.eof(s)
 			return
 		}
+		rd.w += n
 		rd.nread += int64(n)
-		var done bool
-		if bypass {
-			_, done, err = s.p.feed(dst[:n]) // all of it: n ≤ the body's rest
-		} else {
-			rd.w += n
-			var used int
-			used, done, err = s.p.feed(rd.buf[rd.r:rd.w])
-			rd.r += used
-		}
+		used, done, err := s.p.feed(rd.buf[rd.r:rd.w])
+		rd.r += used
 		if n < space && !s.hup {
 			s.readable = false // drained: epoll reports the next data
 		}
