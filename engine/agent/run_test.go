@@ -125,29 +125,15 @@ func TestRunCorrectsClockSkew(t *testing.T) {
 func TestRunMeasuresDrift(t *testing.T) {
 	real := startAgents(t, 0)[0]
 	var jumped atomic.Bool
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == pathResult {
+	proxy := clockProxy(real, func(path string) time.Time {
+		if path == pathResult {
 			jumped.Store(true)
 		}
-		if r.URL.Path == pathClock {
-			now := time.Now()
-			if jumped.Load() {
-				now = now.Add(250 * time.Millisecond)
-			}
-			writeJSON(w, http.StatusOK, Clock{ClockNS: now.UnixNano()})
-			return
+		if jumped.Load() {
+			return time.Now().Add(250 * time.Millisecond)
 		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, real+r.URL.Path, r.Body)
-		req.Header = r.Header
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
+		return time.Now()
+	})
 	defer proxy.Close()
 	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
 		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond},
@@ -169,30 +155,7 @@ func TestRunFailsOnLateAgent(t *testing.T) {
 	// A proxy that answers clock probes from an agent two seconds
 	// ahead: the controller believes the agent is ahead and sends a start
 	// instant two seconds early for it.
-	real := urls[0]
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == pathClock {
-			writeJSON(w, http.StatusOK, Clock{ClockNS: time.Now().Add(-2 * time.Second).UnixNano()})
-			return
-		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, real+r.URL.Path, r.Body)
-		req.Header = r.Header
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		buf := make([]byte, 1<<16)
-		for {
-			n, err := resp.Body.Read(buf)
-			_, _ = w.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}))
+	proxy := clockProxy(urls[0], func(string) time.Time { return time.Now().Add(-2 * time.Second) })
 	defer proxy.Close()
 	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
 		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond}})
@@ -262,4 +225,27 @@ func TestRunReportsProgress(t *testing.T) {
 	if last := seen[len(seen)-1]; last.Requests == 0 || last.Elapsed <= 0 {
 		t.Errorf("last progress %+v: want requests and elapsed time", last)
 	}
+}
+
+// clockProxy forwards every request to the agent at real but answers
+// clock probes itself, with clock(); clock is also called with the path
+// of every other request, before it is forwarded.
+func clockProxy(real string, clock func(path string) time.Time) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == pathClock {
+			writeJSON(w, http.StatusOK, Clock{ClockNS: clock(r.URL.Path).UnixNano()})
+			return
+		}
+		clock(r.URL.Path)
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, real+r.URL.Path, r.Body)
+		req.Header = r.Header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
 }
