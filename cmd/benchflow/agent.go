@@ -34,8 +34,8 @@ it), a start command with the agent's share of the load and the common start
 instant, and the result (HDR histograms encoded losslessly, counters, its own
 CPU time and open-loop lag). It prints "agent listening on ADDR" once ready.
 
-An agent runs one load, bounded like every load (requests and duration), and
-exits when the controller stops it or after --idle without a controller
+An agent runs loads one after another (a capacity search sends one per
+probe), each bounded like every load (requests and duration), and exits when the controller stops it or after --idle without a controller
 (nothing open and no request), which also cancels a running load. With
 --linger, a stop from the controller only cancels the load: the agent exits on
 SIGTERM/SIGINT or after --idle, so a scheduler that counts a task ending on its

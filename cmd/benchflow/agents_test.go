@@ -195,3 +195,77 @@ func environ(pid int, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// TestAgentsCapacitySearch: a capacity search whose probes run on two
+// local agents against a queue of known capacity (2 workers × 5 ms = 400
+// req/s): each probe is one merged load of both agents, the capacity
+// found does not exceed what the queue serves, the step's figures are the
+// probe at the capacity merged exactly from the agents' (DuckDB), and no
+// agent process is left.
+func TestAgentsCapacitySearch(t *testing.T) {
+	dir := t.TempDir()
+	pipeline := filepath.Join(dir, "agents-capacity.hcl")
+	src := `pipeline "agents-capacity" {}
+provider "local" "host" {}
+service "web" {
+  provider = "host"
+  command  = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--workers", "2", "--delay", "5ms"]
+  port "http" {}
+  health {
+    http    = "/"
+    timeout = "10s"
+  }
+}
+step "load" "capacity" {
+  target      = "${service.web.url}/"
+  connections = 32
+  threads     = 2
+  search {
+    slo        = "p99<2s,errors<0.1%"
+    start_rate = 100
+    probe      = "2s"
+    max_probes = 4
+  }
+  agents {
+    provider = "host"
+    count    = 2
+  }
+}
+`
+	if err := os.WriteFile(pipeline, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	b, err := exec.Command(bin, "apply", pipeline, "--out", out, "--verbose").CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	run := filepath.Join(out, "latest")
+	m := resultstest.CheckAgentMerge(t, run, "capacity", 2)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var capacity float64
+	var limit string
+	var probes, atCapacity int
+	q := fmt.Sprintf(`SELECT t.capacity_rps, t.capacity_limit, count(p.probe), count(p.probe) FILTER (WHERE p.pass AND p.rate = t.capacity_rps)
+		FROM read_parquet('%s') t JOIN read_parquet('%s') p ON p.trial_id = t.trial_id AND p.step = t.step
+		WHERE t.step = 'capacity' GROUP BY ALL`, filepath.Join(run, "trials.parquet"), filepath.Join(run, "probes.parquet"))
+	if err := db.QueryRow(q).Scan(&capacity, &limit, &probes, &atCapacity); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if capacity <= 0 || capacity > 400*1.05 || limit == "" || probes < 2 || atCapacity != 1 {
+		t.Errorf("capacity %.0f req/s (limit %q) from %d probes (%d passing at it): want a capacity in (0, 420] from 2-4 probes\n%s",
+			capacity, limit, probes, atCapacity, b)
+	}
+	if !strings.Contains(string(b), "probe at") {
+		t.Errorf("no probe lines in the output:\n%s", b)
+	}
+	for _, a := range m.Agents {
+		if processRuns(int(a.PID)) {
+			t.Errorf("agent process %d still runs after the run", a.PID)
+		}
+	}
+}

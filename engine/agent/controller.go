@@ -90,21 +90,33 @@ type Outcome struct {
 // Run drives a distributed load: hello, clock probes, one start instant,
 // results, merge. Any agent that does not answer, begins late or fails
 // its load fails the whole load: the error names the agent and why, and
-// the Outcome still lists every member (for the per-agent table).
+// the Outcome still lists every member (for the per-agent table). The
+// agents are stopped when it returns.
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
-	if len(cfg.Agents) == 0 {
-		return nil, errors.New("no agents")
-	}
-	opts := load.Defaults(cfg.Options)
-	if opts.Requester != nil || opts.OnResponse != nil {
-		return nil, errors.New("request scripts cannot run on agents")
-	}
-	if err := load.Validate(opts); err != nil {
-		return nil, err
-	}
-	shares, err := Split(opts, len(cfg.Agents))
+	s, err := Open(cfg)
 	if err != nil {
 		return nil, err
+	}
+	defer s.Close()
+	return s.Load(ctx, cfg.Options)
+}
+
+// Session is a group of agents that runs loads one after another (a
+// capacity search runs one per probe): each Load measures the clocks
+// again and starts every agent at one instant. Close stops the agents.
+type Session struct {
+	cfg    Config
+	c      *controller
+	hellos []Hello // per agent, once greeted
+	greet  []bool
+	urls   []string
+}
+
+// Open prepares a session with cfg's agents (cfg.Options is not used);
+// nothing is sent before the first Load.
+func Open(cfg Config) (*Session, error) {
+	if len(cfg.Agents) == 0 {
+		return nil, errors.New("no agents")
 	}
 	if cfg.Probes <= 0 {
 		cfg.Probes = 8
@@ -124,17 +136,50 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
 	}
-	out := &Outcome{}
-	for i, u := range cfg.Agents {
-		out.Members = append(out.Members, &Member{Index: i, URL: strings.TrimRight(u, "/"), Share: shares[i]})
+	s := &Session{cfg: cfg, c: &controller{cfg: cfg, client: cfg.Client},
+		hellos: make([]Hello, len(cfg.Agents)), greet: make([]bool, len(cfg.Agents))}
+	for _, u := range cfg.Agents {
+		s.urls = append(s.urls, strings.TrimRight(u, "/"))
 	}
-	c := &controller{cfg: cfg, client: cfg.Client}
-	defer c.stopAll(out.Members)
+	return s, nil
+}
 
-	// Hello and clock probes, every agent at once.
+// Close stops every agent of the session.
+func (s *Session) Close() {
+	ms := make([]*Member, len(s.urls))
+	for i, u := range s.urls {
+		ms[i] = &Member{Index: i, URL: u}
+	}
+	s.c.stopAll(ms)
+}
+
+// Load runs one distributed load of options on the session's agents (see
+// Run). After a failed load the session should be closed.
+func (s *Session) Load(ctx context.Context, options load.Options) (*Outcome, error) {
+	cfg, c := s.cfg, s.c
+	opts := load.Defaults(options)
+	if opts.Requester != nil || opts.OnResponse != nil {
+		return nil, errors.New("request scripts cannot run on agents")
+	}
+	if err := load.Validate(opts); err != nil {
+		return nil, err
+	}
+	shares, err := Split(opts, len(s.urls))
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	for i, u := range s.urls {
+		out.Members = append(out.Members, &Member{Index: i, URL: u, Share: shares[i], Hello: s.hellos[i]})
+	}
+
+	// Hello (once per session) and clock probes, every agent at once.
 	if err := c.each(out.Members, func(m *Member) error {
-		if err := c.hello(ctx, m); err != nil {
-			return err
+		if !s.greet[m.Index] {
+			if err := c.hello(ctx, m); err != nil {
+				return err
+			}
+			s.hellos[m.Index], s.greet[m.Index] = m.Hello, true
 		}
 		return c.probe(ctx, m)
 	}); err != nil {

@@ -249,3 +249,42 @@ func clockProxy(real string, clock func(path string) time.Time) *httptest.Server
 		_, _ = io.Copy(w, resp.Body)
 	}))
 }
+
+// TestSessionRunsLoadsInSequence: one session runs several loads on the
+// same agents, each merged exactly; a start while a load runs is refused.
+func TestSessionRunsLoadsInSequence(t *testing.T) {
+	urls := startAgents(t, 0, 30*time.Second)
+	s, err := Open(Config{Agents: urls, Logf: t.Logf, Tolerance: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tgt := target(t)
+	for i, n := range []int64{300, 501, 800} {
+		out, err := s.Load(context.Background(), load.Options{Targets: []load.Target{{URL: tgt}}, Connections: 2, Threads: 2, Requests: n})
+		if err != nil {
+			t.Fatalf("load %d: %v", i+1, err)
+		}
+		var sum int64
+		for _, m := range out.Members {
+			sum += m.Result.Requests
+		}
+		if out.Merged.Requests != n || sum != n || out.Merged.Latency.TotalCount() != n {
+			t.Errorf("load %d: merged %d (histogram %d), agents %d; want %d", i+1, out.Merged.Requests, out.Merged.Latency.TotalCount(), sum, n)
+		}
+		if off := out.Members[1].Offset; (off - 30*time.Second).Abs() > out.Members[1].SkewBound {
+			t.Errorf("load %d: agent 2's offset %s, want 30s ± %s", i+1, off, out.Members[1].SkewBound)
+		}
+	}
+	// An agent refuses a second start while its load runs.
+	c := &controller{cfg: s.cfg, client: s.cfg.Client}
+	m := &Member{URL: urls[0], Share: Share{Connections: 1, Threads: 1}}
+	long := load.Options{Targets: []load.Target{{URL: tgt}}, Connections: 1, Threads: 1, Duration: 2 * time.Second, Rate: 50}
+	if err := c.start(context.Background(), m, long, time.Now().Add(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	err = c.start(context.Background(), m, long, time.Now().Add(100*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "a load is running") {
+		t.Errorf("second start while a load runs: %v", err)
+	}
+}

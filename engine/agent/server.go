@@ -78,17 +78,22 @@ func ParseClockShift(v string, index int) (time.Duration, error) {
 	return 0, nil
 }
 
+// loadRun is one load of an agent; an agent runs loads one after another
+// (a capacity search sends one per probe).
+type loadRun struct {
+	done   chan struct{} // closed when result is set
+	result *Result
+}
+
 // server is one agent.
 type server struct {
 	opts ServeOptions
 	host string
 
 	mu       sync.Mutex
-	active   int       // requests in progress
-	last     time.Time // end of the last request
-	started  bool
-	done     chan struct{}
-	result   *Result
+	active   int             // requests in progress
+	last     time.Time       // end of the last request
+	cur      *loadRun        // the latest load (nil before the first)
 	base     context.Context // ends when Serve returns
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -111,7 +116,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
-	s := &server{opts: opts, last: time.Now(), done: make(chan struct{}), stopping: make(chan struct{})}
+	s := &server{opts: opts, last: time.Now(), stopping: make(chan struct{})}
 	s.host, _ = os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathHello, s.track(s.hello))
@@ -224,28 +229,30 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.started {
+	if s.cur != nil && s.cur.result == nil {
 		s.mu.Unlock()
-		writeJSON(w, http.StatusConflict, wireError{"this agent already ran a load"})
+		writeJSON(w, http.StatusConflict, wireError{"a load is running on this agent: a new one starts after its result"})
 		return
 	}
-	s.started = true
+	cur := &loadRun{done: make(chan struct{})}
+	s.cur = cur
 	s.mu.Unlock()
+	s.progress.Store(nil)
 	wait := time.Duration(req.StartNS - s.now().UnixNano())
 	if wait < -time.Duration(req.ToleranceNS) {
 		res := &Result{Index: s.opts.Index, LateNS: int64(-wait),
 			Error: fmt.Sprintf("the start command arrived %s after the start instant", (-wait).Round(time.Microsecond))}
-		s.finish(res)
+		s.finish(cur, res)
 		writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
 		return
 	}
 	writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
 	s.opts.Logf("agent %d: %d connections, rate %g, starting in %s", s.opts.Index+1, opts.Connections, opts.Rate, wait.Round(time.Microsecond))
-	go s.run(req, opts)
+	go s.run(cur, req, opts)
 }
 
 // run waits for the start instant, runs the load and keeps its result.
-func (s *server) run(req StartRequest, opts load.Options) {
+func (s *server) run(cur *loadRun, req StartRequest, opts load.Options) {
 	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	go func() {
@@ -260,7 +267,7 @@ func (s *server) run(req StartRequest, opts load.Options) {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
-		s.finish(&Result{Index: s.opts.Index, Error: "stopped before the start instant"})
+		s.finish(cur, &Result{Index: s.opts.Index, Error: "stopped before the start instant"})
 		return
 	}
 	// The last stretch on the clock itself: timers may fire early or late
@@ -295,7 +302,7 @@ func (s *server) run(req StartRequest, opts load.Options) {
 		}
 	}
 	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index+1, w.Requests, w.Errors, time.Duration(w.DurationNS).Round(time.Millisecond), errSuffix(w.Error))
-	s.finish(w)
+	s.finish(cur, w)
 }
 
 func errSuffix(e string) string {
@@ -305,18 +312,26 @@ func errSuffix(e string) string {
 	return ": " + e
 }
 
-func (s *server) finish(r *Result) {
+func (s *server) finish(cur *loadRun, r *Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.result == nil {
-		s.result = r
-		close(s.done)
+	if cur.result == nil {
+		cur.result = r
+		close(cur.done)
 	}
 }
 
+// resultHandler answers the latest load's result, once it has ended.
 func (s *server) resultHandler(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil {
+		writeJSON(w, http.StatusConflict, wireError{"no load was started on this agent"})
+		return
+	}
 	select {
-	case <-s.done:
+	case <-cur.done:
 	case <-r.Context().Done():
 		return
 	case <-s.stopping:
@@ -324,7 +339,7 @@ func (s *server) resultHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	res := s.result
+	res := cur.result
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, res)
 }

@@ -120,6 +120,12 @@ type SearchOptions struct {
 	MaxProbes int
 	// OnProbe, when set, is called after each probe.
 	OnProbe func(Probe)
+	// Runner, when set, runs each probe's load instead of Run in this
+	// process (distributed probes run on agents): it returns the result
+	// and the generator's CPU as a fraction of its threads (the busiest
+	// generator's, when there are several), which marks a failing probe
+	// generator-limited at 0.9.
+	Runner func(ctx context.Context, o Options) (res *Result, loaderCPU float64, err error)
 }
 
 // Probe is one constant-rate load of a capacity search.
@@ -409,21 +415,32 @@ func runProbe(ctx context.Context, o SearchOptions, rate float64) (Probe, error)
 	if lo.Interval <= 0 {
 		lo.Interval = time.Second
 	}
-	before := cpuTime()
-	res, err := Run(ctx, lo)
+	var res *Result
+	var loaderCPU float64
+	var err error
+	threads := Defaults(lo).Threads
+	if o.Runner != nil {
+		res, loaderCPU, err = o.Runner(ctx, lo)
+	} else {
+		before := cpuTime()
+		res, err = Run(ctx, lo)
+		if err == nil && res.Duration > 0 && threads > 0 {
+			loaderCPU = (cpuTime() - before).Seconds() / res.Duration.Seconds() / float64(threads)
+		}
+	}
 	if err != nil {
 		return Probe{Rate: rate}, fmt.Errorf("probing %.0f req/s: %w", rate, err)
 	}
-	used := cpuTime() - before
 	p := judge(o.SLO, rate, res, o.Settle)
 	p.Result = res
-	threads := Defaults(lo).Threads
-	if res.Duration > 0 && threads > 0 {
-		p.LoaderCPU = used.Seconds() / res.Duration.Seconds() / float64(threads)
-	}
+	p.LoaderCPU = loaderCPU
 	if !p.Pass && p.LoaderCPU >= 0.9 {
 		p.GeneratorLimited = true
-		p.Reason += fmt.Sprintf("; the generator used %.0f%% of its %d thread(s)", p.LoaderCPU*100, threads)
+		if o.Runner != nil {
+			p.Reason += fmt.Sprintf("; the busiest generator used %.0f%% of the cores its threads can use", p.LoaderCPU*100)
+		} else {
+			p.Reason += fmt.Sprintf("; the generator used %.0f%% of its %d thread(s)", p.LoaderCPU*100, threads)
+		}
 	}
 	return p, nil
 }

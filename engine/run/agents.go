@@ -31,10 +31,90 @@ var AgentBinary = func() (string, error) { return os.Executable() }
 // happened. A failed or late agent fails the step; the records of every
 // agent are returned either way.
 func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+	urls, tolerance, done, err := tr.startAgents(ctx, st, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	out, err := agent.Run(ctx, tr.agentConfig(st, urls, tolerance, opts))
+	var recs []results.AgentRecord
+	if out != nil {
+		recs = agentRecords(out)
+	}
+	if err != nil {
+		return nil, recs, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
+	}
+	return out.Merged, recs, nil
+}
+
+// searchOnAgents runs a load step's capacity search with every probe on
+// its agents: they are started once, each probe is one synchronised,
+// merged load (engine/agent.Session), and a probe fails as the
+// generator's when the busiest agent used 90% of the cores its threads
+// can use. The agents' records are those of the probe at the capacity's
+// rate (of the last probe when none passed).
+func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, []results.AgentRecord, error) {
+	urls, tolerance, done, err := tr.startAgents(ctx, st, c.Agents)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	sess, err := agent.Open(tr.agentConfig(st, urls, tolerance, opts))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sess.Close()
+	byResult := map[*load.Result][]results.AgentRecord{}
+	var last []results.AgentRecord
+	runner := func(ctx context.Context, o load.Options) (*load.Result, float64, error) {
+		out, err := sess.Load(ctx, o)
+		if out != nil {
+			last = agentRecords(out)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
+		}
+		byResult[out.Merged] = last
+		return out.Merged, busiestAgent(out), nil
+	}
+	capacity, err := tr.search(ctx, st, c, opts, runner)
+	recs := last
+	if at := capacity.At(); at != nil {
+		recs = byResult[at.Result]
+	}
+	return capacity, recs, err
+}
+
+// busiestAgent is the highest CPU of the outcome's agents as a fraction
+// of the cores their threads can use (one per thread, at most the
+// agent's CPUs).
+func busiestAgent(out *agent.Outcome) float64 {
+	most := 0.0
+	for _, m := range out.Members {
+		cores := max(min(m.Share.Threads, m.Hello.Cores), 1)
+		most = max(most, m.CPUPct()/100/float64(cores))
+	}
+	return most
+}
+
+// agentConfig is the controller's configuration for a step's agents.
+func (tr *trialRun) agentConfig(st *pipeline.Step, urls []string, tolerance time.Duration, opts load.Options) agent.Config {
+	return agent.Config{
+		Agents: urls, Options: opts, Tolerance: tolerance,
+		Logf: func(format string, args ...any) {
+			tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, st.Addr(), fmt.Sprintf(format, args...))
+		},
+	}
+}
+
+// startAgents has the provider of a's agents block start them and
+// returns their URLs, the start tolerance and the teardown to call when
+// the step is done with them.
+func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig) ([]string, time.Duration, func(), error) {
 	pv := tr.te.AgentsProviderBlock(a)
 	typ, cfg, d := tr.te.ProviderConfig(pv)
 	if d.HasErrors() {
-		return nil, nil, diagErr(d)
+		return nil, 0, nil, diagErr(d)
 	}
 	name := plan.ImplicitLocal
 	if pv != nil {
@@ -42,15 +122,15 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 	}
 	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
 	if err != nil {
-		return nil, nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
+		return nil, 0, nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
 	}
 	launcher, ok := prov.(providers.AgentLauncher)
 	if !ok {
-		return nil, nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
+		return nil, 0, nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
 	}
 	bin, err := AgentBinary()
 	if err != nil {
-		return nil, nil, fmt.Errorf("agents: finding the benchflow binary: %w", err)
+		return nil, 0, nil, fmt.Errorf("agents: finding the benchflow binary: %w", err)
 	}
 	tolerance := 50 * time.Millisecond
 	if a.Tolerance != "" {
@@ -65,7 +145,7 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 		env[agent.ClockShiftEnv] = v
 	}
 	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
-		return nil, nil, fmt.Errorf("creating the log folder: %w", err)
+		return nil, 0, nil, fmt.Errorf("creating the log folder: %w", err)
 	}
 	tr.r.rep.Logf("trial %s: %s: starting %d agents with %s", tr.trial.ID, st.Addr(), a.Count, name)
 	group, err := launcher.LaunchAgents(ctx, &providers.AgentRequest{
@@ -73,14 +153,14 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 		Binary: bin, Image: image, Env: env, Idle: "60s", LogDir: tr.logDir, Logf: tr.r.rep.Logf,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
+		return nil, 0, nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
 	}
 	if pr, ok := group.(providers.ProcessReporter); ok {
 		tr.mu.Lock()
 		tr.agents = append(tr.agents, pr)
 		tr.mu.Unlock()
 	}
-	defer func() {
+	return group.URLs(), tolerance, func() {
 		tr.mu.Lock()
 		tr.agents = slices.DeleteFunc(tr.agents, func(p providers.ProcessReporter) bool { return any(p) == any(group) })
 		tr.mu.Unlock()
@@ -89,21 +169,7 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 		if err := group.Teardown(tctx); err != nil {
 			tr.r.rep.Warnf("trial %s: %s: tearing down agents: %v", tr.trial.ID, st.Addr(), err)
 		}
-	}()
-	out, err := agent.Run(ctx, agent.Config{
-		Agents: group.URLs(), Options: opts, Tolerance: tolerance,
-		Logf: func(format string, args ...any) {
-			tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, st.Addr(), fmt.Sprintf(format, args...))
-		},
-	})
-	var recs []results.AgentRecord
-	if out != nil {
-		recs = agentRecords(out)
-	}
-	if err != nil {
-		return nil, recs, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
-	}
-	return out.Merged, recs, nil
+	}, nil
 }
 
 // agentProcs lists the processes of agents running on this machine, as the

@@ -477,10 +477,15 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	var agents []results.AgentRecord
 	var lerr error
 	switch {
+	case c.Agents != nil && c.Search != nil:
+		capacity, agents, lerr = tr.searchOnAgents(ctx, st, c, opts)
+		if at := capacity.At(); at != nil {
+			res = at.Result
+		}
 	case c.Agents != nil:
 		res, agents, lerr = tr.runOnAgents(ctx, st, c.Agents, opts)
 	case c.Search != nil:
-		capacity, lerr = tr.search(ctx, st, c, opts)
+		capacity, lerr = tr.search(ctx, st, c, opts, nil)
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
@@ -544,12 +549,15 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 // each probe. A search in which no rate met the SLO is a result too: the
 // capacity is below the lowest rate probed (limit "none"), and the step
 // has no figures of its own (no probe passed to lend them).
-func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, error) {
+//
+// runner, when set, runs each probe's load (on agents: searchOnAgents).
+func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options,
+	runner func(context.Context, load.Options) (*load.Result, float64, error)) (*load.Capacity, error) {
 	so, err := steps.SearchOptions(c.Search)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	so.Load = opts
+	so.Load, so.Runner = opts, runner
 	so.OnProbe = func(p load.Probe) {
 		verdict := "pass"
 		if !p.Pass {

@@ -89,15 +89,10 @@ func validateAgents(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		attr, reason string
 	}{
 		{c.Script != "", "script", "a request script runs in the controller's Starlark interpreter"},
-		{c.Search != nil, "search", "a capacity search adapts each probe to the last one"},
 		{c.Until != "", "until", "warming until steady judges each window as it ends"},
 	} {
 		if x.set {
-			d := AttrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr))
-			if blk := SearchBlock(st.Body); x.attr == "search" && blk != nil {
-				d.Subject = blk.DefRange().Ptr()
-			}
-			add(d)
+			add(AttrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr)))
 		}
 	}
 	return diags
