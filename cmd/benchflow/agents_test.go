@@ -269,3 +269,87 @@ step "load" "capacity" {
 		}
 	}
 }
+
+// TestAgentsWarmUntilSteady: a warm step with until = "steady" runs its
+// windows on two local agents, each window one merged load; the log says
+// how the warm-up ended, the step's requests are the agents' last window
+// or more, and no agent process is left.
+func TestAgentsWarmUntilSteady(t *testing.T) {
+	dir := t.TempDir()
+	pipeline := filepath.Join(dir, "agents-steady.hcl")
+	src := `pipeline "agents-steady" {}
+provider "local" "host" {}
+service "web" {
+  provider = "host"
+  command  = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}"]
+  port "http" {}
+  health {
+    http    = "/"
+    timeout = "10s"
+  }
+}
+step "warm" "steady" {
+  target      = "${service.web.url}/"
+  connections = 4
+  threads     = 2
+  until       = "steady"
+  duration    = "6s"
+  window      = "1s"
+  tolerance   = "90%"
+  agents {
+    provider = "host"
+    count    = 2
+  }
+}
+step "load" "main" {
+  target      = "${service.web.url}/"
+  connections = 4
+  threads     = 2
+  requests    = 400
+}
+`
+	if err := os.WriteFile(pipeline, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	b, err := exec.Command(bin, "apply", pipeline, "--out", out, "--verbose").CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "warm.steady steady after") && !strings.Contains(string(b), "warm.steady not steady within") {
+		t.Errorf("the log does not say how the warm-up ended:\n%s", b)
+	}
+	if n := strings.Count(string(b), "warm.steady: agent 1 ("); n < 3 {
+		t.Errorf("agent 1's clock measured %d times: want one per window, at least 3\n%s", n, b)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	run := filepath.Join(out, "latest")
+	var reqs, agents, agentRows, agentReqs int64
+	var pids []int64
+	q := fmt.Sprintf(`SELECT t.requests, t.agents, count(a.agent), sum(a.requests), list(a.pid)
+		FROM read_parquet('%s') t JOIN read_parquet('%s') a ON a.trial_id = t.trial_id AND a.step = t.step
+		WHERE t.step = 'steady' GROUP BY ALL`, filepath.Join(run, "trials.parquet"), filepath.Join(run, "agents.parquet"))
+	var pidList any
+	if err := db.QueryRow(q).Scan(&reqs, &agents, &agentRows, &agentReqs, &pidList); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if agents != 2 || agentRows != 2 || agentReqs <= 0 || reqs < agentReqs {
+		t.Errorf("warm step: %d requests, agents %d, %d agents rows with %d requests: want 2 agents, the last window's requests within the step's", reqs, agents, agentRows, agentReqs)
+	}
+	if l, ok := pidList.([]any); ok {
+		for _, p := range l {
+			if pid, ok := p.(int64); ok {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
+		if processRuns(int(pid)) {
+			t.Errorf("agent process %d still runs after the run", pid)
+		}
+	}
+}

@@ -85,6 +85,35 @@ func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *st
 	return capacity, recs, err
 }
 
+// warmSteadyOnAgents warms until steady with every window on the step's
+// agents: started once, one synchronised, merged load per window (each
+// after the start lead, about half a second). The agents' records are
+// those of the last window.
+func (tr *trialRun) warmSteadyOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+	urls, tolerance, done, err := tr.startAgents(ctx, st, c.Agents)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	sess, err := agent.Open(tr.agentConfig(st, urls, tolerance, opts))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sess.Close()
+	var last []results.AgentRecord
+	res, err := tr.warmSteady(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, error) {
+		out, err := sess.Load(ctx, o)
+		if out != nil {
+			last = agentRecords(out)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
+		}
+		return out.Merged, nil
+	})
+	return res, last, err
+}
+
 // busiestAgent is the highest CPU of the outcome's agents as a fraction
 // of the cores their threads can use (one per thread, at most the
 // agent's CPUs).

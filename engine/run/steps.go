@@ -479,6 +479,8 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	switch {
 	case c.Agents != nil && c.Search != nil:
 		capacity, agents, lerr = tr.searchOnAgents(ctx, st, c, opts)
+	case c.Agents != nil && st.Kind == pipeline.KindWarm && c.Until == "steady":
+		res, agents, lerr = tr.warmSteadyOnAgents(ctx, st, c, opts)
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
@@ -490,7 +492,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 			res = at.Result
 		}
 	case st.Kind == pipeline.KindWarm && c.Until == "steady":
-		res, lerr = tr.warmSteady(ctx, st, c, opts)
+		res, lerr = tr.warmSteady(ctx, st, c, opts, nil)
 	default:
 		res, lerr = load.Run(ctx, opts)
 	}

@@ -88,8 +88,12 @@ func steadyAcross(ws []windowStat, tol float64) (bool, float64) {
 
 // warmUntilSteady runs the warm load in windows until steadyAcross holds
 // or the maximum duration is spent. It returns the windows merged into one
-// result and a sentence saying how it ended.
-func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings) (*load.Result, string, error) {
+// result and a sentence saying how it ended. run runs one window (nil:
+// load.Run in this process).
+func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings, run func(context.Context, load.Options) (*load.Result, error)) (*load.Result, string, error) {
+	if run == nil {
+		run = load.Run
+	}
 	var merged *load.Result
 	var stats []windowStat
 	var spent time.Duration
@@ -98,7 +102,7 @@ func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings) (*loa
 		wo := o
 		wo.Duration, wo.Requests = ws.window, 0
 		wo.Progress = nil
-		res, err := load.Run(ctx, wo)
+		res, err := run(ctx, wo)
 		merged = mergeResults(merged, res)
 		if err != nil {
 			return merged, "", err
@@ -183,12 +187,13 @@ func hdrCopy(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 }
 
 // warmSteady runs a warm step with until = "steady" and says how it ended.
-func (tr *trialRun) warmSteady(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, o load.Options) (*load.Result, error) {
+func (tr *trialRun) warmSteady(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, o load.Options,
+	run func(context.Context, load.Options) (*load.Result, error)) (*load.Result, error) {
 	ws, err := parseWarmUntil(c, o)
 	if err != nil {
 		return nil, err
 	}
-	res, how, err := warmUntilSteady(ctx, o, ws)
+	res, how, err := warmUntilSteady(ctx, o, ws, run)
 	if how != "" {
 		if strings.HasPrefix(how, "steady") {
 			tr.r.rep.Logf("trial %s: %s %s", tr.trial.ID, st.Addr(), how)

@@ -57,7 +57,7 @@ func TestWarmUntilSteady(t *testing.T) {
 		return o
 	}
 	ws := warmSettings{window: 200 * time.Millisecond, max: 4 * time.Second, tolerance: 0.5}
-	res, how, err := warmUntilSteady(context.Background(), opts(quick.URL), ws)
+	res, how, err := warmUntilSteady(context.Background(), opts(quick.URL), ws, nil)
 	if err != nil || !strings.HasPrefix(how, "steady after ") || res == nil || res.Duration >= ws.max {
 		t.Errorf("steady server, 50%% tolerance: %q err=%v duration=%v", how, err, res.Duration)
 	}
@@ -70,7 +70,7 @@ func TestWarmUntilSteady(t *testing.T) {
 		}
 	}
 	ws = warmSettings{window: 200 * time.Millisecond, max: 2 * time.Second, tolerance: 0.02}
-	res, how, err = warmUntilSteady(context.Background(), opts(slowing.URL), ws)
+	res, how, err = warmUntilSteady(context.Background(), opts(slowing.URL), ws, nil)
 	t.Logf("slowing: %s", how)
 	if err != nil || !strings.HasPrefix(how, "not steady within 2s (") {
 		t.Errorf("slowing server: %q err=%v", how, err)

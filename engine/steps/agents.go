@@ -89,7 +89,6 @@ func validateAgents(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		attr, reason string
 	}{
 		{c.Script != "", "script", "a request script runs in the controller's Starlark interpreter"},
-		{c.Until != "", "until", "warming until steady judges each window as it ends"},
 	} {
 		if x.set {
 			add(AttrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr)))
