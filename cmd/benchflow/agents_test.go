@@ -242,6 +242,9 @@ step "load" "capacity" {
 	}
 	run := filepath.Join(out, "latest")
 	m := resultstest.CheckAgentMerge(t, run, "capacity", 2)
+	if t.Failed() {
+		t.Logf("apply's output:\n%s", b)
+	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)

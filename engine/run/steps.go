@@ -479,11 +479,11 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	switch {
 	case c.Agents != nil && c.Search != nil:
 		capacity, agents, lerr = tr.searchOnAgents(ctx, st, c, opts)
-	case c.Agents != nil && st.Kind == pipeline.KindWarm && c.Until == "steady":
-		res, agents, lerr = tr.warmSteadyOnAgents(ctx, st, c, opts)
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
+	case c.Agents != nil && st.Kind == pipeline.KindWarm && c.Until == "steady":
+		res, agents, lerr = tr.warmSteadyOnAgents(ctx, st, c, opts)
 	case c.Agents != nil:
 		res, agents, lerr = tr.runOnAgents(ctx, st, c.Agents, opts)
 	case c.Search != nil:
