@@ -240,11 +240,13 @@ step "load" "capacity" {
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("apply's output:\n%s", b)
+		}
+	})
 	run := filepath.Join(out, "latest")
 	m := resultstest.CheckAgentMerge(t, run, "capacity", 2)
-	if t.Failed() {
-		t.Logf("apply's output:\n%s", b)
-	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
