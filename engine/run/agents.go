@@ -47,69 +47,77 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 	return out.Merged, recs, nil
 }
 
-// searchOnAgents runs a load step's capacity search with every probe on
-// its agents: they are started once, each probe is one synchronised,
-// merged load (engine/agent.Session), and a probe fails as the
-// generator's when the busiest agent used 90% of the cores its threads
-// can use. The agents' records are those of the probe at the capacity's
-// rate (of the last probe when none passed).
-func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, []results.AgentRecord, error) {
+// agentSession starts the step's agents once and calls f with a function
+// that runs one synchronised, merged load on them, keeping the records of
+// the latest load in *last; the agents are stopped and torn down when f
+// returns.
+func (tr *trialRun) agentSession(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options,
+	last *[]results.AgentRecord, f func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error) error {
 	urls, tolerance, done, err := tr.startAgents(ctx, st, c.Agents)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer done()
 	sess, err := agent.Open(tr.agentConfig(st, urls, tolerance, opts))
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer sess.Close()
-	byResult := map[*load.Result][]results.AgentRecord{}
-	var last []results.AgentRecord
-	runner := func(ctx context.Context, o load.Options) (*load.Result, float64, error) {
+	return f(func(ctx context.Context, o load.Options) (*agent.Outcome, error) {
 		out, err := sess.Load(ctx, o)
 		if out != nil {
-			last = agentRecords(out)
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
-		}
-		byResult[out.Merged] = last
-		return out.Merged, busiestAgent(out), nil
-	}
-	capacity, err := tr.search(ctx, st, c, opts, runner)
-	recs := last
-	if at := capacity.At(); at != nil {
-		recs = byResult[at.Result]
-	}
-	return capacity, recs, err
-}
-
-// warmSteadyOnAgents warms until steady with every window on the step's
-// agents: started once, one synchronised, merged load per window (each
-// after the start lead, about half a second). The agents' records are
-// those of the last window.
-func (tr *trialRun) warmSteadyOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
-	urls, tolerance, done, err := tr.startAgents(ctx, st, c.Agents)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer done()
-	sess, err := agent.Open(tr.agentConfig(st, urls, tolerance, opts))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer sess.Close()
-	var last []results.AgentRecord
-	res, err := tr.warmSteady(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, error) {
-		out, err := sess.Load(ctx, o)
-		if out != nil {
-			last = agentRecords(out)
+			*last = agentRecords(out)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (agents' logs in %s)", err, tr.logDir)
 		}
-		return out.Merged, nil
+		return out, nil
+	})
+}
+
+// searchOnAgents runs a load step's capacity search with every probe on
+// its agents (agentSession), and a probe fails as the generator's when the
+// busiest agent used 90% of the cores its threads can use. The agents'
+// records are those of the probe at the capacity's rate (of the last
+// probe when none passed).
+func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, []results.AgentRecord, error) {
+	var capacity *load.Capacity
+	var last []results.AgentRecord
+	byResult := map[*load.Result][]results.AgentRecord{}
+	err := tr.agentSession(ctx, st, c, opts, &last, func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error {
+		var err error
+		capacity, err = tr.search(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, float64, error) {
+			out, err := loadOn(ctx, o)
+			if err != nil {
+				return nil, 0, err
+			}
+			byResult[out.Merged] = last
+			return out.Merged, busiestAgent(out), nil
+		})
+		return err
+	})
+	if at := capacity.At(); at != nil {
+		return capacity, byResult[at.Result], err
+	}
+	return capacity, last, err
+}
+
+// warmSteadyOnAgents warms until steady with every window on the step's
+// agents (agentSession; each window after the start lead, about half a
+// second). The agents' records are those of the last window.
+func (tr *trialRun) warmSteadyOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+	var res *load.Result
+	var last []results.AgentRecord
+	err := tr.agentSession(ctx, st, c, opts, &last, func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error {
+		var err error
+		res, err = tr.warmSteady(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, error) {
+			out, err := loadOn(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return out.Merged, nil
+		})
+		return err
 	})
 	return res, last, err
 }
