@@ -67,7 +67,7 @@ func cellLabel(s *Summary, c *Cell) string {
 }
 
 func rpsChart(s *Summary) *chart {
-	ch := &chart{ID: "rps", Title: "Requests per second (mean, 95% CI)", XLabel: "req/s"}
+	ch := &chart{ID: "rps", Title: "Requests per second (" + rpsWhiskers(s) + ")", XLabel: "req/s"}
 	max := 0.0
 	for i, c := range s.Cells {
 		if c.N == 0 {
@@ -87,6 +87,32 @@ func rpsChart(s *Summary) *chart {
 	}
 	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, max)
 	return ch
+}
+
+// rpsWhiskers says what the req/s chart draws: the geometric mean, and
+// whiskers that are 95% CIs, min-max ranges (fewer than 3 repetitions) or
+// both, as the cells' intervals are.
+func rpsWhiskers(s *Summary) string {
+	ci, rng := false, false
+	for _, c := range s.Cells {
+		if c.N == 0 || !c.RPS.HasCI() {
+			continue
+		}
+		if c.RPS.IsCI() {
+			ci = true
+		} else {
+			rng = true
+		}
+	}
+	switch {
+	case ci && rng:
+		return "geometric mean; whiskers: 95% CI, or min-max where n < 3"
+	case ci:
+		return "geometric mean, whiskers: 95% CI"
+	case rng:
+		return "geometric mean, whiskers: min-max of the repetitions, not a CI (n < 3)"
+	}
+	return "geometric mean"
 }
 
 // nines maps a quantile to the "number of nines" axis: 0.9 → 1, 0.99 → 2.
