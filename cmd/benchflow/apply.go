@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -43,38 +44,8 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
-			runner := run.New(pl, run.Options{
-				OutDir: out, Resume: resume, Force: force, Version: version, Reporter: console, NoGC: noGC,
-			})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				n := 0
-				for range sigs {
-					n++
-					if n == 1 {
-						fmt.Fprintln(stderr, "\ninterrupt: stopping the current trial and tearing down (Ctrl-C again to force)")
-						cancel()
-						continue
-					}
-					fmt.Fprintln(stderr, "\nforced exit: killing everything the run started")
-					runner.Kill()
-					os.Exit(130)
-				}
-			}()
-			_, err = runner.Apply(ctx)
-			switch {
-			case err == nil:
-				return nil
-			case errors.Is(err, run.ErrInterrupted):
-				return &exitError{code: 130, err: err}
-			default:
-				return &exitError{code: 1, err: err}
-			}
+			_, err = applyPlan(pl, run.Options{Resume: resume, Force: force, NoGC: noGC, OutDir: out}, quiet, verbose)
+			return err
 		},
 	}
 	vf.register(cmd)
@@ -85,4 +56,41 @@ interrupted.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
 	cmd.Flags().BoolVar(&noGC, "no-gc", false, "do not remove leftovers of crashed runs before starting")
 	rootCmd.AddCommand(cmd)
+}
+
+// applyPlan runs a plan as apply does (console, Ctrl-C handling, exit
+// status): apply and reproduce share it. The summary is returned also when
+// trials failed (its Dir names the run); the error is an *exitError.
+func applyPlan(pl *plan.Plan, opts run.Options, quiet, verbose bool) (*run.Summary, error) {
+	console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
+	opts.Version, opts.Reporter = version, console
+	runner := run.New(pl, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintln(stderr, "\ninterrupt: stopping the current trial and tearing down (Ctrl-C again to force)")
+				cancel()
+				continue
+			}
+			fmt.Fprintln(stderr, "\nforced exit: killing everything the run started")
+			runner.Kill()
+			os.Exit(130)
+		}
+	}()
+	s, err := runner.Apply(ctx)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, run.ErrInterrupted):
+		return s, &exitError{code: 130, err: err}
+	default:
+		return s, &exitError{code: 1, err: err}
+	}
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // DirFS is the file system of a pipeline's folder. Like os.DirFS it reads
@@ -16,9 +19,45 @@ import (
 // file — file(), templatefile(), fileexists(), a file block's source,
 // body_file, script and Starlark's load() — goes through it, so all follow
 // one rule.
-func DirFS(dir string) fs.FS { return &dirFS{dir: dir} }
+//
+// It also remembers every regular file it opened, read or found with
+// Stat (FilesRead), so that a run can keep every file the pipeline read
+// (results sources/, and the bundles of engine/bundle).
+func DirFS(dir string) fs.FS { return &dirFS{dir: dir, read: map[string]bool{}} }
 
-type dirFS struct{ dir string }
+type dirFS struct {
+	dir  string
+	mu   sync.Mutex
+	read map[string]bool // slash paths of regular files used
+}
+
+// FilesRead returns the slash-separated paths (relative to the pipeline's
+// folder, sorted) of the regular files fsys opened, read or found with
+// Stat, when fsys is a DirFS; nil otherwise.
+func FilesRead(fsys fs.FS) []string {
+	d, ok := fsys.(*dirFS)
+	if !ok {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.read))
+	for p := range d.read {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// note records name when real is a regular file.
+func (d *dirFS) note(name, real string) {
+	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	d.mu.Lock()
+	d.read[path.Clean(name)] = true
+	d.mu.Unlock()
+}
 
 // ErrOutside is wrapped by the errors of paths that leave the folder.
 var ErrOutside = fmt.Errorf("leaves the pipeline's folder")
@@ -60,6 +99,7 @@ func (d *dirFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.note(name, real)
 	return os.Open(real)
 }
 
@@ -68,6 +108,7 @@ func (d *dirFS) Stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.note(name, real)
 	return os.Stat(real)
 }
 
@@ -76,5 +117,6 @@ func (d *dirFS) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.note(name, real)
 	return os.ReadFile(real)
 }

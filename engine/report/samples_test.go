@@ -48,7 +48,7 @@ func TestOutlierFlaggedEverywhere(t *testing.T) {
 	if err := WriteHTML(&h, s); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(h.String(), `<td class="w warn">outlier r4 (req/s)</td>`) {
+	if !strings.Contains(h.String(), `<td class="w warn" data-label="flags">outlier r4 (req/s)</td>`) {
 		t.Error("HTML table lacks the flag")
 	}
 	if off.Baseline == nil || off.Baseline.Method != MethodPairedLogT || off.Baseline.N != 6 {

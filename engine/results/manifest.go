@@ -121,8 +121,10 @@ type PipelineInfo struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 	Format string `json:"format"` // "hcl" or "star"
-	// Files are the files the pipeline loaded (Starlark load()), copied
-	// into the run directory under sources/; SHA256 covers them too.
+	// Files are the files the pipeline read besides itself (Starlark
+	// load(), file(), templatefile(), file blocks, body_file, script),
+	// copied into the run directory under sources/. SHA256 covers the
+	// load()ed ones too.
 	Files []PipelineFile `json:"files,omitempty"`
 	// Variables are the effective variable values, secrets redacted by
 	// the executor.

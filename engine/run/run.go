@@ -1,12 +1,15 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -216,15 +219,9 @@ func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the results directory: %w", err)
 		}
-		if len(pl.Pipeline.Loaded) > 0 {
-			files := make([]results.SourceFile, len(pl.Pipeline.Loaded))
-			for i, f := range pl.Pipeline.Loaded {
-				files[i] = results.SourceFile{Path: f.Path, Data: f.Source}
-			}
-			if err := w.SaveSources(files); err != nil {
-				w.Close()
-				return nil, fmt.Errorf("creating the results directory: %w", err)
-			}
+		if err := saveSources(w, pl.Pipeline); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("creating the results directory: %w", err)
 		}
 	}
 	return w, nil
@@ -321,6 +318,13 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		status = results.RunInterrupted
 	}
 	s.Status = status
+	// Files first read while the trials ran (a request script's own
+	// load()s) are kept too.
+	if opts.Resume == "" {
+		if err := saveSources(w, pl.Pipeline); err != nil {
+			return s, fmt.Errorf("finishing the run: %w", err)
+		}
+	}
 	if err := w.Finish(status, time.Now().UTC()); err != nil {
 		return s, fmt.Errorf("finishing the run: %w", err)
 	}
@@ -439,6 +443,43 @@ func RedactedVariables(pl *plan.Plan) map[string]any {
 		out[v.Name] = plan.GoValue(val)
 	}
 	return out
+}
+
+// saveSources keeps in the run folder every file the pipeline loaded
+// (Starlark load()) or read through its folder (file(), templatefile(),
+// file blocks, body_file, script) that the run does not list yet, so that
+// the run folder holds everything that ran (engine/bundle publishes it).
+func saveSources(w *results.Writer, p *pipeline.Pipeline) error {
+	have := map[string]bool{}
+	for _, f := range w.Manifest().Pipeline.Files {
+		have[f.Path] = true
+	}
+	var files []results.SourceFile
+	for _, f := range p.Loaded {
+		if !have[f.Path] {
+			have[f.Path] = true
+			files = append(files, results.SourceFile{Path: f.Path, Data: f.Source})
+		}
+	}
+	self := path.Base(filepath.ToSlash(p.File))
+	for _, name := range pipeline.FilesRead(p.FS) {
+		if have[name] {
+			continue
+		}
+		data, err := fs.ReadFile(p.FS, name)
+		if err != nil {
+			continue // gone since it was read: the run cannot keep it
+		}
+		if name == self && bytes.Equal(data, p.Source) {
+			continue // the pipeline itself: pipeline.hcl / .star
+		}
+		have[name] = true
+		files = append(files, results.SourceFile{Path: name, Data: data})
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return w.SaveSources(files)
 }
 
 // tempRoot is where per-trial service folders are created.

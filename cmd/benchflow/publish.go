@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchflow/benchflow/engine/bundle"
+	"github.com/benchflow/benchflow/engine/report"
+)
+
+func init() {
+	var opts bundle.Options
+	var baseline string
+	cmd := &cobra.Command{
+		Use:   "publish RUN DIR",
+		Short: "Write a run as a self-contained study bundle that others can read and reproduce",
+		Long: `publish copies the run folder RUN (results/<run-id>, or a results folder's
+latest run) into DIR as a bundle that can be copied anywhere and read
+without benchflow:
+
+  manifest.json       what ran, where (the environment), every trial
+  pipeline.hcl|.star  the exact pipeline source
+  sources/            every file the pipeline read (templates, request
+                      scripts, Starlark loads) at its path
+  variables.json      the variables used
+  *.parquet           the tables (trials, latency histograms, time series,
+                      CPU samples, …)
+  report.md           the report table in Markdown
+  report.html         the report as one self-contained page with charts,
+                      the environment and the commands to reproduce it
+  REPRODUCE.md        the exact commands to check, rerun and read it
+  SHA256SUMS          the sha256 of every other file (sha256sum -c SHA256SUMS)
+
+A bundle is a run folder: benchflow report DIR and benchflow compare read it
+as one, and benchflow reproduce DIR reruns it here. DIR must not exist or be
+empty (--force replaces a bundle); it is written beside DIR and renamed into
+place. --archive also writes DIR.tar.gz. The tables of CPU and network
+samples and the time series usually dominate the size: --drop leaves them
+out (docs/publishing.md says what is lost).`,
+		Example: `  benchflow publish results/latest studies/quickstart
+  benchflow publish results/20261130T044500Z-3f9c out/nat --archive --drop processes,system
+  benchflow report studies/quickstart`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Report = report.Options{Baseline: baseline}
+			res, err := bundle.Publish(args[0], args[1], opts)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			files := append([]bundle.File(nil), res.Files...)
+			sort.SliceStable(files, func(i, j int) bool { return files[i].Bytes > files[j].Bytes })
+			var big []string
+			for i, f := range files {
+				if i == 3 {
+					break
+				}
+				big = append(big, fmt.Sprintf("%s %s", f.Path, fmtBytes(f.Bytes)))
+			}
+			fmt.Fprintf(w, "bundle %s: %d files, %s (largest: %s)\n", res.Dir, len(res.Files)+1, fmtBytes(res.Bytes()), strings.Join(big, ", "))
+			if len(res.Dropped) > 0 {
+				fmt.Fprintf(w, "left out: %s\n", strings.Join(res.Dropped, ", "))
+			}
+			if res.Archive != "" {
+				fmt.Fprintf(w, "archive %s\n", res.Archive)
+			}
+			fmt.Fprintf(w, "check it with: (cd %s && sha256sum -c SHA256SUMS); rerun it with: benchflow reproduce %s\n", res.Dir, res.Dir)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Archive, "archive", false, "also write DIR.tar.gz holding the bundle")
+	cmd.Flags().StringSliceVar(&opts.Drop, "drop", nil, "leave these tables out: "+strings.Join(bundle.Droppable, ", ")+" (repeatable or comma-separated)")
+	cmd.Flags().BoolVar(&opts.Logs, "logs", false, "keep the run's logs/ folder (service output per trial)")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace DIR when it is a bundle already")
+	cmd.Flags().StringVar(&baseline, "baseline", "", "report.md and report.html show each cell's req/s ratio to the cell with axis=value")
+	rootCmd.AddCommand(cmd)
+}
+
+// fmtBytes prints a size in B, KiB or MiB.
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

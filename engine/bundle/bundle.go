@@ -1,0 +1,399 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchflow/benchflow/engine/report"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Files a bundle adds to its run folder.
+const (
+	SumsFile      = "SHA256SUMS"
+	ReproduceFile = "REPRODUCE.md"
+	MarkdownFile  = "report.md"
+	HTMLFile      = "report.html"
+	VariablesFile = "variables.json"
+)
+
+// generated are the files Publish writes itself: when the run folder is a
+// bundle already, they are written anew rather than copied.
+var generated = []string{SumsFile, ReproduceFile, MarkdownFile, HTMLFile, VariablesFile}
+
+// Droppable are the tables Options.Drop may leave out: the per-sample
+// tables that dominate a bundle's size and that the summary table does
+// not need (timeseries feeds the req/s-over-time chart, and compare's
+// per-interval test for cells of fewer than 3 repetitions).
+var Droppable = []string{results.TableTimeseries, results.TableProcesses, results.TableSystem, results.TableNetwork}
+
+// Options tune Publish.
+type Options struct {
+	// Drop lists tables (Droppable) left out of the bundle.
+	Drop []string
+	// Logs keeps the run's logs/ folder (service output per trial); it is
+	// left out by default: it is large and the report does not read it.
+	Logs bool
+	// Archive also writes DIR.tar.gz holding the bundle's folder.
+	Archive bool
+	// Force replaces an existing bundle at DIR.
+	Force bool
+	// Report are the summary options of report.md and report.html.
+	Report report.Options
+}
+
+// File is one file of a bundle.
+type File struct {
+	Path   string // slash-separated, relative to the bundle
+	Bytes  int64
+	SHA256 string
+}
+
+// Result is what Publish wrote.
+type Result struct {
+	Dir     string
+	Archive string // "" without Options.Archive
+	Files   []File // every file but SHA256SUMS, sorted by path
+	Dropped []string
+}
+
+// Bytes is the bundle's total size (SHA256SUMS left out).
+func (r *Result) Bytes() int64 {
+	var n int64
+	for _, f := range r.Files {
+		n += f.Bytes
+	}
+	return n
+}
+
+// Publish writes the run folder runDir as a bundle into dir. dir must not
+// exist, be empty, or (with Options.Force) be a bundle. The bundle is
+// written into a staging folder beside dir and renamed into place, so a
+// failure leaves nothing half-written.
+func Publish(runDir, dir string, opts Options) (res *Result, err error) {
+	run, err := results.ReadRun(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	if run.Manifest.Status == results.RunRunning {
+		return nil, fmt.Errorf("publishing %s: the run has status %q (still running, or killed: finish it with apply --resume)", run.Dir, run.Manifest.Status)
+	}
+	for _, t := range opts.Drop {
+		if !slices.Contains(Droppable, t) {
+			return nil, fmt.Errorf("publishing: cannot drop table %q (droppable: %s)", t, strings.Join(Droppable, ", "))
+		}
+	}
+	absRun, _ := filepath.Abs(run.Dir)
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	if absDir == absRun || strings.HasPrefix(absDir, absRun+string(filepath.Separator)) {
+		return nil, fmt.Errorf("publishing: the bundle %s would be inside the run folder %s", dir, run.Dir)
+	}
+	if err := checkTarget(dir, opts.Force); err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(absDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	stage, err := os.MkdirTemp(parent, "."+filepath.Base(absDir)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(stage)
+		}
+	}()
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	res = &Result{Dir: dir}
+	dropped, err := copyRun(run, stage, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Dropped = dropped
+	if err := writeGenerated(stage, filepath.Base(absDir), run.Manifest, opts, dropped); err != nil {
+		return nil, err
+	}
+	files, err := listFiles(stage)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeSums(stage, files); err != nil {
+		return nil, err
+	}
+	res.Files = files
+	if opts.Force {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("publishing: replacing %s: %w", dir, err)
+		}
+	} else if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("publishing: %w", err) // checkTarget saw it empty
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	if opts.Archive {
+		res.Archive = strings.TrimRight(dir, `/\`) + ".tar.gz"
+		if err := WriteArchive(dir, res.Archive); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// checkTarget refuses a dir that holds something other than a bundle
+// (with force) or anything at all (without).
+func checkTarget(dir string, force bool) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("publishing: %w", err)
+	case len(entries) == 0:
+		return nil
+	case !force:
+		return fmt.Errorf("publishing: %s exists and is not empty (--force replaces a bundle)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SumsFile)); err != nil {
+		return fmt.Errorf("publishing: %s is not a bundle (no %s): not replacing it", dir, SumsFile)
+	}
+	return nil
+}
+
+// copyRun copies the run folder into stage: every visible file (the
+// manifest, the pipeline, sources/, the tables, claims) except the
+// dropped tables, logs/ unless asked for, and what Publish generates.
+func copyRun(run *results.Run, stage string, opts Options) (dropped []string, err error) {
+	skip := map[string]bool{}
+	for _, f := range generated {
+		skip[f] = true
+	}
+	for _, t := range Droppable {
+		if slices.Contains(opts.Drop, t) {
+			for _, f := range []string{results.FormatParquet, results.FormatArrow} {
+				name := results.TableFile(t, f)
+				if _, err := os.Stat(filepath.Join(run.Dir, name)); err == nil {
+					dropped = append(dropped, name)
+				}
+				skip[name] = true
+			}
+		}
+	}
+	err = filepath.WalkDir(run.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(run.Dir, p)
+		if rel == "." {
+			return nil
+		}
+		slash := filepath.ToSlash(rel)
+		if strings.HasPrefix(d.Name(), ".") || (slash == "logs" && !opts.Logs) || skip[slash] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		dst := filepath.Join(stage, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type().IsRegular():
+			return copyFile(p, dst)
+		}
+		return nil // sockets, links: not part of a run
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publishing: copying the run: %w", err)
+	}
+	return dropped, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// writeGenerated writes variables.json, report.md, report.html and
+// REPRODUCE.md from the staged copy (so the report is what a reader of
+// the bundle gets from `benchflow report`).
+func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropped []string) error {
+	vars := m.Pipeline.Variables
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	b, err := json.MarshalIndent(vars, "", "  ")
+	if err != nil {
+		return fmt.Errorf("publishing: encoding the variables: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, VariablesFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	run, err := results.ReadRun(stage)
+	if err != nil {
+		return fmt.Errorf("publishing: reading the bundle back: %w", err)
+	}
+	s, err := report.Summarize(run, opts.Report)
+	if err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	var md bytes.Buffer
+	if err := s.Write(&md, "markdown"); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, MarkdownFile), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	cmds := Commands(name, m)
+	var page bytes.Buffer
+	if err := report.WritePage(&page, s, report.Page{
+		Environment: EnvironmentRows(m),
+		Commands:    cmds,
+	}); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, HTMLFile), page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	files, err := listFiles(stage)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(stage, ReproduceFile), []byte(reproduceMD(name, m, files, dropped)), 0o644); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	return nil
+}
+
+// listFiles lists every regular file under dir but SHA256SUMS, with its
+// size and sha256, sorted by path.
+func listFiles(dir string) ([]File, error) {
+	var files []File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if rel == SumsFile {
+			return nil
+		}
+		sum, n, err := hashFile(p)
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: rel, Bytes: n, SHA256: sum})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publishing: %w", err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+// writeSums writes SHA256SUMS in the format of sha256sum(1): "<hex>  <path>".
+func writeSums(dir string, files []File) error {
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "%s  %s\n", f.SHA256, f.Path)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SumsFile), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("publishing: %w", err)
+	}
+	return nil
+}
+
+// WriteArchive writes dir as a gzip-compressed tar archive to file (the
+// folder's base name as its top folder), through a temporary file.
+func WriteArchive(dir, file string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("writing the archive: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	zw := gzip.NewWriter(tmp)
+	tw := tar.NewWriter(zw)
+	top := filepath.Base(filepath.Clean(dir))
+	// Fixed times and owners: the same bundle gives the same archive.
+	epoch := time.Unix(0, 0).UTC()
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		name := path.Join(top, filepath.ToSlash(rel))
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+		case d.Type().IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: fi.Size(), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the archive %s: %w", file, err)
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Environment flattens a run's recorded environment into "field" → value:
+// the manifest's environment (nested maps as "tools.nginx",
+// "sysctls.net.core.somaxconn", "cpu_vulnerabilities.meltdown"; lists
+// joined with ", ") and the versions the providers reported for the
+// services ("services.<provider type>.<name>", from the trials).
+func Environment(m *results.Manifest) map[string]string {
+	out := map[string]string{}
+	if m == nil {
+		return out
+	}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, y := range x {
+				walk(join(prefix, k), y)
+			}
+		case []any:
+			var parts []string
+			for _, y := range x {
+				parts = append(parts, scalar(y))
+			}
+			out[prefix] = strings.Join(parts, ", ")
+		case nil:
+		default:
+			out[prefix] = scalar(x)
+		}
+	}
+	walk("", m.Environment)
+	for _, t := range m.Trials {
+		for _, s := range t.Services {
+			for k, v := range s.Versions {
+				out["services."+s.Type+"."+k] = v
+			}
+		}
+	}
+	return out
+}
+
+func join(prefix, k string) string {
+	if prefix == "" {
+		return k
+	}
+	return prefix + "." + k
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return fmt.Sprintf("%d", int64(x))
+		}
+		return fmt.Sprint(x)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// noise are the recorded fields that differ between any two runs and
+// explain nothing: when and where exactly it ran, and derived values.
+var noise = map[string]bool{
+	"hostname":         true,
+	"collected_at":     true,
+	"fingerprint":      true,
+	"cpu_freq_cur_mhz": true,
+	"git_commit_time":  true,
+}
+
+// Difference is one recorded environment field that is not the same in
+// two runs ("" when absent from one).
+type Difference struct {
+	Field string `json:"field"`
+	A     string `json:"bundle"`
+	B     string `json:"here"`
+	// Docker is true for the container engine's fields (storage driver,
+	// userland proxy, cgroup driver, security options, its version): they
+	// explain cells deployed by the docker provider only.
+	Docker bool `json:"docker,omitempty"`
+}
+
+func (d Difference) String() string {
+	a, b := d.A, d.B
+	if a == "" {
+		a = "(absent)"
+	}
+	if b == "" {
+		b = "(absent)"
+	}
+	return fmt.Sprintf("%s: %s → %s", d.Field, a, b)
+}
+
+// Differences lists every recorded environment field that differs
+// between a and b (noise left out), sorted by field.
+func Differences(a, b *results.Manifest) []Difference {
+	ea, eb := Environment(a), Environment(b)
+	keys := map[string]bool{}
+	for k := range ea {
+		keys[k] = true
+	}
+	for k := range eb {
+		keys[k] = true
+	}
+	var out []Difference
+	for k := range keys {
+		if noise[k] || ea[k] == eb[k] {
+			continue
+		}
+		// Memory moves by a few MiB between boots: compare GiB.
+		if k == "memory_bytes" && gib(ea[k]) == gib(eb[k]) {
+			continue
+		}
+		out = append(out, Difference{Field: k, A: ea[k], B: eb[k], Docker: isDockerField(k)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+func isDockerField(k string) bool {
+	return strings.HasPrefix(k, "docker_") || k == "tools.docker" || strings.HasPrefix(k, "services.docker.")
+}
+
+func gib(s string) string {
+	var n float64
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		return s
+	}
+	return fmt.Sprintf("%.0f GiB", n/(1<<30))
+}
+
+// EnvironmentRows are the environment fields a reader looks at first, as
+// label and value, in a fixed order (fields not recorded are left out),
+// then the tool and service versions.
+func EnvironmentRows(m *results.Manifest) [][2]string {
+	env := Environment(m)
+	var rows [][2]string
+	add := func(label, v string) {
+		if v != "" {
+			rows = append(rows, [2]string{label, v})
+		}
+	}
+	add("CPU", env["cpu_model"])
+	if env["cpu_cores"] != "" || env["cpu_threads"] != "" {
+		add("cores / threads", fmt.Sprintf("%s / %s (benchflow allowed %s)", env["cpu_cores"], env["cpu_threads"], orQ(env["allowed_cpus"])))
+	}
+	if env["memory_bytes"] != "" {
+		add("memory", gib(env["memory_bytes"]))
+	}
+	add("kernel", strings.TrimSpace(env["kernel_name"]+" "+env["kernel_release"]))
+	add("distribution", env["distribution"])
+	add("virtualization", env["virtualization"])
+	add("CPU governor / boost", strings.Trim(env["cpu_governor"]+" / "+env["cpu_boost"], " /"))
+	add("mitigations", mitigations(env))
+	add("cgroup version", env["cgroup_version"])
+	add("docker storage driver", env["docker_storage_driver"])
+	add("docker userland proxy", env["docker_userland_proxy"])
+	add("benchflow", env["benchflow_version"])
+	add("Go", env["go_version"])
+	var tools []string
+	for k := range env {
+		if strings.HasPrefix(k, "tools.") || strings.HasPrefix(k, "services.") {
+			tools = append(tools, k)
+		}
+	}
+	sort.Strings(tools)
+	for _, k := range tools {
+		add(strings.TrimPrefix(k, "tools."), env[k])
+	}
+	return rows
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// mitigations summarises cpu_vulnerabilities: how many are mitigated,
+// vulnerable, not affected.
+func mitigations(env map[string]string) string {
+	counts := map[string]int{}
+	n := 0
+	for k, v := range env {
+		if !strings.HasPrefix(k, "cpu_vulnerabilities.") {
+			continue
+		}
+		n++
+		switch {
+		case strings.HasPrefix(v, "Not affected"):
+			counts["not affected"]++
+		case strings.HasPrefix(v, "Vulnerable"):
+			counts["vulnerable"]++
+		default:
+			counts["mitigated"]++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"mitigated", "vulnerable", "not affected"} {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,192 @@
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// SensitiveValue is what manifest.json records for a sensitive variable.
+const SensitiveValue = "(sensitive)"
+
+// PipelineFile returns the name of the bundle's pipeline source
+// ("pipeline.hcl" or "pipeline.star").
+func PipelineFile(m *results.Manifest) string {
+	if m.Pipeline.Format == "star" {
+		return "pipeline.star"
+	}
+	return "pipeline.hcl"
+}
+
+// Stage copies the bundle's pipeline and every file it read (sources/)
+// into the folder into, which then is the pipeline's folder as it was
+// when it ran; it returns the path of the pipeline file there.
+func Stage(bundleDir string, m *results.Manifest, into string) (string, error) {
+	name := PipelineFile(m)
+	if err := copyFile(filepath.Join(bundleDir, name), filepath.Join(into, name)); err != nil {
+		return "", fmt.Errorf("staging the pipeline: %w", err)
+	}
+	src := filepath.Join(bundleDir, results.SourcesDir)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == src && os.IsNotExist(err) {
+				return filepath.SkipDir // the pipeline read no other file
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(into, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type().IsRegular():
+			return copyFile(p, dst)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("staging the pipeline's files: %w", err)
+	}
+	return filepath.Join(into, name), nil
+}
+
+// Vars returns the bundle's variables as --var name=value strings
+// (strings as they are, other values as JSON, which HCL reads), sorted by
+// name; sensitive ones, recorded redacted, are returned in sensitive.
+func Vars(m *results.Manifest) (vars map[string]string, sensitive []string) {
+	vars = map[string]string{}
+	for k, v := range m.Pipeline.Variables {
+		switch x := v.(type) {
+		case string:
+			if x == SensitiveValue {
+				sensitive = append(sensitive, k)
+				continue
+			}
+			vars[k] = x
+		default:
+			b, _ := json.Marshal(x)
+			vars[k] = string(b)
+		}
+	}
+	sort.Strings(sensitive)
+	return vars, sensitive
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Commands are the shell commands that check and rerun the bundle named
+// name (its folder, relative to where they run).
+func Commands(name string, m *results.Manifest) []string {
+	q := shellQuote(name)
+	cmds := []string{
+		"cd " + q + " && sha256sum -c --quiet SHA256SUMS && cd ..",
+		"benchflow reproduce " + q,
+	}
+	vars, _ := Vars(m)
+	if len(vars) > 0 {
+		k := sortedKeys(vars)[0]
+		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --var %s   # any variable can be changed", q, shellQuote(k+"="+vars[k])))
+	}
+	cmds = append(cmds, "benchflow report "+q)
+	return cmds
+}
+
+// reproduceMD is REPRODUCE.md: what the bundle is and the exact commands
+// that check it, rerun it and read it.
+func reproduceMD(name string, m *results.Manifest, files []File, dropped []string) string {
+	var b strings.Builder
+	p := m.Pipeline
+	fmt.Fprintf(&b, "# Reproducing %q\n\n", p.Name)
+	fmt.Fprintf(&b, "This folder is run `%s` of the pipeline `%s` (`%s`, sha256 `%.12s…`), run with benchflow %s from %s to %s, status %s, published as a self-contained bundle: the pipeline and every file it read, the variables, the environment it ran on, the tables, the report and the checksums.\n\n",
+		m.RunID, p.Name, p.File, p.SHA256, orQ(m.BenchflowVersion), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), m.Status)
+	b.WriteString("## 1. Check it\n\n")
+	b.WriteString("Every file but `SHA256SUMS` is listed in it:\n\n")
+	fmt.Fprintf(&b, "    cd %s && sha256sum -c SHA256SUMS\n\n", shellQuote(name))
+	b.WriteString("`benchflow reproduce` runs the same check first and refuses a bundle that differs, naming the file.\n\n")
+	b.WriteString("## 2. Rerun it here\n\n")
+	b.WriteString("From the folder that holds this bundle:\n\n")
+	fmt.Fprintf(&b, "    benchflow reproduce %s\n\n", shellQuote(name))
+	b.WriteString("runs the pipeline on this machine with the bundle's variables and prints one verdict: per claim whether it holds here beside its outcome in the bundle, per matrix cell whether it reproduced (`compare`'s rule) with the ratio and its interval, and every recorded environment field that differs, next to the cells and claims that moved. ")
+	b.WriteString("`--var name=value` changes a variable (a shorter duration), `--out DIR` is where the new run goes (default `results/`; the new run is itself a run folder that `benchflow publish` bundles), `--exit-on claims|cells|none` chooses what makes the exit status non-zero.\n\n")
+	vars, sensitive := Vars(m)
+	b.WriteString("### The same by hand\n\n")
+	b.WriteString("The pipeline's folder is `sources/` with the pipeline beside it:\n\n")
+	fmt.Fprintf(&b, "    mkdir study && cp %s/%s study/ && { cp -R %s/sources/. study/ 2>/dev/null || true; }\n", shellQuote(name), PipelineFile(m), shellQuote(name))
+	var flags []string
+	for _, k := range sortedKeys(vars) {
+		flags = append(flags, "--var "+shellQuote(k+"="+vars[k]))
+	}
+	for _, k := range sensitive {
+		flags = append(flags, "--var "+shellQuote(k+"=…"))
+	}
+	fmt.Fprintf(&b, "    benchflow apply study/%s%s\n", PipelineFile(m), prefixed(" ", strings.Join(flags, " ")))
+	fmt.Fprintf(&b, "    benchflow compare %s results/latest\n\n", shellQuote(name))
+	if len(sensitive) > 0 {
+		fmt.Fprintf(&b, "Sensitive variables are not recorded (%s): give them with `--var`.\n\n", strings.Join(sensitive, ", "))
+	}
+	b.WriteString("## 3. Read it without benchflow\n\n")
+	b.WriteString("`report.html` is the report with its charts (one self-contained page), `report.md` the same table in Markdown, `manifest.json` what ran where, `variables.json` the variables. The tables are Parquet (columns in benchflow's docs/results.md):\n\n")
+	fmt.Fprintf(&b, "    duckdb -c \"SELECT param_*, rps, latency_p99_us FROM '%s/trials.parquet'\"\n", name)
+	fmt.Fprintf(&b, "    python3 -c \"import pandas as pd; print(pd.read_parquet('%s/trials.parquet'))\"\n\n", name)
+	if len(vars) > 0 || len(sensitive) > 0 {
+		b.WriteString("## Variables\n\n| name | value |\n| --- | --- |\n")
+		for _, k := range sortedKeys(vars) {
+			fmt.Fprintf(&b, "| `%s` | `%s` |\n", k, vars[k])
+		}
+		for _, k := range sensitive {
+			fmt.Fprintf(&b, "| `%s` | (sensitive, not recorded) |\n", k)
+		}
+		b.WriteString("\n")
+	}
+	if rows := EnvironmentRows(m); len(rows) > 0 {
+		b.WriteString("## The machine it ran on\n\n| | |\n| --- | --- |\n")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "| %s | %s |\n", r[0], strings.ReplaceAll(r[1], "|", `\|`))
+		}
+		b.WriteString("\nEvery recorded field is in `manifest.json` under `environment`.\n\n")
+	}
+	b.WriteString("## Files\n\n| file | bytes |\n| --- | ---: |\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "| `%s` | %d |\n", f.Path, f.Bytes)
+	}
+	fmt.Fprintf(&b, "| `%s`, `%s` | |\n", ReproduceFile, SumsFile)
+	if len(dropped) > 0 {
+		fmt.Fprintf(&b, "\nLeft out when publishing (`--drop`): %s.\n", strings.Join(dropped, ", "))
+	}
+	return b.String()
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+func finished(m *results.Manifest) string {
+	if m.FinishedAt == nil {
+		return "?"
+	}
+	return m.FinishedAt.Format("15:04:05Z")
+}
