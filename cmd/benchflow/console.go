@@ -10,6 +10,7 @@ import (
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -172,6 +173,9 @@ func (c *Console) RunDone(s *run.Summary) {
 		fmt.Fprintf(c.W, ", %d already complete", s.Skipped)
 	}
 	fmt.Fprintf(c.W, " of %d trials\nresults: %s\n", s.Trials, s.Dir)
+	if len(s.Claims) > 0 {
+		fmt.Fprintf(c.W, "claims: %s (benchflow report %s shows them)\n", report.ClaimCounts(s.Claims), s.Dir)
+	}
 }
 
 func (c *Console) Logf(format string, args ...any) {

@@ -20,6 +20,7 @@ func init() {
 		pngDir   string
 		top      int
 		unsteady bool
+		failOn   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -39,11 +40,19 @@ distorts the comparison (a busy machine, fuse-overlayfs, docker-proxy, a gap
 the accounting does not explain), and --html/--png add a "where the CPU
 went" chart (cpu.png). docs/collect.md gives the rules.
 
+When the pipeline states claims (claim blocks), every format shows each
+claim's outcome: holds (the whole 95% interval is on the claimed side of the
+bound), fails (the whole interval is on the other side) or inconclusive (it
+straddles the bound: by how much, and about how many more repetitions would
+decide it). With --fail-on-claims, report exits 3 when a claim fails (after
+printing the report), for CI.
+
 DIR is a run directory (results/<run-id>) or a results folder, whose
 "latest" run is used.`,
 		Example: `  benchflow report results/latest
   benchflow report results/latest --baseline deploy=host --format markdown
-  benchflow report results/latest --html report.html --png charts/`,
+  benchflow report results/latest --html report.html --png charts/
+  benchflow report results/latest --fail-on-claims   # exit 3 when a claim fails`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validFormat(format) {
@@ -71,7 +80,13 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 					return err
 				}
 			}
-			return s.Write(cmd.OutOrStdout(), format)
+			if err := s.Write(cmd.OutOrStdout(), format); err != nil {
+				return err
+			}
+			if failed := report.FailedClaims(s.Claims); failOn && len(failed) > 0 {
+				return &exitError{code: 3, err: fmt.Errorf("%d claim(s) fail: %s", len(failed), strings.Join(failed, ", "))}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, markdown, csv or json")
@@ -80,6 +95,7 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().StringVar(&pngDir, "png", "", "also write the charts as PNG files into `DIR`")
 	cmd.Flags().IntVar(&top, "top", 3, "processes listed per cell (by CPU%); 0 lists none")
 	cmd.Flags().BoolVar(&unsteady, "exclude-unsteady", false, "leave repetitions whose load failed the steadiness check out of the intervals (as the pipeline's exclude_unsteady = true does)")
+	cmd.Flags().BoolVar(&failOn, "fail-on-claims", false, "exit 3 when one of the pipeline's claims fails on this run")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -30,6 +30,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "service", LabelNames: []string{"name"}},
 		{Type: "step", LabelNames: []string{"kind", "name"}},
 		{Type: "output"},
+		{Type: "claim", LabelNames: []string{"name"}},
 	},
 }
 
@@ -207,6 +208,19 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			}
 			diags = append(diags, checkBody(b.Body, cfg)...)
 			p.Steps = append(p.Steps, &pipeline.Step{Kind: kind, Name: name, Body: b.Body, DeclRange: b.DefRange})
+		case "claim":
+			if !validName(b.Labels[0]) {
+				diags = append(diags, badName("claim", b.Labels[0], b.LabelRanges[0]))
+				continue
+			}
+			if dup("claim", b.Labels[0], b.DefRange) {
+				continue
+			}
+			c, d := DecodeClaim(b.Labels[0], b.DefRange, b.Body)
+			diags = append(diags, d...)
+			if c != nil {
+				p.Claims = append(p.Claims, c)
+			}
 		case "output":
 			if gotOutput {
 				diags = append(diags, singleBlock("output", b))

@@ -58,6 +58,9 @@ type Pipeline struct {
 	Services  []*Service
 	Steps     []*Step
 	Output    OutputSettings
+	// Claims are the study's conclusions (claim blocks), in declaration
+	// order; every run evaluates them (see claims.go).
+	Claims []*Claim
 
 	// File is the path of the pipeline file as given; Dir is the folder that
 	// file() and templatefile() resolve against.

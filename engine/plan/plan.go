@@ -49,6 +49,8 @@ type Plan struct {
 	Seed     int64
 	Order    string
 	Steps    []*StepNode // topological order (declaration order among peers)
+	// Claims are the pipeline's claims matched against the cells.
+	Claims []ClaimPlan
 	// Adaptive is the pipeline's adaptive repetitions (nil when fixed or
 	// overridden by --repetitions): Trials holds the first Min rounds and
 	// AddRound appends more.
@@ -195,6 +197,7 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	pl.Steps = steps
 	diags = append(diags, checkServices(p)...)
+	diags = append(diags, pl.checkClaims()...)
 	if diags.HasErrors() {
 		return pl, diags
 	}

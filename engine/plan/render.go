@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
 
@@ -28,6 +29,25 @@ type JSONPlan struct {
 	// Adaptive is set for repetitions = { min, max, precision, budget }:
 	// trials lists the first min rounds; the run adds more.
 	Adaptive *JSONAdaptive `json:"adaptive,omitempty"`
+	// Claims are the pipeline's claims with the cells they select.
+	Claims []JSONClaim `json:"claims,omitempty"`
+}
+
+// JSONClaim is a claim of the plan.
+type JSONClaim struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Kind        string         `json:"kind"`
+	Metric      string         `json:"metric,omitempty"`
+	Step        string         `json:"step"`
+	Cell        map[string]any `json:"cell"`
+	Versus      map[string]any `json:"versus,omitempty"`
+	Bound       string         `json:"bound,omitempty"`
+	Verdict     string         `json:"verdict,omitempty"`
+	// Cells are the selected cells' indexes (JSONTrial.cell); Versus
+	// the cell each is compared with.
+	Cells       []int `json:"cells"`
+	VersusCells []int `json:"versus_cells,omitempty"`
 }
 
 // JSONAdaptive describes adaptive repetitions and the estimated time.
@@ -119,6 +139,15 @@ func (p *Plan) JSON() *JSONPlan {
 	}
 	if p.Order == "random" {
 		jp.Seed = p.Seed
+	}
+	for _, cp := range p.Claims {
+		c := cp.Claim
+		jc := JSONClaim{Name: c.Name, Description: c.Description, Kind: c.Kind, Metric: c.Metric, Step: cp.Step,
+			Cell: claimParamsMap(c.Cell), Bound: c.Bound.Text, Verdict: c.Verdict, Cells: cp.Cells, VersusCells: cp.Versus}
+		if len(c.Versus) > 0 {
+			jc.Versus = claimParamsMap(c.Versus)
+		}
+		jp.Claims = append(jp.Claims, jc)
 	}
 	if a := p.Adaptive; a != nil {
 		est := p.TrialEstimate().Seconds()
@@ -330,7 +359,25 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "  %-28s %s\n", n.Addr(), rel)
 	}
 	fmt.Fprintln(w, "  teardown   everything provisioned or changed, in reverse order")
+	if len(p.Claims) > 0 {
+		fmt.Fprintln(w, "\nClaims (checked after the run; report shows holds, fails or inconclusive):")
+		for _, cp := range p.Claims {
+			fmt.Fprintf(w, "  %-28s %s\n", cp.Claim.Name, cp.ClaimLine())
+			if d := cp.Claim.Description; d != "" {
+				fmt.Fprintf(w, "  %-28s %s\n", "", d)
+			}
+		}
+	}
 	return nil
+}
+
+// claimParamsMap is a claim's cell or versus as JSON values.
+func claimParamsMap(ps []pipeline.ClaimParam) map[string]any {
+	m := map[string]any{}
+	for _, p := range ps {
+		m[p.Name] = GoValue(p.Value)
+	}
+	return m
 }
 
 func (p *Plan) serviceNames() string {

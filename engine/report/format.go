@@ -116,6 +116,9 @@ func (s *Summary) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := s.writeClaimsText(w); err != nil {
+		return err
+	}
 	s.writeMethod(w, "")
 	return s.writeWarnings(w, "")
 }
@@ -148,6 +151,7 @@ func (s *Summary) writeMarkdown(w io.Writer) error {
 	for _, r := range rows {
 		writeMDRow(w, r)
 	}
+	s.writeClaimsMarkdown(w)
 	s.writeMethod(w, "> ")
 	return s.writeWarnings(w, "> ")
 }
@@ -180,6 +184,9 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	capacity := s.hasCapacity()
 	if capacity {
 		header = append(header, "capacity_rps", "capacity_ci_low", "capacity_ci_high", "capacity_ci_method", "capacity_limit", "slo")
+	}
+	if len(s.Claims) > 0 {
+		header = append(header, "claims") // name=outcome of the claims reading the cell; claims.parquet has the rest
 	}
 	if err := cw.Write(header); err != nil {
 		return err
@@ -223,6 +230,9 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			} else {
 				row = append(row, "", "", "", "", "", "")
 			}
+		}
+		if len(s.Claims) > 0 {
+			row = append(row, s.claimsFor(c))
 		}
 		if err := cw.Write(row); err != nil {
 			return err

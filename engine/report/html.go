@@ -83,6 +83,19 @@ table.kv td:first-child{width:auto;white-space:normal}
 	for _, m := range s.Notices {
 		fmt.Fprintf(&b, "<p class=\"warn\">warning: %s</p>\n", html.EscapeString(m))
 	}
+	chs := charts(s)
+	cpuSVG := cpuChartSVG(s)
+	shown := map[string]bool{"cpu": cpuSVG != ""}
+	for _, ch := range chs {
+		shown[ch.ID] = true
+	}
+	if len(s.Claims) > 0 && len(p.Claims) == 0 {
+		fmt.Fprintf(&b, "<p class=\"claims-summary\">claims: %s", html.EscapeString(s.claimCounts()))
+		for _, o := range s.Claims {
+			fmt.Fprintf(&b, " · <a href=\"#claim-%s\">%s</a> %s", html.EscapeString(o.Name), html.EscapeString(o.Name), html.EscapeString(o.Outcome))
+		}
+		b.WriteString("</p>\n")
+	}
 	if len(p.Claims) > 0 || len(p.Environment) > 0 {
 		b.WriteString("<h2>Results per cell</h2>\n")
 	}
@@ -122,12 +135,15 @@ table.kv td:first-child{width:auto;white-space:normal}
 	for _, m := range s.Warnings {
 		fmt.Fprintf(&b, "<p class=\"warn\">warning: %s</p>\n", html.EscapeString(m))
 	}
-	for _, ch := range charts(s) {
+	b.WriteString(s.claimsHTML("", shown))
+	for _, ch := range chs {
 		b.WriteString(ch.svg())
 		b.WriteString("\n")
+		b.WriteString(s.claimsHTML(ch.ID, shown))
 	}
-	if svg := cpuChartSVG(s); svg != "" {
-		b.WriteString(svg + "\n")
+	if cpuSVG != "" {
+		b.WriteString(cpuSVG + "\n")
+		b.WriteString(s.claimsHTML("cpu", shown))
 	}
 	if len(p.Environment) > 0 {
 		b.WriteString("<h2>Environment</h2>\n<table class=\"kv\"><tbody>\n")

@@ -39,8 +39,10 @@ type Summary struct {
 	Notices  []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
 	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady"`
-	multiStep       bool
-	adaptive        string // how adaptive repetitions ended, for the notes
+	// Claims are the pipeline's claims judged on this run (claims.go).
+	Claims    []ClaimOutcome `json:"claims,omitempty"`
+	multiStep bool
+	adaptive  string // how adaptive repetitions ended, for the notes
 }
 
 // Cell is one matrix cell (one combination of parameters) × load step,
@@ -263,6 +265,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		}
 		s.noteUnexplained()
 	}
+	s.evaluateClaims(run)
 	return s, nil
 }
 

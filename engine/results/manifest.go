@@ -88,6 +88,9 @@ type Manifest struct {
 	// Adaptive records adaptive repetitions: the settings, the rounds run
 	// and why the run stopped adding rounds. Absent for fixed repetitions.
 	Adaptive *AdaptiveRecord `json:"adaptive,omitempty"`
+	// Claims are the pipeline's claim blocks (claims.go), evaluated by
+	// the report from the run folder alone.
+	Claims []ClaimSpec `json:"claims,omitempty"`
 }
 
 // AdaptiveRecord is manifest.json "adaptive".

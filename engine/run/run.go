@@ -21,6 +21,7 @@ import (
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
+	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -46,6 +47,9 @@ type Summary struct {
 	OK      int
 	Failed  int
 	Skipped int // already complete (resume)
+	// Claims are the pipeline's claims judged on the run (also in
+	// claims.parquet); empty without claims.
+	Claims []report.ClaimOutcome
 }
 
 // ErrTrialsFailed is returned (wrapped) when at least one trial failed.
@@ -201,6 +205,7 @@ func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
 			OutputFormat:     pl.Pipeline.Output.Format,
 			Private:          privateResults(pl),
 			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
+			Claims:           claimSpecs(pl),
 		}
 		for _, a := range pl.Axes {
 			m.Axes = append(m.Axes, a.Name)
@@ -327,6 +332,9 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 	}
 	if err := w.Finish(status, time.Now().UTC()); err != nil {
 		return s, fmt.Errorf("finishing the run: %w", err)
+	}
+	if err := r.recordClaims(w.Dir(), s); err != nil {
+		rep.Warnf("%v", err)
 	}
 	rep.RunDone(s)
 	switch {

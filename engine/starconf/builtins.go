@@ -558,6 +558,29 @@ func (b *builder) stepFn(kind string) func(*starlark.Thread, *starlark.Builtin, 
 	}
 }
 
+// claimFn is claim("name", metric = …, cell = {…}, versus = {…}, ratio = …):
+// the twin of a claim block.
+func (b *builder) claimFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	name, rest, err := nameArg("claim", "name", args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	s := b.site(thread)
+	if !validName(name) {
+		b.errorf(s.arg(0), "Invalid claim name", "%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name)
+		return starlark.None, nil
+	}
+	if b.dup("claim", name, s.at) {
+		return starlark.None, nil
+	}
+	c, d := decodeClaim(name, s.at, b.body(s, rest, nil))
+	b.diags = append(b.diags, d...)
+	if c != nil {
+		b.p.Claims = append(b.p.Claims, c)
+	}
+	return starlark.None, nil
+}
+
 func (b *builder) outputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("output: arguments are keywords (dir = …, format = …); got %d positional arguments", len(args))
@@ -722,6 +745,7 @@ func (b *builder) predeclared() starlark.StringDict {
 		"variable":     starlark.NewBuiltin("variable", b.variableFn),
 		"provider":     starlark.NewBuiltin("provider", b.providerFn),
 		"output":       starlark.NewBuiltin("output", b.outputFn),
+		"claim":        starlark.NewBuiltin("claim", b.claimFn),
 		"file":         starlark.NewBuiltin("file", fileFn),
 		"templatefile": starlark.NewBuiltin("templatefile", templatefileFn),
 		"hcl":          starlark.NewBuiltin("hcl", b.hclFn),

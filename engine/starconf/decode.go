@@ -24,6 +24,10 @@ func decodeVariable(name string, at hcl.Range, body *hclsyntax.Body) (*pipeline.
 	return hclconf.DecodeVariable(name, at, body)
 }
 
+func decodeClaim(name string, at hcl.Range, body *hclsyntax.Body) (*pipeline.Claim, hcl.Diagnostics) {
+	return hclconf.DecodeClaim(name, at, body)
+}
+
 func checkBody(body hcl.Body, v any) hcl.Diagnostics { return hclconf.CheckBody(body, v) }
 
 func validName(s string) bool { return hclconf.ValidName(s) }

@@ -1,0 +1,222 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Claim kinds (Claim.Kind).
+const (
+	ClaimRatio   = "ratio"   // metric of cell / metric of versus, against a bound
+	ClaimValue   = "value"   // metric of cell against an absolute bound
+	ClaimVerdict = "verdict" // the cell's bottleneck verdict
+)
+
+// Claim is a `claim "name" {}` block: one conclusion of the study, checked
+// against every run (engine/report evaluates it).
+//
+// Cell selects the matrix cells whose parameters equal all of its entries;
+// the axes it does not name are averaged over (the geometric mean of the
+// selected cells, round by round). Versus selects, for each selected cell,
+// the cell with the same parameters except Versus's entries.
+type Claim struct {
+	Name        string
+	Description string
+	Kind        string // ClaimRatio, ClaimValue or ClaimVerdict
+	// Metric is a trials column (ClaimMetrics); "" for a verdict claim.
+	Metric string
+	// Step is the load step whose rows are judged; "" means the
+	// pipeline's only load step.
+	Step    string
+	Cell    []ClaimParam
+	Versus  []ClaimParam // ClaimRatio only
+	Bound   Bound        // ClaimRatio and ClaimValue
+	Verdict string       // ClaimVerdict only
+
+	DeclRange   hcl.Range
+	CellRange   hcl.Range
+	VersusRange hcl.Range
+	StepRange   hcl.Range
+	MetricRange hcl.Range
+}
+
+// ClaimParam is one axis = value entry of a claim's cell or versus.
+type ClaimParam struct {
+	Name  string
+	Value cty.Value // a primitive
+	Range hcl.Range
+}
+
+// Bound is a claim's bound: "< 0.6", ">= 2", "< 10ms". Value is in the
+// metric's unit (µs for latencies, % of one core for CPU) or, for a ratio,
+// the ratio itself.
+type Bound struct {
+	Op    string // "<", "<=", ">", ">="
+	Value float64
+	Text  string // as written
+}
+
+// Holds reports whether x is on the claimed side of the bound.
+func (b Bound) Holds(x float64) bool {
+	switch b.Op {
+	case "<":
+		return x < b.Value
+	case "<=":
+		return x <= b.Value
+	case ">":
+		return x > b.Value
+	case ">=":
+		return x >= b.Value
+	}
+	return false
+}
+
+// Upper reports whether the bound is an upper bound (< or <=).
+func (b Bound) Upper() bool { return b.Op == "<" || b.Op == "<=" }
+
+// Metric units: how a value bound on a metric is written.
+const (
+	UnitRate    = "req/s"
+	UnitLatency = "µs"
+	UnitPercent = "%"
+	UnitCount   = "count"
+	UnitSeconds = "s"
+)
+
+// ClaimMetrics are the trials columns a claim may name, with their unit.
+var ClaimMetrics = map[string]string{
+	"rps":                        UnitRate,
+	"capacity_rps":               UnitRate,
+	"latency_p50_us":             UnitLatency,
+	"latency_p90_us":             UnitLatency,
+	"latency_p99_us":             UnitLatency,
+	"latency_p999_us":            UnitLatency,
+	"latency_max_us":             UnitLatency,
+	"latency_mean_us":            UnitLatency,
+	"latency_uncorrected_p99_us": UnitLatency,
+	"connect_p50_us":             UnitLatency,
+	"cpu_total_pct":              UnitPercent,
+	"cpu_loader_pct":             UnitPercent,
+	"cpu_service_pct":            UnitPercent,
+	"cpu_infra_pct":              UnitPercent,
+	"cpu_kernel_pct":             UnitPercent,
+	"cpu_other_pct":              UnitPercent,
+	"cpu_idle_pct":               UnitPercent,
+	"cpu_steal_pct":              UnitPercent,
+	"cpu_unattributed_pct":       UnitPercent,
+	"requests":                   UnitCount,
+	"errors":                     UnitCount,
+	"bytes":                      UnitCount,
+	"duration_s":                 UnitSeconds,
+}
+
+// ClaimMetricNames lists ClaimMetrics sorted.
+func ClaimMetricNames() []string {
+	out := make([]string, 0, len(ClaimMetrics))
+	for k := range ClaimMetrics {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ClaimVerdicts are the bottleneck verdicts a verdict claim may name (the
+// verdict kinds of engine/collect; a test keeps the two lists equal).
+var ClaimVerdicts = []string{"server-bound", "infrastructure-bound", "loader-bound", "not CPU-bound", "noisy", "undetermined"}
+
+// ParseBound parses "OP NUMBER[UNIT]" for a ratio (unit "") or a value of
+// a metric with unit. Latencies take a duration ("10ms", "250us") or a
+// bare number of µs; percentages an optional "%"; rates and counts a bare
+// number.
+func ParseBound(s, unit string) (Bound, error) {
+	b := Bound{Text: s}
+	t := strings.TrimSpace(s)
+	for _, op := range []string{"<=", ">=", "<", ">"} {
+		if strings.HasPrefix(t, op) {
+			b.Op, t = op, strings.TrimSpace(t[len(op):])
+			break
+		}
+	}
+	if b.Op == "" {
+		return b, fmt.Errorf("%q does not start with <, <=, > or >=; write it like \"< 0.6\"", s)
+	}
+	if t == "" {
+		return b, fmt.Errorf("%q has no number after %s", s, b.Op)
+	}
+	var v float64
+	var err error
+	switch unit {
+	case UnitLatency:
+		if n, e := strconv.ParseFloat(t, 64); e == nil {
+			v = n
+		} else {
+			var d time.Duration
+			d, err = time.ParseDuration(t)
+			if err != nil {
+				return b, fmt.Errorf("%q: %q is neither a number of µs nor a duration like 10ms or 250us", s, t)
+			}
+			v = float64(d) / float64(time.Microsecond)
+		}
+	case UnitPercent:
+		v, err = strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
+	case UnitRate:
+		v, err = strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "/s")), 64)
+	default:
+		v, err = strconv.ParseFloat(t, 64)
+	}
+	if err != nil {
+		return b, fmt.Errorf("%q: %q is not a number", s, t)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return b, fmt.Errorf("%q is not a finite number", s)
+	}
+	if unit == "" && v <= 0 {
+		return b, fmt.Errorf("%q: a ratio bound must be above 0", s)
+	}
+	if v < 0 {
+		return b, fmt.Errorf("%q: the bound must not be negative", s)
+	}
+	b.Value = v
+	return b, nil
+}
+
+// ParamString renders claim parameters as "a=1, b=x".
+func ParamString(ps []ClaimParam) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, p.Name+"="+PrimitiveString(p.Value))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PrimitiveString renders a primitive cty value as the report prints
+// parameters (fmt's %v of the Go value): strings unquoted, integers without
+// a fraction.
+func PrimitiveString(v cty.Value) string {
+	if v.IsNull() || !v.IsKnown() {
+		return ""
+	}
+	switch v.Type() {
+	case cty.String:
+		return v.AsString()
+	case cty.Bool:
+		return strconv.FormatBool(v.True())
+	case cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if i, acc := bf.Int64(); acc == 0 {
+				return strconv.FormatInt(i, 10)
+			}
+		}
+		f, _ := bf.Float64()
+		return fmt.Sprint(f)
+	}
+	return v.GoString()
+}

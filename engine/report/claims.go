@@ -1,0 +1,598 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Claim outcomes.
+const (
+	ClaimHolds        = results.ClaimHolds
+	ClaimFails        = results.ClaimFails
+	ClaimInconclusive = results.ClaimInconclusive
+)
+
+// ClaimOutcome is one claim of the pipeline judged on a run: holds when
+// the whole 95% interval is on the claimed side of the bound, fails when
+// the whole interval is on the other side, inconclusive when it straddles
+// the bound (or there is no interval).
+type ClaimOutcome struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Kind        string `json:"kind"` // "ratio", "value" or "verdict"
+	Metric      string `json:"metric,omitempty"`
+	Step        string `json:"step"`
+	Cell        string `json:"cell"`             // "deploy=docker-nat"; "" for every cell
+	Versus      string `json:"versus,omitempty"` // ratio claims
+	Bound       string `json:"bound"`            // "< 0.6", "= infrastructure-bound"
+	Outcome     string `json:"outcome"`          // ClaimHolds, ClaimFails or ClaimInconclusive
+	// Estimate is the ratio or the value (in the metric's unit) with its
+	// 95% interval [Low, High] (NaN when there is none; JSON null); for a
+	// verdict claim the share of the repetitions that had the verdict.
+	Estimate float64 `json:"-"`
+	Low      float64 `json:"-"`
+	High     float64 `json:"-"`
+	Method   string  `json:"method,omitempty"` // Method* of the interval
+	N        int     `json:"n"`                // repetitions (or paired rounds)
+	// MoreRepetitions is, when inconclusive, about how many more
+	// repetitions per cell would likely decide the claim, from the
+	// interval's width shrinking as 1/√n; 0 when unknown.
+	MoreRepetitions int    `json:"more_repetitions,omitempty"`
+	Detail          string `json:"detail"`
+
+	unit  string  // pipeline.Unit*, "" for a ratio
+	cells []*Cell // the summary cells the claim reads (cell and versus)
+}
+
+// MarshalJSON writes the estimate and bounds as numbers or null.
+func (o ClaimOutcome) MarshalJSON() ([]byte, error) {
+	type plain ClaimOutcome
+	opt := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		Estimate *float64 `json:"estimate"`
+		Low      *float64 `json:"ci_low"`
+		High     *float64 `json:"ci_high"`
+		plain
+	}{opt(o.Estimate), opt(o.Low), opt(o.High), plain(o)})
+}
+
+// EvaluateClaims judges the claims recorded in the run's manifest against
+// its trials, with the intervals the report computes (pairedRatio for a
+// ratio, positiveCI for a value). A run without claims gives none.
+func EvaluateClaims(run *results.Run) ([]ClaimOutcome, error) {
+	s, err := Summarize(run, Options{TopProcesses: -1})
+	if err != nil {
+		return nil, err
+	}
+	return s.Claims, nil
+}
+
+// RecordedClaims reads the outcomes apply recorded in claims.parquet; ok
+// is false when the run has no such table (EvaluateClaims recomputes them
+// from the trials).
+func RecordedClaims(run *results.Run) (out []ClaimOutcome, ok bool, err error) {
+	if run == nil {
+		return nil, false, errors.New("reading claims: no run")
+	}
+	rows, ok, err := results.ReadClaims(run.Dir, run.Format)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	for _, r := range rows {
+		out = append(out, ClaimOutcome{Name: r.Claim, Description: r.Description, Kind: r.Kind, Metric: r.Metric, Step: r.Step,
+			Cell: r.Cell, Versus: r.Versus, Bound: r.Bound, Outcome: r.Outcome, Estimate: r.Estimate, Low: r.Low, High: r.High,
+			Method: r.Method, N: int(r.N), MoreRepetitions: int(r.MoreRepetitions), Detail: r.Detail, unit: claimUnit(r.Kind, r.Metric)})
+	}
+	return out, true, nil
+}
+
+// ClaimRows converts outcomes into claims.parquet rows.
+func ClaimRows(runID string, specs []results.ClaimSpec, outs []ClaimOutcome) []results.ClaimRow {
+	rows := make([]results.ClaimRow, len(outs))
+	for i, o := range outs {
+		rows[i] = results.ClaimRow{RunID: runID, Claim: o.Name, Description: o.Description, Kind: o.Kind, Metric: o.Metric, Step: o.Step,
+			Cell: o.Cell, Versus: o.Versus, Bound: o.Bound, Outcome: o.Outcome, Estimate: o.Estimate, Low: o.Low, High: o.High,
+			Method: o.Method, N: int64(o.N), MoreRepetitions: int64(o.MoreRepetitions), Detail: o.Detail}
+		if i < len(specs) {
+			rows[i].BoundOp, rows[i].BoundValue = specs[i].BoundOp, specs[i].BoundValue
+		}
+	}
+	return rows
+}
+
+// FailedClaims names the claims that fail.
+func FailedClaims(outs []ClaimOutcome) []string {
+	var out []string
+	for _, o := range outs {
+		if o.Outcome == ClaimFails {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+// claimUnit is the unit of a claim's estimate: the metric's for a value,
+// none for a ratio or a verdict.
+func claimUnit(kind, metric string) string {
+	if kind != results.ClaimValue {
+		return ""
+	}
+	return pipeline.ClaimMetrics[metric]
+}
+
+// claimMetric reads a claim metric from a trials row.
+var claimMetric = map[string]func(*results.TrialRow) float64{
+	"rps":                        func(t *results.TrialRow) float64 { return t.RPS },
+	"capacity_rps":               func(t *results.TrialRow) float64 { return t.CapacityRPS },
+	"latency_p50_us":             func(t *results.TrialRow) float64 { return t.LatencyP50US },
+	"latency_p90_us":             func(t *results.TrialRow) float64 { return t.LatencyP90US },
+	"latency_p99_us":             func(t *results.TrialRow) float64 { return t.LatencyP99US },
+	"latency_p999_us":            func(t *results.TrialRow) float64 { return t.LatencyP999US },
+	"latency_max_us":             func(t *results.TrialRow) float64 { return t.LatencyMaxUS },
+	"latency_mean_us":            func(t *results.TrialRow) float64 { return t.LatencyMeanUS },
+	"latency_uncorrected_p99_us": func(t *results.TrialRow) float64 { return t.LatencyUncorrectedP99US },
+	"connect_p50_us":             func(t *results.TrialRow) float64 { return t.ConnectP50US },
+	"cpu_total_pct":              func(t *results.TrialRow) float64 { return t.CPUTotalPct },
+	"cpu_loader_pct":             func(t *results.TrialRow) float64 { return t.CPULoaderPct },
+	"cpu_service_pct":            func(t *results.TrialRow) float64 { return t.CPUServicePct },
+	"cpu_infra_pct":              func(t *results.TrialRow) float64 { return t.CPUInfraPct },
+	"cpu_kernel_pct":             func(t *results.TrialRow) float64 { return t.CPUKernelPct },
+	"cpu_other_pct":              func(t *results.TrialRow) float64 { return t.CPUOtherPct },
+	"cpu_idle_pct":               func(t *results.TrialRow) float64 { return t.CPUIdlePct },
+	"cpu_steal_pct":              func(t *results.TrialRow) float64 { return t.CPUStealPct },
+	"cpu_unattributed_pct":       func(t *results.TrialRow) float64 { return t.CPUUnattributedPct },
+	"requests":                   func(t *results.TrialRow) float64 { return float64(t.Requests) },
+	"errors":                     func(t *results.TrialRow) float64 { return float64(t.Errors) },
+	"bytes":                      func(t *results.TrialRow) float64 { return float64(t.Bytes) },
+	"duration_s":                 func(t *results.TrialRow) float64 { return t.DurationS },
+}
+
+// evaluateClaims judges every claim of the run's manifest on s.
+func (s *Summary) evaluateClaims(run *results.Run) {
+	specs := run.Manifest.Claims
+	if len(specs) == 0 {
+		return
+	}
+	rows := map[[2]string]*results.TrialRow{}
+	for i := range run.Trials {
+		t := &run.Trials[i]
+		if t.StepKind != "warm" {
+			rows[[2]string{t.TrialID, t.Step}] = t
+		}
+	}
+	for _, sp := range specs {
+		s.Claims = append(s.Claims, s.evaluateClaim(sp, rows))
+	}
+}
+
+func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*results.TrialRow) ClaimOutcome {
+	o := ClaimOutcome{Name: sp.Name, Description: sp.Description, Kind: sp.Kind, Metric: sp.Metric, Step: sp.Step,
+		Cell: specString(sp.Cell, s.Axes), Versus: specString(sp.Versus, s.Axes), Bound: sp.Bound,
+		Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), unit: claimUnit(sp.Kind, sp.Metric)}
+	var cells, versus []*Cell
+	for _, c := range s.Cells {
+		if c.Step == sp.Step && cellHas(c, sp.Cell) {
+			cells = append(cells, c)
+		}
+	}
+	if sp.Kind == results.ClaimVerdict {
+		o.Bound = "= " + sp.Verdict
+		o.cells = cells
+		s.judgeVerdict(&o, sp, cells, rows)
+		return o
+	}
+	get := claimMetric[sp.Metric]
+	if get == nil {
+		o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
+		return o
+	}
+	if len(cells) == 0 {
+		o.Outcome, o.Detail = ClaimInconclusive, "no successful repetition of the selected cells in this run"
+		return o
+	}
+	bound := pipeline.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
+	var iv Interval
+	switch sp.Kind {
+	case results.ClaimRatio:
+		for _, c := range cells {
+			v := s.versusOf(c, sp.Versus)
+			if v == nil {
+				o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("cell %s has no counterpart with %s in this run", c.Label(), o.Versus)
+				o.cells = cells
+				return o
+			}
+			versus = append(versus, v)
+		}
+		iv = groupRatio(cells, versus, get, rows)
+	default:
+		_, vals := groupRounds(cells, get, rows)
+		iv = positiveCI(vals)
+	}
+	o.cells = append(cells, versus...)
+	o.Estimate, o.Low, o.High, o.Method, o.N = iv.Value, iv.Low, iv.High, iv.Method, iv.N
+	o.Outcome, o.Detail, o.MoreRepetitions = judgeClaim(iv, bound, o.unit)
+	return o
+}
+
+// groupRatio is the ratio of the cells to their versus cells: per round,
+// the geometric mean of the cells over the geometric mean of their versus
+// cells, then the paired interval over the rounds (pairedRatio). When
+// fewer than 3 rounds pair but each side has 3, the sides are taken as
+// independent (welchRatio).
+func groupRatio(cells, versus []*Cell, get func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) Interval {
+	nr, nv := groupRounds(cells, get, rows)
+	dr, dv := groupRounds(versus, get, rows)
+	den := map[int]float64{}
+	for i, r := range dr {
+		den[r] = dv[i]
+	}
+	var num, base []float64
+	for i, r := range nr {
+		if d, ok := den[r]; ok {
+			num = append(num, nv[i])
+			base = append(base, d)
+		}
+	}
+	if len(num) < minSamplesForCI && len(nv) >= minSamplesForCI && len(dv) >= minSamplesForCI {
+		return welchRatio(nv, dv)
+	}
+	return pairedRatio(num, base)
+}
+
+// groupRounds is, for each round in which every cell has a used
+// repetition, the geometric mean of the cells' metric (the arithmetic
+// mean when a value is not positive), in round order.
+func groupRounds(cells []*Cell, get func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) (rounds []int, vals []float64) {
+	per := map[int][]float64{}
+	for _, c := range cells {
+		for _, sm := range c.used() {
+			t := rows[[2]string{sm.TrialID, c.Step}]
+			if t == nil {
+				continue
+			}
+			per[sm.Round] = append(per[sm.Round], get(t))
+		}
+	}
+	for r, xs := range per {
+		if len(xs) == len(cells) {
+			rounds = append(rounds, r)
+		}
+	}
+	sort.Ints(rounds)
+	for _, r := range rounds {
+		xs := per[r]
+		if allPositive(xs) {
+			vals = append(vals, math.Exp(mean(logs(xs))))
+		} else {
+			vals = append(vals, mean(xs))
+		}
+	}
+	return rounds, vals
+}
+
+// judgeClaim reads an interval against a bound: holds, fails or
+// inconclusive, in words, and for an inconclusive one about how many more
+// repetitions would likely decide it.
+func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail string, more int) {
+	f := func(v float64) string { return fmtClaimValue(v, unit) }
+	side, other := "below", "above"
+	if !b.Upper() {
+		side, other = "above", "below"
+	}
+	if !iv.IsCI() {
+		need := minSamplesForCI - iv.N
+		if need < 1 {
+			need = 1
+		}
+		est := "no estimate"
+		if !math.IsNaN(iv.Value) {
+			est = "estimate " + f(iv.Value)
+			if iv.HasCI() {
+				est += " (range " + f(iv.Low) + " to " + f(iv.High) + ")"
+			}
+		}
+		return ClaimInconclusive, fmt.Sprintf("%s from %d repetition(s): no 95%% interval below %d; about %d more repetition(s) per cell give one",
+			est, iv.N, minSamplesForCI, need), need
+	}
+	ci := fmt.Sprintf("95%% interval [%s, %s] (%s, n=%d)", f(iv.Low), f(iv.High), methodLabel(iv), iv.N)
+	loIn, hiIn := b.Holds(iv.Low), b.Holds(iv.High)
+	switch {
+	case loIn && hiIn:
+		return ClaimHolds, fmt.Sprintf("%s %s: the whole %s is %s the bound %s", fmtEst(iv, unit), b.Text, ci, side, f(b.Value)), 0
+	case !loIn && !hiIn:
+		return ClaimFails, fmt.Sprintf("%s: the whole %s is %s the bound %s", fmtEst(iv, unit), ci, other, f(b.Value)), 0
+	}
+	detail = fmt.Sprintf("the %s straddles the bound %s", ci, f(b.Value))
+	if iv.Value > 0 && b.Value > 0 {
+		pct := 100 * (iv.Value/b.Value - 1)
+		where := "above"
+		if pct < 0 {
+			where = "below"
+		}
+		past := iv.High/b.Value - 1 // the interval's end on the wrong side
+		if !b.Upper() {
+			past = 1 - iv.Low/b.Value
+		}
+		detail += fmt.Sprintf(": the estimate %s is %.1f%% %s it and the interval reaches %.1f%% past it", f(iv.Value), math.Abs(pct), where, 100*math.Abs(past))
+	}
+	more = moreRepetitions(iv, b.Value)
+	switch {
+	case more > 0:
+		detail += fmt.Sprintf("; about %d more repetition(s) per cell would likely decide it (the interval narrows as 1/√n)", more)
+	default:
+		detail += "; the estimate is too close to the bound for more repetitions to decide it"
+	}
+	return ClaimInconclusive, detail, more
+}
+
+// moreRepetitions estimates how many more samples would shrink the
+// interval's half-width on the log scale below the estimate's distance to
+// the bound, taking the spread of the logs as measured and the width as
+// t(n−1)·s/√n; 0 when that would take more than 10,000 repetitions or the
+// estimate sits on the bound.
+func moreRepetitions(iv Interval, bound float64) int {
+	if !iv.IsCI() || iv.Low <= 0 || iv.Value <= 0 || bound <= 0 || iv.N < 2 {
+		return 0
+	}
+	d := math.Abs(math.Log(iv.Value) - math.Log(bound))
+	h := (math.Log(iv.High) - math.Log(iv.Low)) / 2
+	if d == 0 || h <= 0 {
+		return 0
+	}
+	sd := h * math.Sqrt(float64(iv.N)) / tQuantile975(float64(iv.N-1)) // the spread of the logs
+	m := float64(iv.N + 1)
+	for i := 0; i < 8; i++ { // m = (t(m−1)·sd/d)², a fixed point reached in a few steps
+		next := math.Ceil(math.Pow(tQuantile975(m-1)*sd/d, 2))
+		if next > 10000 {
+			return 0
+		}
+		if next <= float64(iv.N) {
+			next = float64(iv.N + 1)
+		}
+		if next == m {
+			break
+		}
+		m = next
+	}
+	return int(m) - iv.N
+}
+
+// judgeVerdict: holds when the claimed verdict is the verdict of more than
+// half of every selected cell's repetitions; fails when another verdict
+// (not noisy or undetermined) is, in some cell; inconclusive otherwise.
+func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*Cell, rows map[[2]string]*results.TrialRow) {
+	o.Outcome = ClaimInconclusive
+	if len(cells) == 0 {
+		o.Detail = "no successful repetition of the selected cells in this run"
+		return
+	}
+	k, n := 0, 0
+	holds, fails := true, false
+	var parts []string
+	for _, c := range cells {
+		count := map[string]int{}
+		cn := 0
+		for _, sm := range c.used() {
+			t := rows[[2]string{sm.TrialID, c.Step}]
+			if t == nil || t.Verdict == "" {
+				continue
+			}
+			count[t.Verdict]++
+			cn++
+		}
+		k += count[sp.Verdict]
+		n += cn
+		if 2*count[sp.Verdict] <= cn || cn == 0 {
+			holds = false
+		}
+		for v, x := range count {
+			if v != sp.Verdict && 2*x > cn && v != "noisy" && v != "undetermined" {
+				fails = true
+			}
+		}
+		var vs []string
+		for v, x := range count {
+			vs = append(vs, fmt.Sprintf("%s %d/%d", v, x, cn))
+		}
+		sort.Strings(vs)
+		if len(vs) == 0 {
+			vs = []string{"no verdict"}
+		}
+		parts = append(parts, c.Label()+": "+strings.Join(vs, ", "))
+	}
+	o.N = n
+	if n > 0 {
+		o.Estimate = float64(k) / float64(n)
+	}
+	switch {
+	case n == 0:
+		o.Detail = "no repetition has a verdict (the collect step's whole-machine accounting did not run)"
+		return
+	case holds:
+		o.Outcome = ClaimHolds
+	case fails:
+		o.Outcome = ClaimFails
+	}
+	o.Detail = fmt.Sprintf("%d of %d repetitions %s; %s", k, n, sp.Verdict, strings.Join(parts, "; "))
+}
+
+// versusOf is the cell with c's parameters but those of versus, same step.
+func (s *Summary) versusOf(c *Cell, versus map[string]any) *Cell {
+	for _, o := range s.Cells {
+		if o.Step != c.Step || !cellHas(o, versus) {
+			continue
+		}
+		same := true
+		for i, p := range c.Params {
+			if _, over := versus[p.Name]; over {
+				continue
+			}
+			if i >= len(o.Params) || !sameValue(o.Params[i].Value, p.Value) {
+				same = false
+			}
+		}
+		if same {
+			return o
+		}
+	}
+	return nil
+}
+
+func cellHas(c *Cell, want map[string]any) bool {
+	for k, v := range want {
+		found := false
+		for _, p := range c.Params {
+			if p.Name == k && sameValue(p.Value, v) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares parameter values across their JSON round trip (a
+// manifest's numbers read back as float64).
+func sameValue(a, b any) bool {
+	sa, sb := fmt.Sprint(a), fmt.Sprint(b)
+	if sa == sb {
+		return true
+	}
+	fa, ea := strconv.ParseFloat(sa, 64)
+	fb, eb := strconv.ParseFloat(sb, 64)
+	return ea == nil && eb == nil && fa == fb
+}
+
+// specString renders a claim's cell in axis order: "deploy=nat, log=on".
+func specString(m map[string]any, axes []string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, a := range axes {
+		if v, ok := m[a]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", a, plainNumber(v)))
+			seen[a] = true
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, plainNumber(m[k])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plainNumber prints an integral float64 without an exponent.
+func plainNumber(v any) any {
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return int64(f)
+	}
+	return v
+}
+
+// fmtClaimValue formats a claim's estimate in its unit ("" for a ratio).
+func fmtClaimValue(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	switch unit {
+	case pipeline.UnitLatency:
+		return fmtMS(v) + " ms"
+	case pipeline.UnitRate:
+		return fmtRate(v) + " req/s"
+	case pipeline.UnitPercent:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	case pipeline.UnitSeconds:
+		return strconv.FormatFloat(v, 'g', 4, 64) + " s"
+	case pipeline.UnitCount:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// fmtEst is the estimate with its name: "ratio 0.312" or "1.20 ms".
+func fmtEst(iv Interval, unit string) string {
+	if unit == "" {
+		return "ratio " + fmtClaimValue(iv.Value, unit)
+	}
+	return fmtClaimValue(iv.Value, unit)
+}
+
+// estimateLabel is "0.312 [0.290, 0.335]" for tables.
+func (o ClaimOutcome) estimateLabel() string {
+	if o.Kind == results.ClaimVerdict {
+		if math.IsNaN(o.Estimate) {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%% of %d", 100*o.Estimate, o.N)
+	}
+	s := fmtClaimValue(o.Estimate, o.unit)
+	if !math.IsNaN(o.Low) && !math.IsNaN(o.High) {
+		s += " [" + fmtClaimValue(o.Low, o.unit) + ", " + fmtClaimValue(o.High, o.unit) + "]"
+	}
+	return s
+}
+
+// subject is "rps deploy=nat / deploy=host" for tables.
+func (o ClaimOutcome) subject() string {
+	what := o.Metric
+	if o.Kind == results.ClaimVerdict {
+		what = "verdict"
+	}
+	cell := o.Cell
+	if cell == "" {
+		cell = "every cell"
+	}
+	if o.Versus != "" {
+		return what + " " + cell + " / " + o.Versus
+	}
+	return what + " " + cell
+}
+
+// claimsFor are the claims that read cell c, as "name=outcome".
+func (s *Summary) claimsFor(c *Cell) string {
+	var out []string
+	for _, o := range s.Claims {
+		for _, x := range o.cells {
+			if x == c {
+				out = append(out, o.Name+"="+o.Outcome)
+				break
+			}
+		}
+	}
+	return strings.Join(out, ";")
+}
+
+// claimCounts is "1 holds, 1 fails, 1 inconclusive".
+func (s *Summary) claimCounts() string {
+	n := map[string]int{}
+	for _, o := range s.Claims {
+		n[o.Outcome]++
+	}
+	var parts []string
+	for _, k := range []string{ClaimHolds, ClaimFails, ClaimInconclusive} {
+		if n[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
