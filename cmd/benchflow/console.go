@@ -9,8 +9,8 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/plan"
-	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/report"
+	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
