@@ -18,7 +18,7 @@ touching anything. Values known only after provisioning (service URLs) are
 shown as ${service.<name>.url}. With --json it prints the same as JSON,
 including each trial's evaluated service and step settings.`,
 		Example: `  benchflow plan pipelines/quickstart.hcl
-  benchflow plan study.hcl --var repetitions=5 --json | jq '.trials[].params'`,
+  benchflow plan pipelines/quickstart.hcl --repetitions 5 --json | jq '.trials[].params'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()

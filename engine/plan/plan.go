@@ -347,8 +347,12 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		raw := in.Vars[name]
 		v, ok := decl[name]
 		if !ok {
+			hint := Suggest(name, names)
+			if flag, ok := settingFlags[name]; ok {
+				hint = fmt.Sprintf(" %s is a pipeline setting, not a variable: use %s %s.", name, flag, raw)
+			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
-				Detail: fmt.Sprintf("--var %s=… sets a variable the pipeline does not declare.%s Declared variables: %s.", name, Suggest(name, names), listOrNone(names))})
+				Detail: fmt.Sprintf("--var %s=… sets a variable the pipeline does not declare.%s Declared variables: %s.", name, hint, listOrNone(names))})
 			continue
 		}
 		val, err := parseRawVar(raw, v)
@@ -657,6 +661,10 @@ func traversalString(tr hcl.Traversal) string {
 	}
 	return b.String()
 }
+
+// settingFlags maps the pipeline settings that have a command-line flag of
+// their own to it: "--var repetitions=5" is answered with "--repetitions 5".
+var settingFlags = map[string]string{"repetitions": "--repetitions", "seed": "--seed", "max_trials": "--max-trials"}
 
 // Suggest returns ` Did you mean "x"?` for the closest option, or "".
 func Suggest(given string, options []string) string { return providers.Suggest(given, options) }
