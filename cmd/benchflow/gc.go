@@ -32,8 +32,14 @@ rendered service folders in $TMPDIR whose benchflow process is gone, and
 restores the sysctls a killed run changed (tune steps journal each original
 value in the state folder before changing it; see docs/cli.md), and removes
 the staging folders and temporary files a killed run left in its results
-folder (--out, default ./results; runs being written are skipped). apply runs
-it for the providers a pipeline uses before starting (unless --no-gc).
+folder (--out, default ./results) and marks such a run "interrupted" instead
+of "running". Only run folders (named by a run id, with that run's
+manifest.json) that no process writes are cleaned, and only of the names
+benchflow writes; nothing else in the results folder, and nothing through a
+symlink, is touched. The sysctls, service folders and results are the local
+machine's part: gc does them without --provider or with --provider local.
+apply runs gc for the providers a pipeline uses before starting (unless
+--no-gc).
 
 Only what crashed runs left is removed: every object also records the
 benchflow process that created it (host, pid, start time), and objects whose
@@ -52,6 +58,7 @@ Backends that cannot be reached (no Docker engine, no kubeconfig) are
 skipped with a note.`,
 		Example: `  benchflow gc
   benchflow gc --provider docker
+  benchflow gc --provider local -o results
   benchflow gc --run 20261130T044500Z-3f9c
   benchflow gc pipelines/k8s-ingress.hcl --var kubeconfig=$HOME/.kube/lab -v
   benchflow gc --kubeconfig /run/benchflow-cluster/admin.kubeconfig`,

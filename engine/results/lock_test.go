@@ -15,13 +15,13 @@ import (
 // removes the staging folder and temporary files a killed writer left.
 func TestRunFolderLock(t *testing.T) {
 	out := t.TempDir()
-	w := writeRun(t, out, "20261130T044500Z-lock", FormatParquet, synthRecords(2), memory.DefaultAllocator)
+	w := writeRun(t, out, "20261130T044500Z-10c4", FormatParquet, synthRecords(2), memory.DefaultAllocator)
 	dir := w.Dir()
 	if _, err := Resume(dir); !errors.Is(err, ErrRunLocked) {
 		t.Fatalf("Resume while the writer has the run: %v, want ErrRunLocked", err)
 	}
-	if left, err := CleanLeftovers(out); err != nil || len(left) != 0 {
-		t.Fatalf("CleanLeftovers on a run in use: %v %v", left, err)
+	if c, err := CleanLeftovers(out); err != nil || len(c.Removed)+len(c.Interrupted) != 0 {
+		t.Fatalf("CleanLeftovers on a run in use: %+v %v", c, err)
 	}
 	_ = w.Close()
 
@@ -59,8 +59,8 @@ func TestRunFolderLock(t *testing.T) {
 	if err := os.Mkdir(stage, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	left, err := CleanLeftovers(out)
-	if err != nil || len(left) != 1 || left[0] != stage {
-		t.Errorf("CleanLeftovers = %v, %v; want [%s]", left, err, stage)
+	c, err := CleanLeftovers(out)
+	if err != nil || len(c.Removed) != 1 || c.Removed[0] != stage {
+		t.Errorf("CleanLeftovers = %+v, %v; want [%s]", c, err, stage)
 	}
 }

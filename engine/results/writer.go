@@ -184,10 +184,13 @@ func Resume(runDir string) (*Writer, error) {
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
 	// What a writer killed mid-commit left (a staging folder, temporary
-	// files) is not part of the run.
-	if _, err := removeLeftovers(runDir); err != nil {
-		unlockRun(lock)
-		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	// files) is not part of the run; only a folder with a run's manifest
+	// is cleaned.
+	if m, ok := recognisedRun(runDir, ""); ok {
+		if _, err := removeLeftovers(runDir, m); err != nil {
+			unlockRun(lock)
+			return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+		}
 	}
 	run, err := readRun(runDir, memory.DefaultAllocator)
 	if err != nil {

@@ -129,7 +129,9 @@ type GCOptions struct {
 	// Verbose also prints each object kept because its run is alive.
 	Verbose bool
 	// ResultsDir is a results folder whose runs' staging folders and
-	// temporary files, left by killed writers, are removed ("" skips it).
+	// temporary files, left by killed writers, are removed, and whose runs
+	// a killed writer left "running" are marked "interrupted" ("" skips
+	// it).
 	ResultsDir string
 }
 
@@ -149,7 +151,9 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	sort.Strings(names)
 	var errs []error
 	total, kept := 0, 0
-	if len(o.Only) == 0 {
+	// What a killed run left on this machine itself (sysctls, service
+	// folders, unfinished results) is the local provider's part.
+	if len(o.Only) == 0 || slices.Contains(o.Only, "local") {
 		restored, err := restoreJournals()
 		for _, x := range restored {
 			fmt.Fprintf(w, "restored %s\n", x)
@@ -159,11 +163,14 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 			errs = append(errs, err)
 		}
 		if o.ResultsDir != "" {
-			left, err := results.CleanLeftovers(o.ResultsDir)
-			for _, x := range left {
+			c, err := results.CleanLeftovers(o.ResultsDir)
+			for _, x := range c.Removed {
 				fmt.Fprintf(w, "removed unfinished results file: %s\n", x)
 			}
-			total += len(left)
+			for _, x := range c.Interrupted {
+				fmt.Fprintf(w, "marked run interrupted (its process was killed): %s\n", x)
+			}
+			total += len(c.Removed) + len(c.Interrupted)
 			if err != nil {
 				errs = append(errs, err)
 			}

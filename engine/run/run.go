@@ -356,9 +356,12 @@ func (r *Runner) gc(ctx context.Context) {
 	if err != nil {
 		r.rep.Warnf("restoring what killed runs changed: %v", err)
 	}
-	left, err := results.CleanLeftovers(r.opts.OutDir)
-	for _, x := range left {
+	c, err := results.CleanLeftovers(r.opts.OutDir)
+	for _, x := range c.Removed {
 		r.rep.Logf("removed what a killed run left in its results: %s", x)
+	}
+	for _, x := range c.Interrupted {
+		r.rep.Logf("marked a killed run interrupted: %s", x)
 	}
 	if err != nil {
 		r.rep.Warnf("removing what killed runs left in %s: %v", r.opts.OutDir, err)

@@ -1,0 +1,197 @@
+package results
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestCleanLeftoversOnlyBenchflows: the cleanup of a results folder removes
+// what a killed writer left inside a run folder it recognises (staging
+// folders and temporary files of the exact names it makes, a temporary
+// latest link) and marks that run interrupted; the user's folders and files
+// shaped like those names — in folders that are not runs, at several
+// depths, in a folder named like a run without a manifest, behind symlinks —
+// and a live run are left exactly as they were.
+func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "results")
+	ext := filepath.Join(root, "elsewhere") // outside the results folder
+	mkfile := func(p string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("user data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	symlink := func(target, link string) string {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		return link
+	}
+
+	// A run killed mid-commit: never finished, its lock released.
+	killed := writeRun(t, out, "20261130T044500Z-dead", FormatParquet, synthRecords(1), memory.DefaultAllocator)
+	if err := killed.SaveSources([]SourceFile{{Path: "lib/.cfg.tmp-3", Data: []byte("a loaded file")}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Close()
+	kdir := killed.Dir()
+	leftovers := []string{
+		filepath.Join(kdir, ".staging-123"),
+		mkfile(filepath.Join(kdir, ".manifest.json.tmp-456")),
+		mkfile(filepath.Join(kdir, ".trials.parquet.tmp-4294967295")),
+		mkfile(filepath.Join(kdir, SourcesDir, "lib", ".helper.star.tmp-77")),
+		symlink("20261130T044500Z-dead", filepath.Join(out, ".latest.tmp-20261130T044500Z-dead")),
+	}
+	mkfile(filepath.Join(kdir, ".staging-123", "trials.parquet"))
+	// A symlink in a staging folder: the folder goes, its target stays.
+	extInStage := mkfile(filepath.Join(ext, "instage", "keep"))
+	symlink(filepath.Dir(extInStage), filepath.Join(kdir, ".staging-123", "link"))
+
+	// A live run: another process writes it.
+	live := writeRun(t, out, "20261130T050000Z-1111", FormatParquet, synthRecords(1), memory.DefaultAllocator)
+	defer live.Close()
+
+	// Everything of the user's, shaped like benchflow's names.
+	kept := []string{
+		mkfile(filepath.Join(out, "project", ".staging-area", "notes.txt")),
+		mkfile(filepath.Join(out, "project", ".staging-123", "data.csv")),
+		mkfile(filepath.Join(out, "project", "deep", "er", ".staging-1", "f")),
+		mkfile(filepath.Join(out, "project", ".a.tmp-1")),
+		mkfile(filepath.Join(out, "project", "deep", ".b.tmp-22")),
+		mkfile(filepath.Join(out, ".staging-5", "top")),
+		mkfile(filepath.Join(out, ".x.tmp-7")),
+		mkfile(filepath.Join(out, ".latest.tmp-20261130T044500Z-dead.bak")),
+		// Named like a run, but no manifest: not a run folder.
+		mkfile(filepath.Join(out, "20261130T044500Z-beef", ".staging-1", "f")),
+		mkfile(filepath.Join(out, "20261130T044500Z-beef", ".y.tmp-2")),
+		// Inside the killed run, names benchflow does not make.
+		mkfile(filepath.Join(kdir, ".staging-area", "mine")),
+		mkfile(filepath.Join(kdir, ".notes.tmp-x")),
+		mkfile(filepath.Join(kdir, "sub", ".staging-4", "mine")),
+		mkfile(filepath.Join(kdir, "sub", ".z.tmp-5")),
+		// A pipeline file the manifest lists, whatever its name.
+		filepath.Join(kdir, SourcesDir, "lib", ".cfg.tmp-3"),
+		// The live run's unfinished write.
+		mkfile(filepath.Join(live.Dir(), ".staging-9", "t")),
+		mkfile(filepath.Join(live.Dir(), ".manifest.json.tmp-10")),
+		extInStage,
+	}
+	// A folder whose manifest names another run.
+	other := filepath.Join(out, "20261130T044500Z-cafe")
+	kept = append(kept, mkfile(filepath.Join(other, ".staging-2", "f")))
+	b, err := os.ReadFile(filepath.Join(kdir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "manifest.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Symlinks out of the results folder: a run folder elsewhere, reached
+	// by a link named like a run, and a link named like a staging folder.
+	far := writeRun(t, ext, "20261130T060000Z-2222", FormatParquet, synthRecords(1), memory.DefaultAllocator)
+	_ = far.Close()
+	kept = append(kept, mkfile(filepath.Join(far.Dir(), ".staging-8", "f")))
+	kept = append(kept, symlink(far.Dir(), filepath.Join(out, "20261130T060000Z-2222")))
+	extStage := mkfile(filepath.Join(ext, "stage", "keep"))
+	kept = append(kept, extStage, symlink(filepath.Dir(extStage), filepath.Join(kdir, ".staging-77")))
+	kept = append(kept, symlink(extStage, filepath.Join(kdir, ".w.tmp-1")))
+
+	c, err := CleanLeftovers(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range kept {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("the user's %s was removed: %v", p, err)
+		}
+	}
+	for _, p := range leftovers {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("leftover %s survives: %v", p, err)
+		}
+	}
+	got := slices.Clone(c.Removed)
+	slices.Sort(got)
+	want := slices.Clone(leftovers)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Removed = %q\nwant %q", got, want)
+	}
+	if !slices.Equal(c.Interrupted, []string{kdir}) {
+		t.Errorf("Interrupted = %q, want [%s]", c.Interrupted, kdir)
+	}
+	for dir, want := range map[string]string{kdir: RunInterrupted, live.Dir(): RunRunning, far.Dir(): RunRunning, other: RunRunning} {
+		m, err := ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != want {
+			t.Errorf("%s: status %q, want %q", dir, m.Status, want)
+		}
+	}
+	if m, _ := ReadManifest(kdir); m.FinishedAt == nil {
+		t.Errorf("the interrupted run has no finished_at")
+	}
+	// The interrupted run is whole: it reads and resumes.
+	if _, err := ReadRun(kdir); err != nil {
+		t.Errorf("reading the cleaned run: %v", err)
+	}
+	r, err := Resume(kdir)
+	if err != nil {
+		t.Fatalf("resuming the cleaned run: %v", err)
+	}
+	_ = r.Close()
+
+	// A second pass finds nothing more.
+	c, err = CleanLeftovers(out)
+	if err != nil || len(c.Removed)+len(c.Interrupted) != 0 {
+		t.Errorf("second pass: %+v, %v", c, err)
+	}
+}
+
+// TestResumeCleansOnlyARun: --resume of a folder that is not a run (no
+// manifest) removes nothing from it.
+func TestResumeCleansOnlyARun(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(dir, ".staging-1", "mine")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(dir); err == nil {
+		t.Fatal("Resume of a folder without a manifest succeeded")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("Resume removed the user's file: %v", err)
+	}
+}
+
+func TestValidRunID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"20261130T044500Z-3f9c":  true,
+		NewRunID(t0):             true,
+		"20261130T044500Z-3F9C":  false,
+		"20261130T044500Z-lock":  false,
+		"20261399T044500Z-3f9c":  false,
+		"20261130T044500Z-3f9c0": false,
+		"../20261130T044500Z-3f": false,
+		"":                       false,
+	} {
+		if got := ValidRunID(id); got != want {
+			t.Errorf("ValidRunID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
