@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -184,8 +185,9 @@ func removeSourceTemps(dir string, m *Manifest) ([]string, error) {
 // and marks "interrupted" a run whose manifest still says "running" (its
 // writer was killed before it could say so). Folders that are not run
 // folders, symlinks, and runs another process has locked are never
-// touched.
-func CleanLeftovers(outDir string) (*Cleanup, error) {
+// touched, nor the run folders skip names (a run about to be resumed,
+// which Resume cleans itself).
+func CleanLeftovers(outDir string, skip ...string) (*Cleanup, error) {
 	c := &Cleanup{}
 	entries, err := os.ReadDir(outDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -193,6 +195,16 @@ func CleanLeftovers(outDir string) (*Cleanup, error) {
 	}
 	if err != nil {
 		return c, err
+	}
+	var skipped []os.FileInfo
+	for _, p := range skip {
+		if fi, err := os.Stat(p); err == nil {
+			skipped = append(skipped, fi)
+		}
+	}
+	isSkipped := func(dir string) bool {
+		fi, err := os.Lstat(dir)
+		return err == nil && slices.ContainsFunc(skipped, func(s os.FileInfo) bool { return os.SameFile(fi, s) })
 	}
 	var errs []error
 	for _, e := range entries {
@@ -209,6 +221,9 @@ func CleanLeftovers(outDir string) (*Cleanup, error) {
 			continue
 		}
 		dir := filepath.Join(outDir, name)
+		if isSkipped(dir) {
+			continue
+		}
 		f, err := lockRun(dir)
 		if err != nil {
 			continue // in use, or unreadable: not ours to clean

@@ -195,3 +195,25 @@ func TestValidRunID(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanLeftoversSkips: a run folder named in skip (the run a resume is
+// about to reopen), even through a symlink, keeps its status and files.
+func TestCleanLeftoversSkips(t *testing.T) {
+	out := t.TempDir()
+	w := writeRun(t, out, "20261130T044500Z-5c1f", FormatParquet, synthRecords(1), memory.DefaultAllocator)
+	_ = w.Close()
+	stage := filepath.Join(w.Dir(), ".staging-1")
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := CleanLeftovers(out, filepath.Join(out, "latest"))
+	if err != nil || len(c.Removed)+len(c.Interrupted) != 0 {
+		t.Errorf("CleanLeftovers with the run skipped: %+v, %v", c, err)
+	}
+	if m, _ := ReadManifest(w.Dir()); m.Status != RunRunning {
+		t.Errorf("skipped run's status %q", m.Status)
+	}
+	if _, err := os.Stat(stage); err != nil {
+		t.Errorf("skipped run's staging folder removed: %v", err)
+	}
+}

@@ -356,7 +356,9 @@ func (r *Runner) gc(ctx context.Context) {
 	if err != nil {
 		r.rep.Warnf("restoring what killed runs changed: %v", err)
 	}
-	c, err := results.CleanLeftovers(r.opts.OutDir)
+	// A run being resumed is Resume's to clean; it stays as it is until
+	// the resume writes it.
+	c, err := results.CleanLeftovers(r.opts.OutDir, r.opts.Resume)
 	for _, x := range c.Removed {
 		r.rep.Logf("removed what a killed run left in its results: %s", x)
 	}
