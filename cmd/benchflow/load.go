@@ -118,7 +118,7 @@ failed (with the reason) or a flag is wrong.`,
 				payload = []byte(body)
 			}
 			if bodyFile != "" {
-				if payload, err = os.ReadFile(bodyFile); err != nil {
+				if payload, err = pipeline.ReadLocalFile(bodyFile); err != nil {
 					return fmt.Errorf("--body-file: %w", err)
 				}
 			}

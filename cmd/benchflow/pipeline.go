@@ -88,12 +88,12 @@ func buildPlan(w io.Writer, file string, vf *varFlags, jsonDiags bool) (*plan.Pl
 		src := diag.Sources{}
 		if p != nil {
 			src[p.File] = p.Source
-		} else if b, err := os.ReadFile(file); err == nil {
+		} else if b, err := pipeline.ReadLocalFile(file); err == nil {
 			src[file] = b
 		}
 		for _, d := range diags {
 			if d.Subject != nil && src[d.Subject.Filename] == nil {
-				if b, err := os.ReadFile(d.Subject.Filename); err == nil {
+				if b, err := pipeline.ReadLocalFile(d.Subject.Filename); err == nil {
 					src[d.Subject.Filename] = b
 				}
 			}

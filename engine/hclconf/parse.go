@@ -74,7 +74,7 @@ func ParseFile(filename string) (*pipeline.Pipeline, hcl.Diagnostics) {
 // trial is checked here; bodies evaluated per trial are kept for
 // engine/plan. It never panics, whatever the bytes.
 func Parse(fsys fs.FS, display, name string) (*pipeline.Pipeline, hcl.Diagnostics) {
-	src, err := fs.ReadFile(fsys, name)
+	src, err := pipeline.ReadFile(fsys, name)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,

@@ -100,7 +100,7 @@ func (d *dirFS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	d.note(name, real)
-	return os.Open(real)
+	return openNonBlocking(real)
 }
 
 func (d *dirFS) Stat(name string) (fs.FileInfo, error) {
@@ -112,11 +112,6 @@ func (d *dirFS) Stat(name string) (fs.FileInfo, error) {
 	return os.Stat(real)
 }
 
-func (d *dirFS) ReadFile(name string) ([]byte, error) {
-	real, err := d.resolve("open", name)
-	if err != nil {
-		return nil, err
-	}
-	d.note(name, real)
-	return os.ReadFile(real)
-}
+// ReadFile is ReadFile(d, name): regular files of at most MaxFileSize
+// bytes only.
+func (d *dirFS) ReadFile(name string) ([]byte, error) { return ReadFile(d, name) }

@@ -3,6 +3,7 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -587,7 +588,11 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	}
 	for _, f := range refs.Files {
 		if err := statFile(te.plan.Pipeline.FS, f.Path); err != nil {
-			diags = append(diags, attrErr(st.Body, f.Attr, "Missing file",
+			summary := "Missing file"
+			if errors.Is(err, pipeline.ErrNotRegular) || errors.Is(err, pipeline.ErrTooLarge) {
+				summary = "Unreadable file"
+			}
+			diags = append(diags, attrErr(st.Body, f.Attr, summary,
 				fmt.Sprintf("%s %q: %s.", f.Attr, f.Path, strings.TrimSuffix(err.Error(), "."))))
 		}
 	}

@@ -109,10 +109,7 @@ func readFile(fsys fs.FS, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := fs.Stat(fsys, c); err == nil && fi.Size() > pipeline.MaxFileSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d bytes (16 MiB) for files a pipeline reads", p, fi.Size(), pipeline.MaxFileSize)
-	}
-	return fs.ReadFile(fsys, c)
+	return pipeline.ReadFile(fsys, c)
 }
 
 // statFile checks that a pipeline-relative path names a file.
@@ -130,6 +127,14 @@ func statFile(fsys fs.FS, p string) error {
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("%s is a folder, not a file", p)
+	}
+	if !fi.Mode().IsRegular() {
+		// A device or FIFO would be refused when read: say so now.
+		_, err := pipeline.ReadFile(fsys, c)
+		return err
+	}
+	if fi.Size() > pipeline.MaxFileSize {
+		return fmt.Errorf("%s is %d bytes, over the limit of %d bytes (16 MiB) for files a pipeline reads: %w", p, fi.Size(), pipeline.MaxFileSize, pipeline.ErrTooLarge)
 	}
 	return nil
 }

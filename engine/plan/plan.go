@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -306,7 +305,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 	givenRange := map[string]*hcl.Range{}
 
 	for _, vf := range in.VarFiles {
-		src, err := os.ReadFile(vf)
+		src, err := pipeline.ReadLocalFile(vf)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variables file",
 				Detail: fmt.Sprintf("Reading --var-file %s: %s.", vf, err)})

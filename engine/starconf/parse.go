@@ -67,7 +67,7 @@ func ParseSource(fsys fs.FS, display string, src []byte) (*pipeline.Pipeline, hc
 // ParseContext is Parse with a context (cancelling it stops execution) and
 // options. It never panics, whatever the bytes.
 func ParseContext(ctx context.Context, fsys fs.FS, display, name string, opts Options) (*pipeline.Pipeline, hcl.Diagnostics) {
-	src, err := fs.ReadFile(fsys, name)
+	src, err := pipeline.ReadFile(fsys, name)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -172,7 +172,7 @@ func parse(ctx context.Context, fsys fs.FS, display, name string, src []byte, op
 		if len(modules) >= maxLoadDepth*8 || th.CallStackDepth() > maxLoadDepth*4 {
 			return nil, fmt.Errorf("too many nested load() calls")
 		}
-		src, err := fs.ReadFile(fsys, fsName)
+		src, err := pipeline.ReadFile(fsys, fsName)
 		if errors.Is(err, pipeline.ErrOutside) {
 			return nil, &loadError{msg: fmt.Sprintf("load(%q): %v; load() reads only .star files inside the pipeline's folder", modName, err)}
 		}

@@ -162,7 +162,7 @@ func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 			fsys = os.DirFS(".")
 		}
 		var err error
-		if body, err = fs.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
+		if body, err = pipeline.ReadFile(fsys, path.Clean(c.BodyFile)); err != nil {
 			return o, fmt.Errorf("body_file: %w", err)
 		}
 	}

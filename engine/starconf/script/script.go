@@ -43,6 +43,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 // Limits and defaults.
@@ -103,7 +104,7 @@ func Load(ctx context.Context, fsys fs.FS, path, base string, opts Options) (*Sc
 	if !fs.ValidPath(path) {
 		return nil, fmt.Errorf("reading request script: %q must be a path inside the pipeline's folder (relative, without ..)", path)
 	}
-	src, err := fs.ReadFile(fsys, path)
+	src, err := pipeline.ReadFile(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("reading request script: %w", err)
 	}
