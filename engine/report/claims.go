@@ -341,8 +341,8 @@ func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail str
 // moreRepetitions estimates how many more samples would shrink the
 // interval's half-width on the log scale below the estimate's distance to
 // the bound, taking the spread of the logs as measured and the width as
-// t(n−1)·s/√n; 0 when that would take more than 10,000 repetitions or the
-// estimate sits on the bound.
+// t(m−1)·s/√m: the smallest m that decides, minus n; 0 when that would
+// take more than 10,000 repetitions or the estimate sits on the bound.
 func moreRepetitions(iv Interval, bound float64) int {
 	if !iv.IsCI() || iv.Low <= 0 || iv.Value <= 0 || bound <= 0 || iv.N < 2 {
 		return 0
@@ -353,21 +353,22 @@ func moreRepetitions(iv Interval, bound float64) int {
 		return 0
 	}
 	sd := h * math.Sqrt(float64(iv.N)) / tQuantile975(float64(iv.N-1)) // the spread of the logs
-	m := float64(iv.N + 1)
-	for i := 0; i < 8; i++ { // m = (t(m−1)·sd/d)², a fixed point reached in a few steps
-		next := math.Ceil(math.Pow(tQuantile975(m-1)*sd/d, 2))
-		if next > 10000 {
+	decides := func(m int) bool { return tQuantile975(float64(m-1))*sd/math.Sqrt(float64(m)) < d }
+	const most = 10000
+	z := math.Ceil(math.Pow(1.959963984540054*sd/d, 2)) // the normal approximation, a lower bound
+	if z > most {
+		return 0
+	}
+	m := max(iv.N+1, int(z))
+	for ; !decides(m); m++ {
+		if m >= most {
 			return 0
 		}
-		if next <= float64(iv.N) {
-			next = float64(iv.N + 1)
-		}
-		if next == m {
-			break
-		}
-		m = next
 	}
-	return int(m) - iv.N
+	for m-1 > iv.N && decides(m-1) {
+		m--
+	}
+	return m - iv.N
 }
 
 // judgeVerdict: holds when the claimed verdict is the verdict of more than

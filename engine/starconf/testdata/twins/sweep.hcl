@@ -97,3 +97,22 @@ output {
   dir    = "out"
   format = "arrow"
 }
+
+claim "workers-scale" {
+  description = "four workers serve at least 1.5 times what one does"
+  metric      = "rps"
+  cell        = { workers = 4 }
+  versus      = { workers = 1 }
+  ratio       = ">= 1.5"
+}
+
+claim "p99-bounded" {
+  metric = "latency_p99_us"
+  cell   = { workers = 2, size = "1KiB" }
+  value  = "< 10ms"
+}
+
+claim "nat-is-infra" {
+  cell    = { workers = 4 }
+  verdict = "infrastructure-bound"
+}

@@ -1,0 +1,293 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// claimRun is a run in memory: deploy {host, nat} × log {on, off}, reps
+// rounds. Round r shares a machine factor across cells (drift), nat
+// delivers natShare of host's req/s, each cell with its own small jitter.
+func claimRun(reps int, natShare float64, claims ...results.ClaimSpec) *results.Run {
+	m := &results.Manifest{RunID: "20261201T200000Z-clms", Status: results.RunOK, Axes: []string{"deploy", "log"},
+		Matrix: map[string]any{"deploy": []any{"host", "nat"}, "log": []any{"on", "off"}}, Claims: claims}
+	m.Pipeline.Name = "claims"
+	run := &results.Run{Manifest: m, Axes: []string{"deploy", "log"}}
+	drift := []float64{1, 0.7, 1.2, 0.9, 1.1, 0.8}
+	jitter := []float64{0.01, -0.02, 0.015, -0.005, 0.02, -0.01, 0.0, 0.01}
+	i := 0
+	for r := 1; r <= reps; r++ {
+		for _, d := range []string{"host", "nat"} {
+			for _, l := range []string{"on", "off"} {
+				rps := 1000 * drift[(r-1)%len(drift)] * (1 + jitter[i%len(jitter)])
+				verdict := "server-bound"
+				if d == "nat" {
+					rps *= natShare
+					verdict = "infrastructure-bound"
+				}
+				if l == "off" {
+					rps *= 1.5
+				}
+				id := fmt.Sprintf("t%02d", i)
+				m.Trials = append(m.Trials, results.TrialEntry{TrialID: id, Repetition: r, Status: results.StatusOK})
+				run.Trials = append(run.Trials, results.TrialRow{RunID: m.RunID, TrialID: id, Repetition: int64(r), Step: "main", StepKind: "load",
+					Params: []results.Param{{Name: "deploy", Value: d}, {Name: "log", Value: l}}, Status: results.StatusOK,
+					RPS: rps, Requests: int64(rps), DurationS: 1, LatencyP99US: 2000 / drift[(r-1)%len(drift)], Verdict: verdict})
+				i++
+			}
+		}
+	}
+	return run
+}
+
+func natClaim(name, bound string) results.ClaimSpec {
+	b, err := pipeline.ParseBound(bound, "")
+	if err != nil {
+		panic(err)
+	}
+	return results.ClaimSpec{Name: name, Kind: results.ClaimRatio, Metric: "rps", Step: "main",
+		Cell: map[string]any{"deploy": "nat"}, Versus: map[string]any{"deploy": "host"}, Bound: bound, BoundOp: b.Op, BoundValue: b.Value}
+}
+
+func outcomes(t *testing.T, run *results.Run) map[string]ClaimOutcome {
+	t.Helper()
+	outs, err := EvaluateClaims(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != len(run.Manifest.Claims) {
+		t.Fatalf("%d outcomes for %d claims", len(outs), len(run.Manifest.Claims))
+	}
+	m := map[string]ClaimOutcome{}
+	for _, o := range outs {
+		m[o.Name] = o
+	}
+	return m
+}
+
+func TestClaimRatioOutcomes(t *testing.T) {
+	p99, _ := pipeline.ParseBound("< 10ms", pipeline.UnitLatency)
+	run := claimRun(4, 0.5,
+		natClaim("holds", "< 0.6"),
+		natClaim("fails", "> 0.6"),
+		natClaim("straddles", "< 0.5"),
+		results.ClaimSpec{Name: "p99", Kind: results.ClaimValue, Metric: "latency_p99_us", Step: "main",
+			Cell: map[string]any{"deploy": "host", "log": "off"}, Bound: "< 10ms", BoundOp: p99.Op, BoundValue: p99.Value},
+		results.ClaimSpec{Name: "proxy", Kind: results.ClaimVerdict, Step: "main", Cell: map[string]any{"deploy": "nat"}, Verdict: "infrastructure-bound"},
+		results.ClaimSpec{Name: "not-proxy", Kind: results.ClaimVerdict, Step: "main", Cell: map[string]any{"deploy": "host"}, Verdict: "infrastructure-bound"},
+	)
+	got := outcomes(t, run)
+	want := map[string]string{"holds": ClaimHolds, "fails": ClaimFails, "straddles": ClaimInconclusive, "p99": ClaimHolds,
+		"proxy": ClaimHolds, "not-proxy": ClaimFails}
+	for name, w := range want {
+		if got[name].Outcome != w {
+			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)
+		}
+	}
+
+	// The ratio is the paired one of the report: per round, the geometric
+	// mean over log on/off of nat over that of host; the round factor
+	// (drift: ±30%) cancels, so the interval is narrow.
+	var num, den []float64
+	for r := 1; r <= 4; r++ {
+		var n, d []float64
+		for _, tr := range run.Trials {
+			if int(tr.Repetition) != r {
+				continue
+			}
+			if tr.Param("deploy") == "nat" {
+				n = append(n, tr.RPS)
+			} else {
+				d = append(d, tr.RPS)
+			}
+		}
+		num = append(num, math.Sqrt(n[0]*n[1]))
+		den = append(den, math.Sqrt(d[0]*d[1]))
+	}
+	iv := pairedRatio(num, den)
+	h := got["holds"]
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !near(h.Estimate, iv.Value) || !near(h.Low, iv.Low) || !near(h.High, iv.High) || h.Method != MethodPairedLogT || h.N != 4 {
+		t.Errorf("holds: %v [%v, %v] %s n=%d, want the paired ratio %v [%v, %v]", h.Estimate, h.Low, h.High, h.Method, h.N, iv.Value, iv.Low, iv.High)
+	}
+	if h.High/h.Low > 1.1 {
+		t.Errorf("paired interval [%v, %v] is wide: the round factor did not cancel", h.Low, h.High)
+	}
+	if h.Cell != "deploy=nat" || h.Versus != "deploy=host" || h.Bound != "< 0.6" {
+		t.Errorf("holds: cell %q versus %q bound %q", h.Cell, h.Versus, h.Bound)
+	}
+
+	s := got["straddles"]
+	if s.MoreRepetitions <= 0 || !strings.Contains(s.Detail, "straddles the bound") || !strings.Contains(s.Detail, "more repetition") {
+		t.Errorf("inconclusive claim: more=%d, detail %q", s.MoreRepetitions, s.Detail)
+	}
+	if got["proxy"].Estimate != 1 || got["proxy"].N != 8 {
+		t.Errorf("verdict claim: estimate %v of %d, want 1 of 8", got["proxy"].Estimate, got["proxy"].N)
+	}
+}
+
+func TestClaimWithoutInterval(t *testing.T) {
+	got := outcomes(t, claimRun(2, 0.5, natClaim("two-rounds", "< 0.6")))["two-rounds"]
+	if got.Outcome != ClaimInconclusive || got.MoreRepetitions != 1 || !strings.Contains(got.Detail, "no 95% interval") {
+		t.Errorf("2 rounds: %s, more %d, %q; want inconclusive, 1 more, no interval", got.Outcome, got.MoreRepetitions, got.Detail)
+	}
+}
+
+// TestMoreRepetitionsDecides: with the predicted number of repetitions
+// and the same spread, the interval no longer reaches the bound.
+func TestMoreRepetitionsDecides(t *testing.T) {
+	for _, tc := range []struct{ est, h float64 }{{0.9, 0.15}, {0.97, 0.1}, {1.2, 0.5}} {
+		n := 3
+		iv := Interval{Value: tc.est, Low: tc.est * math.Exp(-tc.h), High: tc.est * math.Exp(tc.h), Method: MethodPairedLogT, N: n}
+		more := moreRepetitions(iv, 1)
+		if more <= 0 {
+			t.Fatalf("%+v: no estimate", tc)
+		}
+		sd := tc.h * math.Sqrt(float64(n)) / tQuantile975(float64(n-1))
+		d := math.Abs(math.Log(tc.est))
+		width := func(m int) float64 { return tQuantile975(float64(m-1)) * sd / math.Sqrt(float64(m)) }
+		if w := width(n + more); w >= d {
+			t.Errorf("%+v: %d more give half-width %v, still reaching the bound (distance %v)", tc, more, w, d)
+		}
+		if more > 1 {
+			if w := width(n + more - 1); w < d {
+				t.Errorf("%+v: %d more would do, predicted %d", tc, more-1, more)
+			}
+		}
+	}
+	if m := moreRepetitions(Interval{Value: 1, Low: 0.9, High: 1.1, Method: MethodLogT, N: 3}, 1); m != 0 {
+		t.Errorf("estimate on the bound: %d more, want 0 (undecidable)", m)
+	}
+}
+
+func TestClaimFormats(t *testing.T) {
+	run := claimRun(3, 0.5, natClaim("nat-costs-half", "< 0.6"), natClaim("nat-is-free", "> 0.95"))
+	s, err := Summarize(run, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, csvb, js, page bytes.Buffer
+	for f, b := range map[string]*bytes.Buffer{"text": &text, "markdown": &md, "csv": &csvb, "json": &js} {
+		if err := s.Write(b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteHTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"claims: 1 holds, 1 fails", "nat-costs-half", "holds", "rps deploy=nat / deploy=host", "< 0.6"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(md.String(), "**Claims: 1 holds, 1 fails**") || !strings.Contains(md.String(), "| nat-is-free | fails |") {
+		t.Errorf("markdown lacks the claims table:\n%s", md.String())
+	}
+	recs, err := csv.NewReader(&csvb).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := -1
+	for i, h := range recs[0] {
+		if h == "claims" {
+			col = i
+		}
+	}
+	if col < 0 {
+		t.Fatalf("csv has no claims column: %v", recs[0])
+	}
+	byCell := map[string]string{}
+	for _, r := range recs[1:] {
+		byCell[r[0]+"/"+r[1]] = r[col]
+	}
+	if byCell["nat/on"] != "nat-costs-half=holds;nat-is-free=fails" || byCell["host/off"] != "nat-costs-half=holds;nat-is-free=fails" {
+		t.Errorf("csv claims column: %v", byCell)
+	}
+	var doc struct {
+		Claims []map[string]any `json:"claims"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Claims) != 2 || doc.Claims[0]["outcome"] != "holds" || doc.Claims[0]["ci_low"] == nil || doc.Claims[1]["outcome"] != "fails" {
+		t.Errorf("json claims: %v", doc.Claims)
+	}
+	h := page.String()
+	chart, table := strings.Index(h, `id="chart-rps"`), strings.Index(h, `data-chart="rps"`)
+	next := strings.Index(h, `id="chart-latency"`)
+	if chart < 0 || table < chart || (next >= 0 && table > next) {
+		t.Errorf("HTML: the rps claims are not next to the rps chart (chart at %d, claims at %d, next chart at %d)", chart, table, next)
+	}
+	if !strings.Contains(h, `id="claim-nat-is-free"`) || !strings.Contains(h, `class="p fails"`) {
+		t.Error("HTML lacks the claim rows with their outcome")
+	}
+}
+
+func TestClaimJSONWithoutInterval(t *testing.T) {
+	o := ClaimOutcome{Name: "x", Outcome: ClaimInconclusive, Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"estimate":null`) || !strings.Contains(string(b), `"ci_low":null`) {
+		t.Errorf("NaN bounds are not null: %s", b)
+	}
+}
+
+func TestClaimsParquetRoundTrip(t *testing.T) {
+	run := claimRun(3, 0.5, natClaim("nat-costs-half", "< 0.6"))
+	outs, err := EvaluateClaims(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Dir, run.Format = t.TempDir(), results.FormatParquet
+	if _, ok, err := RecordedClaims(run); ok || err != nil {
+		t.Fatalf("no claims.parquet yet: ok %v, %v", ok, err)
+	}
+	if err := results.WriteClaims(run.Dir, run.Format, ClaimRows(run.Manifest.RunID, run.Manifest.Claims, outs)); err != nil {
+		t.Fatal(err)
+	}
+	back, ok, err := RecordedClaims(run)
+	if err != nil || !ok {
+		t.Fatalf("reading claims.parquet: ok %v, %v", ok, err)
+	}
+	if diff := cmp.Diff(outs, back, cmp.AllowUnexported(ClaimOutcome{}), cmp.FilterPath(func(p cmp.Path) bool {
+		return p.Last().String() == ".cells"
+	}, cmp.Ignore())); diff != "" {
+		t.Errorf("claims.parquet differs from the evaluation (-evaluated +read):\n%s", diff)
+	}
+}
+
+// TestClaimNamesMatch keeps the front ends' lists equal to what the
+// report can judge: every metric has a reader, every verdict is one the
+// collect step gives.
+func TestClaimNamesMatch(t *testing.T) {
+	var metrics, readers []string
+	for m := range pipeline.ClaimMetrics {
+		metrics = append(metrics, m)
+	}
+	for m := range claimMetric {
+		readers = append(readers, m)
+	}
+	sort.Strings(metrics)
+	sort.Strings(readers)
+	if diff := cmp.Diff(metrics, readers); diff != "" {
+		t.Errorf("claim metrics and readers differ (-pipeline +report):\n%s", diff)
+	}
+	verdicts := []string{collect.VerdictServer, collect.VerdictInfra, collect.VerdictLoader, collect.VerdictNotCPU, collect.VerdictNoisy, collect.VerdictUnclear}
+	if diff := cmp.Diff(verdicts, pipeline.ClaimVerdicts); diff != "" {
+		t.Errorf("claim verdicts differ from engine/collect's (-collect +pipeline):\n%s", diff)
+	}
+}
