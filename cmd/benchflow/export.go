@@ -37,7 +37,7 @@ are the table's own, as docs/results.md lists them; it needs no Python, no
 Parquet library and no database.
 
 Tables: trials (default), latency, timeseries, processes, system, network,
-probes, agents. A table the run did not write prints its header only.
+probes, agents, claims. A table the run did not write prints its header only.
 
 --where keeps the rows for which every filter holds; a filter is
 COLUMN OP VALUE with OP one of = != > >= < <= (e.g. step=main, rps>1000,

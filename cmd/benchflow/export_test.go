@@ -36,7 +36,7 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 		return stdout.Bytes()
 	}
-	for _, table := range []string{"trials", "latency", "timeseries", "processes", "system", "network", "probes", "agents"} {
+	for _, table := range []string{"trials", "latency", "timeseries", "processes", "system", "network", "probes", "agents", "claims"} {
 		file := filepath.Join(run, table+".parquet")
 		want := 0
 		if _, err := os.Stat(file); err == nil {

@@ -21,7 +21,7 @@ type Table struct {
 
 // TableNames lists the tables Run.Table returns, in docs/results.md order.
 var TableNames = []string{TableTrials, TableLatency, TableTimeseries, TableProcesses,
-	TableSystem, TableNetwork, TableProbes, TableAgents}
+	TableSystem, TableNetwork, TableProbes, TableAgents, TableClaims}
 
 // Table returns one table of the run (a TableNames entry) with the columns
 // and values the file holds, built from the rows ReadRun decoded with the
@@ -45,6 +45,12 @@ func (r *Run) Table(name string) (*Table, error) {
 		return tableOf(mem, name, probeColumns, r.Probes), nil
 	case TableAgents:
 		return tableOf(mem, name, agentColumns, r.Agents), nil
+	case TableClaims:
+		rows, _, err := ReadClaims(r.Dir, r.Format)
+		if err != nil {
+			return nil, err
+		}
+		return tableOf(mem, name, claimColumns, rows), nil
 	}
 	return nil, fmt.Errorf("no table %q (tables: %s)", name, strings.Join(TableNames, ", "))
 }
