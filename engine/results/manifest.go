@@ -252,10 +252,14 @@ func writeManifest(dir string, m *Manifest) error {
 		return fmt.Errorf("encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	return writeFileAtomic(filepath.Join(dir, "manifest.json"), func(f *os.File) error {
+	err = writeFileAtomic(filepath.Join(dir, "manifest.json"), func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})
+	if err != nil && isNoSpace(err) && overwriteManifest(dir, m) == nil {
+		return nil // the disk is full: rewritten in place
+	}
+	return err
 }
 
 // writeFileAtomic writes path through a temporary file in the same folder,

@@ -271,7 +271,12 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			rep.TrialDone(t, rec, elapsed)
 			s.Failed++
 			r.releaseKept()
-			_ = w.Finish(results.RunFailed, time.Now().UTC())
+			// The manifest still says so (failed trial, failed run),
+			// in place when the disk has no room for a new one.
+			w.MarkUnrecorded(rec)
+			if ferr := w.Finish(results.RunFailed, time.Now().UTC()); ferr != nil {
+				rep.Warnf("the manifest still says running: %v (gc marks the run interrupted once there is room)", ferr)
+			}
 			s.Status = results.RunFailed
 			rep.RunDone(s)
 			return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
