@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ func init() {
 		cfg    serve.Config
 		size   string
 		status int
+		idle   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -32,13 +34,17 @@ and --delay D it is a queue of known capacity: N requests are served at once,
 each for exactly D, the others wait — N/D requests per second, the yardstick
 for "benchflow load --find-max".
 
+A keep-alive connection idle for --idle-timeout (60s) is closed, so clients
+that leave connections open cannot hold the server's descriptors for good.
+
 It prints "listening on http://ADDR" once ready and stops gracefully on
 SIGINT or SIGTERM.`,
 		Example: `  benchflow serve
   benchflow serve --addr 127.0.0.1:0 --size 4KiB
   benchflow serve --dir ./www
   benchflow serve --stall 200ms --stall-every 2s
-  benchflow serve --workers 4 --delay 2ms      # capacity 2,000 req/s`,
+  benchflow serve --workers 4 --delay 2ms      # capacity 2,000 req/s
+  benchflow serve --idle-timeout 5s            # close idle keep-alive connections sooner`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n, err := serve.ParseSize(size)
@@ -47,6 +53,14 @@ SIGINT or SIGTERM.`,
 			}
 			cfg.Size = n
 			cfg.Status = status
+			switch {
+			case idle < 0:
+				return fmt.Errorf("--idle-timeout %s: must not be negative (0 keeps idle connections open)", idle)
+			case idle == 0:
+				cfg.IdleTimeout = -1 // never
+			default:
+				cfg.IdleTimeout = idle
+			}
 			if !serve.IsLoopback(cfg.Addr) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not a loopback address: anyone who can reach this host can load this server\n", cfg.Addr)
 			}
@@ -66,5 +80,6 @@ SIGINT or SIGTERM.`,
 	f.DurationVar(&cfg.Stall, "stall", 0, "stall every request for up to `DUR` once per --stall-every period")
 	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "stall once every `DUR` (with --stall)")
 	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")
+	f.DurationVar(&idle, "idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle for `DUR` (0: never)")
 	rootCmd.AddCommand(cmd)
 }

@@ -69,7 +69,22 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown when the context ends
 	// (5s when 0); connections still open after it are closed.
 	ShutdownTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has waited this long
+	// for its next request (DefaultIdleTimeout when 0; negative: never),
+	// so clients that open connections and leave them idle do not hold
+	// the server's descriptors for good. A connection that has not sent
+	// its first request's headers is closed after HeaderTimeout.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is Config.IdleTimeout when 0 (--idle-timeout): longer
+// than any pause of a load between two requests on one connection, short
+// enough that abandoned connections are gone within a minute.
+const DefaultIdleTimeout = 60 * time.Second
+
+// HeaderTimeout bounds the wait for a request's headers on a new
+// connection.
+const HeaderTimeout = 30 * time.Second
 
 // handler is the http.Handler New returns. Everything a response needs is
 // computed in New; ServeHTTP only picks and writes.
@@ -308,12 +323,15 @@ type worker struct {
 	busyUntil time.Time // when its last request's service ends
 }
 
-// serveQueued waits for a free worker and occupies it for the service time,
-// counted from when the worker became free (or from now, if it was idle),
-// so a busy worker finishes exactly Workers/Delay requests a second
-// whatever the timers' overshoot. It reports false when the request or the
-// server ended first.
+// serveQueued waits for a free worker and occupies it for the service time.
+// The service is scheduled on the queue's own clock, not on when this
+// goroutine ran: a request that was already waiting when its worker's
+// previous service ended starts at that end, so a busy worker finishes
+// exactly Workers/Delay requests a second whatever the timers' overshoot
+// and the hand-over's delay (see worker.serve). It reports false when the
+// request or the server ended first.
 func (h *handler) serveQueued(ctx context.Context) bool {
+	arrived := time.Now()
 	var wk *worker
 	select {
 	case wk = <-h.workers:
@@ -322,13 +340,7 @@ func (h *handler) serveQueued(ctx context.Context) bool {
 	case <-h.stopping:
 		return false
 	}
-	now := time.Now()
-	end := wk.busyUntil
-	if end.Before(now) {
-		end = now
-	}
-	end = end.Add(h.wait(now)) // the service time, and a stall window's rest
-	wk.busyUntil = end
+	end := wk.serve(arrived, h.wait(arrived))
 	defer func() { h.workers <- wk }()
 	t := time.NewTimer(time.Until(end))
 	defer t.Stop()
@@ -340,6 +352,22 @@ func (h *handler) serveQueued(ctx context.Context) bool {
 	case <-h.stopping:
 		return false
 	}
+}
+
+// serve books the worker for a request that arrived at arrived and needs
+// d of service, and returns when the service ends: d after the later of
+// the arrival and the end of the worker's previous service. The previous
+// service's timer fires late and the worker changes hands later still, so
+// counting from the time the request gets the worker would lose that lag
+// on every request (a 4 × 2 ms queue then served about 1,600 req/s instead
+// of 2,000).
+func (wk *worker) serve(arrived time.Time, d time.Duration) time.Time {
+	start := wk.busyUntil
+	if start.Before(arrived) {
+		start = arrived
+	}
+	wk.busyUntil = start.Add(d)
+	return wk.busyUntil
 }
 
 // wait is how long a request arriving at now waits: the delay plus, inside
@@ -382,10 +410,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 30 * time.Second,
-	}
+	srv := newServer(cfg, h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if cfg.Ready != nil {
@@ -410,6 +435,18 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// newServer is the http.Server for h with cfg's timeouts.
+func newServer(cfg Config, h http.Handler) *http.Server {
+	idle := cfg.IdleTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultIdleTimeout
+	case idle < 0:
+		idle = 0 // with ReadTimeout 0: never
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: idle}
 }
 
 // IsLoopback reports whether addr (host:port) binds only loopback

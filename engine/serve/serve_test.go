@@ -426,3 +426,68 @@ func BenchmarkServeKeepAlive(b *testing.B) {
 		})
 	}
 }
+
+// TestWorkerSchedule: a worker's services follow one another on the
+// queue's clock. A request that waited for the worker starts when the
+// previous service ended, however late the hand-over came, so the lag of
+// timers and goroutines never lowers the capacity; a request arriving at
+// an idle worker starts on arrival.
+func TestWorkerSchedule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := 5 * time.Millisecond
+	var wk worker
+	if end := wk.serve(t0, d); !end.Equal(t0.Add(d)) {
+		t.Fatalf("idle worker: service ends %v, want %v", end.Sub(t0), d)
+	}
+	// Three requests queued behind it (arrived at t0+1ms), served back to
+	// back: each ends 5 ms after the previous, wherever the goroutine that
+	// took the worker ran.
+	for i := 2; i <= 4; i++ {
+		if end := wk.serve(t0.Add(time.Millisecond), d); !end.Equal(t0.Add(time.Duration(i) * d)) {
+			t.Errorf("queued request %d: service ends at %v, want %v", i, end.Sub(t0), time.Duration(i)*d)
+		}
+	}
+	// The worker then idles; a request arriving at t0+1s starts then.
+	if end := wk.serve(t0.Add(time.Second), d); !end.Equal(t0.Add(time.Second + d)) {
+		t.Errorf("after idling: service ends at %v, want %v", end.Sub(t0), time.Second+d)
+	}
+}
+
+// TestIdleTimeout: keep-alive connections left idle after a request are
+// closed by the server once IdleTimeout passes, so idle clients cannot hold
+// its descriptors (and starve new clients) for good; a connection in use is
+// not. Each read below is bounded by dial's 10 s deadline, far beyond the
+// 200 ms timeout, so a timeout error means the server kept the connection.
+func TestIdleTimeout(t *testing.T) {
+	base := start(t, Config{IdleTimeout: 200 * time.Millisecond})
+	var idle []*rawConn
+	for range 40 {
+		rc := dial(t, base)
+		if resp, _ := rc.do(t, "GET", "/"); resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("status %d close=%v, want a kept-alive 200", resp.StatusCode, resp.Close)
+		}
+		idle = append(idle, rc)
+	}
+	for i, rc := range idle {
+		if _, err := rc.r.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Fatalf("idle connection %d: read %v, want the server to close it (EOF)", i, err)
+		}
+	}
+	// A new client is served.
+	if resp, _ := dial(t, base).do(t, "GET", "/"); resp.StatusCode != 200 {
+		t.Errorf("a new client after the idle ones: status %d", resp.StatusCode)
+	}
+}
+
+// TestIdleTimeoutSetting: the zero Config closes idle connections after
+// DefaultIdleTimeout, a negative one never.
+func TestIdleTimeoutSetting(t *testing.T) {
+	for _, c := range []struct{ cfg, want time.Duration }{{0, DefaultIdleTimeout}, {-1, 0}, {5 * time.Second, 5 * time.Second}} {
+		if got := newServer(Config{IdleTimeout: c.cfg}, nil).IdleTimeout; got != c.want {
+			t.Errorf("IdleTimeout %s: server's %s, want %s", c.cfg, got, c.want)
+		}
+	}
+	if DefaultIdleTimeout <= 0 {
+		t.Errorf("DefaultIdleTimeout %s: idle connections would never close", DefaultIdleTimeout)
+	}
+}
