@@ -270,15 +270,16 @@ func TestRobustFullDisk(t *testing.T) {
 			t.Errorf("unmounting %s: %v: %s", mnt, err, out)
 		}
 	})
-	// A filler leaves about 180 KiB for the results, so that the disk
+	// A filler leaves about 60 KiB for the results, so that the disk
 	// fills up however well the tables compress.
-	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, 120<<10), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, 240<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	marker := robustMarker()
-	// Eight one-second trials with a 1 ms timeseries interval write about
-	// 20 KB of timeseries each, rewritten through a temporary file at every
-	// commit: the space runs out within the first few trials.
+	// Eight one-second trials with a 10 ms timeseries interval (the
+	// shortest a load accepts) write a few KB of timeseries each,
+	// rewritten through a temporary file at every commit: the space runs
+	// out within the first few trials.
 	src := fmt.Sprintf(`
 pipeline "full-disk" { order = "sequential" }
 matrix { n = [1, 2, 3, 4, 5, 6, 7, 8] }
@@ -293,7 +294,7 @@ step "load" "main" {
   threads     = 1
   duration    = "1s"
   requests    = 20000
-  interval    = "1ms"
+  interval    = "10ms"
 }
 `, marker)
 	dir := robustWrite(t, map[string]string{"p.hcl": src})

@@ -63,6 +63,18 @@ const (
 	MaxBusyPoll = 10 * time.Millisecond
 	// MaxRatePerConnection bounds Options.Rate divided by the connections.
 	MaxRatePerConnection = 1e7
+	// MinRate is the lowest open-loop Options.Rate: one request every
+	// 1,000 s. Below it the send period of a connection (connections ÷
+	// rate) no longer fits a time.Duration, and a rate that small is a
+	// typo, not a load.
+	MinRate = 1e-3
+	// MinInterval is the shortest Options.Interval (the timeseries
+	// resolution): each interval keeps a histogram, and a shorter one
+	// only measures the ticker.
+	MinInterval = 10 * time.Millisecond
+	// MaxIntervals bounds Options.Duration ÷ Options.Interval, the rows a
+	// load's timeseries keeps in memory (27 h at 1s, 16 min at 10ms).
+	MaxIntervals = 100_000
 )
 
 // FieldError is one invalid setting of Options. Field is the setting's name
@@ -127,16 +139,34 @@ func FieldErrors(err error) []*FieldError {
 //   - connections and threads 0 (the default) or from 1 to MaxConnections
 //     and MaxThreads;
 //   - requests 0 (unbounded) or more; rate 0 (closed loop) or a finite
-//     number of requests per second, at most MaxRatePerConnection per
-//     connection;
-//   - duration, timeout and interval 0 (the default) or more; busy poll
-//     from 0 to MaxBusyPoll; engine empty or a known name (whether it can
-//     run here is Run's to say).
+//     number of requests per second from MinRate, at most
+//     MaxRatePerConnection per connection;
+//   - duration and timeout 0 (the default) or more; interval 0 (the
+//     default) or from MinInterval, with at most MaxIntervals of them in
+//     the duration; busy poll from 0 to MaxBusyPoll; engine empty or a
+//     known name (whether it can run here is Run's to say).
 //
 // Two rules stay with the front ends because Options cannot express them:
 // a duration written as 0 (which Options reads as "the default"), and, on
 // the command line, -c 0 or -t 0 (whose flags carry the defaults).
 func Validate(o Options) error { return o.Validate() }
+
+// checkRate is the rule for an open-loop rate (0 is a closed loop): finite,
+// from MinRate to MaxRatePerConnection per connection. It runs before any
+// rate becomes a time.Duration (a send period), where an out-of-range
+// value would overflow.
+func checkRate(field string, rate float64, conns int) *FieldError {
+	v := strconv.FormatFloat(rate, 'g', -1, 64)
+	switch {
+	case rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0):
+		return &FieldError{Field: field, Value: v, Reason: "must be 0 (closed loop) or a positive number of requests per second"}
+	case rate > 0 && rate < MinRate:
+		return &FieldError{Field: field, Value: v, Reason: fmt.Sprintf("must be 0 (closed loop) or at least %g requests per second (one every %s)", MinRate, time.Duration(float64(time.Second)/MinRate))}
+	case conns > 0 && rate/float64(conns) > MaxRatePerConnection:
+		return &FieldError{Field: field, Value: v, Reason: "more than 10 million requests/s per connection"}
+	}
+	return nil
+}
 
 // Validate checks o; see the package function Validate.
 func (o Options) Validate() error {
@@ -168,12 +198,8 @@ func (o Options) Validate() error {
 	if o.Requests < 0 {
 		bad("requests", strconv.FormatInt(o.Requests, 10), "must not be negative")
 	}
-	rate := strconv.FormatFloat(o.Rate, 'g', -1, 64)
-	switch conns := Defaults(Options{Connections: o.Connections}).Connections; {
-	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
-		bad("rate", rate, "must be 0 (closed loop) or a positive number of requests per second")
-	case conns > 0 && o.Rate/float64(conns) > MaxRatePerConnection:
-		bad("rate", rate, "more than 10 million requests/s per connection")
+	if err := checkRate("rate", o.Rate, Defaults(Options{Connections: o.Connections}).Connections); err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		field string
@@ -182,6 +208,12 @@ func (o Options) Validate() error {
 		if d.v < 0 {
 			bad(d.field, d.v.String(), "must not be negative")
 		}
+	}
+	switch interval := Defaults(Options{Interval: o.Interval}).Interval; {
+	case o.Interval > 0 && o.Interval < MinInterval:
+		bad("interval", o.Interval.String(), fmt.Sprintf("must be at least %s (each interval keeps a histogram)", MinInterval))
+	case interval > 0 && o.Duration/interval > MaxIntervals:
+		bad("interval", interval.String(), fmt.Sprintf("makes %d timeseries rows over the duration %s, more than %d: use a longer interval", o.Duration/interval, o.Duration, MaxIntervals))
 	}
 	switch {
 	case o.BusyPoll < 0:

@@ -133,16 +133,17 @@ func newRunner(opts Options) (*runner, error) {
 	}
 	// The ceiling must hold a timed-out connect plus a timed-out exchange;
 	// in open loop a corrected latency can also include the whole backlog.
-	ceiling := 2*opts.Timeout + time.Second
+	// Seconds as floats, so that no product overflows before the cap.
+	ceiling := 2*opts.Timeout.Seconds() + 1
 	if r.openLoop {
-		expected := opts.Duration
+		expected := opts.Duration.Seconds()
 		if expected == 0 {
-			expected = time.Duration(float64(opts.Requests) / opts.Rate * float64(time.Second))
+			expected = float64(opts.Requests) / opts.Rate
 		}
 		ceiling += 2 * expected
 	}
-	ceiling = min(ceiling, time.Hour)
-	r.highest = max(int64(ceiling/time.Microsecond), 1000)
+	ceiling = min(ceiling, time.Hour.Seconds())
+	r.highest = max(int64(ceiling*1e6), 1000)
 	return r, nil
 }
 
@@ -396,10 +397,13 @@ func (r *runner) initConns() {
 			ival:    r.newIntervalHist(),
 		}
 		if r.openLoop {
+			// Validate bounds the rate (MinRate, MaxRatePerConnection), so
+			// the period fits a Duration; the stagger is computed as a
+			// float so that period × i cannot overflow.
 			perConn := opts.Rate / float64(opts.Connections)
 			c.period = time.Duration(float64(time.Second) / perConn)
 			// Stagger the slots so sends are spread over the period.
-			c.next = c.period * time.Duration(i) / time.Duration(opts.Connections)
+			c.next = time.Duration(float64(c.period) * float64(i) / float64(opts.Connections))
 		}
 		r.conns[i] = c
 	}

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -29,6 +30,13 @@ func TestValidate(t *testing.T) {
 		{Options{Targets: ok, Rate: math.NaN()}, "rate", "positive number of requests per second"},
 		{Options{Targets: ok, Rate: math.Inf(1)}, "rate", "positive number of requests per second"},
 		{Options{Targets: ok, Rate: 2e8}, "rate", "10 million requests/s per connection"}, // 10 default connections
+		{Options{Targets: ok, Rate: 1e-12}, "rate", "at least 0.001 requests per second"},
+		{Options{Targets: ok, Rate: 9e-4, Connections: 1}, "rate", "at least 0.001"},
+		{Options{Targets: ok, Rate: math.SmallestNonzeroFloat64}, "rate", "at least 0.001"},
+		{Options{Targets: ok, Interval: time.Nanosecond}, "interval", "at least 10ms"},
+		{Options{Targets: ok, Interval: 9 * time.Millisecond}, "interval", "at least 10ms"},
+		{Options{Targets: ok, Duration: 2 * time.Hour, Interval: 10 * time.Millisecond}, "interval", "makes 720000 timeseries rows over the duration 2h0m0s, more than 100000"},
+		{Options{Targets: ok, Duration: 28 * time.Hour}, "interval", "more than 100000"}, // the default 1s
 		{Options{Targets: ok, Duration: -time.Second}, "duration", "must not be negative"},
 		{Options{Targets: ok, Timeout: -time.Second}, "timeout", "must not be negative"},
 		{Options{Targets: ok, Interval: -time.Second}, "interval", "must not be negative"},
@@ -50,6 +58,7 @@ func TestValidate(t *testing.T) {
 	good := []Options{
 		{Targets: ok},
 		{Targets: ok, Connections: MaxConnections, Threads: MaxThreads, Rate: 1e7, BusyPoll: MaxBusyPoll, Requests: 1},
+		{Targets: ok, Connections: MaxConnections, Rate: MinRate, Interval: MinInterval, Duration: MaxIntervals * MinInterval},
 		{Requester: fixedPool(ok)},
 	}
 	for _, o := range good {
@@ -74,3 +83,34 @@ func TestValidate(t *testing.T) {
 type fixedPool []Target
 
 func (p fixedPool) Pool() ([]Target, error) { return p, nil }
+
+// TestTinyRates: a rate too small for a send period is refused before
+// anything is sent (it used to overflow the period into a flood), and the
+// smallest rate accepted sends what it says: over 300 ms and 64
+// connections, at 0.001 req/s, the first connection's one request at most.
+func TestTinyRates(t *testing.T) {
+	srv := okServer(t)
+	for _, rate := range []float64{1e-12, 1e-300, 5e-4} {
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: srv.URL("/")}}, Rate: rate, Duration: 300 * time.Millisecond})
+		if err == nil || !strings.Contains(err.Error(), "at least 0.001 requests per second") || res != nil {
+			t.Errorf("rate %g: %v, %v; want it refused", rate, res, err)
+		}
+	}
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: srv.URL("/")}}, Rate: MinRate, Connections: 64, Threads: 1,
+		Duration: 300 * time.Millisecond, Interval: MinInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests+res.Errors > 1 {
+		t.Errorf("rate %g over 300ms sent %d requests, want at most 1", MinRate, res.Requests+res.Errors)
+	}
+	// Requests-bounded at the smallest rate: the histogram ceiling
+	// (requests ÷ rate) is computed without overflowing.
+	r, err := newRunner(Options{Targets: []Target{{URL: srv.URL("/")}}, Rate: MinRate, Requests: math.MaxInt64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.highest != int64(time.Hour/time.Microsecond) {
+		t.Errorf("histogram ceiling %dµs, want the 1h cap", r.highest)
+	}
+}

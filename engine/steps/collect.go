@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
@@ -28,7 +29,7 @@ var collectKind = &Kind{
 func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnostics {
 	var diags diagList
 	body := st.Body
-	diags.add(CheckDuration(body, "interval", c.Interval), checkCollectMachine(body, c))
+	diags.add(CheckDuration(body, "interval", c.Interval), checkCollectInterval(body, c.Interval), checkCollectMachine(body, c))
 	for _, p := range c.Processes {
 		if len(p) > 1 && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
 			if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
@@ -37,6 +38,17 @@ func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnosti
 		}
 	}
 	return hcl.Diagnostics(diags)
+}
+
+// checkCollectInterval refuses a sampling interval below collect.MinInterval
+// at validate, where sampling would refuse it only when the step runs.
+func checkCollectInterval(body hcl.Body, v string) *hcl.Diagnostic {
+	d, err := pipeline.ParseDuration(v)
+	if v == "" || err != nil || d == 0 || d >= collect.MinInterval {
+		return nil // a parse error is CheckDuration's
+	}
+	return AttrErr(body, "interval", "Invalid interval",
+		fmt.Sprintf("interval = %q: a collect step samples at most every %s (0 or leaving it out takes the default, 1s).", v, collect.MinInterval))
 }
 
 // maxQuietCheck bounds a collect step's quiet_check window.
