@@ -63,13 +63,22 @@ func (f *findMaxFlags) options(cmd *cobra.Command, opts load.Options) (load.Sear
 	if cmd.Flags().Changed("duration") {
 		return so, fmt.Errorf("--find-max: use --probe for each probe's length, not -d")
 	}
-	switch {
-	case so.Start <= 0 || so.Max < so.Start:
-		return so, fmt.Errorf("--start-rate %g and --max-rate %g: want 0 < start <= max", so.Start, so.Max)
-	case so.Probe < 2*time.Second:
-		return so, fmt.Errorf("--probe %s: want at least 2s (the first second of each probe settles)", f.probe)
-	case so.MaxProbes < 2:
-		return so, fmt.Errorf("--max-probes %d: want at least 2", so.MaxProbes)
+	if so.Start <= 0 {
+		return so, fmt.Errorf("--start-rate %g: want at least %g", so.Start, load.MinStartRate)
+	}
+	if so.Max <= 0 {
+		return so, fmt.Errorf("--max-rate %g: want at least %g", so.Max, load.MinStartRate)
+	}
+	// The one rule for a search's settings, with the flags' names.
+	flag := map[string]string{"slo": "--slo", "start_rate": "--start-rate", "max_rate": "--max-rate", "probe": "--probe",
+		"precision": "--precision", "max_probes": "--max-probes"}
+	if fes := load.FieldErrors(so.Validate()); len(fes) > 0 {
+		fe := fes[0]
+		name := flag[fe.Field]
+		if name == "" {
+			name = fe.Field
+		}
+		return so, fmt.Errorf("%s %s: %s", name, fe.Value, fe.Reason)
 	}
 	return so, nil
 }
@@ -127,7 +136,7 @@ func writeProbes(w io.Writer, c *load.Capacity) {
 		if !p.Pass {
 			v = "fail"
 			if p.GeneratorLimited {
-				v = "generator"
+				v = "generator (" + p.Cause + ")"
 			}
 		}
 		fmt.Fprintf(tw, "%.0f\t%.0f\t%s\t%s\t%s\t%d\t%.0f%%\t%s\t\n", p.Rate, p.Achieved, us(p.P50), us(p.P99), us(p.P999), p.Errors, p.LoaderCPU*100, v)
@@ -146,8 +155,11 @@ type probeJSON struct {
 	UncorrectedP99   float64 `json:"uncorrected_p99_us"`
 	MeanBehindUS     float64 `json:"mean_behind_us"`
 	LoaderCPU        float64 `json:"loader_cpu"`
+	Busy             float64 `json:"busy"`
+	Connections      int     `json:"connections"`
 	Pass             bool    `json:"pass"`
 	GeneratorLimited bool    `json:"generator_limited"`
+	Cause            string  `json:"cause,omitempty"`
 	Reason           string  `json:"reason,omitempty"`
 }
 
@@ -157,12 +169,13 @@ func writeCapacityJSON(w io.Writer, c *load.Capacity) error {
 		Capacity float64     `json:"capacity_rps"`
 		Upper    float64     `json:"first_failing_rps"`
 		Limit    string      `json:"limit"`
+		Cause    string      `json:"cause,omitempty"`
 		Verdict  string      `json:"verdict"`
 		Probes   []probeJSON `json:"probes"`
-	}{SLO: c.SLO.String(), Capacity: c.Rate, Upper: c.Upper, Limit: c.Limit, Verdict: c.Verdict()}
+	}{SLO: c.SLO.String(), Capacity: c.Rate, Upper: c.Upper, Limit: c.Limit, Cause: c.Cause, Verdict: c.Verdict()}
 	for _, p := range c.Probes {
 		out.Probes = append(out.Probes, probeJSON{p.Rate, p.Achieved, p.Requests, p.Errors, p.P50, p.P99, p.P999, p.UncorrectedP99,
-			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Pass, p.GeneratorLimited, p.Reason})
+			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Busy, p.Connections, p.Pass, p.GeneratorLimited, p.Cause, p.Reason})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -22,7 +22,15 @@ func TestFindMaxBadFlags(t *testing.T) {
 		{[]string{"--find-max", "-d", "5s", "http://127.0.0.1:1/"}, "use --probe"},
 		{[]string{"--find-max", "--probe", "1s", "http://127.0.0.1:1/"}, "at least 2s"},
 		{[]string{"--find-max", "--precision", "0%", "http://127.0.0.1:1/"}, "--precision"},
-		{[]string{"--find-max", "--start-rate", "10", "--max-rate", "5", "http://127.0.0.1:1/"}, "want 0 < start <= max"},
+		{[]string{"--find-max", "--start-rate", "10", "--max-rate", "5", "http://127.0.0.1:1/"}, "--max-rate 5: is below the start rate 10"},
+		{[]string{"--find-max", "--start-rate", "1e-12", "http://127.0.0.1:1/"}, "--start-rate 1e-12: must be at least 1 request per second"},
+		{[]string{"--find-max", "--start-rate", "0", "http://127.0.0.1:1/"}, "--start-rate 0: want at least 1"},
+		{[]string{"--find-max", "--max-rate", "NaN", "http://127.0.0.1:1/"}, "--max-rate NaN: must be a positive number"},
+		{[]string{"--find-max", "--max-rate", "1e12", "http://127.0.0.1:1/"}, "--max-rate 1e+12: must be at most 1e+09"},
+		{[]string{"--find-max", "--max-probes", "5000", "http://127.0.0.1:1/"}, "--max-probes 5000: must be from 2 to 1000"},
+		{[]string{"--find-max", "--probe", "2h", "http://127.0.0.1:1/"}, "--probe 2h0m0s: must be at most 1h"},
+		{[]string{"-R", "1e-12", "-d", "1s", "http://127.0.0.1:1/"}, "-R/--rate 1e-12: must be 0 (closed loop) or at least 0.001 requests per second"},
+		{[]string{"-R", "0.0001", "-c", "1", "-d", "1s", "http://127.0.0.1:1/"}, "at least 0.001 requests per second"},
 	} {
 		out, errOut, code := runLoad(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,18 +149,68 @@ type Probe struct {
 	Reason string
 	// Result is the probe's whole load (nil in tests of the search).
 	Result *Result `json:"-"`
-	// GeneratorLimited marks a failure the generator caused: it fell
-	// behind its schedule while the server answered as fast as at the
-	// lowest passing rate (so the server was not saturated: too few
-	// connections), or it used nearly all of its threads' CPU.
+	// Busy is the share of the connections' time the offered rate needs
+	// at the response time measured (Little's law: rate × mean
+	// uncorrected latency ÷ connections). Near 1 or above, every
+	// connection is in use and a send that comes due waits for one: the
+	// queue forms in the client. Well below 1 the connections had room,
+	// so late sends are the generator's own delay (a catch-up after a
+	// stall fills the connections too, but does not raise Busy).
+	Busy float64
+	// Connections is the number of connections the probe used.
+	Connections int
+	// GeneratorLimited marks a failure the generator caused; Cause says
+	// what it was short of (CauseCPU, CauseConnections, CauseClock). A
+	// failure is the generator's only then: a probe that failed on errors,
+	// or whose connections were all busy while the server's response time
+	// grew (a server-side plateau), is the server's.
 	GeneratorLimited bool
+	Cause            string
 	// Stalled marks a failure of latency bounds only, each of which the
 	// uncorrected latency (from the actual send) met: the server answered
-	// in time, the sends were late — a stall of the generator (its
-	// process descheduled, a pause) or too few free connections. The
-	// search probes the rate again once before it believes it.
+	// in time, the sends were late. Whose failure that is depends on Busy
+	// (see the search's rules in docs/load.md).
 	Stalled bool
+	// errorsFailed marks a probe that failed on its error ratio: the
+	// server's failure, whatever the latency or the generator's state.
+	errorsFailed bool
+	// cpuNote words LoaderCPU for a CPU-limited probe's Reason.
+	cpuNote string
 }
+
+// What a generator-limited probe was short of (Probe.Cause,
+// Capacity.Cause).
+const (
+	// CauseCPU: the generator used nearly all the CPU its threads can use.
+	CauseCPU = "cpu"
+	// CauseConnections: every connection was busy while the server
+	// answered about as fast as unloaded, so more connections would have
+	// carried more requests.
+	CauseConnections = "connections"
+	// CauseClock: the sends fell behind schedule while connections were
+	// free and the CPU was not saturated, at two tries of the same rate:
+	// the generator's process was not given time on the clock (a busy
+	// machine, a descheduled process).
+	CauseClock = "clock"
+)
+
+// The thresholds of the search's rules (docs/load.md, "Who is the
+// limit").
+const (
+	// busyFull is the connection occupancy the offered rate needs
+	// (Probe.Busy) from which every connection counts as busy.
+	busyFull = 0.8
+	// grownFactor is how much slower than at the lowest passing rate the
+	// server's uncorrected p50 must be, with every connection busy, to be
+	// the server's own queue (a plateau) rather than too few connections.
+	grownFactor = 1.5
+	// cpuFull is the loader CPU (fraction of its threads) from which a
+	// failure is the generator's.
+	cpuFull = 0.9
+	// majorityErrors is the error ratio above which a probe fails when the
+	// SLO has no errors term.
+	majorityErrors = 0.5
+)
 
 // Capacity is what FindMax found.
 type Capacity struct {
@@ -173,7 +224,10 @@ type Capacity struct {
 	// bound of the server's capacity), "max" (Max reached while passing),
 	// "probes" (MaxProbes reached before Precision), or "none" (even the
 	// lowest rate probed failed).
-	Limit  string
+	Limit string
+	// Cause is what the generator was short of when Limit is "generator"
+	// (CauseCPU, CauseConnections, CauseClock).
+	Cause  string
 	Probes []Probe
 }
 
@@ -183,10 +237,21 @@ func (c *Capacity) Verdict() string {
 	case "server":
 		return fmt.Sprintf("capacity %.0f req/s under %s (%.0f req/s failed: %s)", c.Rate, c.SLO, c.Upper, c.failReason())
 	case "generator":
+		what := fmt.Sprintf("could not drive more than %.0f req/s within %s (%s); the server's capacity is at least that", c.Rate, c.SLO, c.failReason())
 		if c.Rate == 0 {
-			return fmt.Sprintf("generator-limited: the load generator could not drive even the first rate within %s (%s) — add connections (-c) or threads (-t), or load from another machine", c.SLO, c.failReason())
+			what = fmt.Sprintf("could not drive even the first rate within %s (%s)", c.SLO, c.failReason())
 		}
-		return fmt.Sprintf("generator-limited: the load generator could not drive more than %.0f req/s within %s (%s); the server's capacity is at least that — add connections (-c) or threads (-t), or load from another machine", c.Rate, c.SLO, c.failReason())
+		short, advice := "", "add connections (-c) or threads (-t), or load from another machine"
+		switch c.Cause {
+		case CauseCPU:
+			short, advice = " (CPU)", "add threads (-t) if cores are free, or load from another machine"
+		case CauseConnections:
+			n := c.connections()
+			short, advice = " (connections)", fmt.Sprintf("all %d connections (-c) were busy: search again with more, e.g. -c %d", n, 2*n)
+		case CauseClock:
+			short, advice = " (clock)", "its process was not given the CPU in time: search again on a quieter machine"
+		}
+		return fmt.Sprintf("generator-limited%s: the load generator %s — %s", short, what, advice)
 	case "max":
 		return fmt.Sprintf("capacity above %.0f req/s (the search's maximum rate) under %s", c.Rate, c.SLO)
 	case "probes":
@@ -208,6 +273,16 @@ func (c *Capacity) At() *Probe {
 	return nil
 }
 
+// connections is the number of connections of the generator-limited probe.
+func (c *Capacity) connections() int {
+	for _, p := range c.Probes {
+		if p.GeneratorLimited && p.Connections > 0 {
+			return p.Connections
+		}
+	}
+	return Defaults(Options{}).Connections
+}
+
 // failReason quotes the probe that bounded the search: the last failure
 // at Upper (a rate probed again after a stall failed twice), or the
 // generator-limited one.
@@ -224,7 +299,97 @@ func (c *Capacity) failReason() string {
 	return reason
 }
 
+// The limits of SearchOptions (see SearchOptions.Validate).
+const (
+	// MinStartRate is the lowest first probe: the search halves the rate
+	// below a failing start down to 1 req/s.
+	MinStartRate = 1.0
+	// MaxSearchRate bounds the start and maximum rates.
+	MaxSearchRate = 1e9
+	// MinProbe and MaxProbe bound a probe's length: each settles for up to
+	// a second before it is judged.
+	MinProbe = 2 * time.Second
+	MaxProbe = time.Hour
+	// MaxPause bounds the idle time between probes.
+	MaxPause = time.Hour
+	// MaxSearchProbes bounds MaxProbes.
+	MaxSearchProbes = 1000
+)
+
+// Validate is the one rule for the settings of a capacity search, whichever
+// front end built them (the `benchflow load --find-max` flags, a load
+// step's search block, FindMax itself). Zero fields take their defaults.
+// It returns nil or every problem found, each a *FieldError whose Field is
+// the search block's attribute ("slo", "start_rate", "max_rate", "probe",
+// "settle", "pause", "precision", "max_probes"), joined with errors.Join:
+//
+//   - an SLO with at least one term;
+//   - start and max rates 0 or finite, from MinStartRate to MaxSearchRate,
+//     the start at most the maximum (10,000,000 when 0);
+//   - probe 0 or from MinProbe to MaxProbe; settle 0 or from MinInterval
+//     (it is the probe's timeseries interval) to less than the probe;
+//     pause from 0 to MaxPause;
+//   - precision 0 or a fraction strictly between 0 and 1;
+//   - max probes 0 or from 2 to MaxSearchProbes.
+//
+// The load template (Load) is checked by Options.Validate when each probe
+// runs; its rate, duration and requests are the search's own.
+func (o SearchOptions) Validate() error {
+	var errs []error
+	bad := func(field, value, reason string) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Reason: reason})
+	}
+	if len(o.SLO.Latency) == 0 && o.SLO.MaxErrorRatio < 0 {
+		bad("slo", "", "the SLO has no term: give terms like \"p99<10ms,errors<0.1%\"")
+	}
+	rate := func(field string, v float64) bool {
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+			bad(field, s, "must be a positive number of requests per second")
+		case v != 0 && v < MinStartRate:
+			bad(field, s, fmt.Sprintf("must be at least %g request per second", MinStartRate))
+		case v > MaxSearchRate:
+			bad(field, s, fmt.Sprintf("must be at most %g requests per second", MaxSearchRate))
+		default:
+			return true
+		}
+		return false
+	}
+	okStart, okMax := rate("start_rate", o.Start), rate("max_rate", o.Max)
+	if max := cmp.Or(o.Max, 1e7); okStart && okMax && o.Start > max {
+		bad("max_rate", strconv.FormatFloat(max, 'g', -1, 64), fmt.Sprintf("is below the start rate %g", o.Start))
+	}
+	probe := cmp.Or(o.Probe, 5*time.Second)
+	switch {
+	case o.Probe != 0 && o.Probe < MinProbe:
+		bad("probe", o.Probe.String(), fmt.Sprintf("must be at least %s (each probe settles before it is judged)", MinProbe))
+	case o.Probe > MaxProbe:
+		bad("probe", o.Probe.String(), fmt.Sprintf("must be at most %s", MaxProbe))
+	}
+	switch {
+	case o.Settle < 0 || (o.Settle > 0 && o.Settle < MinInterval):
+		bad("settle", o.Settle.String(), fmt.Sprintf("must be 0 (the default) or at least %s", MinInterval))
+	case o.Settle >= probe:
+		bad("settle", o.Settle.String(), fmt.Sprintf("must be shorter than the probe (%s)", probe))
+	}
+	if o.Pause < 0 || o.Pause > MaxPause {
+		bad("pause", o.Pause.String(), fmt.Sprintf("must be from 0 to %s", MaxPause))
+	}
+	if p := o.Precision; p < 0 || p >= 1 || math.IsNaN(p) {
+		bad("precision", strconv.FormatFloat(p*100, 'g', -1, 64)+"%", "must be a fraction between 0 and 1 (0.02 = 2%)")
+	}
+	if n := o.MaxProbes; n < 0 || n == 1 || n > MaxSearchProbes {
+		bad("max_probes", strconv.Itoa(n), fmt.Sprintf("must be from 2 to %d", MaxSearchProbes))
+	}
+	return errors.Join(errs...)
+}
+
+// defaults validates o and fills its zero fields.
 func (o *SearchOptions) defaults() error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	if o.Start == 0 {
 		o.Start = 100
 	}
@@ -245,22 +410,6 @@ func (o *SearchOptions) defaults() error {
 	}
 	if o.MaxProbes == 0 {
 		o.MaxProbes = 30
-	}
-	switch {
-	case len(o.SLO.Latency) == 0 && o.SLO.MaxErrorRatio < 0:
-		return errors.New("the SLO has no term")
-	case o.Start < 0 || o.Max < 0 || o.Start > o.Max || math.IsNaN(o.Start) || math.IsNaN(o.Max):
-		return fmt.Errorf("start rate %g and max rate %g: want 0 < start <= max", o.Start, o.Max)
-	case o.Probe < 2*time.Second:
-		return fmt.Errorf("probe duration %s: want at least 2s (each probe settles before it is judged)", o.Probe)
-	case o.Settle < 0 || o.Settle >= o.Probe:
-		return fmt.Errorf("settle %s: want at least 0 and less than the probe duration %s", o.Settle, o.Probe)
-	case o.Pause < 0:
-		return fmt.Errorf("pause %s: must not be negative", o.Pause)
-	case o.Precision <= 0 || o.Precision >= 1:
-		return fmt.Errorf("precision %g: want a fraction between 0 and 1 (0.02 = 2%%)", o.Precision)
-	case o.MaxProbes < 2:
-		return fmt.Errorf("max probes %d: want at least 2", o.MaxProbes)
 	}
 	return nil
 }
@@ -302,27 +451,38 @@ func search(ctx context.Context, o SearchOptions, run func(context.Context, floa
 		if err != nil {
 			return p, err
 		}
-		if p.Stalled && !p.GeneratorLimited {
-			if !retried[rate] && len(c.Probes)+1 < o.MaxProbes {
-				// A stall is usually transient: record the probe and
-				// run the same rate again.
-				retried[rate] = true
-				p.Reason += "; the server answered within the SLO (uncorrected latency), the sends were late: probing the rate again"
-				c.Probes = append(c.Probes, p)
-				if o.OnProbe != nil {
-					o.OnProbe(p)
-				}
-				return probe(rate)
+		if !p.Pass && !p.errorsFailed && p.LoaderCPU >= cpuFull {
+			p.GeneratorLimited, p.Cause = true, CauseCPU
+			if p.cpuNote == "" {
+				p.cpuNote = fmt.Sprintf("; the generator used %.0f%% of its CPU", p.LoaderCPU*100)
 			}
-			if retried[rate] {
-				p.GeneratorLimited = true
-				p.Reason += "; the sends were late twice at this rate while the server answered within the SLO"
-			}
+			p.Reason += p.cpuNote
 		}
-		if !serverFailed {
-			// Once the server has failed a probe on its own, a later
-			// failure at a lower rate is the server's too, lag or not.
-			generatorLag(&p, base)
+		if !p.Pass && !p.GeneratorLimited && !p.errorsFailed {
+			switch lateCause(&p, base) {
+			case CauseClock:
+				if !retried[rate] && len(c.Probes)+1 < o.MaxProbes {
+					// A stall is usually transient: record the probe and
+					// run the same rate again.
+					retried[rate] = true
+					p.Reason += "; probing the rate again"
+					c.Probes = append(c.Probes, p)
+					if o.OnProbe != nil {
+						o.OnProbe(p)
+					}
+					return probe(rate)
+				}
+				if retried[rate] {
+					p.GeneratorLimited, p.Cause = true, CauseClock
+					p.Reason += "; the sends were late twice at this rate"
+				}
+			case CauseConnections:
+				// Once the server has failed a probe on its own, a later
+				// failure at a lower rate is the server's too.
+				if !serverFailed {
+					p.GeneratorLimited, p.Cause = true, CauseConnections
+				}
+			}
 		}
 		if !p.Pass && !p.GeneratorLimited {
 			serverFailed = true
@@ -340,6 +500,13 @@ func search(ctx context.Context, o SearchOptions, run func(context.Context, floa
 	lo, hi := 0.0, 0.0 // highest pass, lowest failure
 	finish := func(limit string) (*Capacity, error) {
 		c.Rate, c.Upper, c.Limit = lo, hi, limit
+		if limit == "generator" {
+			for _, p := range c.Probes {
+				if p.GeneratorLimited {
+					c.Cause = p.Cause
+				}
+			}
+		}
 		return c, nil
 	}
 	// Exponential phase.
@@ -434,13 +601,10 @@ func runProbe(ctx context.Context, o SearchOptions, rate float64) (Probe, error)
 	p := judge(o.SLO, rate, res, o.Settle)
 	p.Result = res
 	p.LoaderCPU = loaderCPU
-	if !p.Pass && p.LoaderCPU >= 0.9 {
-		p.GeneratorLimited = true
-		if o.Runner != nil {
-			p.Reason += fmt.Sprintf("; the busiest generator used %.0f%% of the cores its threads can use", p.LoaderCPU*100)
-		} else {
-			p.Reason += fmt.Sprintf("; the generator used %.0f%% of its %d thread(s)", p.LoaderCPU*100, threads)
-		}
+	if o.Runner != nil {
+		p.cpuNote = fmt.Sprintf("; the busiest generator used %.0f%% of the cores its threads can use", p.LoaderCPU*100)
+	} else {
+		p.cpuNote = fmt.Sprintf("; the generator used %.0f%% of its %d thread(s)", p.LoaderCPU*100, threads)
 	}
 	return p, nil
 }
@@ -486,6 +650,10 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		p.UncorrectedP50 = float64(unc.ValueAtQuantile(50))
 		p.UncorrectedP99 = float64(unc.ValueAtQuantile(99))
 	}
+	p.Connections = res.Connections
+	if whole := res.Uncorrected; whole != nil && whole.TotalCount() > 0 && res.Connections > 0 {
+		p.Busy = rate * whole.Mean() / 1e6 / float64(res.Connections)
+	}
 	var fails []string
 	stalled := 0 // latency failures the uncorrected latency meets
 	for _, b := range slo.Latency {
@@ -502,18 +670,19 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		}
 	}
 	latencyFails := len(fails)
-	if slo.MaxErrorRatio >= 0 {
-		total := p.Requests
-		if total == 0 {
-			total = p.Errors
-		}
-		ratio := 1.0
-		if total > 0 {
-			ratio = float64(p.Errors) / float64(total)
-		}
-		if ratio > slo.MaxErrorRatio {
-			fails = append(fails, fmt.Sprintf("errors %.3g%% > %.3g%%", ratio*100, slo.MaxErrorRatio*100))
-		}
+	// Requests counts responses (errors among them: status >= 400), and
+	// Errors also counts the requests that got no response at all.
+	ratio := 1.0
+	if p.Requests > 0 {
+		ratio = min(1, float64(p.Errors)/float64(p.Requests))
+	}
+	switch {
+	case slo.MaxErrorRatio >= 0 && ratio > slo.MaxErrorRatio:
+		fails = append(fails, fmt.Sprintf("errors %.3g%% > %.3g%%", ratio*100, slo.MaxErrorRatio*100))
+		p.errorsFailed = true
+	case slo.MaxErrorRatio < 0 && p.Errors > 0 && ratio > majorityErrors:
+		fails = append(fails, fmt.Sprintf("errors %.3g%% of the requests (the SLO has no errors term; more than half failing fails a probe)", ratio*100))
+		p.errorsFailed = true
 	}
 	// Above capacity the server completes fewer requests than are sent,
 	// before the queue has grown enough to break a latency bound.
@@ -528,19 +697,47 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 	return p
 }
 
-// generatorLag marks p as the generator's failure when its sends fell behind
-// schedule while the server answered (uncorrected p50) about as fast as at
-// base, the lowest passing probe: the server was not saturated, the
-// generator could not send fast enough (too few connections).
-func generatorLag(p *Probe, base *Probe) {
-	if p.Pass || p.GeneratorLimited || base == nil || p.MeanBehind <= time.Millisecond {
-		return
+// lateCause says whose failure a failing probe whose sends were late is,
+// and notes why in its Reason: CauseClock when the connections were free
+// (the generator itself fell behind: its process was not scheduled in
+// time), CauseConnections when every connection was busy while the server
+// answered about as fast as at base, the lowest passing probe (more
+// connections would have carried more), and "" — the server's limit — when
+// every connection was busy and the server's own response time had grown
+// (the queue formed in the client because the server was saturated: a
+// plateau), or when the server was slow itself. A probe whose sends were on
+// time is the server's failure.
+func lateCause(p *Probe, base *Probe) string {
+	if p.MeanBehind <= time.Millisecond && !p.Stalled {
+		return ""
 	}
-	if p.UncorrectedP50 <= 2*base.UncorrectedP50+1000 {
-		p.GeneratorLimited = true
-		p.Reason += fmt.Sprintf("; sends were %s late on average while the server answered as fast as at %.0f req/s (uncorrected p50 %s, was %s)",
-			roundDur(p.MeanBehind), base.Rate, roundDur(time.Duration(p.UncorrectedP50)*time.Microsecond), roundDur(time.Duration(base.UncorrectedP50)*time.Microsecond))
+	fast := base != nil && p.UncorrectedP50 <= grownFactor*base.UncorrectedP50+100
+	was := func() string {
+		return fmt.Sprintf("uncorrected p50 %s, was %s at %.0f req/s", roundDur(time.Duration(p.UncorrectedP50)*time.Microsecond),
+			roundDur(time.Duration(base.UncorrectedP50)*time.Microsecond), base.Rate)
 	}
+	switch {
+	case p.Busy >= busyFull && !fast:
+		p.Reason += fmt.Sprintf("; all %s connections busy, sends %s late: the server's plateau", connCount(p), roundDur(p.MeanBehind))
+		if base != nil {
+			p.Reason += " (" + was() + ")"
+		}
+		return ""
+	case p.Busy >= busyFull:
+		p.Reason += fmt.Sprintf("; all %s connections busy, sends %s late, while the server answered as fast as unloaded (%s)", connCount(p), roundDur(p.MeanBehind), was())
+		return CauseConnections
+	case p.Stalled || fast:
+		p.Reason += fmt.Sprintf("; sends %s late with %.0f%% of the connections busy, the server answering in time", roundDur(p.MeanBehind), p.Busy*100)
+		return CauseClock
+	}
+	return ""
+}
+
+func connCount(p *Probe) string {
+	if p.Connections > 0 {
+		return strconv.Itoa(p.Connections)
+	}
+	return "the"
 }
 
 func roundDur(d time.Duration) time.Duration {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -82,21 +83,42 @@ func TestJudge(t *testing.T) {
 	if p.Pass || !strings.Contains(p.Reason, "p99 30.0") || p.GeneratorLimited {
 		t.Errorf("slow p99: %+v; want a server failure quoting p99", p)
 	}
-	// Corrected latency fails, sends were late, and the server answered as
-	// fast as at a low rate: the generator is the limit.
+	// Corrected latency fails, sends were late with the connections free,
+	// and the server answered as fast as at a low rate: the generator fell
+	// behind on its own (the clock).
 	base := judge(slo, 50, judgedResult(2000, fast, 2000, 0), time.Second)
 	late := judge(slo, 100, judgedResult(2000, slow, 2000, 20*time.Millisecond), time.Second)
-	generatorLag(&late, &base)
-	if late.Pass || !late.GeneratorLimited || !strings.Contains(late.Reason, "late on average") {
-		t.Errorf("late sends, fast server: %+v; want generator-limited", late)
+	late.Busy = 0.3
+	if cause := lateCause(&late, &base); cause != CauseClock || !strings.Contains(late.Reason, "30% of the connections busy") {
+		t.Errorf("late sends, free connections, fast server: cause %q, %q; want the clock", cause, late.Reason)
 	}
-	// The same lag while the server's own response time rose tenfold: the
-	// server is saturated.
-	queued := judge(slo, 100, judgedResult(2000, slow, 30_000, 20*time.Millisecond), time.Second)
-	queued.UncorrectedP50 = 20_000
-	generatorLag(&queued, &base)
-	if queued.GeneratorLimited {
-		t.Errorf("late sends, slow server: %+v; want the server blamed", queued)
+	// The same with every connection busy: too few connections.
+	late = judge(slo, 100, judgedResult(2000, slow, 2000, 20*time.Millisecond), time.Second)
+	late.Busy, late.Connections = 0.97, 10
+	if cause := lateCause(&late, &base); cause != CauseConnections || !strings.Contains(late.Reason, "all 10 connections busy") {
+		t.Errorf("late sends, busy connections, fast server: cause %q, %q; want the connections", cause, late.Reason)
+	}
+	// Every connection busy while the server's own response time doubled:
+	// the server is saturated and the queue formed in the client — its
+	// plateau, whether or not the uncorrected latency met the SLO.
+	for _, uncP50 := range []float64{4100, 9000, 20_000} {
+		queued := judge(slo, 100, judgedResult(2000, slow, 9000, 20*time.Millisecond), time.Second)
+		queued.UncorrectedP50, queued.Busy = uncP50, 0.95
+		if cause := lateCause(&queued, &base); cause != "" || !strings.Contains(queued.Reason, "plateau") {
+			t.Errorf("busy connections, server p50 %.0fµs (was 2000µs): cause %q, %q; want the server's plateau", uncP50, cause, queued.Reason)
+		}
+	}
+	// Without a passing probe to compare with, busy connections are the
+	// server's.
+	queued := judge(slo, 100, judgedResult(2000, slow, 2000, 20*time.Millisecond), time.Second)
+	queued.Busy = 1
+	if cause := lateCause(&queued, nil); cause != "" {
+		t.Errorf("busy connections, no base: cause %q; want the server", cause)
+	}
+	// Sends on time: the server's failure.
+	onTime := judge(slo, 100, judgedResult(2000, slow, 30_000, 0), time.Second)
+	if cause := lateCause(&onTime, &base); cause != "" {
+		t.Errorf("sends on time: cause %q; want the server", cause)
 	}
 	// The server answered in time (uncorrected p99 2 ms) but the corrected
 	// p99 failed: the sends were late, a stall to probe again.
@@ -307,20 +329,45 @@ func BenchmarkFindMax(b *testing.B) {
 
 func TestSearchOptionsErrors(t *testing.T) {
 	slo, _ := ParseSLO("p99<10ms")
+	nan := math.NaN()
 	for _, c := range []struct {
-		o    SearchOptions
-		want string
+		o     SearchOptions
+		field string
+		want  string
 	}{
-		{SearchOptions{}, "no term"},
-		{SearchOptions{SLO: slo, Start: 10, Max: 5}, "want 0 < start <= max"},
-		{SearchOptions{SLO: slo, Probe: time.Second}, "at least 2s"},
-		{SearchOptions{SLO: slo, Precision: 2}, "precision"},
+		{SearchOptions{}, "slo", "no term"},
+		{SearchOptions{SLO: slo, Start: 10, Max: 5}, "max_rate", "max_rate 5: is below the start rate 10"},
+		{SearchOptions{SLO: slo, Start: 2e7}, "max_rate", "below the start rate"}, // the default maximum, 1e7
+		{SearchOptions{SLO: slo, Start: 1e-12}, "start_rate", "start_rate 1e-12: must be at least 1 request per second"},
+		{SearchOptions{SLO: slo, Start: 0.5}, "start_rate", "at least 1"},
+		{SearchOptions{SLO: slo, Max: 1e-12}, "max_rate", "at least 1"},
+		{SearchOptions{SLO: slo, Start: nan}, "start_rate", "positive number"},
+		{SearchOptions{SLO: slo, Max: math.Inf(1)}, "max_rate", "positive number"},
+		{SearchOptions{SLO: slo, Start: -5}, "start_rate", "positive number"},
+		{SearchOptions{SLO: slo, Max: 2e9}, "max_rate", "at most 1e+09"},
+		{SearchOptions{SLO: slo, Probe: time.Second}, "probe", "at least 2s"},
+		{SearchOptions{SLO: slo, Probe: 2 * time.Hour}, "probe", "at most 1h"},
+		{SearchOptions{SLO: slo, Settle: time.Nanosecond}, "settle", "at least 10ms"},
+		{SearchOptions{SLO: slo, Settle: 5 * time.Second}, "settle", "shorter than the probe (5s)"},
+		{SearchOptions{SLO: slo, Pause: -time.Second}, "pause", "from 0 to 1h"},
+		{SearchOptions{SLO: slo, Precision: 2}, "precision", "precision 200%"},
+		{SearchOptions{SLO: slo, Precision: nan}, "precision", "fraction"},
+		{SearchOptions{SLO: slo, MaxProbes: 1}, "max_probes", "from 2 to 1000"},
+		{SearchOptions{SLO: slo, MaxProbes: 5000}, "max_probes", "from 2 to 1000"},
 	} {
 		if c.o.SLO.Latency == nil {
 			c.o.SLO.MaxErrorRatio = -1
 		}
+		fes := FieldErrors(c.o.Validate())
+		if len(fes) != 1 || fes[0].Field != c.field || !strings.Contains(fes[0].Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want one error on %s with %q", c.o, fes, c.field, c.want)
+		}
+		// FindMax refuses them before it sends anything.
 		if _, err := FindMax(context.Background(), c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("FindMax(%+v) error = %v, want %q", c.o, err, c.want)
 		}
+	}
+	if err := (SearchOptions{SLO: slo, Start: 1, Max: 1e9, Probe: time.Hour, Settle: 10 * time.Millisecond, Pause: time.Hour, Precision: 0.5, MaxProbes: 1000}).Validate(); err != nil {
+		t.Errorf("the limits themselves: %v", err)
 	}
 }

@@ -427,19 +427,11 @@ func searchOptions(c *SearchConfig) (load.SearchOptions, error) {
 		}
 		so.Precision = p / 100
 	}
-	switch {
-	case c.StartRate < 0 || c.StartRate > 1e9:
-		return so, &searchFieldError{"start_rate", fmt.Sprintf("start_rate is a rate in requests per second up to 1e9, not %g.", c.StartRate)}
-	case c.MaxRate < 0 || c.MaxRate > 1e9:
-		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate is a rate in requests per second up to 1e9, not %g.", c.MaxRate)}
-	case c.StartRate > 0 && c.MaxRate > 0 && c.StartRate > c.MaxRate:
-		return so, &searchFieldError{"max_rate", fmt.Sprintf("max_rate %g is below start_rate %g.", c.MaxRate, c.StartRate)}
-	case c.MaxProbes < 0 || c.MaxProbes == 1 || c.MaxProbes > 1000:
-		return so, &searchFieldError{"max_probes", fmt.Sprintf("max_probes is between 2 and 1000, not %d.", c.MaxProbes)}
-	case so.Probe != 0 && so.Probe < 2*time.Second:
-		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at least 2s (the first second of each probe settles), not %q.", c.Probe)}
-	case so.Probe > time.Hour:
-		return so, &searchFieldError{"probe", fmt.Sprintf("probe is at most 1h, not %q.", c.Probe)}
+	// The one rule for a search's settings (load.SearchOptions.Validate),
+	// whose fields are spelled as this block's attributes.
+	if fes := load.FieldErrors(so.Validate()); len(fes) > 0 {
+		fe := fes[0]
+		return so, &searchFieldError{fe.Field, fmt.Sprintf("%s = %s: %s.", fe.Field, fe.Value, fe.Reason)}
 	}
 	return so, nil
 }
