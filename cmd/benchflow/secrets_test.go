@@ -156,3 +156,157 @@ step "load" "main" {
 		t.Errorf("trials.parquet error column: %q", msg)
 	}
 }
+
+// TestSensitiveDerivedValuesNeverLeak: what a pipeline computes from a
+// sensitive value — upper(), lower(), strrev(), substr(), the characters
+// split apart and joined — is as secret as the value. None of its forms
+// may appear in the output of validate, plan, plan --json and apply, in
+// the run's files or in the service folder; every file of the run and of
+// the service folder is private; a malformed sensitive --var is not
+// echoed. The Starlark front end gets the same.
+func TestSensitiveDerivedValuesNeverLeak(t *testing.T) {
+	dir := t.TempDir()
+	secret := fmt.Sprintf("Zq9Tok%08xMw", rand.Uint32())
+	rev := []rune(secret)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	forms := map[string]string{
+		"value": secret, "upper": strings.ToUpper(secret), "lower": strings.ToLower(secret),
+		"reversed": string(rev), "substring": secret[2:10],
+		"split": strings.Join(strings.Split(secret, ""), " "),
+	}
+	tmp := filepath.Join(dir, "tmp")
+	snap := filepath.Join(dir, "snapshot")
+	for _, d := range []string{tmp, snap} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := `
+pipeline "derived" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+variable "pin" {
+  type      = number
+  sensitive = true
+  default   = 4242
+}
+variable "snapshot" { type = string }
+locals {
+  shout = upper(var.token)
+  chars = split("", var.token)
+}
+service "web" {
+  command = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--size", "10"]
+  port "http" {}
+  health { http = "/" }
+  file "derived.conf" {
+    content = lower(var.token)
+  }
+}
+step "exec" "echo" {
+  command = concat(["echo", local.shout, strrev(var.token), substr(var.token, 2, 8)], local.chars)
+}
+step "exec" "snapshot" {
+  command = ["sh", "-c", "cp -a \"$BENCHFLOW_TMPDIR\"/benchflow-* \"${var.snapshot}/\""]
+}
+step "check" "token" {
+  url           = "${service.web.url}/api?k=${strrev(var.token)}"
+  body_contains = "never there"
+}
+`
+	file := filepath.Join(dir, "p.hcl")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	star := filepath.Join(dir, "p.star")
+	starSrc := `pipeline("derived")
+variable("token", type = "string", sensitive = True)
+step.exec("echo", command = ["echo", fn.upper(var.token), fn.strrev(var.token), fn.join(" ", fn.split("", var.token))])
+`
+	if err := os.WriteFile(star, []byte(starSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results")
+	vars := []string{"--var", "token=" + secret, "--var", "snapshot=" + snap}
+	leaks := func(what string, b []byte) {
+		t.Helper()
+		for name, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("%s holds the sensitive value (%s form %q)", what, name, f)
+			}
+		}
+	}
+	runCmd := func(wantOK bool, vars []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, vars...)...)
+		cmd.Env = append(os.Environ(), "BENCHFLOW_TMPDIR="+tmp)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		if (err == nil) != wantOK {
+			t.Fatalf("benchflow %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, o.String(), e.String())
+		}
+		leaks(fmt.Sprintf("the output of benchflow %v", args), append(o.Bytes(), e.Bytes()...))
+		return o.String() + e.String()
+	}
+	runCmd(true, vars, "validate", file)
+	runCmd(true, vars, "plan", file)
+	if o := runCmd(true, vars, "plan", "--json", file); !strings.Contains(o, "(sensitive)") {
+		t.Errorf("plan --json shows no (sensitive):\n%s", o)
+	}
+	runCmd(true, vars[:2], "plan", "--json", star)
+	runCmd(false, vars, "apply", file, "--out", out) // the check step fails
+	// A malformed value is not echoed in the error.
+	if o := runCmd(false, append([]string{"--var", "pin=notanumber-" + secret}, vars...), "validate", file); !strings.Contains(o, "pin") {
+		t.Errorf("the error does not name the variable:\n%s", o)
+	}
+
+	run, err := filepath.EvalSymlinks(filepath.Join(out, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := 0
+	for _, root := range []string{run, snap} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.Type()&fs.ModeSymlink != 0 {
+				return err
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if p != root && fi.Mode().Perm()&0o077 != 0 {
+					t.Errorf("folder %s has mode %v, want 0700", p, fi.Mode().Perm())
+				}
+				return nil
+			}
+			if fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("file %s has mode %v, want 0600", p, fi.Mode().Perm())
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if d.Name() == "derived.conf" {
+				needed++
+				if string(b) != forms["lower"] {
+					t.Errorf("%s = %q, want the lowered value", p, b)
+				}
+				return nil
+			}
+			leaks(p, b)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if needed != 1 {
+		t.Errorf("the service folder snapshot has %d derived.conf, want 1 (did the exec step run?)", needed)
+	}
+}

@@ -179,8 +179,15 @@ func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
 	if te.locals != nil {
 		return te.locals, nil
 	}
+	done, diags := te.evalLocals(te.baseVars())
+	te.locals = done
+	return done, diags
+}
+
+// evalLocals evaluates the locals in the context vars (var, matrix, …;
+// local and service are set here).
+func (te *TrialEval) evalLocals(vars map[string]cty.Value) (map[string]cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	vars := te.baseVars()
 	done := map[string]cty.Value{}
 	pending := append([]*pipeline.Local(nil), te.plan.Pipeline.Locals...)
 	for len(pending) > 0 {
@@ -223,7 +230,6 @@ func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
 		}
 		pending = next
 	}
-	te.locals = done
 	return done, diags
 }
 

@@ -59,6 +59,7 @@ type Plan struct {
 	Inputs Inputs
 
 	functions map[string]function.Function
+	derived   map[string]bool // DerivedSensitive of the planned trials
 	svcLocals map[string]bool // ServiceLocals, computed once
 
 	fixedOnce sync.Once // fixedVars
@@ -227,9 +228,19 @@ func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
 	p := pl.Pipeline
 	var diags hcl.Diagnostics
 	seen := map[string]bool{}
+	sensitive := pl.hasSensitive()
 	for _, t := range trials {
 		te := pl.NewTrialEval(t, true)
 		services, td := te.dryRun()
+		if sensitive && t.Repetition == 1 {
+			// What a sensitive value becomes in this cell, for redaction.
+			for _, s := range te.DerivedSensitive() {
+				if pl.derived == nil {
+					pl.derived = map[string]bool{}
+				}
+				pl.derived[s] = true
+			}
+		}
 		for _, dg := range td {
 			key := dg.Summary + "\x00" + dg.Detail
 			if dg.Subject != nil {
@@ -356,8 +367,12 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		}
 		val, err := parseRawVar(raw, v)
 		if err != nil {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
-				Detail: fmt.Sprintf("--var %s=%s: %s.", name, raw, err)})
+			detail := fmt.Sprintf("--var %s=%s: %s.", name, raw, err)
+			if v.Sensitive {
+				// The message of a parse error may quote the value.
+				detail = fmt.Sprintf("--var %s=(sensitive): not a valid %s (the value is sensitive and not shown).", name, v.Type.FriendlyName())
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable", Detail: detail})
 			continue
 		}
 		given[name] = val
@@ -381,7 +396,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
 					Detail:  fmt.Sprintf("Variable %q must be %s: %s.", v.Name, v.Type.FriendlyName(), err),
-					Subject: orRange(givenRange[v.Name], v.DeclRange)})
+					Subject: sensitiveRange(v, givenRange[v.Name])})
 				continue
 			}
 			val = cv
@@ -422,6 +437,15 @@ func displayValue(v cty.Value, sensitive bool) string {
 		return ValueString(v)
 	}
 	return v.GoString()
+}
+
+// sensitiveRange is where a problem with v's value is shown: where it was
+// given, unless it is sensitive (the line shown would hold the value).
+func sensitiveRange(v *pipeline.Variable, given *hcl.Range) *hcl.Range {
+	if v.Sensitive {
+		return v.DeclRange.Ptr()
+	}
+	return orRange(given, v.DeclRange)
 }
 
 func orRange(r *hcl.Range, def hcl.Range) *hcl.Range {
@@ -700,7 +724,9 @@ func tooManyTrials(p *pipeline.Pipeline, cells, reps, maxTrials int) *hcl.Diagno
 }
 
 // SensitiveValues lists the values of the pipeline's sensitive variables
-// (every string, number and bool inside them), for redaction.
+// (every string, number and bool inside them) and what the pipeline's
+// expressions compute from them in the planned trials (DerivedSensitive:
+// upper(var.token), a substring, the characters joined), for redaction.
 func (p *Plan) SensitiveValues() []string {
 	var out []string
 	var walk func(v cty.Value)
@@ -723,5 +749,10 @@ func (p *Plan) SensitiveValues() []string {
 			walk(p.Vars[v.Name])
 		}
 	}
-	return out
+	derived := make([]string, 0, len(p.derived))
+	for s := range p.derived {
+		derived = append(derived, s)
+	}
+	sort.Strings(derived)
+	return append(out, derived...)
 }

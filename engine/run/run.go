@@ -124,6 +124,10 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 // error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
 // completed, and other errors when the run could not start.
 func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
+	if privateResults(r.plan) {
+		// Every file of a run with a sensitive variable is private.
+		defer privateUmask()()
+	}
 	w, err := r.open(ctx)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -277,6 +278,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 			tr.svcOrder = append(tr.svcOrder, s.Name)
 			tr.pushService(kept)
 			tr.te.SetEndpoint(s.Name, kept.dep.Endpoint())
+			redact.Default.Add(tr.te.DerivedSensitive()...)
 			tr.recordService(kept, true)
 			tr.r.rep.Logf("trial %s: service %s kept from the previous trial", tr.trial.ID, s.Name)
 			return nil
@@ -333,6 +335,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 		return fmt.Errorf("service %q never became healthy: %w", s.Name, err)
 	}
 	tr.te.SetEndpoint(s.Name, dep.Endpoint())
+	redact.Default.Add(tr.te.DerivedSensitive()...)
 	tr.recordService(live, false)
 	return nil
 }
@@ -408,7 +411,7 @@ func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Prov
 				mode = uint32(m)
 			}
 		}
-		if holdsSecret(te.Plan(), b) {
+		if privateResults(te.Plan()) || holdsSecret(te.Plan(), b) {
 			// Only the owner may read a file holding a sensitive value
 			// (and the folder stays 0700, as MkdirTemp made it).
 			mode &^= 0o077
