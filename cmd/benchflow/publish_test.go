@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -148,4 +153,89 @@ func TestPublishBundle(t *testing.T) {
 	if n := duckCount(t, filepath.Join(moved, "latency.parquet")); n == 0 {
 		t.Errorf("DuckDB reads no row of the bundle's latency.parquet")
 	}
+}
+
+// TestReproduceBundle: a bundle moved to another folder reproduces: the
+// verdict lists every cell with compare's rule and the environment field
+// that differs (here a CPU model edited into the bundle, its checksum
+// updated); the new run is a run folder publish bundles, with the
+// verdict in it. One byte changed in the bundle is named before anything
+// runs.
+func TestReproduceBundle(t *testing.T) {
+	dir := t.TempDir()
+	applyTiny(t, dir)
+	if out, err := runBin(t, dir, "publish", "results/latest", "pub/tiny"); err != nil {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	moved := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Rename(filepath.Join(dir, "pub", "tiny"), moved); err != nil {
+		t.Fatal(err)
+	}
+	// The bundle says it ran on another CPU; its checksum line follows.
+	mf := filepath.Join(moved, "manifest.json")
+	b, _ := os.ReadFile(mf)
+	edited := regexp.MustCompile(`"cpu_model": "[^"]*"`).ReplaceAll(b, []byte(`"cpu_model": "Imaginary CPU 9000"`))
+	if bytes.Equal(edited, b) {
+		t.Fatal("manifest.json has no cpu_model")
+	}
+	os.WriteFile(mf, edited, 0o644)
+	sums, _ := os.ReadFile(filepath.Join(moved, "SHA256SUMS"))
+	sum := sha256.Sum256(edited)
+	sums = regexp.MustCompile(`(?m)^[0-9a-f]{64}  manifest\.json$`).ReplaceAll(sums, []byte(hex.EncodeToString(sum[:])+"  manifest.json"))
+	os.WriteFile(filepath.Join(moved, "SHA256SUMS"), sums, 0o644)
+
+	out, err := runBin(t, dir, "reproduce", moved, "--var", "duration=300ms", "--out", "again", "-q")
+	if err != nil {
+		t.Fatalf("reproduce: %v\n%s", err, out)
+	}
+	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verdict lacks %q:\n%s", want, out)
+		}
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "again", "2*"))
+	if len(runs) != 1 {
+		t.Fatalf("want the new run in again/, got %v", runs)
+	}
+	var m struct {
+		Pipeline struct {
+			Variables map[string]any `json:"variables"`
+		} `json:"pipeline"`
+		Repetitions int `json:"repetitions"`
+	}
+	mb, _ := os.ReadFile(filepath.Join(runs[0], "manifest.json"))
+	json.Unmarshal(mb, &m)
+	if m.Pipeline.Variables["duration"] != "300ms" || m.Repetitions != 2 {
+		t.Errorf("new run: variables %v, repetitions %d; want duration=300ms from --var and the bundle's 2 repetitions", m.Pipeline.Variables, m.Repetitions)
+	}
+	if out, err := runBin(t, dir, "publish", runs[0], "pub/again"); err != nil {
+		t.Fatalf("publishing the reproduction: %v\n%s", err, out)
+	}
+	if v, err := os.ReadFile(filepath.Join(dir, "pub", "again", "reproduction.md")); err != nil || !strings.Contains(string(v), "Imaginary CPU 9000") {
+		t.Errorf("the reproduction's bundle lacks its verdict: %v\n%s", err, v)
+	}
+
+	// One byte changed: named, and nothing runs.
+	tp := filepath.Join(moved, "trials.parquet")
+	data, _ := os.ReadFile(tp)
+	data[len(data)/2] ^= 1
+	os.WriteFile(tp, data, 0o644)
+	out, err = runBin(t, dir, "reproduce", moved, "--out", "third", "-q")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "trials.parquet changed") {
+		t.Errorf("a changed byte: exit %d, output:\n%s\nwant exit 1 naming trials.parquet", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "third")); err == nil {
+		t.Error("reproduce ran although the bundle does not match its checksums")
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

@@ -29,6 +29,9 @@ func PipelineFile(m *results.Manifest) string {
 // when it ran; it returns the path of the pipeline file there.
 func Stage(bundleDir string, m *results.Manifest, into string) (string, error) {
 	name := PipelineFile(m)
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		return "", fmt.Errorf("staging the pipeline: %w", err)
+	}
 	if err := copyFile(filepath.Join(bundleDir, name), filepath.Join(into, name)); err != nil {
 		return "", fmt.Errorf("staging the pipeline: %w", err)
 	}

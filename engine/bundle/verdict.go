@@ -1,0 +1,347 @@
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/benchflow/benchflow/engine/report"
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// Claim outcomes.
+const (
+	Holds        = "holds"
+	Fails        = "fails"
+	Inconclusive = "inconclusive"
+)
+
+// ClaimResult is one claim's outcome in one run.
+type ClaimResult struct {
+	Name      string `json:"name"`
+	Statement string `json:"statement,omitempty"`
+	Outcome   string `json:"outcome"` // Holds, Fails, Inconclusive
+	Detail    string `json:"detail,omitempty"`
+}
+
+// ClaimVerdict is a claim in the bundle beside the same claim here.
+type ClaimVerdict struct {
+	Name      string `json:"name"`
+	Statement string `json:"statement,omitempty"`
+	Bundle    string `json:"bundle"` // outcome in the bundle ("" when absent there)
+	Here      string `json:"here"`   // outcome here ("" when absent here)
+	Detail    string `json:"detail,omitempty"`
+	// Moved is true when the outcome here is not the bundle's.
+	Moved bool `json:"moved"`
+	// Explain are the environment fields that differ (Verdict.Environment).
+	Explain []string `json:"differs_here,omitempty"`
+}
+
+// CellVerdict is one matrix cell × load step, here against the bundle,
+// by compare's rule (report.Compare).
+type CellVerdict struct {
+	Cell  string `json:"cell"`
+	Step  string `json:"step"`
+	Basis string `json:"basis"`
+	// Reproduced is "yes", "no" or "" (not enough samples to judge).
+	Reproduced string          `json:"reproduced"`
+	Ratio      report.Interval `json:"-"` // req/s here / bundle, 95% Welch interval on logs
+	Verdict    string          `json:"verdict"`
+	Explain    []string        `json:"differs_here,omitempty"`
+	docker     bool
+}
+
+// Verdict is what `benchflow reproduce` prints: per claim, per cell, and
+// the environment fields that differ.
+type Verdict struct {
+	Bundle      string         `json:"bundle"`
+	BundleRun   string         `json:"bundle_run"`
+	Run         string         `json:"run"`
+	RunDir      string         `json:"run_dir"`
+	Pipeline    string         `json:"pipeline"`
+	Claims      []ClaimVerdict `json:"claims"`
+	Cells       []CellVerdict  `json:"cells"`
+	Environment []Difference   `json:"environment"`
+	Warnings    []string       `json:"warnings,omitempty"`
+}
+
+// Judge sets the run here beside the bundle's run: claims by name
+// (claimsA from the bundle, claimsB from here), cells by compare's rule,
+// and every recorded environment field that differs, named next to each
+// claim and cell that moved (docker's fields only next to cells that a
+// docker provider deployed).
+func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []ClaimResult) (*Verdict, error) {
+	c, err := report.Compare(a, b, report.CompareOptions{})
+	if err != nil {
+		return nil, err
+	}
+	v := &Verdict{Bundle: bundleDir, BundleRun: a.Manifest.RunID, Run: b.Manifest.RunID, RunDir: b.Dir,
+		Pipeline: a.Manifest.Pipeline.Name, Environment: Differences(a.Manifest, b.Manifest)}
+	for _, w := range c.Warnings {
+		if !strings.Contains(w, "environments") && !strings.Contains(w, "fingerprint") {
+			v.Warnings = append(v.Warnings, w)
+		}
+	}
+	for _, l := range c.OnlyA {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("cell %s is in the bundle only (not run here)", l))
+	}
+	for _, l := range c.OnlyB {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("cell %s ran here only", l))
+	}
+	var all, machine []string
+	for _, d := range v.Environment {
+		all = append(all, d.Field)
+		if !d.Docker {
+			machine = append(machine, d.Field)
+		}
+	}
+	for _, p := range c.Pairs {
+		cv := CellVerdict{Cell: p.Label, Step: p.Step, Basis: p.Basis, Reproduced: p.Reproduced, Ratio: p.RPSRatio, Verdict: p.Verdict}
+		cv.docker = usesDocker(a.Manifest, p.A.TrialIDs) || usesDocker(b.Manifest, p.B.TrialIDs)
+		if cv.Reproduced == "no" {
+			cv.Explain = machine
+			if cv.docker {
+				cv.Explain = all
+			}
+		}
+		v.Cells = append(v.Cells, cv)
+	}
+	here := map[string]ClaimResult{}
+	for _, cl := range claimsB {
+		here[cl.Name] = cl
+	}
+	seen := map[string]bool{}
+	for _, ca := range claimsA {
+		seen[ca.Name] = true
+		cb, ok := here[ca.Name]
+		cv := ClaimVerdict{Name: ca.Name, Statement: ca.Statement, Bundle: ca.Outcome}
+		if ok {
+			cv.Here, cv.Detail = cb.Outcome, cb.Detail
+		}
+		cv.Moved = cv.Here != cv.Bundle
+		if cv.Moved {
+			cv.Explain = all
+		}
+		v.Claims = append(v.Claims, cv)
+	}
+	for _, cb := range claimsB {
+		if !seen[cb.Name] {
+			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Statement, Here: cb.Outcome, Detail: cb.Detail, Moved: true, Explain: all})
+		}
+	}
+	return v, nil
+}
+
+// usesDocker reports whether one of the trials ran a service with the
+// docker provider.
+func usesDocker(m *results.Manifest, trials []string) bool {
+	for _, id := range trials {
+		if t := m.Trial(id); t != nil {
+			for _, s := range t.Services {
+				if s.Type == "docker" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// ClaimsFailed counts the claims that fail here (inconclusive ones do not
+// count: they are noise, not a contradiction).
+func (v *Verdict) ClaimsFailed() int {
+	n := 0
+	for _, c := range v.Claims {
+		if c.Here == Fails {
+			n++
+		}
+	}
+	return n
+}
+
+// CellsNotReproduced counts the cells judged and not reproduced.
+func (v *Verdict) CellsNotReproduced() int {
+	n := 0
+	for _, c := range v.Cells {
+		if c.Reproduced == "no" {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the verdict's last line.
+func (v *Verdict) Summary() string {
+	var parts []string
+	if len(v.Claims) > 0 {
+		same, hold := 0, 0
+		for _, c := range v.Claims {
+			if !c.Moved {
+				same++
+			}
+			if c.Here == Holds {
+				hold++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d claims hold here (%d with the bundle's outcome, %d fail)", hold, len(v.Claims), same, v.ClaimsFailed()))
+	}
+	judged, yes := 0, 0
+	for _, c := range v.Cells {
+		if c.Reproduced != "" {
+			judged++
+		}
+		if c.Reproduced == "yes" {
+			yes++
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%d of %d cells reproduced (%d could not be judged)", yes, len(v.Cells), len(v.Cells)-judged))
+	parts = append(parts, fmt.Sprintf("%d environment fields differ", len(v.Environment)))
+	return strings.Join(parts, "; ")
+}
+
+// Write prints the verdict as text, markdown or json.
+func (v *Verdict) Write(w io.Writer, format string) error {
+	switch format {
+	case "", "text":
+		return v.write(w, false)
+	case "markdown", "md":
+		return v.write(w, true)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return fmt.Errorf("writing the verdict: unknown format %q (want text, markdown or json)", format)
+}
+
+func (cv CellVerdict) MarshalJSON() ([]byte, error) {
+	type plain CellVerdict
+	return json.Marshal(struct {
+		plain
+		Ratio     float64  `json:"rps_ratio"`
+		RatioLow  *float64 `json:"rps_ratio_low"`
+		RatioHigh *float64 `json:"rps_ratio_high"`
+	}{plain(cv), cv.Ratio.Value, finiteOrNil(cv.Ratio.Low), finiteOrNil(cv.Ratio.High)})
+}
+
+func finiteOrNil(f float64) *float64 {
+	if f != f || f > 1e300 || f < -1e300 {
+		return nil
+	}
+	return &f
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ratioText(i report.Interval) string {
+	if i.Value != i.Value || i.Value == 0 {
+		return "-"
+	}
+	if !i.HasCI() {
+		return fmt.Sprintf("×%.3f", i.Value)
+	}
+	return fmt.Sprintf("×%.3f [%.3f, %.3f]", i.Value, i.Low, i.High)
+}
+
+func (v *Verdict) write(w io.Writer, md bool) error {
+	var b strings.Builder
+	title := fmt.Sprintf("reproduce %s (run %s of %s) here: run %s in %s", v.Bundle, v.BundleRun, v.Pipeline, v.Run, v.RunDir)
+	if md {
+		fmt.Fprintf(&b, "**%s**\n\n", title)
+	} else {
+		fmt.Fprintln(&b, title)
+	}
+	table := func(header []string, rows [][]string) {
+		if md {
+			b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat(" --- |", len(header)) + "\n")
+			for _, r := range rows {
+				for i := range r {
+					r[i] = strings.ReplaceAll(r[i], "|", `\|`)
+				}
+				b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+			}
+			b.WriteString("\n")
+			return
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  "+strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+		}
+		tw.Flush()
+	}
+	section := func(s string) {
+		if md {
+			fmt.Fprintf(&b, "%s:\n\n", s)
+		} else {
+			fmt.Fprintf(&b, "\n%s\n", s)
+		}
+	}
+	if len(v.Claims) > 0 {
+		section("claims")
+		var rows [][]string
+		for _, c := range v.Claims {
+			moved := ""
+			if c.Moved {
+				moved = "moved; differs here: " + orNone(c.Explain)
+			}
+			rows = append(rows, []string{c.Name, orDash(c.Bundle), orDash(c.Here), orDash(c.Detail), orDash(moved)})
+		}
+		table([]string{"claim", "in the bundle", "here", "estimate here", "moved"}, rows)
+	}
+	section("cells (req/s here / in the bundle, compare's rule)")
+	var rows [][]string
+	for _, c := range v.Cells {
+		rep := c.Reproduced
+		if rep == "" {
+			rep = "not judged (" + c.Verdict + ")"
+		}
+		explain := "-"
+		if c.Reproduced == "no" {
+			explain = "differs here: " + orNone(c.Explain)
+		}
+		label := c.Cell
+		if c.Step != "" && !strings.Contains(label, c.Step) {
+			label += " (" + c.Step + ")"
+		}
+		rows = append(rows, []string{label, rep, ratioText(c.Ratio), c.Basis, explain})
+	}
+	table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
+	section("environment (bundle → here)")
+	if len(v.Environment) == 0 {
+		b.WriteString("  every recorded field is the same\n")
+		if md {
+			b.WriteString("\n")
+		}
+	} else {
+		var rows [][]string
+		for _, d := range v.Environment {
+			rows = append(rows, []string{d.Field, orDash(d.A), orDash(d.B)})
+		}
+		table([]string{"field", "bundle", "here"}, rows)
+	}
+	for _, m := range v.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", m)
+	}
+	if md {
+		fmt.Fprintf(&b, "%s\n", v.Summary())
+	} else {
+		fmt.Fprintf(&b, "\nsummary: %s\n", v.Summary())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "nothing recorded"
+	}
+	return strings.Join(s, ", ")
+}
