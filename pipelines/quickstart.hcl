@@ -73,3 +73,22 @@ step "collect" "cpu" {
   loader   = true
   interval = "500ms"
 }
+
+# The conclusions this study checks on every run (docs/language.md,
+# "claim"). Both are far from their bounds on any machine seen so far, so
+# that `benchflow reproduce` in CI fails only on a real change.
+claim "keepalive-pays" {
+  description = "A new connection per request costs more than 30% of the req/s of keep-alive"
+  metric      = "rps"
+  cell        = { keepalive = false }
+  versus      = { keepalive = true }
+  ratio       = "< 0.7"
+}
+
+claim "big-is-cheap" {
+  description = "4 KiB responses keep more than half the req/s of 6-byte ones"
+  metric      = "rps"
+  cell        = { size = "4KiB" }
+  versus      = { size = "6" }
+  ratio       = "> 0.5"
+}

@@ -21,6 +21,8 @@ func init() {
 		top      int
 		unsteady bool
 		failOn   bool
+		update   []string
+		check    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -47,14 +49,35 @@ straddles the bound: by how much, and about how many more repetitions would
 decide it). With --fail-on-claims, report exits 3 when a claim fails (after
 printing the report), for CI.
 
-DIR is a run directory (results/<run-id>) or a results folder, whose
-"latest" run is used.`,
+DIR is a run directory (results/<run-id>), a published bundle, or a results
+folder, whose "latest" run is used.
+
+--update FILE (no DIR) regenerates every section of the Markdown file FILE
+between <!-- benchflow:report BUNDLE [--baseline axis=value] --> and
+<!-- /benchflow --> with what report --format markdown prints for BUNDLE
+(relative to FILE's folder), and between <!-- benchflow:verdict BUNDLE -->
+and <!-- /benchflow --> with BUNDLE/reproduction.md; each bundle is checked
+against its SHA256SUMS first. With --check, nothing is written and report
+exits 1 naming each section that differs (for tests and CI).`,
 		Example: `  benchflow report results/latest
   benchflow report results/latest --baseline deploy=host --format markdown
   benchflow report results/latest --html report.html --png charts/
-  benchflow report results/latest --fail-on-claims   # exit 3 when a claim fails`,
-		Args: cobra.ExactArgs(1),
+  benchflow report results/latest --fail-on-claims   # exit 3 when a claim fails
+  benchflow report --update examples/quickstart/README.md
+  benchflow report --check --update examples/*/README.md`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(update) > 0 {
+				return cobra.MaximumNArgs(0)(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(update) > 0 {
+				return updateMarkdown(cmd.OutOrStdout(), update, check)
+			}
+			if check {
+				return fmt.Errorf("--check needs --update FILE")
+			}
 			if !validFormat(format) {
 				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))
 			}
@@ -96,6 +119,8 @@ DIR is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().IntVar(&top, "top", 3, "processes listed per cell (by CPU%); 0 lists none")
 	cmd.Flags().BoolVar(&unsteady, "exclude-unsteady", false, "leave repetitions whose load failed the steadiness check out of the intervals (as the pipeline's exclude_unsteady = true does)")
 	cmd.Flags().BoolVar(&failOn, "fail-on-claims", false, "exit 3 when one of the pipeline's claims fails on this run")
+	cmd.Flags().StringArrayVar(&update, "update", nil, "regenerate the benchflow sections of this Markdown `FILE` from their bundles (repeatable; no DIR)")
+	cmd.Flags().BoolVar(&check, "check", false, "with --update: write nothing, exit 1 when a section differs")
 	rootCmd.AddCommand(cmd)
 }
 

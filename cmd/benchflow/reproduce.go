@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/bundle"
+	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 )
@@ -114,7 +115,15 @@ cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("reading the new run: %w", err)}
 			}
-			v, err := bundle.Judge(dir, published, here, claimsOf(published), claimsOf(here))
+			claimsA, err := claimsOf(published)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("reading the bundle's claims: %w", err)}
+			}
+			claimsB, err := claimsOf(here)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("judging the claims here: %w", err)}
+			}
+			v, err := bundle.Judge(dir, published, here, claimsA, claimsB)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -164,9 +173,14 @@ func saveVerdict(dir string, v *bundle.Verdict) error {
 	return nil
 }
 
-// claimsOf returns a run's claim outcomes (none until the run records
-// claims).
-func claimsOf(r *results.Run) []bundle.ClaimResult { return nil }
+// claimsOf returns a run's claim outcomes: as recorded in its
+// claims.parquet, else evaluated from its trials.
+func claimsOf(r *results.Run) ([]report.ClaimOutcome, error) {
+	if outs, ok, err := report.RecordedClaims(r); err != nil || ok {
+		return outs, err
+	}
+	return report.EvaluateClaims(r)
+}
 
 func sortedNames(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

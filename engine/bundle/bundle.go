@@ -278,6 +278,7 @@ func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropp
 	cmds := Commands(name, m)
 	var page bytes.Buffer
 	if err := report.WritePage(&page, s, report.Page{
+		Claims:      pageClaims(s.Claims),
 		Environment: EnvironmentRows(m),
 		Commands:    cmds,
 	}); err != nil {
@@ -396,4 +397,25 @@ func WriteArchive(dir, file string) (err error) {
 		return fmt.Errorf("writing the archive %s: %w", file, err)
 	}
 	return nil
+}
+
+// pageClaims are the claims as the page's leading table shows them.
+func pageClaims(outs []report.ClaimOutcome) []report.PageClaim {
+	var out []report.PageClaim
+	for _, o := range outs {
+		what := o.Metric
+		if what == "" {
+			what = o.Kind
+		}
+		cell := o.Cell
+		if cell == "" {
+			cell = "every cell"
+		}
+		if o.Versus != "" {
+			cell += " / " + o.Versus
+		}
+		st := strings.TrimSpace(o.Description + " (" + what + " " + cell + " " + o.Bound + ")")
+		out = append(out, report.PageClaim{Name: o.Name, Statement: st, Outcome: o.Outcome, Detail: o.Detail})
+	}
+	return out
 }

@@ -11,20 +11,12 @@ import (
 	"github.com/benchflow/benchflow/engine/results"
 )
 
-// Claim outcomes.
+// Claim outcomes (report.ClaimHolds, …).
 const (
-	Holds        = "holds"
-	Fails        = "fails"
-	Inconclusive = "inconclusive"
+	Holds        = report.ClaimHolds
+	Fails        = report.ClaimFails
+	Inconclusive = report.ClaimInconclusive
 )
-
-// ClaimResult is one claim's outcome in one run.
-type ClaimResult struct {
-	Name      string `json:"name"`
-	Statement string `json:"statement,omitempty"`
-	Outcome   string `json:"outcome"` // Holds, Fails, Inconclusive
-	Detail    string `json:"detail,omitempty"`
-}
 
 // ClaimVerdict is a claim in the bundle beside the same claim here.
 type ClaimVerdict struct {
@@ -68,11 +60,11 @@ type Verdict struct {
 }
 
 // Judge sets the run here beside the bundle's run: claims by name
-// (claimsA from the bundle, claimsB from here), cells by compare's rule,
+// (claimsA from the bundle, as recorded there; claimsB from here), cells by compare's rule,
 // and every recorded environment field that differs, named next to each
 // claim and cell that moved (docker's fields only next to cells that a
 // docker provider deployed).
-func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []ClaimResult) (*Verdict, error) {
+func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimOutcome) (*Verdict, error) {
 	c, err := report.Compare(a, b, report.CompareOptions{})
 	if err != nil {
 		return nil, err
@@ -108,7 +100,7 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []ClaimResult) 
 		}
 		v.Cells = append(v.Cells, cv)
 	}
-	here := map[string]ClaimResult{}
+	here := map[string]report.ClaimOutcome{}
 	for _, cl := range claimsB {
 		here[cl.Name] = cl
 	}
@@ -116,7 +108,7 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []ClaimResult) 
 	for _, ca := range claimsA {
 		seen[ca.Name] = true
 		cb, ok := here[ca.Name]
-		cv := ClaimVerdict{Name: ca.Name, Statement: ca.Statement, Bundle: ca.Outcome}
+		cv := ClaimVerdict{Name: ca.Name, Statement: ca.Description, Bundle: ca.Outcome}
 		if ok {
 			cv.Here, cv.Detail = cb.Outcome, cb.Detail
 		}
@@ -128,7 +120,7 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []ClaimResult) 
 	}
 	for _, cb := range claimsB {
 		if !seen[cb.Name] {
-			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Statement, Here: cb.Outcome, Detail: cb.Detail, Moved: true, Explain: all})
+			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Description, Here: cb.Outcome, Detail: cb.Detail, Moved: true, Explain: all})
 		}
 	}
 	return v, nil
