@@ -109,6 +109,9 @@ func Commands(name string, m *results.Manifest) []string {
 	vars, _ := Vars(m)
 	if len(vars) > 0 {
 		k := sortedKeys(vars)[0]
+		if _, ok := vars["duration"]; ok {
+			k = "duration" // the one usually shortened
+		}
 		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --var %s   # any variable can be changed", q, shellQuote(k+"="+vars[k])))
 	}
 	cmds = append(cmds, "benchflow report "+q)

@@ -24,7 +24,11 @@ type ClaimVerdict struct {
 	Statement string `json:"statement,omitempty"`
 	Bundle    string `json:"bundle"` // outcome in the bundle ("" when absent there)
 	Here      string `json:"here"`   // outcome here ("" when absent here)
-	Detail    string `json:"detail,omitempty"`
+	Bound     string `json:"bound,omitempty"`
+	// Estimate is the estimate here with its interval, as a label
+	// ("0.353 [0.222, 0.562]"); Detail the report's sentence about it.
+	Estimate string `json:"estimate,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 	// Moved is true when the outcome here is not the bundle's.
 	Moved bool `json:"moved"`
 	// Explain are the environment fields that differ (Verdict.Environment).
@@ -109,8 +113,9 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 		seen[ca.Name] = true
 		cb, ok := here[ca.Name]
 		cv := ClaimVerdict{Name: ca.Name, Statement: ca.Description, Bundle: ca.Outcome}
+		cv.Bound = ca.Bound
 		if ok {
-			cv.Here, cv.Detail = cb.Outcome, cb.Detail
+			cv.Here, cv.Detail, cv.Estimate = cb.Outcome, cb.Detail, estimateLabel(cb)
 		}
 		cv.Moved = cv.Here != cv.Bundle
 		if cv.Moved {
@@ -120,7 +125,8 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 	}
 	for _, cb := range claimsB {
 		if !seen[cb.Name] {
-			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Description, Here: cb.Outcome, Detail: cb.Detail, Moved: true, Explain: all})
+			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Description, Bound: cb.Bound, Here: cb.Outcome,
+				Estimate: estimateLabel(cb), Detail: cb.Detail, Moved: true, Explain: all})
 		}
 	}
 	return v, nil
@@ -284,9 +290,9 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 			if c.Moved {
 				moved = "moved; differs here: " + orNone(c.Explain)
 			}
-			rows = append(rows, []string{c.Name, orDash(c.Bundle), orDash(c.Here), orDash(c.Detail), orDash(moved)})
+			rows = append(rows, []string{c.Name, orDash(c.Bundle), orDash(c.Here), orDash(c.Estimate), orDash(c.Bound), orDash(moved)})
 		}
-		table([]string{"claim", "in the bundle", "here", "estimate here", "moved"}, rows)
+		table([]string{"claim", "in the bundle", "here", "estimate here [95% CI]", "bound", "moved"}, rows)
 	}
 	section("cells (req/s here / in the bundle, compare's rule)")
 	var rows [][]string
@@ -336,4 +342,20 @@ func orNone(s []string) string {
 		return "nothing recorded"
 	}
 	return strings.Join(s, ", ")
+}
+
+// estimateLabel is a claim's estimate with its interval: "0.353 [0.222,
+// 0.562]", or the share of repetitions for a verdict claim.
+func estimateLabel(o report.ClaimOutcome) string {
+	nan := func(f float64) bool { return f != f }
+	if nan(o.Estimate) {
+		return ""
+	}
+	if o.Kind == results.ClaimVerdict {
+		return fmt.Sprintf("%.0f%% of %d", 100*o.Estimate, o.N)
+	}
+	if nan(o.Low) || nan(o.High) {
+		return fmt.Sprintf("%.4g", o.Estimate)
+	}
+	return fmt.Sprintf("%.4g [%.4g, %.4g]", o.Estimate, o.Low, o.High)
 }

@@ -52,7 +52,7 @@ td.n{white-space:nowrap}td.w{text-align:left;min-width:7em;font-size:13px}
 td.v{text-align:left;min-width:11em;font-size:13px}
 td.p,th.p{text-align:left}
 table.kv td{text-align:left}table.kv td:first-child{color:#555;white-space:nowrap;width:14em}
-.claims td{text-align:left}.holds{color:#11692a;font-weight:600}.fails{color:#a31515;font-weight:600}.inconclusive{color:#8a5a00;font-weight:600}
+.claims td,.claims th{text-align:left}.holds{color:#11692a;font-weight:600}.fails{color:#a31515;font-weight:600}.inconclusive{color:#8a5a00;font-weight:600}
 svg.chart{display:block;margin:18px 0;font-size:12px;max-width:100%;height:auto}
 svg .title{font-weight:600;font-size:14px}svg .grid{stroke:#e5e5e5}svg .tick,svg .axis{fill:#555}
 svg .series{fill:none;stroke-width:1.8}svg .band{opacity:.18;stroke:none}svg .ci{stroke:#222;stroke-width:1.4;fill:none}
@@ -61,10 +61,10 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12.5px}
 .warn{color:#a33}.note{color:#555;font-size:12px;margin:2px 0}
 @media (max-width:760px){
 body{margin:8px auto;padding:0 8px}
-table.cells,table.cells tbody,table.cells tr,table.cells td{display:block;width:auto}
-table.cells thead{display:none}
-table.cells tr{border:1px solid #ddd;border-radius:4px;margin:0 0 10px;padding:4px 6px}
-table.cells td{border:0;text-align:left;padding:1px 0;white-space:normal;min-width:0}
+table.cells,table.cells tbody,table.cells tr,table.cells td,table.claims,table.claims tbody,table.claims tr,table.claims td{display:block;width:auto}
+table.cells thead,table.claims thead{display:none}
+table.cells tr,table.claims tr{border:1px solid #ddd;border-radius:4px;margin:0 0 10px;padding:4px 6px}
+table.cells td,table.claims td{border:0;text-align:left;padding:1px 0;white-space:normal;min-width:0}
 table.cells td::before{content:attr(data-label) ": ";color:#666;font-weight:600}
 table.kv td:first-child{width:auto;white-space:normal}
 }
@@ -75,7 +75,7 @@ table.kv td:first-child{width:auto;white-space:normal}
 	if len(p.Claims) > 0 {
 		b.WriteString("<h2>Claims</h2>\n<table class=\"claims\"><thead><tr><th>claim</th><th>outcome</th><th>estimate</th></tr></thead><tbody>\n")
 		for _, c := range p.Claims {
-			fmt.Fprintf(&b, "<tr><td><b>%s</b><br>%s</td><td class=\"%s\">%s</td><td>%s</td></tr>\n",
+			fmt.Fprintf(&b, "<tr><td><b>%s</b><br>%s</td><td class=\"%s\">%s</td><td class=\"note\">%s</td></tr>\n",
 				html.EscapeString(c.Name), html.EscapeString(c.Statement), html.EscapeString(c.Outcome), html.EscapeString(c.Outcome), html.EscapeString(c.Detail))
 		}
 		b.WriteString("</tbody></table>\n")
