@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -488,7 +487,7 @@ func saveSources(w *results.Writer, p *pipeline.Pipeline) error {
 		if have[name] {
 			continue
 		}
-		data, err := fs.ReadFile(p.FS, name)
+		data, err := pipeline.ReadFile(p.FS, name)
 		if err != nil {
 			continue // gone since it was read: the run cannot keep it
 		}
