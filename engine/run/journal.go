@@ -7,16 +7,21 @@ import (
 
 func init() {
 	// Journal entries name this process the way provider objects do, so
-	// gc tells a killed run's changes from a live one's.
+	// gc tells a killed run's changes from a live one's, and a tune step
+	// refuses a sysctl another live run has changed.
 	tune.JournalOwner = func() map[string]string { return providers.SelfOwner().Labels() }
+	tune.JournalAlive = journalAlive
+}
+
+// journalAlive: a journal's process still runs, or ran on another host.
+func journalAlive(labels map[string]string) bool {
+	o, ok := providers.OwnerFromLabels(labels)
+	return ok && o.State() != providers.OwnerGone
 }
 
 // restoreJournals puts back the sysctls that killed runs changed (see
 // tune.RestoreJournals): a journal is kept while its process runs, or when
 // it was written on another host.
 func restoreJournals() ([]string, error) {
-	return tune.RestoreJournals(func(labels map[string]string) bool {
-		o, ok := providers.OwnerFromLabels(labels)
-		return ok && o.State() != providers.OwnerGone
-	})
+	return tune.RestoreJournals(journalAlive)
 }

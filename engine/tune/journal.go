@@ -126,10 +126,21 @@ func writeJournal(p string, j journalFile) error {
 }
 
 // journalChange records path's original value before it is changed. A
-// path already recorded keeps its first (true) original.
+// path already recorded keeps its first (true) original. A path another
+// process's journal holds is refused (ErrTunedElsewhere): the check and the
+// record are one step under a lock of the journal folder, so of two runs
+// tuning the same sysctl only the first changes it.
 func journalChange(path, original string) error {
 	journalMu.Lock()
 	defer journalMu.Unlock()
+	unlock, err := lockJournals()
+	if err != nil {
+		return fmt.Errorf("journaling the original value: %w", err)
+	}
+	defer unlock()
+	if err := tunedElsewhere(path); err != nil {
+		return err
+	}
 	p := ownJournal()
 	j, err := readJournal(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

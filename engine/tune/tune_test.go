@@ -592,3 +592,70 @@ func TestNotRoot(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestSysctlTunedElsewhereRefused: a sysctl another benchflow process has
+// changed and not restored (its journal holds it) is refused, naming that
+// process — live, or killed and waiting for gc — and left as it is; a
+// net.* sysctl of another network namespace is that namespace's own.
+func TestSysctlTunedElsewhereRefused(t *testing.T) {
+	dir := t.TempDir()
+	oldRoot, oldAlive := procRoot, JournalAlive
+	procRoot = dir
+	t.Cleanup(func() { procRoot, JournalAlive = oldRoot, oldAlive })
+	p := filepath.Join(dir, "sys", "net", "core", "somaxconn")
+	k := filepath.Join(dir, "sys", "kernel", "threads-max")
+	for _, f := range []string{p, k} {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, []byte("4096\n"), 0o644)
+	}
+	other := filepath.Join(journalDir(), "999999.json")
+	t.Cleanup(func() { os.Remove(other) })
+	write := func(ns string, paths ...string) {
+		j := journalFile{Owner: map[string]string{"dev.benchflow.pid": "999999"}, NetNS: ns}
+		for _, x := range paths {
+			j.Sysctls = append(j.Sysctls, journalEntry{Path: x, Original: "128"})
+		}
+		if err := writeJournal(other, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply := func(key string) (*Undo, error) {
+		return Apply(context.Background(), Settings{Sysctl: map[string]string{key: "8192"}}, nil)
+	}
+	write(netNS(), p, k)
+	for alive, want := range map[bool]string{true: "benchflow pid 999999 changed it from 128", false: "a killed benchflow (pid 999999) changed it from 128"} {
+		JournalAlive = func(map[string]string) bool { return alive }
+		for _, key := range []string{"net.core.somaxconn", "kernel.threads-max"} {
+			u, err := apply(key)
+			if !errors.Is(err, ErrTunedElsewhere) || !strings.Contains(err.Error(), want) {
+				t.Errorf("alive=%v %s: %v, want ErrTunedElsewhere with %q", alive, key, err, want)
+			}
+			if u != nil && len(u.Applied()) != 0 {
+				t.Errorf("applied %q", u.Applied())
+			}
+		}
+		if b, _ := os.ReadFile(p); string(b) != "4096\n" {
+			t.Errorf("the refused sysctl was written: %q", b)
+		}
+	}
+	// Another network namespace's journal: net.* is free, kernel.* is not.
+	JournalAlive = func(map[string]string) bool { return true }
+	write("net:[1]", p, k)
+	u, err := apply("net.core.somaxconn")
+	if err != nil {
+		t.Fatalf("net.* of another namespace: %v", err)
+	}
+	if err := u.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply("kernel.threads-max"); !errors.Is(err, ErrTunedElsewhere) {
+		t.Errorf("kernel.* tuned in another namespace: %v, want ErrTunedElsewhere", err)
+	}
+	// Once the other process restored it, it is free.
+	write("")
+	u, err = apply("kernel.threads-max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = u.Restore()
+}
