@@ -678,7 +678,7 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 				if err != nil {
 					fileErr = true
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
-						Detail: strings.TrimSuffix(err.Error(), ".") + ".", Subject: fileRange(s, cfg.Files[i].Name)})
+						Detail: sentence(err.Error()), Subject: fileRange(s, cfg.Files[i].Name)})
 				}
 				fmt.Fprintf(h, "%s %x\n", cfg.Files[i].Name, sha256.Sum256(b))
 			}

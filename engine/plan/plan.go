@@ -227,7 +227,10 @@ func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
 func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
 	p := pl.Pipeline
 	var diags hcl.Diagnostics
-	seen := map[string]bool{}
+	// A diagnostic that differs between trials only in the trial named in
+	// it is reported once, naming every trial it applies to.
+	seen := map[string]int{}
+	inTrials := map[int][]*Trial{}
 	sensitive := pl.hasSensitive()
 	for _, t := range trials {
 		te := pl.NewTrialEval(t, true)
@@ -242,14 +245,24 @@ func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
 			}
 		}
 		for _, dg := range td {
+			named := strings.Contains(dg.Detail, "trial "+t.ID)
 			key := dg.Summary + "\x00" + dg.Detail
+			if named {
+				key = dg.Summary + "\x00" + strings.ReplaceAll(strings.ReplaceAll(dg.Detail, t.ID, "\x01"), "("+t.ParamString()+")", "\x02")
+			}
 			if dg.Subject != nil {
 				key += fmt.Sprint(*dg.Subject)
 			}
-			if seen[key] {
+			if i, ok := seen[key]; ok {
+				if named {
+					inTrials[i] = append(inTrials[i], t)
+				}
 				continue
 			}
-			seen[key] = true
+			seen[key] = len(diags)
+			if named {
+				inTrials[len(diags)] = []*Trial{t}
+			}
 			diags = append(diags, dg)
 		}
 		t.Services = services
@@ -264,6 +277,24 @@ func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
 		if len(diags) > 50 && diags.HasErrors() {
 			break
 		}
+	}
+	for i, ts := range inTrials {
+		if len(ts) < 2 {
+			continue
+		}
+		ids := make([]string, 0, 4)
+		for j, t := range ts {
+			if j == 3 && len(ts) > 4 {
+				ids = append(ids, "…", ts[len(ts)-1].ID)
+				break
+			}
+			ids = append(ids, t.ID)
+		}
+		first := ts[0]
+		d := *diags[i]
+		d.Detail = strings.Replace(d.Detail, "trial "+first.ID+" ("+first.ParamString()+")", fmt.Sprintf("%d trials (%s)", len(ts), strings.Join(ids, ", ")), 1)
+		d.Detail = strings.Replace(d.Detail, "trial "+first.ID, fmt.Sprintf("%d trials (%s)", len(ts), strings.Join(ids, ", ")), 1)
+		diags[i] = &d
 	}
 	return diags
 }
