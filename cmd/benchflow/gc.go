@@ -104,6 +104,6 @@ skipped with a note.`,
 	cmd.Flags().StringVar(&kubeContext, "context", "", "the k8s cluster of this kubeconfig context (default: the current one)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
 	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
-	vf.register(cmd)
+	vf.registerVars(cmd)
 	rootCmd.AddCommand(cmd)
 }

@@ -56,6 +56,11 @@ var (
 	stderr = redact.Default.Writer(os.Stderr)
 )
 
+func init() {
+	// --version has no -v: -v is --verbose in apply and gc.
+	rootCmd.Flags().Bool("version", false, "print the version and exit")
+}
+
 func main() {
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)

@@ -34,6 +34,14 @@ func (v *varFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&v.maxTrials, "max-trials", pipeline.DefaultMaxTrials, "refuse a plan of more trials than this (matrix cells × repetitions)")
 }
 
+// registerVars adds only --var and --var-file, for commands that read a
+// pipeline's variables but run no trials (gc).
+func (v *varFlags) registerVars(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "set a variable: --var name=value (repeatable)")
+	cmd.Flags().StringArrayVar(&v.varFiles, "var-file", nil, "read variables from an HCL file of name = value lines (repeatable)")
+	v.maxTrials = pipeline.DefaultMaxTrials
+}
+
 func (v *varFlags) inputs() (plan.Inputs, error) {
 	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps, MaxTrials: v.maxTrials}
 	if v.reps < 0 || v.reps > pipeline.MaxRepetitions {

@@ -152,7 +152,8 @@ func ValueString(v cty.Value) string {
 
 // Build expands p into a plan. All trials are evaluated in dry mode
 // (services not provisioned yet: their attributes are placeholders).
-func Build(p *pipeline.Pipeline, in Inputs) (*Plan, hcl.Diagnostics) {
+func Build(p *pipeline.Pipeline, in Inputs) (_ *Plan, diags hcl.Diagnostics) {
+	defer func() { diags = nameVarFlags(p, in, diags) }()
 	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, functions: Functions(p.FS)}
 	vars, diags := resolveVariables(p, in, pl.functions)
 	pl.Vars = vars
@@ -714,6 +715,33 @@ func traversalString(tr hcl.Traversal) string {
 		}
 	}
 	return b.String()
+}
+
+// nameVarFlags adds to each error located on a bare var.NAME reference
+// whose value came from --var NAME=… that it did: the problem is in the
+// flag, not in the line shown.
+func nameVarFlags(p *pipeline.Pipeline, in Inputs, diags hcl.Diagnostics) hcl.Diagnostics {
+	if len(in.Vars) == 0 {
+		return diags
+	}
+	for i, d := range diags {
+		if d.Severity != hcl.DiagError || d.Subject == nil || d.Subject.Filename != p.File {
+			continue
+		}
+		r := d.Subject
+		if r.Start.Byte < 0 || r.End.Byte > len(p.Source) || r.Start.Byte >= r.End.Byte {
+			continue
+		}
+		name, ok := strings.CutPrefix(string(p.Source[r.Start.Byte:r.End.Byte]), "var.")
+		raw, set := in.Vars[name]
+		if !ok || !set || strings.Contains(d.Detail, "--var "+name) {
+			continue
+		}
+		nd := *d
+		nd.Detail = sentence(strings.TrimSpace(nd.Detail)) + fmt.Sprintf(" The value comes from --var %s=%s.", name, raw)
+		diags[i] = &nd
+	}
+	return diags
 }
 
 // settingFlags maps the pipeline settings that have a command-line flag of

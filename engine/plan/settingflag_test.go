@@ -79,3 +79,17 @@ service "web" {
 		t.Errorf("%d undeclared-provider errors, want 1: %v", n, diags)
 	}
 }
+
+// TestBadVarNamesTheFlag: a --var value that fails where the variable is
+// used says it came from --var.
+func TestBadVarNamesTheFlag(t *testing.T) {
+	src := "pipeline \"p\" {}\nvariable \"duration\" { default = \"1s\" }\nstep \"load\" \"l\" {\n  target   = \"http://127.0.0.1:1/\"\n  duration = var.duration\n}\n"
+	p, diags := hclconf.Parse(fstest.MapFS{"p.hcl": {Data: []byte(src)}}, "p.hcl", "p.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = plan.Build(p, plan.Inputs{Vars: map[string]string{"duration": "abc"}})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "The value comes from --var duration=abc.") {
+		t.Errorf("--var duration=abc: %v; want the error to name --var duration=abc", diags)
+	}
+}
