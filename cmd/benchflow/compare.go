@@ -42,11 +42,11 @@ threshold: use it in CI.`,
 			if err != nil {
 				return fmt.Errorf("invalid --fail-above: %w", err)
 			}
-			a, err := results.ReadRun(args[0])
+			a, err := results.ReadRunWith(args[0], results.ReadOptions{StreamLatency: true})
 			if err != nil {
 				return err
 			}
-			b, err := results.ReadRun(args[1])
+			b, err := results.ReadRunWith(args[1], results.ReadOptions{StreamLatency: true})
 			if err != nil {
 				return err
 			}

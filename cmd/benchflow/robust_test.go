@@ -934,6 +934,12 @@ step "load" "main" {
 		{"trials empty", "trials.parquet", []byte{}, true, false},
 		{"timeseries garbage", "timeseries.parquet", []byte("PAR1 not really PAR1"), true, false},
 		{"latency missing", "latency.parquet", nil, false, false},
+		// Another table in the file's place, or a manifest that says
+		// nothing: refused, naming the file (not empty rows or p50 0.00).
+		{"trials is timeseries", "trials.parquet", mustRead(t, filepath.Join(good, "timeseries.parquet")), true, false},
+		{"latency is processes", "latency.parquet", mustRead(t, filepath.Join(good, "processes.parquet")), true, false},
+		{"latency is trials", "latency.parquet", trials, true, false},
+		{"manifest {}", "manifest.json", []byte(`{}`), true, false},
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 12; i++ {
@@ -1056,4 +1062,13 @@ func TestRobustValidateStarlark(t *testing.T) {
 			t.Errorf("input %d %q: output lacks %q:\n%s", i, in.src, in.want, stderr)
 		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -153,7 +153,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			s.TrialsOK++
 		}
 	}
-	noHist := len(run.Trials) > 0 && len(run.Latency) == 0
+	noHist := len(run.Trials) > 0 && !run.HasLatency()
 	if noHist {
 		s.Warnings = append(s.Warnings, "the run has no latency histograms ("+results.TableFile(results.TableLatency, run.Format)+" is missing or empty): percentiles are the means of each repetition's own percentiles from the trials table, not computed from merged histograms")
 	}
@@ -165,7 +165,6 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		k := [2]string{r.TrialID, r.Step}
 		tsBy[k] = append(tsBy[k], r)
 	}
-	hists := map[*Cell][]results.Histogram{}
 	cellOf := map[[2]string]*Cell{}  // trial id and step of the rows used
 	var stepless []*results.TrialRow // trials that failed before any step
 	for i := range run.Trials {
@@ -206,10 +205,21 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.addCapacity(t)
 		cellOf[[2]string{t.TrialID, t.Step}] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
-		hists[c] = append(hists[c], run.Histogram(t.TrialID, t.Step))
 		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
 	}
 	addProbes(run, cellOf)
+	// Each cell's histogram is the merge of its repetitions', built as the
+	// latency table is read trial by trial (a run read with
+	// StreamLatency never holds every bucket at once).
+	merged := map[*Cell]results.Histogram{}
+	if err := run.EachHistogram(func(trial, step string, h results.Histogram) error {
+		if c := cellOf[[2]string{trial, step}]; c != nil {
+			merged[c] = results.MergeHistograms(merged[c], h)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	// A trial without a step row failed before measuring: count it as a
 	// failed repetition of every cell with its parameters.
 	for _, t := range stepless {
@@ -241,7 +251,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.RPS = positiveCI(c.usedRPS())
 		c.P99Reps = positiveCI(c.usedP99())
 		c.finishCapacity()
-		c.Histogram = results.MergeHistograms(hists[c]...)
+		c.Histogram = results.MergeHistograms(merged[c])
 		c.P50US = c.Histogram.Percentile(50)
 		c.P90US = c.Histogram.Percentile(90)
 		c.P99US = c.Histogram.Percentile(99)

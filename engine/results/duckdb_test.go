@@ -100,3 +100,39 @@ WHERE t.step_kind = 'load' ORDER BY t.trial_index`
 		t.Errorf("%d load rows joined, want %d", n, len(recs))
 	}
 }
+
+// TestDuckDBReadsRunningRun: a run still going is read with the globs
+// docs/results.md gives, and holds the same rows as its tables once
+// finished.
+func TestDuckDBReadsRunningRun(t *testing.T) {
+	recs := synthRecords(12)
+	w := writeRun(t, t.TempDir(), "20261130T044500Z-dgo", FormatParquet, recs, memory.DefaultAllocator)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func(src string) (n int, p99 float64) {
+		t.Helper()
+		if err := db.QueryRow(fmt.Sprintf("SELECT count(*), sum(latency_p99_us) FROM read_parquet('%s', union_by_name = true)", src)).Scan(&n, &p99); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		return n, p99
+	}
+	n, p99 := count(filepath.Join(w.Dir(), PartsDir, "*", "trials.parquet"))
+	var buckets int
+	if err := db.QueryRow("SELECT count(*) FROM read_parquet('" + filepath.Join(w.Dir(), PartsDir, "*", "latency.parquet") + "')").Scan(&buckets); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(RunOK, t0); err != nil {
+		t.Fatal(err)
+	}
+	fn, fp99 := count(filepath.Join(w.Dir(), "trials.parquet"))
+	var fb int
+	if err := db.QueryRow("SELECT count(*) FROM read_parquet('" + filepath.Join(w.Dir(), "latency.parquet") + "')").Scan(&fb); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2*len(recs) || n != fn || p99 != fp99 || buckets != fb || buckets == 0 {
+		t.Errorf("parts: %d rows (p99 sum %g), %d buckets; tables: %d rows (%g), %d buckets", n, p99, buckets, fn, fp99, fb)
+	}
+}

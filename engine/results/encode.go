@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// trialData is every row one trial contributes to the tables. Rows of
+// the big tables are converted to Arrow records when the trial is
+// committed (seal): their id columns (run_id, trial_id, step) to runs of
+// equal values, the other columns to an Arrow record.
 type trialData struct {
 	index      int
 	trials     []TrialRow
@@ -155,116 +158,54 @@ func (d *trialData) release() {
 	}
 }
 
-// releaseAll frees every trial's records; the Writer must not write
-// tables afterwards.
-func (w *Writer) releaseAll() {
-	for _, d := range w.trials {
-		d.release()
-	}
-}
-
-// writeTables rewrites every table from the committed trials, in
-// execution order. system.parquet and network.parquet are written only
-// once some trial has such samples.
-func (w *Writer) writeTables() error {
-	ids := make([]string, 0, len(w.trials))
-	for id := range w.trials {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		a, b := w.trials[ids[i]], w.trials[ids[j]]
-		if a.index != b.index {
-			return a.index < b.index
-		}
-		return ids[i] < ids[j]
-	})
-	var tr []TrialRow
-	var probes []ProbeRow
-	var agents []AgentRow
-	var big [numBig][]arrow.RecordBatch
-	var bigRuns [numBig][]idRuns
-	for _, id := range ids {
-		d := w.trials[id]
-		tr = append(tr, d.trials...)
-		probes = append(probes, d.probes...)
-		agents = append(agents, d.agents...)
-		for t, r := range d.recs {
-			if r != nil {
-				big[t] = append(big[t], r)
-				bigRuns[t] = append(bigRuns[t], d.runs[t])
-			}
-		}
-	}
-	// Every table is written into a staging folder first and moved into
-	// place only when all of them were written, so a failure (a full disk)
-	// never leaves the tables disagreeing about which trials they hold.
-	stage, err := os.MkdirTemp(w.dir, ".staging-")
-	if err != nil {
-		return fmt.Errorf("writing tables: %w", err)
-	}
-	defer os.RemoveAll(stage)
-	f := w.m.OutputFormat
-	var names []string
-	p := func(t string) string {
-		names = append(names, TableFile(t, f))
-		return filepath.Join(stage, TableFile(t, f))
-	}
-	// The tables are independent files: encode them concurrently (the
-	// allocator is safe for concurrent use), then move them together.
-	var wg sync.WaitGroup
-	errs := make([]error, numBig+3)
-	trialsPath := p(TableTrials)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs[numBig] = writeTable(w.mem, trialsPath, f, trialColumns(w.axes), tr)
-	}()
-	if len(probes) > 0 {
-		probesPath := p(TableProbes)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[numBig+1] = writeTable(w.mem, probesPath, f, probeColumns, probes)
-		}()
-	}
-	if len(agents) > 0 {
-		agentsPath := p(TableAgents)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[numBig+2] = writeTable(w.mem, agentsPath, f, agentColumns, agents)
-		}()
-	}
-	for t := 0; t < numBig; t++ {
-		if (t == bigSystem || t == bigNetwork) && len(big[t]) == 0 {
-			continue
-		}
-		path := p(bigNames[t])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[t] = writeRecords(w.mem, path, f, bigSchemas[t], big[t], bigRuns[t])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return unstage(err, stage, w.dir)
-		}
-	}
-	for _, n := range names {
-		if err := os.Rename(filepath.Join(stage, n), filepath.Join(w.dir, n)); err != nil {
-			return fmt.Errorf("moving %s into place: %w", n, err)
-		}
-	}
-	syncDir(w.dir)
-	return nil
-}
-
-// unstage turns an error about a staged file into one about the run
-// directory's file, which is what the user knows.
+// unstage turns an error about a staged file into one about the file
+// it becomes, which is what the user knows.
 func unstage(err error, stage, dir string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), stage, dir))
+}
+
+// writePart writes one trial's files into the staging folder stage: its
+// rows of every table that has some (the trials table always, with the
+// param_<axis> columns of axes) and its manifest entry.
+func writePart(mem memory.Allocator, stage, format string, axes []axis, d *trialData, e *TrialEntry) error {
+	p := func(t string) string { return filepath.Join(stage, TableFile(t, format)) }
+	// The files are independent: encode them concurrently (the allocator
+	// is safe for concurrent use); each is fsynced.
+	var wg sync.WaitGroup
+	errs := make([]error, numBig+4)
+	run := func(i int, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	run(numBig, func() error { return writeTable(mem, p(TableTrials), format, trialColumns(axes), d.trials) })
+	if len(d.probes) > 0 {
+		run(numBig+1, func() error { return writeTable(mem, p(TableProbes), format, probeColumns, d.probes) })
+	}
+	if len(d.agents) > 0 {
+		run(numBig+2, func() error { return writeTable(mem, p(TableAgents), format, agentColumns, d.agents) })
+	}
+	for t := 0; t < numBig; t++ {
+		if r := d.recs[t]; r != nil && r.NumRows() > 0 {
+			run(t, func() error {
+				return writeRecords(mem, p(bigNames[t]), format, bigSchemas[t], []arrow.RecordBatch{r}, []idRuns{d.runs[t]})
+			})
+		}
+	}
+	run(numBig+3, func() error {
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding the manifest entry: %w", err)
+		}
+		return writeFileAtomic(filepath.Join(stage, PartEntryFile), func(f *os.File) error {
+			_, err := f.Write(append(b, '\n'))
+			return err
+		})
+	})
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // convertTrials converts recs into data[i] (rows and sealed records),

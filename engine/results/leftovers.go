@@ -25,7 +25,10 @@ import (
 //     (".staging-" and decimal digits) and writeFileAtomic's
 //     os.CreateTemp(dir, "."+name+".tmp-*") the temporary files ("." name
 //     ".tmp-" digits); under sources/ only such files the manifest does not
-//     list as the pipeline's own.
+//     list as the pipeline's own; under parts/ (the per-trial part
+//     folders, parts.go) its staging folders (".staging-" digits, and
+//     ".staging-" digits "-old", put back when it is a trial's only copy)
+//     and temporary files.
 //   - In the results folder itself, pointLatest's ".latest.tmp-<run id>"
 //     symlink, once no process writes that run.
 //
@@ -133,6 +136,11 @@ func removeLeftovers(dir string, m *Manifest) ([]string, error) {
 		removed = append(removed, p)
 	}
 	r, err := removeSourceTemps(dir, m)
+	removed = append(removed, r...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r, err = removePartsLeftovers(dir)
 	removed = append(removed, r...)
 	if err != nil {
 		errs = append(errs, err)

@@ -232,16 +232,26 @@ func (m *Manifest) CheckResumable(sha256 string, variables map[string]any) error
 	return nil
 }
 
-// ReadManifest reads dir/manifest.json.
+// ReadManifest reads dir/manifest.json (a regular file of bounded size,
+// checked: schema version, run id, statuses) and the entries of the
+// trials in dir/parts/ (see Writer), which are newer.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, "manifest.json")
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, maxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// The trials committed since manifest.json was last rewritten carry
+	// their entries in their part folders.
+	if err := overlayParts(dir, &m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // Run is a run directory read back: the manifest and every table.
@@ -26,114 +29,234 @@ type Run struct {
 
 	axes []axis
 	hist map[[2]string]Histogram
+
+	files         *runFiles
+	mem           memory.Allocator
+	streamLatency bool
+	hasLatency    *bool
 }
 
 // ReadRun reads a run directory. dir may also be a results folder with a
 // "latest" link, which is followed. Tables not written yet (no trial
-// committed) read as empty.
+// committed) read as empty. A run still going, or killed, is read from
+// its parts (parts/<trial-id>/) as well as its tables: see Compact.
+// Every file is checked first (regular, sizes within the file, the
+// table's schema and version).
 func ReadRun(dir string) (*Run, error) {
-	return readRun(dir, memory.DefaultAllocator)
+	return readRun(dir, memory.DefaultAllocator, ReadOptions{})
 }
 
-func readRun(dir string, mem memory.Allocator) (*Run, error) {
+// ReadOptions choose what ReadRunWith loads.
+type ReadOptions struct {
+	// StreamLatency leaves Run.Latency empty: Run.EachHistogram reads the
+	// latency table trial by trial instead, so a long run's buckets are
+	// never all in memory (report and compare).
+	StreamLatency bool
+}
+
+// ReadRunWith is ReadRun with options.
+func ReadRunWith(dir string, opts ReadOptions) (*Run, error) {
+	return readRun(dir, memory.DefaultAllocator, opts)
+}
+
+// runDirOf resolves dir (a run directory, or a results folder whose
+// "latest" link is followed) to the run directory's real path.
+func runDirOf(dir string) (string, error) {
 	if fi, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("reading run: %w", err)
+		return "", fmt.Errorf("reading run: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("reading run: %s is not a directory", dir)
+		return "", fmt.Errorf("reading run: %s is not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
 		if _, err2 := os.Stat(filepath.Join(dir, "latest", "manifest.json")); err2 == nil {
 			dir = filepath.Join(dir, "latest")
 		} else {
-			return nil, fmt.Errorf("reading run: %s is neither a run directory (no manifest.json) nor a results folder (no latest run)", dir)
+			return "", fmt.Errorf("reading run: %s is neither a run directory (no manifest.json) nor a results folder (no latest run)", dir)
 		}
 	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	m, err := ReadManifest(dir)
-	if err != nil {
-		return nil, err
-	}
+	return dir, nil
+}
+
+// detectFormat is the run's table format: the manifest's, unless only
+// the other format's trials table exists.
+func detectFormat(dir string, m *Manifest) string {
 	format := m.OutputFormat
 	if format == "" {
 		format = FormatParquet
 	}
+	other := FormatArrow
+	if format == FormatArrow {
+		other = FormatParquet
+	}
 	if _, err := os.Stat(filepath.Join(dir, TableFile(TableTrials, format))); errors.Is(err, os.ErrNotExist) {
-		other := FormatArrow
-		if format == FormatArrow {
-			other = FormatParquet
-		}
 		if _, err := os.Stat(filepath.Join(dir, TableFile(TableTrials, other))); err == nil {
-			format = other
+			return other
 		}
 	}
-	r := &Run{Dir: dir, Manifest: m, Format: format}
-	p := func(t string) string { return filepath.Join(dir, TableFile(t, format)) }
-	if r.Trials, err = readTable(mem, p(TableTrials), format, trialColumnsFor); err != nil {
+	return format
+}
+
+func readRun(dir string, mem memory.Allocator, opts ReadOptions) (*Run, error) {
+	dir, err := runDirOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	format := detectFormat(dir, m)
+	rf, err := openRunFiles(dir, format, m)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Dir: dir, Manifest: m, Format: format, files: rf, mem: mem}
+	if r.Trials, err = readMerged(mem, rf, TableTrials, trialColumnsFor, nil, trialRowID); err != nil {
 		return nil, err
 	}
 	// run_id of the per-trial tables always equals the manifest's: it is
 	// not decoded but filled in.
 	id := m.RunID
-	if r.Latency, err = readTable(mem, p(TableLatency), format, fixed(latencyColumns), "run_id"); err != nil {
-		return nil, err
+	omit := []string{"run_id"}
+	if opts.StreamLatency {
+		r.streamLatency = true
+		// Checked now, read later.
+		for _, path := range rf.tablePaths(TableLatency) {
+			if _, err := scanTable(mem, path, format, fixed(latencyColumns), nil, nil, nil); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		if r.Latency, err = readMerged(mem, rf, TableLatency, fixed(latencyColumns), omit, func(r *LatencyRow) string { return r.TrialID }); err != nil {
+			return nil, err
+		}
+		for i := range r.Latency {
+			r.Latency[i].RunID = id
+		}
 	}
-	for i := range r.Latency {
-		r.Latency[i].RunID = id
-	}
-	if r.Timeseries, err = readTable(mem, p(TableTimeseries), format, fixed(timeseriesColumns), "run_id"); err != nil {
+	if r.Timeseries, err = readMerged(mem, rf, TableTimeseries, fixed(timeseriesColumns), omit, func(r *TimeseriesRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
 	for i := range r.Timeseries {
 		r.Timeseries[i].RunID = id
 	}
-	if r.Processes, err = readTable(mem, p(TableProcesses), format, fixed(processColumns), "run_id"); err != nil {
+	if r.Processes, err = readMerged(mem, rf, TableProcesses, fixed(processColumns), omit, func(r *ProcessRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
 	for i := range r.Processes {
 		r.Processes[i].RunID = id
 	}
-	if r.System, err = readTable(mem, p(TableSystem), format, fixed(systemColumns), "run_id"); err != nil {
+	if r.System, err = readMerged(mem, rf, TableSystem, fixed(systemColumns), omit, func(r *SystemRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
 	for i := range r.System {
 		r.System[i].RunID = id
 	}
-	if r.Network, err = readTable(mem, p(TableNetwork), format, fixed(networkColumns), "run_id"); err != nil {
+	if r.Network, err = readMerged(mem, rf, TableNetwork, fixed(networkColumns), omit, func(r *NetworkRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
 	for i := range r.Network {
 		r.Network[i].RunID = id
 	}
-	if r.Probes, err = readTable(mem, p(TableProbes), format, fixed(probeColumns)); err != nil {
+	if r.Probes, err = readMerged(mem, rf, TableProbes, fixed(probeColumns), nil, func(r *ProbeRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
-	if r.Agents, err = readTable(mem, p(TableAgents), format, fixed(agentColumns)); err != nil {
+	if r.Agents, err = readMerged(mem, rf, TableAgents, fixed(agentColumns), nil, func(r *AgentRow) string { return r.TrialID }); err != nil {
 		return nil, err
 	}
-	if err := r.loadAxes(p(TableTrials), format, mem); err != nil {
+	if r.axes, err = runAxes(mem, rf, m.Axes); err != nil {
 		return nil, err
+	}
+	if len(r.axes) == 0 {
+		r.Axes = append(r.Axes, m.Axes...)
+	}
+	for _, a := range r.axes {
+		r.Axes = append(r.Axes, a.Name)
 	}
 	return r, nil
 }
 
-// loadAxes reads the param_<axis> columns from the trials schema (so that
-// axes survive even when every value is null).
-func (r *Run) loadAxes(path, format string, mem memory.Allocator) error {
-	if _, err := os.Stat(path); err != nil {
-		for _, a := range r.Manifest.Axes {
-			r.Axes = append(r.Axes, a)
+// tablePaths are the files of table in both forms (existing or not).
+func (rf *runFiles) tablePaths(table string) []string {
+	paths := []string{rf.base(table)}
+	for _, p := range rf.parts {
+		paths = append(paths, filepath.Join(p.dir, TableFile(table, rf.format)))
+	}
+	return paths
+}
+
+// Compacted reports whether the run is all in its single-file tables (no
+// parts: finished, or compacted after a kill).
+func (r *Run) Compacted() bool { return r.files == nil || len(r.files.parts) == 0 }
+
+// HasLatency reports whether the run has any latency bucket (with
+// StreamLatency, without reading them).
+func (r *Run) HasLatency() bool {
+	if !r.streamLatency {
+		return len(r.Latency) > 0
+	}
+	if r.hasLatency == nil {
+		has := false
+		for _, path := range r.files.tablePaths(TableLatency) {
+			f, fi, err := openRegular(path)
+			if err != nil {
+				continue
+			}
+			f.Close()
+			if fi.Size() > 0 {
+				pf, err := openParquetOrArrowRows(r.mem, path, r.Format)
+				if err == nil && pf > 0 {
+					has = true
+					break
+				}
+			}
+		}
+		r.hasLatency = &has
+	}
+	return *r.hasLatency
+}
+
+// EachHistogram calls fn with the latency buckets of each trial × step, in
+// trial order, reading the latency table batch by batch: only one
+// trial × step's buckets are built at a time (the histogram passed is
+// fn's to keep). With a run read without StreamLatency it walks
+// Run.Latency.
+func (r *Run) EachHistogram(fn func(trialID, step string, h Histogram) error) error {
+	var cur [2]string
+	var h Histogram
+	started := false
+	add := func(rows []LatencyRow) error {
+		for _, l := range rows {
+			if k := [2]string{l.TrialID, l.Step}; !started || k != cur {
+				if started && len(h) > 0 {
+					if !h.sorted() {
+						h.sort()
+					}
+					if err := fn(cur[0], cur[1], h); err != nil {
+						return err
+					}
+				}
+				cur, h, started = k, nil, true
+			}
+			h = append(h, Bucket{Lower: l.LowerUS, Upper: l.UpperUS, Count: l.Count})
 		}
 		return nil
 	}
-	s, err := readSchema(mem, path, format)
-	if err != nil {
+	if !r.streamLatency {
+		if err := add(r.Latency); err != nil {
+			return err
+		}
+	} else if _, err := scanMerged(r.mem, r.files, TableLatency, fixed(latencyColumns), []string{"run_id"}, func(l *LatencyRow) string { return l.TrialID }, add); err != nil {
 		return err
 	}
-	r.axes = axesOf(s)
-	for _, a := range r.axes {
-		r.Axes = append(r.Axes, a.Name)
+	if started && len(h) > 0 {
+		if !h.sorted() {
+			h.sort()
+		}
+		return fn(cur[0], cur[1], h)
 	}
 	return nil
 }
@@ -181,4 +304,31 @@ func (t *TrialRow) Param(axis string) any {
 
 func (r *Run) String() string {
 	return fmt.Sprintf("run %s (%d trial rows)", r.Manifest.RunID, len(r.Trials))
+}
+
+// openParquetOrArrowRows is the number of rows (Parquet) or record
+// batches (Arrow IPC) a table file declares, without reading them.
+func openParquetOrArrowRows(mem memory.Allocator, path, format string) (int64, error) {
+	f, fi, err := openRegular(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if format == FormatArrow {
+		r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+		if err != nil {
+			return 0, err
+		}
+		defer r.Close()
+		return int64(r.NumRecords()), nil
+	}
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		return 0, err
+	}
+	defer pf.Close()
+	if err := checkParquetSizes(pf, fi.Size()); err != nil {
+		return 0, err
+	}
+	return pf.NumRows(), nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 
@@ -332,35 +331,62 @@ func stringDictionary(mem memory.Allocator, parts []arrow.Array) *array.Dictiona
 // readTable reads path back into rows. cols maps the file's schema to
 // columns (columns missing from the file keep zero values; unknown ones
 // are ignored); columns named in omit are not read (Parquet) or not
-// converted (Arrow IPC). A missing file yields no rows and no error.
-func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit ...string) (rows0 []R, err0 error) {
+// converted (Arrow IPC). A missing file yields no rows and no error. The
+// file's footer and schema are checked first (validate.go).
+func readTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit ...string) ([]R, error) {
+	var rows []R
+	_, err := scanTable(mem, path, format, cols, omit,
+		func(n int64) { rows = make([]R, 0, n) },
+		func(batch []R) error {
+			if rows == nil {
+				rows = batch
+			} else {
+				rows = append(rows, batch...)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// scanTable reads path in batches of at most batchRows rows, each a new
+// slice passed to emit; reserve (if not nil) learns the file's row count
+// first, bounded by what its bytes can hold. With a nil emit only the
+// file's footer and schema are checked. found reports whether the file
+// exists (a missing file is no error).
+func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arrow.Schema) []column[R], omit []string, reserve func(int64), emit func([]R) error) (found bool, err0 error) {
 	// A damaged file can make the Parquet reader panic on impossible
 	// sizes; report it as an error naming the file instead.
 	defer func() {
 		if r := recover(); r != nil {
-			rows0, err0 = nil, fmt.Errorf("reading %s: the file is damaged (%v)", path, r)
+			err0 = fmt.Errorf("reading %s: the file is damaged (%v)", path, r)
 		}
 	}()
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return true, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.Close()
-	var rows []R
-	each := func(rec arrow.RecordBatch, cs []column[R], idx []int) {
-		base := len(rows)
-		n := int(rec.NumRows())
-		// Grow in place (the Parquet path reserves every row up front):
-		// appending a fresh zeroed batch would clear and copy it again.
-		rows = slices.Grow(rows, n)[:base+n]
+	table := tableOfPath(path)
+	check := func(s *arrow.Schema) error {
+		if err := checkSchema(table, s, cols(s)); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		return nil
+	}
+	each := func(rec arrow.RecordBatch, cs []column[R], idx []int) error {
+		rows := make([]R, rec.NumRows())
 		for c := range cs {
 			if idx[c] >= 0 {
-				cs[c].get(rec.Column(idx[c]), rows[base:base+n])
+				cs[c].get(rec.Column(idx[c]), rows)
 			}
 		}
+		return emit(rows)
 	}
 	omitted := func(name string) bool {
 		for _, o := range omit {
@@ -384,25 +410,35 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	if format == FormatArrow {
 		r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return true, fmt.Errorf("reading %s: %w", path, err)
 		}
 		defer r.Close()
+		if err := check(r.Schema()); err != nil {
+			return true, err
+		}
+		if emit == nil {
+			return true, nil
+		}
 		cs, idx := resolve(r.Schema())
 		for i := 0; i < r.NumRecords(); i++ {
 			rec, err := r.RecordBatch(i)
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", path, err)
+				return true, fmt.Errorf("reading %s: %w", path, err)
 			}
-			each(rec, cs, idx)
+			if err := each(rec, cs, idx); err != nil {
+				return true, err
+			}
 		}
-		return rows, nil
+		return true, nil
 	}
 	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return true, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer pf.Close()
-	rows = make([]R, 0, pf.NumRows())
+	if err := checkParquetSizes(pf, fi.Size()); err != nil {
+		return true, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
+	}
 	// The id columns are read as dictionary arrays: one string per
 	// distinct value instead of one per row.
 	rprops := pqarrow.ArrowReadProperties{BatchSize: batchRows}
@@ -413,14 +449,25 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	fr, err := pqarrow.NewFileReader(pf, rprops, mem)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return true, fmt.Errorf("reading %s: %w", path, err)
+	}
+	full, err := fr.Schema()
+	if err != nil {
+		return true, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := check(withFileMetadata(full, pf)); err != nil {
+		return true, err
+	}
+	if emit == nil {
+		return true, nil
+	}
+	if reserve != nil {
+		// Reserve only as many rows as the file's bytes could hold one
+		// per byte; a denser file grows as it is decoded.
+		reserve(min(pf.NumRows(), fi.Size()))
 	}
 	var want []int // nil: every column
 	if len(omit) > 0 {
-		full, err := fr.Schema()
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
 		for i, f := range full.Fields() {
 			if !omitted(f.Name) {
 				want = append(want, i)
@@ -429,23 +476,25 @@ func readTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	rr, err := fr.GetRecordReader(context.Background(), want, nil)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return true, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer rr.Release()
 	cs, idx := resolve(rr.Schema())
 	for {
 		rec, err := rr.Read()
 		if rec != nil {
-			each(rec, cs, idx)
+			if err := each(rec, cs, idx); err != nil {
+				return true, err
+			}
 		}
 		if err == io.EOF || (err == nil && rec == nil) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return true, fmt.Errorf("reading %s: %w", path, err)
 		}
 	}
-	return rows, nil
+	return true, nil
 }
 
 func fixed[R any](cols []column[R]) func(*arrow.Schema) []column[R] {
@@ -469,7 +518,7 @@ func axesOf(s *arrow.Schema) []axis {
 
 // readSchema returns the Arrow schema of a table file.
 func readSchema(mem memory.Allocator, path, format string) (*arrow.Schema, error) {
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -487,9 +536,27 @@ func readSchema(mem memory.Allocator, path, format string) (*arrow.Schema, error
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer pf.Close()
+	if err := checkParquetSizes(pf, fi.Size()); err != nil {
+		return nil, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return fr.Schema()
+}
+
+// withFileMetadata is s with the Parquet file's key-value metadata (where
+// benchflow.schema_version is), which the Arrow schema of a file read
+// back does not carry.
+func withFileMetadata(s *arrow.Schema, pf *file.Reader) *arrow.Schema {
+	kv := pf.MetaData().KeyValueMetadata()
+	var keys, vals []string
+	for _, k := range kv.Keys() {
+		if v := kv.FindValue(k); v != nil {
+			keys, vals = append(keys, k), append(vals, *v)
+		}
+	}
+	md := arrow.NewMetadata(keys, vals)
+	return arrow.NewSchema(s.Fields(), &md)
 }

@@ -15,30 +15,35 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Writer owns one run directory while a run executes. It keeps every
-// committed trial's rows in memory and, on each CommitTrial, rewrites the
-// tables and manifest.json atomically, so a run killed at any moment keeps
-// every trial committed before and manifest.json always parses.
+// Writer owns one run directory while a run executes. Each CommitTrial
+// writes that trial alone, as its own part folder (parts/<trial-id>/:
+// its rows of every table and its manifest entry, staged and renamed
+// into place in one step, see parts.go), so a commit's cost does not grow
+// with the run and a run killed at any moment keeps every trial
+// committed before. Finish compacts the parts into the run's single-file
+// tables. The Writer keeps no trial's rows after its commit.
 //
 // A Writer is safe for concurrent use.
 type Writer struct {
-	mu     sync.Mutex
-	dir    string
-	m      *Manifest
-	mem    memory.Allocator
-	axes   []axis
-	trials map[string]*trialData
-	done   bool
-	lock   *os.File // flock on dir while this process writes it
+	mu   sync.Mutex
+	dir  string
+	m    *Manifest
+	mem  memory.Allocator
+	axes []axis
+	done bool
+	lock *os.File // flock on dir while this process writes it
+	// manifest.json is rewritten after a commit only once the time since
+	// its last rewrite is manifestEvery times what that rewrite took, so
+	// its cost (which grows with the run's trials) stays a bounded share;
+	// each part's trial.json holds the entry meanwhile.
+	lastManifest time.Time
+	manifestCost time.Duration
 }
 
-// trialData is every row one trial contributes to the tables. Rows of
-// the big tables are converted once, when the trial is committed (seal),
-// so that rewriting the tables costs no conversion: their id columns
-// (run_id, trial_id, step) to runs of equal values, the other columns to
-// an Arrow record. Holding the ids as runs instead of one string per row
-// keeps a long run's memory down and lets a commit build the id
-// dictionaries with one lookup per run.
+// manifestEvery bounds the share of time spent rewriting manifest.json
+// between commits (1/manifestEvery).
+const manifestEvery = 20
+
 // Create makes outDir/<m.RunID>/, writes manifest.json (status "running",
 // every trial "pending"), the pipeline source as pipeline.hcl or
 // pipeline.star (sourceName's extension) and points outDir/latest at the
@@ -47,8 +52,8 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if m == nil {
 		return nil, errors.New("creating run: nil manifest")
 	}
-	if m.RunID == "" || strings.ContainsAny(m.RunID, `/\`) || m.RunID == "." || m.RunID == ".." || m.RunID == "latest" {
-		return nil, fmt.Errorf("creating run: invalid run id %q", m.RunID)
+	if err := checkRunID(m.RunID); err != nil {
+		return nil, fmt.Errorf("creating run: %w", err)
 	}
 	switch m.OutputFormat {
 	case "":
@@ -91,7 +96,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	for i := range m.Trials {
 		m.Trials[i].Status = StatusPending
 	}
-	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, lock: lock}
 	ext := strings.ToLower(filepath.Ext(sourceName))
 	name := "pipeline.hcl"
 	if ext == ".star" || m.Pipeline.Format == "star" {
@@ -174,13 +179,21 @@ func pointLatest(outDir, runID string) error {
 }
 
 // Resume reopens an existing run directory (for `apply --resume`): it
-// loads manifest.json and every committed trial's rows, and sets the run's
-// status back to "running" (written with the first commit; Resume itself
-// writes nothing). The executor skips the trials for which
-// Manifest().Done reports true; call Manifest().CheckResumable first.
+// reads manifest.json (with the entries of the trials committed since it
+// was last rewritten), checks the footer and schema of every table file
+// in both forms (without reading their rows) and sets the run's status
+// back to "running" (written with the first commit; Resume itself writes
+// nothing). The executor skips the trials for which Manifest().Done
+// reports true; call Manifest().CheckResumable first. The trials run again
+// are committed as parts that replace their earlier rows when the run is
+// compacted.
 func Resume(runDir string) (*Writer, error) {
 	lock, err := lockRun(runDir)
 	if err != nil {
+		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+	}
+	fail := func(err error) (*Writer, error) {
+		unlockRun(lock)
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
 	// What a writer killed mid-commit left (a staging folder, temporary
@@ -188,59 +201,32 @@ func Resume(runDir string) (*Writer, error) {
 	// is cleaned.
 	if m, ok := recognisedRun(runDir, ""); ok {
 		if _, err := removeLeftovers(runDir, m); err != nil {
-			unlockRun(lock)
-			return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+			return fail(err)
 		}
 	}
-	run, err := readRun(runDir, memory.DefaultAllocator)
+	dir, err := runDirOf(runDir)
 	if err != nil {
-		unlockRun(lock)
-		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
+		return fail(err)
 	}
-	w := &Writer{dir: run.Dir, m: run.Manifest, mem: memory.DefaultAllocator, trials: map[string]*trialData{}, lock: lock}
-	w.axes = run.axes
-	td := func(id string) *trialData {
-		d := w.trials[id]
-		if d == nil {
-			d = &trialData{index: -1}
-			if e := w.m.Trial(id); e != nil {
-				d.index = e.Index
-			}
-			w.trials[id] = d
-		}
-		return d
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return fail(err)
 	}
-	for _, r := range run.Trials {
-		d := td(r.TrialID)
-		if d.index < 0 {
-			d.index = int(r.Index)
-		}
-		d.trials = append(d.trials, r)
+	rf, err := openRunFiles(dir, detectFormat(dir, m), m)
+	if err != nil {
+		return fail(err)
 	}
-	for _, r := range run.Latency {
-		td(r.TrialID).latency = append(td(r.TrialID).latency, r)
+	if err := checkRunFiles(memory.DefaultAllocator, rf); err != nil {
+		return fail(err)
 	}
-	for _, r := range run.Timeseries {
-		td(r.TrialID).timeseries = append(td(r.TrialID).timeseries, r)
+	axes, err := runAxes(memory.DefaultAllocator, rf, m.Axes)
+	if err != nil {
+		return fail(err)
 	}
-	for _, r := range run.Processes {
-		td(r.TrialID).processes = append(td(r.TrialID).processes, r)
+	if m.OutputFormat == "" {
+		m.OutputFormat = rf.format
 	}
-	for _, r := range run.System {
-		td(r.TrialID).system = append(td(r.TrialID).system, r)
-	}
-	for _, r := range run.Network {
-		td(r.TrialID).network = append(td(r.TrialID).network, r)
-	}
-	for _, r := range run.Probes {
-		td(r.TrialID).probes = append(td(r.TrialID).probes, r)
-	}
-	for _, r := range run.Agents {
-		td(r.TrialID).agents = append(td(r.TrialID).agents, r)
-	}
-	for _, d := range w.trials {
-		d.seal(w.mem)
-	}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, lock: lock, axes: axes}
 	// The run becomes "running" again in memory; manifest.json changes at
 	// the first commit, so a resume refused after this call (pipeline
 	// changed) leaves the run directory untouched.
@@ -257,17 +243,18 @@ func (w *Writer) Dir() string { return w.dir }
 // may run concurrently.
 func (w *Writer) Manifest() *Manifest { return w.m }
 
-// CommitTrial records one trial: it converts rec to rows, replaces any rows
-// of the same TrialID, rewrites every table (temporary file, fsync,
-// rename) and then manifest.json with the trial's status. Calling it again
-// for the same trial replaces the trial.
+// CommitTrial records one trial: it converts rec to rows and writes
+// them, with the trial's manifest entry, as the trial's part folder
+// (each file written and fsynced in a staging folder, which is then
+// renamed into place), then rewrites manifest.json when that is due (see
+// Writer). Calling it again for the same trial replaces the trial.
 func (w *Writer) CommitTrial(rec *TrialRecord) error {
 	return w.CommitTrials(rec)
 }
 
-// CommitTrials is CommitTrial for several trials at once, with a single
-// rewrite of the tables (for importers and bulk writes). On error nothing
-// of recs is recorded.
+// CommitTrials is CommitTrial for several trials at once (for importers
+// and bulk writes): every trial is staged before any is moved into
+// place, so an error while writing (a full disk) records none of recs.
 func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -280,6 +267,9 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 		if rec.TrialID == "" {
 			return errors.New("committing trial: empty trial id")
 		}
+		if err := validName(rec.TrialID); err != nil {
+			return fmt.Errorf("committing trial %q: the trial id cannot name its part folder: %w", rec.TrialID, err)
+		}
 		if w.done {
 			return fmt.Errorf("committing trial %q: run already finished", rec.TrialID)
 		}
@@ -291,68 +281,92 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	if err := convertTrials(w.mem, w.m.RunID, recs, data); err != nil {
 		return err
 	}
-	prev := map[string]*trialData{}
-	for i, rec := range recs {
-		if _, saved := prev[rec.TrialID]; !saved {
-			prev[rec.TrialID] = w.trials[rec.TrialID]
-		}
-		w.trials[rec.TrialID] = data[i]
-	}
-	prevAxes := w.axes
-	w.axes = axes
-	if err := w.writeTables(); err != nil {
-		for id, d := range prev {
-			if d != nil {
-				w.trials[id] = d
-			} else {
-				delete(w.trials, id)
-			}
-		}
+	defer func() {
 		for _, d := range data {
 			d.release()
 		}
-		w.axes = prevAxes
+	}()
+	parts := filepath.Join(w.dir, PartsDir)
+	if err := os.MkdirAll(parts, dirPerm(w.dir)); err != nil {
 		return fmt.Errorf("committing trials: %w", err)
 	}
-	for id, d := range prev {
-		if d != nil && d != w.trials[id] {
-			d.release()
-		}
-	}
-	// A trial committed twice in one call: only the last one is kept.
-	for i, d := range data {
-		if w.trials[recs[i].TrialID] != d {
-			d.release()
-		}
-	}
-	for _, rec := range recs {
-		e := w.m.Trial(rec.TrialID)
-		if e == nil {
-			w.m.Trials = append(w.m.Trials, TrialEntry{TrialID: rec.TrialID})
-			e = &w.m.Trials[len(w.m.Trials)-1]
-		}
-		e.Index = rec.Index
-		e.Repetition = rec.Repetition
-		if len(rec.Params) > 0 {
-			e.Params = map[string]any{}
-			for _, p := range rec.Params {
-				e.Params[p.Name] = p.Value
+	entries := make([]TrialEntry, len(recs))
+	stages := make([]string, len(recs))
+	defer func() {
+		for _, s := range stages {
+			if s != "" {
+				os.RemoveAll(s)
 			}
 		}
-		e.Provider = rec.Provider
-		e.Status = rec.Status
-		if e.Status == "" {
-			e.Status = StatusOK
+	}()
+	for i, rec := range recs {
+		entries[i] = w.entryOf(rec)
+		stage, err := os.MkdirTemp(parts, ".staging-")
+		if err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
-		e.Error = rec.Error
-		e.Services = rec.Services
-		e.StartedAt = timePtr(rec.StartedAt)
-		e.FinishedAt = timePtr(rec.FinishedAt)
+		stages[i] = stage
+		if err := os.Chmod(stage, dirPerm(w.dir)); err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		}
+		if err := writePart(w.mem, stage, w.m.OutputFormat, axes, data[i], &entries[i]); err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, unstage(err, stage, filepath.Join(parts, rec.TrialID)))
+		}
+		syncDir(stage)
 	}
-	if err := writeManifest(w.dir, w.m); err != nil {
-		return fmt.Errorf("committing trials: %w", err)
+	w.axes = axes
+	for i, rec := range recs {
+		if err := installPart(stages[i], filepath.Join(parts, rec.TrialID)); err != nil {
+			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
+		}
+		stages[i] = ""
+		w.setEntry(entries[i])
+	}
+	syncDir(parts)
+	if time.Since(w.lastManifest) >= manifestEvery*w.manifestCost {
+		start := time.Now()
+		if err := writeManifest(w.dir, w.m); err != nil {
+			return fmt.Errorf("committing trials: %w", err)
+		}
+		w.lastManifest, w.manifestCost = time.Now(), time.Since(start)
 	}
 	return nil
+}
+
+// entryOf is the manifest entry of a committed trial.
+func (w *Writer) entryOf(rec *TrialRecord) TrialEntry {
+	var e TrialEntry
+	if have := w.m.Trial(rec.TrialID); have != nil {
+		e = *have
+	}
+	e.TrialID = rec.TrialID
+	e.Index = rec.Index
+	e.Repetition = rec.Repetition
+	if len(rec.Params) > 0 {
+		e.Params = map[string]any{}
+		for _, p := range rec.Params {
+			e.Params[p.Name] = p.Value
+		}
+	}
+	e.Provider = rec.Provider
+	e.Status = rec.Status
+	if e.Status == "" {
+		e.Status = StatusOK
+	}
+	e.Error = rec.Error
+	e.Services = rec.Services
+	e.StartedAt = timePtr(rec.StartedAt)
+	e.FinishedAt = timePtr(rec.FinishedAt)
+	return e
+}
+
+// setEntry puts e in the manifest, replacing the trial's entry.
+func (w *Writer) setEntry(e TrialEntry) {
+	if have := w.m.Trial(e.TrialID); have != nil {
+		*have = e
+		return
+	}
+	w.m.Trials = append(w.m.Trials, e)
 }
 
 // Finish records the run's final status ("ok", "failed", "interrupted")
@@ -368,10 +382,12 @@ func (w *Writer) Finish(status string, finished time.Time) error {
 	w.m.Status = status
 	w.m.FinishedAt = timePtr(finished)
 	w.done = true
-	w.releaseAll()
 	defer w.unlock()
 	if err := writeManifest(w.dir, w.m); err != nil {
 		return fmt.Errorf("finishing run: %w", err)
+	}
+	if err := compactLocked(w.mem, w.dir, w.m); err != nil {
+		return fmt.Errorf("finishing run: %w (the trials are kept in %s/; `benchflow compact %s` merges them into the tables)", err, PartsDir, w.dir)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("table %s: %v", tbl, err)
 				}
 			}
-			run, err := readRun(filepath.Join(out, "latest"), mem)
+			run, err := readRun(filepath.Join(out, "latest"), mem, ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,24 +153,38 @@ func assertNoTemp(t *testing.T, dir string) {
 
 func TestSchemaVersionMetadata(t *testing.T) {
 	out := t.TempDir()
-	w := writeRun(t, out, "20261130T044500Z-bbbb", FormatParquet, synthRecords(2)[:1], memory.DefaultAllocator)
-	for _, tbl := range []string{TableTrials, TableLatency, TableTimeseries, TableProcesses} {
-		r, err := file.OpenParquetFile(filepath.Join(w.Dir(), TableFile(tbl, FormatParquet)), false)
+	recs := synthRecords(2)[:1]
+	w := writeRun(t, out, "20261130T044500Z-bbbb", FormatParquet, recs, memory.DefaultAllocator)
+	check := func(path string) {
+		t.Helper()
+		r, err := file.OpenParquetFile(path, false)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer r.Close()
 		kv := r.MetaData().KeyValueMetadata()
 		if v := kv.FindValue(MetadataKeySchemaVersion); v == nil || *v != SchemaVersion {
-			t.Errorf("%s: %s = %v", tbl, MetadataKeySchemaVersion, v)
+			t.Errorf("%s: %s = %v", path, MetadataKeySchemaVersion, v)
 		}
 		c, err := r.MetaData().RowGroup(0).ColumnChunk(0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.Compression().String() != "ZSTD" {
-			t.Errorf("%s: compression = %v", tbl, c.Compression())
+			t.Errorf("%s: compression = %v", path, c.Compression())
 		}
-		r.Close()
+	}
+	tables := []string{TableTrials, TableLatency, TableTimeseries, TableProcesses}
+	// The trial's part files while the run goes, the tables once it is
+	// finished.
+	for _, tbl := range tables {
+		check(filepath.Join(w.Dir(), PartsDir, recs[0].TrialID, TableFile(tbl, FormatParquet)))
+	}
+	if err := w.Finish(RunOK, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range tables {
+		check(filepath.Join(w.Dir(), TableFile(tbl, FormatParquet)))
 	}
 }
 

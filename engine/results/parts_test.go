@@ -1,0 +1,305 @@
+package results
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/go-cmp/cmp"
+)
+
+// stripRun clears what differs between two runs of the same trials (the
+// run id and folder) so their tables compare.
+func stripRun(r *Run) *Run {
+	c := *r
+	c.Trials = append([]TrialRow(nil), r.Trials...)
+	for i := range c.Trials {
+		c.Trials[i].RunID = ""
+	}
+	c.Latency = append([]LatencyRow(nil), r.Latency...)
+	for i := range c.Latency {
+		c.Latency[i].RunID = ""
+	}
+	c.Timeseries = append([]TimeseriesRow(nil), r.Timeseries...)
+	for i := range c.Timeseries {
+		c.Timeseries[i].RunID = ""
+	}
+	c.Processes = append([]ProcessRow(nil), r.Processes...)
+	for i := range c.Processes {
+		c.Processes[i].RunID = ""
+	}
+	c.System = append([]SystemRow(nil), r.System...)
+	for i := range c.System {
+		c.System[i].RunID = ""
+	}
+	c.Network = append([]NetworkRow(nil), r.Network...)
+	for i := range c.Network {
+		c.Network[i].RunID = ""
+	}
+	return &c
+}
+
+func diffTables(t *testing.T, what string, a, b *Run) {
+	t.Helper()
+	a, b = stripRun(a), stripRun(b)
+	for _, d := range []string{
+		cmp.Diff(a.Trials, b.Trials), cmp.Diff(a.Latency, b.Latency), cmp.Diff(a.Timeseries, b.Timeseries),
+		cmp.Diff(a.Processes, b.Processes), cmp.Diff(a.System, b.System), cmp.Diff(a.Network, b.Network),
+		cmp.Diff(a.Axes, b.Axes),
+	} {
+		if d != "" {
+			t.Errorf("%s: tables differ (-uninterrupted +other):\n%s", what, d)
+			return
+		}
+	}
+}
+
+// TestResumedRunEqualsUninterrupted: a run killed twice — once after a
+// trial failed (then compacted, as `benchflow compact` does), once in the
+// middle of its resumption (read in both forms at once) — and resumed
+// each time ends with tables equal, row for row, to an uninterrupted
+// run's; a trial run again replaces its failed rows.
+func TestResumedRunEqualsUninterrupted(t *testing.T) {
+	for _, format := range []string{FormatParquet, FormatArrow} {
+		t.Run(format, func(t *testing.T) {
+			recs := synthRecords(7)
+			full := writeRun(t, t.TempDir(), "20261130T044500Z-full", format, recs, memory.DefaultAllocator)
+			if err := full.Finish(RunOK, t0.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			want, err := ReadRun(full.Dir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(full.Dir(), PartsDir)); !os.IsNotExist(err) {
+				t.Errorf("a finished run keeps %s/ (%v)", PartsDir, err)
+			}
+
+			failed := *recs[1]
+			failed.Status, failed.Error, failed.Steps, failed.Processes = StatusFailed, "port busy", nil, nil
+			killed := writeRun(t, t.TempDir(), "20261130T044500Z-kill", format, []*TrialRecord{recs[0], &failed, recs[2]}, memory.DefaultAllocator)
+			killed.Close() // killed: no Finish
+			dir := killed.Dir()
+			if err := Compact(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, PartsDir)); !os.IsNotExist(err) {
+				t.Fatalf("Compact left %s/ (%v)", PartsDir, err)
+			}
+
+			resume := func() (*Writer, []*TrialRecord) {
+				t.Helper()
+				w, err := Resume(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rest []*TrialRecord
+				for _, r := range recs {
+					if !w.Manifest().Done(r.TrialID) {
+						rest = append(rest, r)
+					}
+				}
+				return w, rest
+			}
+			w, rest := resume()
+			if len(rest) != len(recs)-2 || rest[0].TrialID != recs[1].TrialID {
+				t.Fatalf("first resume would run %v", ids(rest))
+			}
+			for _, r := range rest[:2] {
+				if err := w.CommitTrial(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close() // killed again, while resumed: tables plus parts
+			mixed, err := ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mixed.Compacted() {
+				t.Error("a killed resumed run reads as compacted")
+			}
+			var sub []string
+			for _, r := range recs[:4] {
+				sub = append(sub, r.TrialID)
+			}
+			if got := trialIDs(mixed); !cmp.Equal(got, sub) {
+				t.Errorf("killed resumed run holds trials %v, want %v", got, sub)
+			}
+			for _, r := range mixed.Trials {
+				if r.TrialID == recs[1].TrialID && r.Status != StatusOK {
+					t.Errorf("the trial run again still reads as %q", r.Status)
+				}
+			}
+
+			w, rest = resume()
+			if len(rest) != len(recs)-4 {
+				t.Fatalf("second resume would run %v", ids(rest))
+			}
+			for _, r := range rest {
+				if err := w.CommitTrial(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Finish(RunOK, t0.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Compacted() {
+				t.Error("finished run not compacted")
+			}
+			diffTables(t, "resumed twice", want, got)
+			for _, e := range got.Manifest.Trials {
+				if e.Status != StatusOK {
+					t.Errorf("trial %s status %q", e.TrialID, e.Status)
+				}
+			}
+		})
+	}
+}
+
+// TestCommitWritesOnlyItsTrial: a commit creates its trial's part folder
+// and touches no other trial's files and no table of the run (so its cost
+// does not depend on how many trials came before); the run's tables
+// appear when it finishes.
+func TestCommitWritesOnlyItsTrial(t *testing.T) {
+	recs := synthRecords(8)
+	w := writeRun(t, t.TempDir(), "20261130T044500Z-only", FormatParquet, recs[:3], memory.DefaultAllocator)
+	inodes := func() map[string]uint64 {
+		out := map[string]uint64{}
+		filepath.Walk(w.Dir(), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Mode().IsRegular() && filepath.Base(p) != "manifest.json" {
+				out[p] = fi.Sys().(*syscall.Stat_t).Ino
+			}
+			return nil
+		})
+		return out
+	}
+	before := inodes()
+	for p := range before {
+		if filepath.Dir(filepath.Dir(p)) != filepath.Join(w.Dir(), PartsDir) && filepath.Base(p) != "pipeline.hcl" {
+			t.Errorf("a running run has %s outside its parts", p)
+		}
+	}
+	if err := w.CommitTrial(recs[3]); err != nil {
+		t.Fatal(err)
+	}
+	after := inodes()
+	for p, ino := range before {
+		if after[p] != ino {
+			t.Errorf("committing trial 4 rewrote %s", p)
+		}
+	}
+	newDir := filepath.Join(w.Dir(), PartsDir, recs[3].TrialID)
+	for p := range after {
+		if _, old := before[p]; !old && filepath.Dir(p) != newDir {
+			t.Errorf("committing trial 4 wrote %s", p)
+		}
+	}
+	if err := w.Finish(RunOK, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Dir(), "trials.parquet")); err != nil {
+		t.Errorf("finished run: %v", err)
+	}
+}
+
+// TestPartsLeftoversAndStaleManifest: what a kill mid-commit leaves (a
+// staging folder with half its files) is not read and is removed by
+// Resume; a manifest.json older than the parts (rewritten less often than
+// commits) is completed from the parts' trial.json.
+func TestPartsLeftoversAndStaleManifest(t *testing.T) {
+	recs := synthRecords(9)
+	out := t.TempDir()
+	w := writeRun(t, out, "20261130T044500Z-1ef7", FormatParquet, recs[:1], memory.DefaultAllocator)
+	stale, err := os.ReadFile(filepath.Join(w.Dir(), "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CommitTrial(recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// The manifest as it was before trial 2, and half a third commit.
+	if err := os.WriteFile(filepath.Join(w.Dir(), "manifest.json"), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	half := filepath.Join(w.Dir(), PartsDir, ".staging-123")
+	os.MkdirAll(half, 0o755)
+	b, _ := os.ReadFile(filepath.Join(w.Dir(), PartsDir, recs[0].TrialID, "latency.parquet"))
+	os.WriteFile(filepath.Join(half, "latency.parquet"), b[:len(b)/2], 0o644)
+	os.WriteFile(filepath.Join(w.Dir(), PartsDir, ".trials.parquet.tmp-9"), b[:10], 0o644)
+
+	run, err := ReadRun(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := trialIDs(run); !cmp.Equal(got, ids(recs[:2])) {
+		t.Errorf("trials = %v", got)
+	}
+	if !run.Manifest.Done(recs[1].TrialID) {
+		t.Error("the trial committed after manifest.json was written is not done")
+	}
+	r, err := Resume(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(half); !os.IsNotExist(err) {
+		t.Errorf("Resume left the staging folder (%v)", err)
+	}
+	if !r.Manifest().Done(recs[1].TrialID) || r.Manifest().Done(recs[2].TrialID) {
+		t.Error("resume: wrong trials done")
+	}
+}
+
+// TestCompactRefusesLockedRun: a run another process writes is not
+// compacted under it.
+func TestCompactRefusesLockedRun(t *testing.T) {
+	w := writeRun(t, t.TempDir(), "20261130T044500Z-lckd", FormatParquet, synthRecords(1)[:1], memory.DefaultAllocator)
+	defer w.Close()
+	if err := Compact(w.Dir()); err == nil || !errorsIs(err, ErrRunLocked) {
+		t.Errorf("Compact of a run being written: %v", err)
+	}
+}
+
+// TestStreamLatencyEqualsLoaded: EachHistogram over a run in both forms
+// yields the histograms Run.Histogram gives from the loaded table.
+func TestStreamLatencyEqualsLoaded(t *testing.T) {
+	recs := synthRecords(10)
+	w := writeRun(t, t.TempDir(), "20261130T044500Z-strm", FormatParquet, recs, memory.DefaultAllocator)
+	w.Close()
+	loaded, err := ReadRun(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := ReadRunWith(w.Dir(), ReadOptions{StreamLatency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(streamed.Latency) != 0 || !streamed.HasLatency() {
+		t.Fatalf("streamed run holds %d buckets, HasLatency %v", len(streamed.Latency), streamed.HasLatency())
+	}
+	n := 0
+	err = streamed.EachHistogram(func(trial, step string, h Histogram) error {
+		n++
+		if d := cmp.Diff(loaded.Histogram(trial, step), h); d != "" {
+			t.Errorf("%s/%s differs:\n%s", trial, step, d)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no histogram streamed")
+	}
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
