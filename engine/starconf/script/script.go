@@ -44,6 +44,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/starconf"
 )
 
 // Limits and defaults.
@@ -63,6 +64,9 @@ var fileOptions = syntax.FileOptions{Set: true, While: true, TopLevelControl: tr
 type Options struct {
 	// MaxSteps bounds execution (DefaultMaxSteps when zero).
 	MaxSteps uint64
+	// MaxAlloc is the allocation budget of each phase in bytes
+	// (starconf.MaxAlloc, 512 MiB, when zero).
+	MaxAlloc int64
 	// Print receives print() output (os.Stderr when nil).
 	Print io.Writer
 }
@@ -75,6 +79,7 @@ type Script struct {
 	mu       sync.Mutex // the hooks run one at a time on one thread
 	thread   *starlark.Thread
 	maxSteps uint64
+	alloc    *starconf.Budget
 	request  *starlark.Function
 	response *starlark.Function
 	done     *starlark.Function
@@ -136,13 +141,21 @@ func LoadSource(ctx context.Context, name string, src []byte, base string, opts 
 	th.SetMaxExecutionSteps(maxSteps)
 	stop := cancelWith(ctx, th)
 	defer stop()
-	predeclared := starlark.StringDict{
-		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
-		"json":   json.Module,
-	}
+	bg := starconf.NewBudget(opts.MaxAlloc)
+	predeclared := bg.Predeclared()
+	predeclared["struct"] = starlark.NewBuiltin("struct", starlarkstruct.Make)
+	predeclared["json"] = checkedJSON(bg)
 	// Globals stay unfrozen (unlike ExecFile) so hooks can keep state
 	// (counters in a dict); every call holds s.mu, so this is safe.
-	_, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, predeclared.Has)
+	if err := starconf.CheckSource(name, src); err != nil {
+		return nil, fmt.Errorf("loading request script: %s", err)
+	}
+	f, err := fileOptions.Parse(name, src, 0)
+	if err != nil {
+		return nil, fmt.Errorf("loading request script: %s", describe(err))
+	}
+	starconf.RewriteAlloc(f)
+	prog, err := starlark.FileProgram(f, predeclared.Has)
 	if err != nil {
 		return nil, fmt.Errorf("loading request script: %s", describe(err))
 	}
@@ -150,7 +163,7 @@ func LoadSource(ctx context.Context, name string, src []byte, base string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("loading request script: %s", describe(err))
 	}
-	s := &Script{name: name, base: strings.TrimSuffix(base, "/"), thread: th, maxSteps: maxSteps, poolSize: DefaultPoolSize}
+	s := &Script{name: name, base: strings.TrimSuffix(base, "/"), thread: th, maxSteps: maxSteps, alloc: bg, poolSize: DefaultPoolSize}
 	fn := func(key string, params ...int) (*starlark.Function, error) {
 		v, ok := globals[key]
 		if !ok {
@@ -236,6 +249,7 @@ func describe(err error) string {
 // its own MaxSteps.
 func (s *Script) budget() {
 	s.thread.SetMaxExecutionSteps(s.thread.ExecutionSteps() + s.maxSteps)
+	s.alloc.Reset()
 }
 
 // HasResponse reports whether the script defines response().
@@ -546,4 +560,39 @@ func Summary(res *load.Result) *starlark.Dict {
 	}
 	set("latency_us", lat)
 	return d
+}
+
+// checkedJSON is the json module with encode, indent and decode charged to
+// the budget before they build their result.
+func checkedJSON(bg *starconf.Budget) *starlarkstruct.Module {
+	m := &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{}}
+	for name, v := range json.Module.Members {
+		orig, ok := v.(*starlark.Builtin)
+		if !ok {
+			m.Members[name] = v
+			continue
+		}
+		m.Members[name] = starlark.NewBuiltin(orig.Name(), func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) > 0 {
+				var n int64
+				switch name {
+				case "decode":
+					if s, ok := args[0].(starlark.String); ok {
+						n = int64(len(s)) * 32 // a value per byte, at most
+					}
+				case "indent":
+					if s, ok := args[0].(starlark.String); ok {
+						n = int64(len(s)) * 16 // an indented line per byte, at most
+					}
+				default: // encode: \u00XX per byte, at most
+					n = bg.TextLen(args[0]) * 6
+				}
+				if err := bg.Charge(n); err != nil {
+					return nil, err
+				}
+			}
+			return orig.CallInternal(th, args, kwargs)
+		})
+	}
+	return m
 }
