@@ -32,6 +32,10 @@ type Console struct {
 	rps     float64
 	line    bool // a live line is on screen
 	stop    chan struct{}
+	// warned counts, per warning text without its "trial X: " prefix,
+	// the other trials that gave it: each text is printed once per run.
+	warned    map[string][]string
+	warnOrder []string
 }
 
 func (c *Console) clearLine() {
@@ -173,6 +177,7 @@ func (c *Console) RunDone(s *run.Summary) {
 		fmt.Fprintf(c.W, ", %d already complete", s.Skipped)
 	}
 	fmt.Fprintf(c.W, " of %d trials\nresults: %s\n", s.Trials, s.Dir)
+	c.repeatedWarnings()
 	if len(s.Claims) > 0 {
 		fmt.Fprintf(c.W, "claims: %s (benchflow report %s shows them)\n", report.ClaimCounts(s.Claims), s.Dir)
 	}
@@ -190,5 +195,39 @@ func (c *Console) Logf(format string, args ...any) {
 func (c *Console) Warnf(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.println("warning: "+format, args...)
+	msg := fmt.Sprintf(format, args...)
+	if rest, ok := strings.CutPrefix(msg, "trial "); ok {
+		if id, text, ok := strings.Cut(rest, ": "); ok && !strings.Contains(id, " ") {
+			if c.warned == nil {
+				c.warned = map[string][]string{}
+			}
+			if others, seen := c.warned[text]; seen {
+				c.warned[text] = append(others, id)
+				return
+			}
+			c.warned[text] = []string{}
+			c.warnOrder = append(c.warnOrder, text)
+		}
+	}
+	c.println("warning: %s", msg)
+}
+
+// repeatedWarnings prints, once at the end of the run, which trials gave a
+// warning already printed for an earlier trial.
+func (c *Console) repeatedWarnings() {
+	for _, text := range c.warnOrder {
+		ids := c.warned[text]
+		if len(ids) == 0 {
+			continue
+		}
+		short := text
+		if r := []rune(short); len(r) > 80 {
+			short = string(r[:80]) + "…"
+		}
+		list := ids
+		if len(list) > 4 {
+			list = append(append([]string{}, ids[:3]...), "…", ids[len(ids)-1])
+		}
+		c.println("warning: %d more trials (%s) gave the same warning: %s", len(ids), strings.Join(list, ", "), short)
+	}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/run"
 )
 
 // TestFlagsSaidOnce: gc offers only the pipeline flags it uses, and -v
@@ -28,5 +31,29 @@ func TestFlagsSaidOnce(t *testing.T) {
 	out, err = exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "benchflow version") {
 		t.Errorf("benchflow --version: %v %q", err, out)
+	}
+}
+
+// TestWarningsOncePerRun: the same warning from twelve trials is printed
+// once, and the run's end says which other trials gave it; warnings that
+// differ are all printed.
+func TestWarningsOncePerRun(t *testing.T) {
+	var b strings.Builder
+	c := &Console{W: &b}
+	for i := 1; i <= 12; i++ {
+		c.Warnf("trial %s: %s", fmt.Sprintf("c%02d-r1", i), "setting rlimit nofile=65535 for pid 1: operation not permitted (needs root) (optional, skipped)")
+	}
+	c.Warnf("trial c01-r1: busy start: 120%% of a core")
+	c.Warnf("trial c02-r1: busy start: 90%% of a core")
+	c.RunDone(&run.Summary{RunID: "r", Status: "ok", Trials: 12, OK: 12})
+	out := b.String()
+	if n := strings.Count(out, "setting rlimit nofile"); n != 2 {
+		t.Errorf("the rlimit warning appears %d times, want once and once in the end line:\n%s", n, out)
+	}
+	if !strings.Contains(out, "warning: 11 more trials (c02-r1, c03-r1, c04-r1, …, c12-r1) gave the same warning: setting rlimit") {
+		t.Errorf("no end line naming the other trials:\n%s", out)
+	}
+	if !strings.Contains(out, "120% of a core") || !strings.Contains(out, "90% of a core") {
+		t.Errorf("different warnings were merged:\n%s", out)
 	}
 }

@@ -33,6 +33,9 @@ var procRoot = "/proc"
 // hint is appended to errors caused by missing privileges.
 const hint = "run as root, or mark the tune step optional = true"
 
+// optHint ends the hints given to root.
+const optHint = "; mark the tune step optional = true to go on without it"
+
 // SettingError is the error of one setting that could not be applied or
 // verified. Its message names the setting and the reason:
 //
@@ -50,6 +53,20 @@ func (e *SettingError) Error() string {
 	return msg
 }
 
+// optionalMessage is Error for a step that is optional already: the cause,
+// without advising optional = true.
+func (e *SettingError) optionalMessage() string {
+	msg := "setting " + e.Setting + ": " + e.Err.Error()
+	if isPermission(e.Err) {
+		h := permissionHint(e.Setting, e.Err)
+		if h == hint {
+			h = "needs root"
+		}
+		msg += " (" + strings.TrimSuffix(h, optHint) + ")"
+	}
+	return msg
+}
+
 // isRoot reports whether benchflow runs as root; tests replace it.
 var isRoot = func() bool { return os.Geteuid() == 0 }
 
@@ -57,7 +74,7 @@ var isRoot = func() bool { return os.Geteuid() == 0 }
 // still be refused: in a container /proc/sys is read-only and capabilities
 // such as CAP_SYS_RESOURCE are often dropped.
 func permissionHint(setting string, err error) string {
-	const opt = "; mark the tune step optional = true to go on without it"
+	const opt = optHint
 	switch {
 	case !isRoot():
 		return hint
@@ -163,7 +180,11 @@ func Apply(ctx context.Context, s Settings, warn func(string)) (*Undo, error) {
 			return nil
 		}
 		if s.Optional && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			warn(err.Error() + " (optional, skipped)")
+			msg := err.Error()
+			if se := (*SettingError)(nil); errors.As(err, &se) {
+				msg = se.optionalMessage()
+			}
+			warn(msg + " (optional, skipped)")
 			return nil
 		}
 		return err

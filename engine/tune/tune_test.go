@@ -659,3 +659,22 @@ func TestSysctlTunedElsewhereRefused(t *testing.T) {
 	}
 	_ = u.Restore()
 }
+
+// TestOptionalWarningDoesNotAdviseOptional: the warning of an optional
+// step that could not apply a setting gives the cause, not the advice to
+// mark the step optional = true.
+func TestOptionalWarningDoesNotAdviseOptional(t *testing.T) {
+	root := isRoot
+	t.Cleanup(func() { isRoot = root })
+	for _, asRoot := range []bool{false, true} {
+		isRoot = func() bool { return asRoot }
+		err := &SettingError{Setting: "rlimit nofile=65535 for pid 42", Err: syscall.EPERM}
+		msg := err.optionalMessage()
+		if strings.Contains(msg, "optional = true") || !strings.HasPrefix(msg, "setting rlimit nofile=65535 for pid 42: ") {
+			t.Errorf("root %v: %q", asRoot, msg)
+		}
+		if asRoot && !strings.Contains(msg, "CAP_SYS_RESOURCE") || !asRoot && !strings.Contains(msg, "needs root") {
+			t.Errorf("root %v: %q does not say what is missing", asRoot, msg)
+		}
+	}
+}
