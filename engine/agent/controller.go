@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,8 +38,15 @@ type Config struct {
 	Ready time.Duration
 	// Logf writes progress lines.
 	Logf func(format string, args ...any)
-	// Client is the HTTP client (default: one with no overall timeout).
+	// Client is the HTTP client (default: one with no overall timeout,
+	// using TLS when set).
 	Client *http.Client
+	// Token is the run's secret the agents were started with, sent with
+	// every request (ServeOptions.Token).
+	Token string
+	// TLS is the client side of mutual TLS with the agents (their URLs
+	// are then https://; see TLSFiles.Client).
+	TLS *tls.Config
 }
 
 // Member is one agent of a finished (or failed) distributed load.
@@ -134,7 +142,7 @@ func Open(cfg Config) (*Session, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
+		cfg.Client = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2, TLSClientConfig: cfg.TLS}}
 	}
 	s := &Session{cfg: cfg, c: &controller{cfg: cfg, client: cfg.Client},
 		hellos: make([]Hello, len(cfg.Agents)), greet: make([]bool, len(cfg.Agents))}
@@ -297,6 +305,9 @@ func (c *controller) watch(ctx context.Context, ms []*Member, start time.Time, r
 	}
 }
 
+// errRefused marks an agent that refused the controller's token.
+var errRefused = errors.New("the agent refused this run's token (401)")
+
 type controller struct {
 	cfg    Config
 	client *http.Client
@@ -345,6 +356,9 @@ func (c *controller) do(ctx context.Context, method, url string, in, out any) er
 		if err != nil {
 			return err
 		}
+		if len(b) > MaxStartBody {
+			return fmt.Errorf("the request is %d bytes, more than an agent reads (%d): use smaller request bodies", len(b), MaxStartBody)
+		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
@@ -354,6 +368,9 @@ func (c *controller) do(ctx context.Context, method, url string, in, out any) er
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
@@ -362,6 +379,9 @@ func (c *controller) do(ctx context.Context, method, url string, in, out any) er
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
 		return fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s %s: %w: it was started for another run, or is not this benchflow's", method, url, errRefused)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var we wireError
@@ -392,6 +412,9 @@ func (c *controller) hello(ctx context.Context, m *Member) error {
 		last = err
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, errRefused) {
+			return err // answering, but not to us: waiting changes nothing
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no answer within %s: %w", c.cfg.Ready, last)

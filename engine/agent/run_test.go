@@ -14,10 +14,15 @@ import (
 	"github.com/benchflow/benchflow/engine/load"
 )
 
+// testToken is the agents' token in tests.
+const testToken = "0123456789abcdef-test-token"
+
 // startAgents runs agents in this process, each with its clock shifted by
-// shifts[i]; it returns their URLs and waits for them to exit at cleanup.
-func startAgents(t *testing.T, shifts ...time.Duration) []string {
+// shifts[i], allowed to load a target server it starts; it returns their
+// URLs and the target's, and waits for them to exit at cleanup.
+func startAgents(t *testing.T, shifts ...time.Duration) ([]string, string) {
 	t.Helper()
+	tgt := target(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	urls := make([]string, len(shifts))
@@ -27,7 +32,7 @@ func startAgents(t *testing.T, shifts ...time.Duration) []string {
 		go func() {
 			defer wg.Done()
 			err := Serve(ctx, ServeOptions{Listen: "127.0.0.1:0", Index: i, Version: "test", Idle: 30 * time.Second, ClockShift: sh,
-				Ready: func(a string) { ready <- a }, Logf: t.Logf})
+				Token: testToken, Targets: []string{tgt}, Ready: func(a string) { ready <- a }, Logf: t.Logf})
 			if err != nil {
 				t.Error(err)
 				ready <- ""
@@ -36,7 +41,7 @@ func startAgents(t *testing.T, shifts ...time.Duration) []string {
 		urls[i] = "http://" + <-ready
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return urls
+	return urls, tgt
 }
 
 func target(t *testing.T) string {
@@ -48,9 +53,9 @@ func target(t *testing.T) string {
 // TestRunMergesAgents: two agents share a bounded load; the merged result
 // counts exactly what they counted.
 func TestRunMergesAgents(t *testing.T) {
-	urls := startAgents(t, 0, 0)
-	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
-		Targets: []load.Target{{URL: target(t)}}, Connections: 5, Threads: 2, Requests: 2001, Tag: "load"}, Logf: t.Logf})
+	urls, tgt := startAgents(t, 0, 0)
+	out, err := Run(context.Background(), Config{Token: testToken, Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: tgt}}, Connections: 5, Threads: 2, Requests: 2001, Tag: "load"}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +95,9 @@ func TestRunMergesAgents(t *testing.T) {
 // instant plus its own lateness, within that bound.
 func TestRunCorrectsClockSkew(t *testing.T) {
 	shifts := []time.Duration{time.Hour, -40 * time.Minute, 0}
-	urls := startAgents(t, shifts...)
-	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
-		Targets: []load.Target{{URL: target(t)}}, Connections: 3, Threads: 3, Duration: 300 * time.Millisecond}, Logf: t.Logf})
+	urls, tgt := startAgents(t, shifts...)
+	out, err := Run(context.Background(), Config{Token: testToken, Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: tgt}}, Connections: 3, Threads: 3, Duration: 300 * time.Millisecond}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +128,8 @@ func TestRunCorrectsClockSkew(t *testing.T) {
 // its load runs (a proxy adds it to clock answers once the result was
 // asked for) is reported with that drift, within its bound.
 func TestRunMeasuresDrift(t *testing.T) {
-	real := startAgents(t, 0)[0]
+	reals, tgt := startAgents(t, 0)
+	real := reals[0]
 	var jumped atomic.Bool
 	proxy := clockProxy(real, func(path string) time.Time {
 		if path == pathResult {
@@ -135,8 +141,8 @@ func TestRunMeasuresDrift(t *testing.T) {
 		return time.Now()
 	})
 	defer proxy.Close()
-	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
-		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond},
+	out, err := Run(context.Background(), Config{Token: testToken, Agents: []string{proxy.URL}, Options: load.Options{
+		Targets: []load.Target{{URL: tgt}}, Connections: 1, Duration: 200 * time.Millisecond},
 		Tolerance: time.Minute, Logf: t.Logf}) // the start's punctuality is not what this tests
 	if err != nil {
 		t.Fatal(err)
@@ -151,14 +157,14 @@ func TestRunMeasuresDrift(t *testing.T) {
 // correct (it shifts after the probes) gets its start after the instant
 // has passed and fails the load, naming itself.
 func TestRunFailsOnLateAgent(t *testing.T) {
-	urls := startAgents(t, 0)
+	urls, tgt := startAgents(t, 0)
 	// A proxy that answers clock probes from an agent two seconds
 	// ahead: the controller believes the agent is ahead and sends a start
 	// instant two seconds early for it.
 	proxy := clockProxy(urls[0], func(string) time.Time { return time.Now().Add(-2 * time.Second) })
 	defer proxy.Close()
-	out, err := Run(context.Background(), Config{Agents: []string{proxy.URL}, Options: load.Options{
-		Targets: []load.Target{{URL: target(t)}}, Connections: 1, Duration: 200 * time.Millisecond}})
+	out, err := Run(context.Background(), Config{Token: testToken, Agents: []string{proxy.URL}, Options: load.Options{
+		Targets: []load.Target{{URL: tgt}}, Connections: 1, Duration: 200 * time.Millisecond}})
 	if err == nil {
 		t.Fatal("a late agent did not fail the load")
 	}
@@ -171,9 +177,9 @@ func TestRunFailsOnLateAgent(t *testing.T) {
 }
 
 func TestRunFailsOnUnreachableAgent(t *testing.T) {
-	urls := startAgents(t, 0)
-	_, err := Run(context.Background(), Config{Agents: []string{urls[0], "http://127.0.0.1:1"}, Ready: 300 * time.Millisecond,
-		Options: load.Options{Targets: []load.Target{{URL: target(t)}}, Connections: 2, Duration: 200 * time.Millisecond}})
+	urls, tgt := startAgents(t, 0)
+	_, err := Run(context.Background(), Config{Token: testToken, Agents: []string{urls[0], "http://127.0.0.1:1"}, Ready: 300 * time.Millisecond,
+		Options: load.Options{Targets: []load.Target{{URL: tgt}}, Connections: 2, Duration: 200 * time.Millisecond}})
 	if err == nil || !strings.Contains(err.Error(), "agent 2") || !strings.Contains(err.Error(), "no answer within") {
 		t.Fatalf("Run = %v, want agent 2 not answering", err)
 	}
@@ -184,7 +190,7 @@ func TestRunFailsOnUnreachableAgent(t *testing.T) {
 func TestAgentExitsWithoutController(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(context.Background(), ServeOptions{Listen: "127.0.0.1:0", Idle: 200 * time.Millisecond})
+		done <- Serve(context.Background(), ServeOptions{Listen: "127.0.0.1:0", Idle: 200 * time.Millisecond, Token: testToken, Targets: []string{"http://127.0.0.1:1/"}})
 	}()
 	select {
 	case err := <-done:
@@ -199,11 +205,11 @@ func TestAgentExitsWithoutController(t *testing.T) {
 // TestRunReportsProgress: a distributed load shows the agents' summed
 // totals while it runs, never more than the merged result.
 func TestRunReportsProgress(t *testing.T) {
-	urls := startAgents(t, 0, 0)
+	urls, tgt := startAgents(t, 0, 0)
 	var mu sync.Mutex
 	var seen []load.Progress
-	out, err := Run(context.Background(), Config{Agents: urls, Options: load.Options{
-		Targets: []load.Target{{URL: target(t)}}, Connections: 2, Threads: 1, Duration: 3 * time.Second, Rate: 400,
+	out, err := Run(context.Background(), Config{Token: testToken, Agents: urls, Options: load.Options{
+		Targets: []load.Target{{URL: tgt}}, Connections: 2, Threads: 1, Duration: 3 * time.Second, Rate: 400,
 		Progress: func(p load.Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }},
 		Tolerance: time.Minute, Logf: t.Logf})
 	if err != nil {
@@ -253,13 +259,12 @@ func clockProxy(real string, clock func(path string) time.Time) *httptest.Server
 // TestSessionRunsLoadsInSequence: one session runs several loads on the
 // same agents, each merged exactly; a start while a load runs is refused.
 func TestSessionRunsLoadsInSequence(t *testing.T) {
-	urls := startAgents(t, 0, 30*time.Second)
-	s, err := Open(Config{Agents: urls, Logf: t.Logf, Tolerance: time.Minute})
+	urls, tgt := startAgents(t, 0, 30*time.Second)
+	s, err := Open(Config{Token: testToken, Agents: urls, Logf: t.Logf, Tolerance: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tgt := target(t)
 	for i, n := range []int64{300, 501, 800} {
 		out, err := s.Load(context.Background(), load.Options{Targets: []load.Target{{URL: tgt}}, Connections: 2, Threads: 2, Requests: n})
 		if err != nil {

@@ -2,10 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -43,7 +47,38 @@ type ServeOptions struct {
 	Ready func(addr string)
 	// Logf writes a line to the agent's log.
 	Logf func(format string, args ...any)
+	// Token is the run's secret (see NewToken): every request must carry
+	// it as "Authorization: Bearer TOKEN", or it is refused with 401.
+	// Serve refuses to run without one unless Insecure is set.
+	Token string
+	// Insecure serves without authentication (local experiments only:
+	// anyone who reaches the port commands the agent).
+	Insecure bool
+	// Targets are the target URLs the agent may load, fixed when it
+	// starts: a start naming any other is refused. Serve refuses to run
+	// without one.
+	Targets []string
+	// TLS, when set, serves HTTPS with it (mutual TLS: set ClientAuth
+	// and ClientCAs; see TLSFiles.Server).
+	TLS *tls.Config
 }
+
+// Bounds of what an agent reads from the network.
+const (
+	// MaxStartBody bounds a start request's body: the load's options
+	// and the targets' bodies, base64-encoded.
+	MaxStartBody = 32 << 20
+	// maxOtherBody bounds every other request's body (stop sends "{}").
+	maxOtherBody = 4 << 10
+	// maxHeaderBytes bounds a request's header.
+	maxHeaderBytes = 16 << 10
+	// MaxStartWait bounds how far ahead a start instant may be.
+	MaxStartWait = 5 * time.Minute
+	// MaxTolerance bounds a start's tolerance.
+	MaxTolerance = time.Minute
+	// MinTokenLen is the shortest secret Serve accepts.
+	MinTokenLen = 16
+)
 
 // ClockShiftEnv is read by the agent command: a duration by which the
 // agent's clock is shifted ("90s", "-1h"), or N=DURATION entries separated
@@ -98,6 +133,9 @@ type server struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	progress atomic.Pointer[Progress] // the running load's last totals
+	allowed  map[string]bool          // opts.Targets
+	tokenSum [sha256.Size]byte        // of opts.Token
+	starting atomic.Bool              // a start request is being read
 }
 
 func (s *server) now() time.Time { return time.Now().Add(s.opts.ClockShift) }
@@ -116,7 +154,20 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
-	s := &server{opts: opts, last: time.Now(), stopping: make(chan struct{})}
+	if !opts.Insecure && len(opts.Token) < MinTokenLen {
+		return fmt.Errorf("no secret: an agent needs its run's token (at least %d characters; see docs/distributed.md) or --insecure", MinTokenLen)
+	}
+	if len(opts.Targets) == 0 {
+		return errors.New("no target: an agent loads only the targets it is started with")
+	}
+	allowed := map[string]bool{}
+	for _, t := range opts.Targets {
+		if err := (load.Options{Targets: []load.Target{{URL: t}}}).Validate(); err != nil {
+			return fmt.Errorf("allowed target: %w", err)
+		}
+		allowed[t] = true
+	}
+	s := &server{opts: opts, last: time.Now(), stopping: make(chan struct{}), allowed: allowed, tokenSum: sha256.Sum256([]byte(opts.Token))}
 	s.host, _ = os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathHello, s.track(s.hello))
@@ -125,12 +176,23 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	mux.HandleFunc("GET "+pathResult, s.track(s.resultHandler))
 	mux.HandleFunc("POST "+pathStop, s.track(s.stop))
 	mux.HandleFunc("GET "+pathProgress, s.track(s.progressHandler))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// A request must be whole within these, so a slowly sent one cannot
+	// keep the agent past its idle timeout (the long poll of a result
+	// waits in the handler, which ReadTimeout does not bound).
+	srv := &http.Server{Handler: s.authenticate(mux), ReadHeaderTimeout: min(10*time.Second, opts.Idle),
+		ReadTimeout: min(30*time.Second, opts.Idle), IdleTimeout: opts.Idle, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog: log.New(io.Discard, "", 0), TLSConfig: opts.TLS}
 	lctx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
 	s.base = lctx
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if opts.TLS != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
@@ -172,6 +234,31 @@ wait:
 	defer scancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// authenticate refuses, with 401 and before anything is read or counted
+// as the controller's presence, every request that does not carry the
+// token. The comparison is of the tokens' SHA-256 sums in constant time,
+// so neither the token nor its length shows in the time it takes.
+func (s *server) authenticate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.opts.Insecure {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			sum := sha256.Sum256([]byte(got))
+			if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 || !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="benchflow-agent"`)
+				w.Header().Set("Connection", "close")
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		limit := int64(maxOtherBody)
+		if r.URL.Path == pathStart {
+			limit = MaxStartBody
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // track counts a request as the controller's presence.
@@ -218,14 +305,31 @@ func (s *server) clock(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *server) start(w http.ResponseWriter, r *http.Request) {
+	// One start request is read at a time: each may be MaxStartBody.
+	if !s.starting.CompareAndSwap(false, true) {
+		writeJSON(w, http.StatusConflict, wireError{"another start request is being read"})
+		return
+	}
 	var req StartRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, wireError{"decoding the start request: " + err.Error()})
+	err := json.NewDecoder(r.Body).Decode(&req)
+	s.starting.Store(false)
+	if err != nil {
+		code := http.StatusBadRequest
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			code = http.StatusRequestEntityTooLarge
+			err = fmt.Errorf("more than %d bytes", mb.Limit)
+		}
+		writeJSON(w, code, wireError{"decoding the start request: " + err.Error()})
 		return
 	}
 	opts := load.Defaults(req.Options.Options())
-	if err := load.Validate(opts); err != nil {
-		writeJSON(w, http.StatusBadRequest, wireError{err.Error()})
+	if err := s.check(req, opts); err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, errTarget) {
+			code = http.StatusForbidden
+		}
+		writeJSON(w, code, wireError{err.Error()})
 		return
 	}
 	s.mu.Lock()
@@ -249,6 +353,36 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, StartReply{WaitNS: int64(wait)})
 	s.opts.Logf("agent %d: %d connections, rate %g, starting in %s", s.opts.Index+1, opts.Connections, opts.Rate, wait.Round(time.Microsecond))
 	go s.run(cur, req, opts)
+}
+
+// errTarget marks a start naming a target the agent was not started for.
+var errTarget = errors.New("target not allowed")
+
+// check validates a start request: its load with load.Validate (the rule
+// every front end applies), its targets against the agent's, and the
+// request's own numbers.
+func (s *server) check(req StartRequest, opts load.Options) error {
+	for i, t := range opts.Targets {
+		if !s.allowed[t.URL] {
+			what := "target"
+			if strings.HasPrefix(t.URL, "unix:") {
+				what = "Unix socket target"
+			}
+			return fmt.Errorf("%w: %s %d (%s) is not one this agent was started for", errTarget, what, i+1, load.RedactURL(t.URL))
+		}
+	}
+	if err := load.Validate(opts); err != nil {
+		return err
+	}
+	switch {
+	case req.Index < 0:
+		return fmt.Errorf("index %d: must not be negative", req.Index)
+	case req.ToleranceNS < 0 || req.ToleranceNS > int64(MaxTolerance):
+		return fmt.Errorf("tolerance %s: must be from 0 to %s", time.Duration(req.ToleranceNS), MaxTolerance)
+	case req.StartNS-s.now().UnixNano() > int64(MaxStartWait):
+		return fmt.Errorf("start instant %s ahead: at most %s", time.Duration(req.StartNS-s.now().UnixNano()).Round(time.Second), MaxStartWait)
+	}
+	return nil
 }
 
 // run waits for the start instant, runs the load and keeps its result.

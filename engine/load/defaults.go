@@ -75,6 +75,10 @@ const (
 	// MaxIntervals bounds Options.Duration ÷ Options.Interval, the rows a
 	// load's timeseries keeps in memory (27 h at 1s, 16 min at 10ms).
 	MaxIntervals = 100_000
+	// MaxDuration bounds Options.Duration (a week).
+	MaxDuration = 7 * 24 * time.Hour
+	// MaxTimeout bounds Options.Timeout.
+	MaxTimeout = time.Hour
 )
 
 // FieldError is one invalid setting of Options. Field is the setting's name
@@ -141,7 +145,8 @@ func FieldErrors(err error) []*FieldError {
 //   - requests 0 (unbounded) or more; rate 0 (closed loop) or a finite
 //     number of requests per second from MinRate, at most
 //     MaxRatePerConnection per connection;
-//   - duration and timeout 0 (the default) or more; interval 0 (the
+//   - duration and timeout 0 (the default) or more, at most MaxDuration
+//     and MaxTimeout; interval 0 (the
 //     default) or from MinInterval, with at most MaxIntervals of them in
 //     the duration; busy poll from 0 to MaxBusyPoll; engine empty or a
 //     known name (whether it can run here is Run's to say).
@@ -204,9 +209,13 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"duration", o.Duration}, {"timeout", o.Timeout}, {"interval", o.Interval}} {
-		if d.v < 0 {
+		max   time.Duration
+	}{{"duration", o.Duration, MaxDuration}, {"timeout", o.Timeout, MaxTimeout}, {"interval", o.Interval, MaxDuration}} {
+		switch {
+		case d.v < 0:
 			bad(d.field, d.v.String(), "must not be negative")
+		case d.v > d.max:
+			bad(d.field, d.v.String(), "must be at most "+d.max.String())
 		}
 	}
 	switch interval := Defaults(Options{Interval: o.Interval}).Interval; {

@@ -199,3 +199,7 @@ func redactURL(s string) string {
 	}
 	return s[:scheme+3] + "(sensitive)" + s[at:]
 }
+
+// RedactURL hides the user-info of a target URL for messages
+// ("http://(sensitive)@host/").
+func RedactURL(s string) string { return redactURL(s) }

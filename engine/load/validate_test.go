@@ -37,6 +37,8 @@ func TestValidate(t *testing.T) {
 		{Options{Targets: ok, Interval: 9 * time.Millisecond}, "interval", "at least 10ms"},
 		{Options{Targets: ok, Duration: 2 * time.Hour, Interval: 10 * time.Millisecond}, "interval", "makes 720000 timeseries rows over the duration 2h0m0s, more than 100000"},
 		{Options{Targets: ok, Duration: 28 * time.Hour}, "interval", "more than 100000"}, // the default 1s
+		{Options{Targets: ok, Duration: MaxDuration + time.Second, Interval: time.Hour}, "duration", "must be at most 168h0m0s"},
+		{Options{Targets: ok, Timeout: 2 * time.Hour}, "timeout", "must be at most 1h0m0s"},
 		{Options{Targets: ok, Duration: -time.Second}, "duration", "must not be negative"},
 		{Options{Targets: ok, Timeout: -time.Second}, "timeout", "must not be negative"},
 		{Options{Targets: ok, Interval: -time.Second}, "interval", "must not be negative"},
@@ -59,6 +61,7 @@ func TestValidate(t *testing.T) {
 		{Targets: ok},
 		{Targets: ok, Connections: MaxConnections, Threads: MaxThreads, Rate: 1e7, BusyPoll: MaxBusyPoll, Requests: 1},
 		{Targets: ok, Connections: MaxConnections, Rate: MinRate, Interval: MinInterval, Duration: MaxIntervals * MinInterval},
+		{Targets: ok, Rate: MinRate, Duration: MaxDuration, Timeout: MaxTimeout, Interval: time.Hour},
 		{Requester: fixedPool(ok)},
 	}
 	for _, o := range good {

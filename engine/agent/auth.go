@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// How a provider hands an agent what it must not take from the network
+// (docs/distributed.md, "Authentication"): the run's token and the
+// targets it may load. None of them is ever a command-line argument.
+const (
+	// TokenEnv holds the token itself (Kubernetes: from a Secret; Nomad:
+	// from a variable, through a template).
+	TokenEnv = "BENCHFLOW_AGENT_TOKEN"
+	// TokenFileEnv names a file holding the token, readable by its owner
+	// only (local agents).
+	TokenFileEnv = "BENCHFLOW_AGENT_TOKEN_FILE"
+	// TargetsEnv holds the target URLs the agent may load, one a line.
+	TargetsEnv = "BENCHFLOW_AGENT_TARGETS"
+)
+
+// maxTokenFile bounds what ReadTokenFile reads.
+const maxTokenFile = 4 << 10
+
+// NewToken is a fresh secret for one run's agents: 32 random bytes
+// (crypto/rand), hex-encoded.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating the agents' token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// ReadTokenFile reads a token from path: a regular file that only its
+// owner may read or write (mode 0600 or stricter), the token on its first
+// line.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s has mode %04o: others may read it; want 0600", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("token file %s is larger than %d bytes", path, maxTokenFile)
+	}
+	tok, _, _ := strings.Cut(string(b), "\n")
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// EncodeTargets is TargetsEnv's value for targets.
+func EncodeTargets(targets []string) string { return strings.Join(targets, "\n") }
+
+// DecodeTargets reads TargetsEnv's value (blank lines ignored).
+func DecodeTargets(v string) ([]string, error) {
+	var out []string
+	for _, l := range strings.Split(v, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 && strings.TrimSpace(v) != "" {
+		return nil, errors.New(TargetsEnv + ": no target")
+	}
+	return out, nil
+}
