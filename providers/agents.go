@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"strconv"
+	"strings"
 )
 
 // AgentLauncher is implemented by providers that can run load agents
@@ -35,7 +36,35 @@ type AgentRequest struct {
 	// output is kept, one file per agent named after AgentName.
 	LogDir string
 	Logf   func(format string, args ...any)
+	// Token is the secret every request to the agents must carry (one
+	// per launch). It must reach each agent privately, as its
+	// AgentTokenEnv environment variable or in a file only its owner
+	// reads named by AgentTokenFileEnv, and never appear on a command
+	// line, in a log, in a job or pod specification or in the results.
+	Token string
+	// Targets are the target URLs the agents may load, handed to each as
+	// AgentTargetsEnv (AgentTargets); they may hold credentials: keep
+	// them as private as Token.
+	Targets []string
 }
+
+// How a provider hands an agent what it must not take from the network
+// (docs/distributed.md, "Authentication"). None of it is ever a
+// command-line argument.
+const (
+	// AgentTokenEnv holds the token itself (Kubernetes: from a Secret;
+	// Nomad: from a variable, through a template).
+	AgentTokenEnv = "BENCHFLOW_AGENT_TOKEN"
+	// AgentTokenFileEnv names a file holding the token, that only its
+	// owner may read (local agents).
+	AgentTokenFileEnv = "BENCHFLOW_AGENT_TOKEN_FILE"
+	// AgentTargetsEnv holds the target URLs the agent may load, one a
+	// line.
+	AgentTargetsEnv = "BENCHFLOW_AGENT_TARGETS"
+)
+
+// AgentTargets is AgentTargetsEnv's value for targets.
+func AgentTargets(targets []string) string { return strings.Join(targets, "\n") }
 
 // AgentGroup is a set of running agents.
 type AgentGroup interface {

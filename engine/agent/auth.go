@@ -8,20 +8,17 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/benchflow/benchflow/providers"
 )
 
-// How a provider hands an agent what it must not take from the network
-// (docs/distributed.md, "Authentication"): the run's token and the
-// targets it may load. None of them is ever a command-line argument.
+// How a provider hands an agent its token and targets (never on a
+// command line): providers' AgentTokenEnv, AgentTokenFileEnv and
+// AgentTargetsEnv.
 const (
-	// TokenEnv holds the token itself (Kubernetes: from a Secret; Nomad:
-	// from a variable, through a template).
-	TokenEnv = "BENCHFLOW_AGENT_TOKEN"
-	// TokenFileEnv names a file holding the token, readable by its owner
-	// only (local agents).
-	TokenFileEnv = "BENCHFLOW_AGENT_TOKEN_FILE"
-	// TargetsEnv holds the target URLs the agent may load, one a line.
-	TargetsEnv = "BENCHFLOW_AGENT_TARGETS"
+	TokenEnv     = providers.AgentTokenEnv
+	TokenFileEnv = providers.AgentTokenFileEnv
+	TargetsEnv   = providers.AgentTargetsEnv
 )
 
 // maxTokenFile bounds what ReadTokenFile reads.
@@ -70,9 +67,6 @@ func ReadTokenFile(path string) (string, error) {
 	}
 	return tok, nil
 }
-
-// EncodeTargets is TargetsEnv's value for targets.
-func EncodeTargets(targets []string) string { return strings.Join(targets, "\n") }
 
 // DecodeTargets reads TargetsEnv's value (blank lines ignored).
 func DecodeTargets(v string) ([]string, error) {

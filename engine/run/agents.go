@@ -31,12 +31,12 @@ var AgentBinary = func() (string, error) { return os.Executable() }
 // happened. A failed or late agent fails the step; the records of every
 // agent are returned either way.
 func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
-	urls, tolerance, done, err := tr.startAgents(ctx, st, a)
+	ag, err := tr.startAgents(ctx, st, a, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer done()
-	out, err := agent.Run(ctx, tr.agentConfig(st, urls, tolerance, opts))
+	defer ag.done()
+	out, err := agent.Run(ctx, tr.agentConfig(st, ag, opts))
 	var recs []results.AgentRecord
 	if out != nil {
 		recs = agentRecords(out)
@@ -53,12 +53,12 @@ func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps
 // returns.
 func (tr *trialRun) agentSession(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options,
 	last *[]results.AgentRecord, f func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error) error {
-	urls, tolerance, done, err := tr.startAgents(ctx, st, c.Agents)
+	ag, err := tr.startAgents(ctx, st, c.Agents, opts)
 	if err != nil {
 		return err
 	}
-	defer done()
-	sess, err := agent.Open(tr.agentConfig(st, urls, tolerance, opts))
+	defer ag.done()
+	sess, err := agent.Open(tr.agentConfig(st, ag, opts))
 	if err != nil {
 		return err
 	}
@@ -135,23 +135,30 @@ func busiestAgent(out *agent.Outcome) float64 {
 }
 
 // agentConfig is the controller's configuration for a step's agents.
-func (tr *trialRun) agentConfig(st *pipeline.Step, urls []string, tolerance time.Duration, opts load.Options) agent.Config {
+func (tr *trialRun) agentConfig(st *pipeline.Step, ag *launched, opts load.Options) agent.Config {
 	return agent.Config{
-		Agents: urls, Options: opts, Tolerance: tolerance,
+		Agents: ag.urls, Options: opts, Tolerance: ag.tolerance, Token: ag.token,
 		Logf: func(format string, args ...any) {
 			tr.r.rep.Logf("trial %s: %s: %s", tr.trial.ID, st.Addr(), fmt.Sprintf(format, args...))
 		},
 	}
 }
 
-// startAgents has the provider of a's agents block start them and
-// returns their URLs, the start tolerance and the teardown to call when
-// the step is done with them.
-func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig) ([]string, time.Duration, func(), error) {
+// launched is a step's running agents.
+type launched struct {
+	urls      []string
+	tolerance time.Duration
+	token     string // their token (agent.NewToken), for the controller only
+	done      func() // the teardown, to call when the step is done with them
+}
+
+// startAgents has the provider of a's agents block start them, with a
+// fresh token and opts' targets as the only ones they may load.
+func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*launched, error) {
 	pv := tr.te.AgentsProviderBlock(a)
 	typ, cfg, d := tr.te.ProviderConfig(pv)
 	if d.HasErrors() {
-		return nil, 0, nil, diagErr(d)
+		return nil, diagErr(d)
 	}
 	name := plan.ImplicitLocal
 	if pv != nil {
@@ -159,15 +166,15 @@ func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps
 	}
 	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
+		return nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
 	}
 	launcher, ok := prov.(providers.AgentLauncher)
 	if !ok {
-		return nil, 0, nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
+		return nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
 	}
 	bin, err := AgentBinary()
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("agents: finding the benchflow binary: %w", err)
+		return nil, fmt.Errorf("agents: finding the benchflow binary: %w", err)
 	}
 	tolerance := 50 * time.Millisecond
 	if a.Tolerance != "" {
@@ -181,23 +188,34 @@ func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps
 	if v := os.Getenv(agent.ClockShiftEnv); v != "" {
 		env[agent.ClockShiftEnv] = v
 	}
+	token, err := agent.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	var targets []string
+	for _, t := range opts.Targets {
+		if !slices.Contains(targets, t.URL) {
+			targets = append(targets, t.URL)
+		}
+	}
 	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
-		return nil, 0, nil, fmt.Errorf("creating the log folder: %w", err)
+		return nil, fmt.Errorf("creating the log folder: %w", err)
 	}
 	tr.r.rep.Logf("trial %s: %s: starting %d agents with %s", tr.trial.ID, st.Addr(), a.Count, name)
 	group, err := launcher.LaunchAgents(ctx, &providers.AgentRequest{
 		RunID: tr.r.w.Manifest().RunID, TrialID: tr.trial.ID, Step: st.Name, Count: a.Count,
 		Binary: bin, Image: image, Env: env, Idle: "60s", LogDir: tr.logDir, Logf: tr.r.rep.Logf,
+		Token: token, Targets: targets,
 	})
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
+		return nil, fmt.Errorf("agents: %w (logs in %s)", err, tr.logDir)
 	}
 	if pr, ok := group.(providers.ProcessReporter); ok {
 		tr.mu.Lock()
 		tr.agents = append(tr.agents, pr)
 		tr.mu.Unlock()
 	}
-	return group.URLs(), tolerance, func() {
+	return &launched{urls: group.URLs(), tolerance: tolerance, token: token, done: func() {
 		tr.mu.Lock()
 		tr.agents = slices.DeleteFunc(tr.agents, func(p providers.ProcessReporter) bool { return any(p) == any(group) })
 		tr.mu.Unlock()
@@ -206,7 +224,7 @@ func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps
 		if err := group.Teardown(tctx); err != nil {
 			tr.r.rep.Warnf("trial %s: %s: tearing down agents: %v", tr.trial.ID, st.Addr(), err)
 		}
-	}, nil
+	}}, nil
 }
 
 // agentProcs lists the processes of agents running on this machine, as the

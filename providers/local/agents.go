@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,26 @@ func (l *Local) LaunchAgents(ctx context.Context, req *providers.AgentRequest) (
 		return nil, errors.New("starting agents: no benchflow binary to run")
 	}
 	g := &agentGroup{}
+	env := maps.Clone(req.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if req.Token != "" {
+		// The token in a file only this user reads, in a folder only this
+		// user opens, removed at teardown; its path in the environment.
+		dir, err := os.MkdirTemp("", "benchflow-agents-")
+		if err != nil {
+			return nil, fmt.Errorf("starting agents: %w", err)
+		}
+		g.secretDir = dir
+		path := filepath.Join(dir, "token")
+		if err := os.WriteFile(path, []byte(req.Token+"\n"), 0o600); err != nil {
+			g.Teardown(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("starting agents: writing their token: %w", err)
+		}
+		env[providers.AgentTokenFileEnv] = path
+	}
+	env[providers.AgentTargetsEnv] = providers.AgentTargets(req.Targets)
 	for i := range req.Count {
 		name := providers.AgentName(req.Step, i)
 		args := []string{req.Binary, "agent", "--listen", "127.0.0.1:0", "--index", strconv.Itoa(i)}
@@ -35,7 +57,7 @@ func (l *Local) LaunchAgents(ctx context.Context, req *providers.AgentRequest) (
 		}
 		dep, err := l.Provision(ctx, &providers.ProvisionRequest{
 			RunID: req.RunID, TrialID: req.TrialID, LogDir: req.LogDir, Logf: req.Logf,
-			Service: providers.ServiceSpec{Name: name, Command: args, Env: req.Env},
+			Service: providers.ServiceSpec{Name: name, Command: args, Env: env},
 		})
 		if err != nil {
 			g.Teardown(context.WithoutCancel(ctx))
@@ -83,8 +105,9 @@ func agentAddress(ctx context.Context, d *Deployment, limit time.Duration) (stri
 }
 
 type agentGroup struct {
-	deps []*Deployment
-	urls []string
+	deps      []*Deployment
+	urls      []string
+	secretDir string // holds the token file
 }
 
 func (g *agentGroup) URLs() []string { return g.urls }
@@ -98,6 +121,12 @@ func (g *agentGroup) Teardown(ctx context.Context) error {
 		}
 	}
 	g.deps = nil
+	if g.secretDir != "" {
+		if err := os.RemoveAll(g.secretDir); err != nil {
+			errs = append(errs, fmt.Errorf("removing the agents' token: %w", err))
+		}
+		g.secretDir = ""
+	}
 	return errors.Join(errs...)
 }
 

@@ -38,9 +38,34 @@ func TestLaunchAgentsLocal(t *testing.T) {
 	g, err := l.LaunchAgents(context.Background(), &providers.AgentRequest{
 		RunID: "20261201T120000Z-ab12", TrialID: "c01-r1", Step: "wrk", Count: 2, Binary: fakeAgent(t),
 		Env: map[string]string{"X_AGENT": "1"}, LogDir: logs,
+		Token: "s3cret-token-0123456789", Targets: []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The token reaches each agent in a 0600 file (its path in the
+	// environment), never on its command line or in its environment.
+	var tokenFile string
+	for _, pid := range g.(*agentGroup).PIDs() {
+		path, _ := environValue(pid, providers.AgentTokenFileEnv)
+		if tokenFile = path; path == "" {
+			t.Fatalf("agent pid %d: no %s", pid, providers.AgentTokenFileEnv)
+		}
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("token file %s: %v, mode %v; want 0600", path, err, fi.Mode())
+		}
+		if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != "s3cret-token-0123456789" {
+			t.Errorf("token file holds %q", b)
+		}
+		if got, _ := environValue(pid, providers.AgentTargetsEnv); got != "http://127.0.0.1:8080/a\nhttp://127.0.0.1:8080/b" {
+			t.Errorf("agent pid %d: %s=%q", pid, providers.AgentTargetsEnv, got)
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if strings.Contains(string(cmdline), "s3cret") || strings.Contains(string(environ), "s3cret") {
+			t.Errorf("agent pid %d: the token is on its command line or in its environment", pid)
+		}
 	}
 	if u := g.URLs(); len(u) != 2 || u[0] != "http://127.0.0.1:19300" || u[1] != "http://127.0.0.1:19301" {
 		t.Errorf("URLs %v", u)
@@ -64,6 +89,9 @@ func TestLaunchAgentsLocal(t *testing.T) {
 		if p, err := readProc(pid); err == nil && p.state != 'Z' {
 			t.Errorf("agent pid %d still runs after teardown", pid)
 		}
+	}
+	if _, err := os.Stat(filepath.Dir(tokenFile)); !os.IsNotExist(err) {
+		t.Errorf("the token's folder %s is still there after teardown: %v", filepath.Dir(tokenFile), err)
 	}
 	for _, f := range []string{"agent-wrk-1.stdout.log", "agent-wrk-2.stdout.log"} {
 		if b, err := os.ReadFile(filepath.Join(logs, f)); err != nil || !strings.Contains(string(b), "agent listening on") {
