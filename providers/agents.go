@@ -58,12 +58,12 @@ const (
 	// AgentTokenFileEnv names a file holding the token, that only its
 	// owner may read (local agents).
 	AgentTokenFileEnv = "BENCHFLOW_AGENT_TOKEN_FILE"
-	// AgentTargetsEnv holds the target URLs the agent may load, one a
-	// line.
+	// AgentTargetsEnv holds the target URLs the agent may load,
+	// separated by newlines or spaces.
 	AgentTargetsEnv = "BENCHFLOW_AGENT_TARGETS"
 )
 
-// AgentTargets is AgentTargetsEnv's value for targets.
+// AgentTargets is AgentTargetsEnv's value for targets, one a line.
 func AgentTargets(targets []string) string { return strings.Join(targets, "\n") }
 
 // AgentGroup is a set of running agents.

@@ -3,7 +3,6 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,16 +67,6 @@ func ReadTokenFile(path string) (string, error) {
 	return tok, nil
 }
 
-// DecodeTargets reads TargetsEnv's value (blank lines ignored).
-func DecodeTargets(v string) ([]string, error) {
-	var out []string
-	for _, l := range strings.Split(v, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	if len(out) == 0 && strings.TrimSpace(v) != "" {
-		return nil, errors.New(TargetsEnv + ": no target")
-	}
-	return out, nil
-}
+// DecodeTargets reads TargetsEnv's value: URLs separated by newlines or
+// spaces (a target URL holds no space; write one as %20).
+func DecodeTargets(v string) ([]string, error) { return strings.Fields(v), nil }

@@ -66,6 +66,14 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 		}
 		return nil, err
 	}
+	// The token and targets in a Secret the pods read into their
+	// environment: nothing secret in the pods' specification.
+	secret := p.cfg.agentSecret(req, g.ns)
+	logf("k8s: creating secret %s/%s", g.ns, secret.Name)
+	if _, err := cs.CoreV1().Secrets(g.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fail(fmt.Errorf("creating the agents' secret %q: %w", secret.Name, err))
+	}
+	g.secret = secret.Name
 	for i := range req.Count {
 		pod := p.cfg.agentPod(req, i, g.ns)
 		logf("k8s: creating pod %s/%s", g.ns, pod.Name)
@@ -97,19 +105,50 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	return g, nil
 }
 
-// agentPod is the pod of agent index.
-func (s *settings) agentPod(req *providers.AgentRequest, index int, ns string) *corev1.Pod {
-	agentName := providers.AgentName(req.Step, index)
+// The keys of the agents' Secret.
+const (
+	secretKeyToken   = "token"
+	secretKeyTargets = "targets"
+)
+
+// agentSecretName is the name of a launch's Secret.
+func agentSecretName(req *providers.AgentRequest) string {
+	return objectName("agent-" + req.Step + "-" + req.TrialID)
+}
+
+// agentLabels are the labels of an agent's objects (service: its name,
+// or the step's agents for the Secret they share).
+func agentLabels(req *providers.AgentRequest, service string) map[string]string {
 	labels := map[string]string{
 		providers.LabelManaged: "true",
 		providers.LabelRun:     labelValue(req.RunID),
 		providers.LabelTrial:   labelValue(req.TrialID),
-		providers.LabelService: labelValue(agentName),
+		providers.LabelService: labelValue(service),
 		LabelAgents:            labelValue(req.Step),
 	}
 	for k, v := range providers.SelfOwner().Labels() {
 		labels[k] = v
 	}
+	return labels
+}
+
+// agentSecret holds the launch's token and allowed targets, labelled like
+// the pods (teardown and gc find it the same way).
+func (s *settings) agentSecret(req *providers.AgentRequest, ns string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: agentSecretName(req), Namespace: ns, Labels: agentLabels(req, "agent-"+req.Step),
+			Annotations: map[string]string{providers.LabelRun: req.RunID, providers.LabelTrial: req.TrialID},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{secretKeyToken: []byte(req.Token), secretKeyTargets: []byte(providers.AgentTargets(req.Targets))},
+	}
+}
+
+// agentPod is the pod of agent index.
+func (s *settings) agentPod(req *providers.AgentRequest, index int, ns string) *corev1.Pod {
+	agentName := providers.AgentName(req.Step, index)
+	labels := agentLabels(req, agentName)
 	args := []string{"/benchflow", "agent", "--listen", "0.0.0.0:" + strconv.Itoa(AgentPort), "--index", strconv.Itoa(index)}
 	if req.Idle != "" {
 		args = append(args, "--idle", req.Idle)
@@ -122,6 +161,11 @@ func (s *settings) agentPod(req *providers.AgentRequest, index int, ns string) *
 	sort.Strings(keys)
 	for _, k := range keys {
 		env = append(env, corev1.EnvVar{Name: k, Value: req.Env[k]})
+	}
+	secret := corev1.LocalObjectReference{Name: agentSecretName(req)}
+	for _, e := range []struct{ name, key string }{{providers.AgentTokenEnv, secretKeyToken}, {providers.AgentTargetsEnv, secretKeyTargets}} {
+		env = append(env, corev1.EnvVar{Name: e.name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: secret, Key: e.key}}})
 	}
 	grace := int64(gracePeriod)
 	// A bound on the pod's life should everything else fail: agents exit
@@ -144,8 +188,10 @@ func (s *settings) agentPod(req *providers.AgentRequest, index int, ns string) *
 			Containers: []corev1.Container{{
 				Name: "agent", Image: req.Image, ImagePullPolicy: pull, Command: args, Env: env,
 				Ports: []corev1.ContainerPort{{Name: "agent", ContainerPort: AgentPort, Protocol: corev1.ProtocolTCP}},
+				// A TCP probe: every HTTP request without the token
+				// is refused, and the kubelet must not hold it.
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/v1/hello", Port: intstr.FromInt32(AgentPort)}},
+					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(AgentPort)}},
 					PeriodSeconds: 1,
 				},
 			}},
@@ -163,6 +209,7 @@ type agentPods struct {
 	ns       string
 	nsHeld   bool
 	selector map[string]string
+	secret   string // the token's Secret, once created
 	pods     []string
 	fwds     []forwarder
 	flogs    []*forwardLog
@@ -250,6 +297,12 @@ func (g *agentPods) Teardown(ctx context.Context) error {
 		g.logf("k8s: deleting pod %s/%s", g.ns, name)
 		if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting agent pod %q: %w", name, err))
+		}
+	}
+	if g.secret != "" {
+		g.logf("k8s: deleting secret %s/%s", g.ns, g.secret)
+		if err := g.cs.CoreV1().Secrets(g.ns).Delete(ctx, g.secret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the agents' secret %q: %w", g.secret, err))
 		}
 	}
 	if len(g.pods) > 0 && len(errs) == 0 {

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -41,7 +42,8 @@ func kubeletForAgents(t *testing.T, s *sim, mode string) {
 
 func agentRequest(t *testing.T) *providers.AgentRequest {
 	return &providers.AgentRequest{RunID: "20261201T120000Z-ab12", TrialID: "c01-r1", Step: "wrk", Count: 2,
-		Image: "benchflow/agent:local", Idle: "60s", Env: map[string]string{"BENCHFLOW_AGENT_CLOCK_SHIFT": "2=1s"}, LogDir: t.TempDir()}
+		Image: "benchflow/agent:local", Idle: "60s", Env: map[string]string{"BENCHFLOW_AGENT_CLOCK_SHIFT": "2=1s"}, LogDir: t.TempDir(),
+		Token: "s3cret-token-0123456789", Targets: []string{"http://web.benchflow-x.svc:8080/", "http://web.benchflow-x.svc:8080/b"}}
 }
 
 // TestLaunchAgentsPods: agents are bare pods labelled like services (so
@@ -74,9 +76,34 @@ func TestLaunchAgentsPods(t *testing.T) {
 		cmd := strings.Join(c.Command, " ")
 		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || c.Image != req.Image ||
 			cmd != "/benchflow agent --listen 0.0.0.0:7700 --index "+strconv.Itoa(i)+" --idle 60s" ||
-			len(c.Env) != 1 || c.Env[0].Value != "2=1s" || pod.Spec.ActiveDeadlineSeconds == nil {
+			len(c.Env) != 3 || c.Env[0].Value != "2=1s" || pod.Spec.ActiveDeadlineSeconds == nil {
 			t.Errorf("pod %s: restart %s, image %s, command %q, env %v", pod.Name, pod.Spec.RestartPolicy, c.Image, cmd, c.Env)
 		}
+		// The token and targets come from the Secret: the pod's
+		// specification holds neither, and its probe sends no request
+		// (which the agent would refuse).
+		for i, want := range []struct{ name, key string }{{providers.AgentTokenEnv, "token"}, {providers.AgentTargetsEnv, "targets"}} {
+			e := c.Env[1+i]
+			if e.Name != want.name || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+				e.ValueFrom.SecretKeyRef.Name != agentSecretName(req) || e.ValueFrom.SecretKeyRef.Key != want.key {
+				t.Errorf("pod %s: env %+v, want %s from secret %s key %s", pod.Name, e, want.name, agentSecretName(req), want.key)
+			}
+		}
+		spec, _ := json.Marshal(pod)
+		if strings.Contains(string(spec), "s3cret") || strings.Contains(string(spec), "web.benchflow-x") {
+			t.Errorf("pod %s: its specification holds the token or the targets: %s", pod.Name, spec)
+		}
+		if pr := c.ReadinessProbe; pr == nil || pr.TCPSocket == nil || pr.HTTPGet != nil {
+			t.Errorf("pod %s: readiness probe %+v, want a TCP probe", pod.Name, pr)
+		}
+	}
+	sec, err := s.cs.CoreV1().Secrets(runNamespace(req.RunID)).Get(context.Background(), agentSecretName(req), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the agents' secret: %v", err)
+	}
+	if string(sec.Data["token"]) != req.Token || string(sec.Data["targets"]) != "http://web.benchflow-x.svc:8080/\nhttp://web.benchflow-x.svc:8080/b" ||
+		sec.Labels[providers.LabelManaged] != "true" || sec.Labels[providers.LabelRun] != req.RunID || sec.Labels[providers.LabelPID] != strconv.Itoa(os.Getpid()) {
+		t.Errorf("secret: data %q, labels %v", sec.Data, sec.Labels)
 	}
 	if err := g.Teardown(context.Background()); err != nil {
 		t.Fatal(err)

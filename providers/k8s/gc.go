@@ -208,6 +208,15 @@ func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) 
 			})
 		}
 	}
+	if secs, err := cs.CoreV1().Secrets("").List(ctx, opts); err != nil {
+		errs = append(errs, listError("secrets", err))
+	} else {
+		for _, x := range secs.Items {
+			del("secret", x.ObjectMeta, func() error {
+				return cs.CoreV1().Secrets(x.Namespace).Delete(ctx, x.Name, dopts)
+			})
+		}
+	}
 	return removed, errors.Join(errs...)
 }
 

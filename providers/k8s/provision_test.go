@@ -108,6 +108,10 @@ func leftovers(t *testing.T, cs kubernetes.Interface) []string {
 	pods, _ := cs.CoreV1().Pods("").List(ctx, opts)
 	svcs, _ := cs.CoreV1().Services("").List(ctx, opts)
 	ings, _ := cs.NetworkingV1().Ingresses("").List(ctx, opts)
+	secs, _ := cs.CoreV1().Secrets("").List(ctx, opts)
+	for i := range secs.Items {
+		add("secret", []metav1.Object{&secs.Items[i]})
+	}
 	for i := range nss.Items {
 		add("namespace", []metav1.Object{&nss.Items[i]})
 	}

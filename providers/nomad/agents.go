@@ -3,8 +3,11 @@ package nomad
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
+
+	napi "github.com/hashicorp/nomad/api"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -18,7 +21,9 @@ var _ providers.AgentLauncher = (*Provider)(nil)
 // path on the Nomad clients. The job carries the same meta as a service's
 // (managed, run, trial, service, owner), registers the agents in Consul
 // (or, with service_provider "nomad", in Nomad, contacting no Consul)
-// with an HTTP check on /v1/hello, and is waited for, torn down (purged,
+// with a TCP check (the agents refuse HTTP requests without their token),
+// reads its token and targets from the job's Nomad variable through a
+// template, and is waited for, torn down (purged,
 // logs copied to the trial's logs folder) and collected by gc exactly like
 // a service's job.
 func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest) (providers.AgentGroup, error) {
@@ -36,38 +41,87 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	if req.Idle != "" {
 		args = append(args, "--idle", req.Idle)
 	}
-	dep, err := ap.Provision(ctx, &providers.ProvisionRequest{
+	preq := &providers.ProvisionRequest{
 		RunID: req.RunID, TrialID: req.TrialID, LogDir: req.LogDir, Logf: req.Logf,
 		Service: providers.ServiceSpec{
 			Name: "agent-" + req.Step, Command: args, Env: req.Env, Replicas: req.Count,
-			Ports:  []providers.Port{{Name: "agent"}},
-			Health: providers.Health{HTTPPath: "/v1/hello", PortName: "agent", Interval: time.Second, Timeout: 2 * time.Second},
+			Ports: []providers.Port{{Name: "agent"}},
+			// A TCP check: the agent refuses every HTTP request without
+			// the token, which the checks must not hold.
+			Health: providers.Health{TCP: true, PortName: "agent", Interval: time.Second, Timeout: 2 * time.Second},
 		},
-	})
+	}
+	// The token and targets in the job's own variable, which a template
+	// reads into each agent's environment: the job carries neither.
+	nc, err := ap.nomadClient()
 	if err != nil {
 		return nil, err
 	}
-	g := &agentJob{dep: dep}
+	g := &agentJob{nomad: nc, varPath: "nomad/jobs/" + ap.jobSpec(preq).jobID, namespace: s.Namespace}
+	logf := req.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	logf("nomad: writing variable %s (the agents' token)", g.varPath)
+	v := &napi.Variable{Namespace: s.Namespace, Path: g.varPath,
+		Items: napi.VariableItems{varKeyToken: req.Token, varKeyTargets: strings.Join(req.Targets, " ")}}
+	if _, _, err := nc.Variables().Create(v, (&napi.WriteOptions{Namespace: s.Namespace}).WithContext(ctx)); err != nil {
+		return nil, fmt.Errorf("starting agents: writing their token to Nomad variable %s: %w", g.varPath, err)
+	}
+	ap.envVar = g.varPath
+	dep, err := ap.Provision(ctx, preq)
+	if err != nil {
+		return nil, errors.Join(err, g.deleteVar(context.WithoutCancel(ctx)))
+	}
+	g.dep = dep
 	for _, a := range strings.Split(dep.Endpoint().Attrs["allocations"], ",") {
 		if a != "" {
 			g.urls = append(g.urls, "http://"+a)
 		}
 	}
 	if len(g.urls) != req.Count {
-		terr := dep.Teardown(context.WithoutCancel(ctx))
+		terr := g.Teardown(context.WithoutCancel(ctx))
 		return nil, errors.Join(errors.New("starting agents: the job's allocations do not match its count"), terr)
 	}
 	return g, nil
 }
 
+// The items of the agents' variable.
+const (
+	varKeyToken   = "token"
+	varKeyTargets = "targets"
+)
+
 // agentJob is a running agents job.
 type agentJob struct {
-	dep  providers.Deployment
-	urls []string
+	dep       providers.Deployment
+	urls      []string
+	nomad     *napi.Client
+	varPath   string // the variable holding the token
+	namespace string
 }
 
 func (g *agentJob) URLs() []string { return g.urls }
 
 // Teardown purges the job, waits for its allocations to stop and keeps
-// their logs (the service teardown).
-func (g *agentJob) Teardown(ctx context.Context) error { return g.dep.Teardown(ctx) }
+// their logs (the service teardown), and deletes the token's variable.
+func (g *agentJob) Teardown(ctx context.Context) error {
+	var err error
+	if g.dep != nil {
+		err = g.dep.Teardown(ctx)
+	}
+	dctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), forcedTimeout)
+		defer cancel()
+	}
+	return errors.Join(err, g.deleteVar(dctx))
+}
+
+func (g *agentJob) deleteVar(ctx context.Context) error {
+	if _, err := g.nomad.Variables().Delete(g.varPath, (&napi.WriteOptions{Namespace: g.namespace}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("deleting Nomad variable %s (the agents' token): %w", g.varPath, err)
+	}
+	return nil
+}

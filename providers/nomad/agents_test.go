@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,11 +31,35 @@ func TestLaunchAgentsJob(t *testing.T) {
 	// The services' driver is docker; agents run with raw_exec anyway.
 	p := newProvider(t, &Config{Address: st.Nomad.URL(), ConsulAddress: st.Consul.URL(), Driver: "docker", ReadyTimeout: "30s"})
 	logs := t.TempDir()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))
+	defer target.Close()
+	token, _ := agent.NewToken()
 	g, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{
 		RunID: testRunID, TrialID: "t0001", Step: "wrk", Count: 2, Binary: bin, Idle: "20s", LogDir: logs, Logf: t.Logf,
+		Token: token, Targets: []string{target.URL + "/"},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The token and targets are in the job's variable, read by a
+	// template: the job itself holds neither, and its check is TCP.
+	jobID := "benchflow-agent-wrk-" + strings.ToLower(testRunID)
+	if v, ok := st.Nomad.Variable("", "nomad/jobs/"+jobID); !ok || v.Items["token"] != token || v.Items["targets"] != target.URL+"/" {
+		t.Errorf("variable nomad/jobs/%s: %+v, %v", jobID, v, ok)
+	}
+	if job, ok := st.Nomad.Job("", jobID); ok {
+		spec, _ := json.Marshal(job)
+		if strings.Contains(string(spec), token) || strings.Contains(string(spec), target.URL) {
+			t.Errorf("the job holds the token or the target: %s", spec)
+		}
+		tk := job.TaskGroups[0].Tasks[0]
+		if len(tk.Templates) != 1 || tk.Templates[0].Envvars == nil || !*tk.Templates[0].Envvars ||
+			!strings.Contains(*tk.Templates[0].EmbeddedTmpl, `nomadVar "nomad/jobs/`+jobID+`"`) {
+			t.Errorf("task templates %+v: want one env template reading the job's variable", tk.Templates)
+		}
+		if cs := job.TaskGroups[0].Services[0].Checks; len(cs) != 1 || cs[0].Type != "tcp" {
+			t.Errorf("checks %+v, want one tcp check", cs)
+		}
 	}
 	job, ok := st.Nomad.Job("", "benchflow-agent-wrk-"+strings.ToLower(testRunID))
 	if !ok {
@@ -45,9 +70,7 @@ func TestLaunchAgentsJob(t *testing.T) {
 			t.Errorf("job: count %d, driver %s, meta %v", *tg.Count, tg.Tasks[0].Driver, job.Meta)
 		}
 	}
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))
-	defer target.Close()
-	out, err := agent.Run(context.Background(), agent.Config{Agents: g.URLs(), Logf: t.Logf,
+	out, err := agent.Run(context.Background(), agent.Config{Agents: g.URLs(), Logf: t.Logf, Token: token,
 		Options: load.Options{Targets: []load.Target{{URL: target.URL + "/"}}, Connections: 4, Threads: 2, Requests: 1000}})
 	if err != nil {
 		g.Teardown(context.Background())
@@ -66,6 +89,9 @@ func TestLaunchAgentsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertEmpty(t, st)
+	if _, ok := st.Nomad.Variable("", "nomad/jobs/"+jobID); ok {
+		t.Error("the agents' variable is still there after teardown")
+	}
 	found := 0
 	files, _ := filepath.Glob(filepath.Join(logs, "agent-wrk.*stdout*"))
 	for _, f := range files {

@@ -129,6 +129,20 @@ type jobSpec struct {
 	jobID   string
 	service string // the service name, in Consul or Nomad
 	tag     string // the service tag unique to the trial
+	// envVar is a Nomad variable whose items envTemplate puts into the
+	// task's environment ("" for none).
+	envVar string
+}
+
+// envTemplate reads the agents' token and targets from the variable at
+// path (the job's own, nomad/jobs/<job id>, which its tasks may read)
+// into the task's environment: the job carries neither. Values are
+// double-quoted (printf %q), which Nomad's env file parser reads back.
+func envTemplate(path string) *napi.Template {
+	data := fmt.Sprintf("{{ with nomadVar %q }}%s={{ printf \"%%q\" .%s.Value }}\n%s={{ printf \"%%q\" .%s.Value }}\n{{ end }}",
+		path, providers.AgentTokenEnv, varKeyToken, providers.AgentTargetsEnv, varKeyTargets)
+	dest, change, env := "secrets/agent.env", "noop", true
+	return &napi.Template{EmbeddedTmpl: &data, DestPath: &dest, ChangeMode: &change, Envvars: &env}
 }
 
 // buildJob turns a service into a Nomad service job: one group with a
@@ -263,6 +277,9 @@ func buildJob(js jobSpec) (*napi.Job, error) {
 	}
 	if len(volumes) > 0 {
 		cfg["volumes"] = volumes
+	}
+	if js.envVar != "" {
+		task.Templates = append(task.Templates, envTemplate(js.envVar))
 	}
 	task.Config = cfg
 	tg.AddTask(task)

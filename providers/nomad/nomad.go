@@ -56,6 +56,9 @@ type Provider struct {
 	pollInterval time.Duration
 	// stopTimeout bounds Teardown's wait for the allocations to stop.
 	stopTimeout time.Duration
+	// envVar, for agents, is the Nomad variable a template reads into
+	// the task's environment (agents.go).
+	envVar string
 }
 
 // defaultPoll paces the waits that cannot block on an index.
@@ -125,7 +128,7 @@ func (p *Provider) jobSpec(req *providers.ProvisionRequest) jobSpec {
 		id = serviceName("benchflow-" + req.Service.Name + "-" + req.RunID)
 	}
 	tag := "benchflow-trial-" + serviceName(req.TrialID)
-	return jobSpec{s: p.s, req: req, count: count, jobID: id, service: serviceName(id), tag: tag}
+	return jobSpec{s: p.s, req: req, count: count, jobID: id, service: serviceName(id), tag: tag, envVar: p.envVar}
 }
 
 // Deployment is one provisioned Nomad job.

@@ -374,8 +374,8 @@ func TestValidateServiceProvider(t *testing.T) {
 
 // TestLaunchAgentsWithoutConsul runs two real agents as a raw_exec job
 // whose service registers in Nomad: the job carries Nomad's service with
-// the /v1/hello check, the agents answer, teardown leaves nothing and no
-// Consul is dialled.
+// a TCP check, the agents answer with the token and refuse without it,
+// teardown leaves nothing and no Consul is dialled.
 func TestLaunchAgentsWithoutConsul(t *testing.T) {
 	bin := os.Getenv("BENCHFLOW_BIN")
 	if bin == "" {
@@ -385,8 +385,10 @@ func TestLaunchAgentsWithoutConsul(t *testing.T) {
 	st.Nomad.RunRawExec = true
 	tw := newTripwire(t)
 	p := newProvider(t, &Config{Address: st.Nomad.URL(), ServiceProvider: "nomad", ConsulAddress: tw.addr(), Driver: "docker", ReadyTimeout: "30s"})
+	const token = "0123456789abcdef0123456789abcdef"
 	g, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{
 		RunID: testRunID, TrialID: "t0001", Step: "wrk", Count: 2, Binary: bin, Idle: "20s", LogDir: t.TempDir(), Logf: t.Logf,
+		Token: token, Targets: []string{"http://127.0.0.1:1/"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -395,8 +397,8 @@ func TestLaunchAgentsWithoutConsul(t *testing.T) {
 	stored, ok := st.Nomad.Job("", job)
 	if !ok {
 		t.Errorf("no job %s; jobs %v", job, st.Nomad.Jobs())
-	} else if svc := stored.TaskGroups[0].Services[0]; svc.Provider != "nomad" || len(svc.Checks) != 1 || svc.Checks[0].Path != "/v1/hello" {
-		t.Errorf("agents' service = %+v, want provider nomad with the /v1/hello check", svc)
+	} else if svc := stored.TaskGroups[0].Services[0]; svc.Provider != "nomad" || len(svc.Checks) != 1 || svc.Checks[0].Type != "tcp" {
+		t.Errorf("agents' service = %+v, want provider nomad with a tcp check", svc)
 	}
 	if regs := st.Nomad.ServiceRegistrations(); len(regs) != 2 {
 		t.Errorf("registrations of the agents: %v, want 2", regs)
@@ -404,8 +406,18 @@ func TestLaunchAgentsWithoutConsul(t *testing.T) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	defer hc.CloseIdleConnections()
 	for _, u := range g.URLs() {
-		if code, body := get(t, hc, u+"/v1/hello"); code != 200 {
-			t.Errorf("agent %s: %d %s", u, code, body)
+		if code, body := get(t, hc, u+"/v1/hello"); code != http.StatusUnauthorized {
+			t.Errorf("agent %s without the token: %d %s, want 401", u, code, body)
+		}
+		req, _ := http.NewRequest("GET", u+"/v1/hello", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("agent %s with the token: %d", u, resp.StatusCode)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -100,6 +100,8 @@ type Nomad struct {
 	// answers (and blocks) with the index of the table an endpoint reads,
 	// which is 0 until the table is first written.
 	tables map[string]uint64
+	// vars are the variables (/v1/var), by nsKey(namespace, path).
+	vars   map[string]*napi.Variable
 	timers map[*time.Timer]struct{} // pending afterLocked steps
 	closed bool
 	wg     sync.WaitGroup
@@ -153,6 +155,7 @@ func NewNomad(consul *Consul) *Nomad {
 		tables: map[string]uint64{},
 
 		services: map[string]*napi.ServiceRegistration{},
+		vars:     map[string]*napi.Variable{},
 		timers:   map[*time.Timer]struct{}{},
 	}
 	n.init()
@@ -395,6 +398,10 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			httpError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL path %q", p))
 		}
+	case strings.HasPrefix(p, "/v1/var/"):
+		n.variable(w, r, ns, strings.TrimPrefix(p, "/v1/var/"))
+	case p == "/v1/vars" && r.Method == http.MethodGet:
+		n.listVariables(w, r, ns)
 	case strings.HasPrefix(p, "/v1/allocation/") && r.Method == http.MethodGet:
 		id := strings.TrimPrefix(p, "/v1/allocation/")
 		n.query(w, r, tableAllocs, func() (any, error) {
@@ -966,7 +973,7 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 	fa.a.AllocatedResources.Shared = shared
 	if real {
 		for _, t := range tg.Tasks {
-			p, err := startTask(fa, t, shared.Ports)
+			p, err := n.startTaskLocked(fa, t, shared.Ports)
 			if err != nil {
 				ev := event("Driver Failure", err.Error())
 				ev.DriverError = err.Error()

@@ -39,9 +39,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startTask starts t's command with the environment the raw_exec driver
-// gives a task.
-func startTask(fa *fakeAlloc, t *napi.Task, ports []napi.PortMapping) (*taskProc, error) {
+// startTaskLocked starts t's command with the environment the raw_exec
+// driver gives a task, its env templates rendered into it.
+func (n *Nomad) startTaskLocked(fa *fakeAlloc, t *napi.Task, ports []napi.PortMapping) (*taskProc, error) {
 	command, _ := t.Config["command"].(string)
 	if command == "" {
 		return nil, fmt.Errorf("task %s: no command", t.Name)
@@ -59,6 +59,9 @@ func startTask(fa *fakeAlloc, t *napi.Task, ports []napi.PortMapping) (*taskProc
 	}
 	for k, v := range t.Env {
 		env[k] = interpolate(v, env)
+	}
+	if err := n.taskEnvTemplatesLocked(fa, t, env); err != nil {
+		return nil, err
 	}
 	var args []string
 	switch a := t.Config["args"].(type) {
