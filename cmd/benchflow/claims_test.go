@@ -22,6 +22,10 @@ import (
 //     per-round ratio to "small" is about 1 in two rounds and tens of
 //     times lower in the third: the paired interval spans far on both
 //     sides of 1 whatever the noise, and "ratio < 1" is inconclusive.
+//
+// Two more go through the collect step's columns: cpu_total_pct is 100 ×
+// the CPUs in every repetition (a zero-width interval: holds), and the
+// verdict of "small", whatever this machine makes of it, is judged.
 const claimsPipeline = `
 pipeline "claims" {
   repetitions = 3
@@ -47,6 +51,11 @@ step "load" "main" {
   threads     = 1
   duration    = "500ms"
 }
+step "collect" "cpu" {
+  during      = step.load.main
+  interval    = "100ms"
+  quiet_check = "0s"
+}
 claim "small-beats-big" {
   description = "64 B responses are served more than twice as often as 4 MiB ones"
   metric      = "rps"
@@ -65,6 +74,15 @@ claim "twin-is-slower" {
   cell   = { variant = "twin" }
   versus = { variant = "small" }
   ratio  = "< 1"
+}
+claim "machine-counted" {
+  metric = "cpu_total_pct"
+  cell   = { variant = "small" }
+  value  = ">= 100%"
+}
+claim "small-limited-by" {
+  cell    = { variant = "small" }
+  verdict = "server-bound"
 }
 `
 
@@ -86,11 +104,12 @@ func TestClaimsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "claims: 1 holds, 1 fails, 1 inconclusive") {
+	if !strings.Contains(string(b), "claims: ") || !strings.Contains(string(b), "1 fails") {
 		t.Fatalf("apply does not sum the claims up:\n%s", b)
 	}
 	run := filepath.Join(out, "latest")
-	want := map[string]string{"small-beats-big": "holds", "big-beats-small": "fails", "twin-is-slower": "inconclusive"}
+	want := map[string]string{"small-beats-big": "holds", "big-beats-small": "fails", "twin-is-slower": "inconclusive", "machine-counted": "holds"}
+	verdict := "" // small-limited-by: any outcome, with its evidence
 
 	// claims.parquet, read by an independent reader.
 	db, err := sql.Open("duckdb", "")
@@ -111,10 +130,17 @@ func TestClaimsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		n++
+		if name == "small-limited-by" {
+			verdict = outcome
+			if !strings.Contains(detail, "repetitions") && !strings.Contains(detail, "no repetition has a verdict") {
+				t.Errorf("verdict claim: detail %q", detail)
+			}
+			continue
+		}
 		if outcome != want[name] {
 			t.Errorf("claims.parquet: %s %s (%s), want %s", name, outcome, detail, want[name])
 		}
-		if !(lo <= est && est <= hi) {
+		if !(lo <= est && est <= hi) && name != "small-limited-by" {
 			t.Errorf("claims.parquet: %s estimate %v outside [%v, %v]", name, est, lo, hi)
 		}
 		if name == "twin-is-slower" && (more <= 0 || !strings.Contains(detail, "straddles")) {
@@ -122,9 +148,10 @@ func TestClaimsEndToEnd(t *testing.T) {
 		}
 	}
 	rows.Close()
-	if n != 3 {
-		t.Fatalf("claims.parquet has %d rows, want 3", n)
+	if n != 5 {
+		t.Fatalf("claims.parquet has %d rows, want 5", n)
 	}
+	want["small-limited-by"] = verdict
 
 	report := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"report", run}, args...)...)
@@ -138,7 +165,7 @@ func TestClaimsEndToEnd(t *testing.T) {
 		return string(b), 0
 	}
 	text, code := report()
-	if code != 0 || !strings.Contains(text, "claims: 1 holds, 1 fails, 1 inconclusive") {
+	if code != 0 || !strings.Contains(text, "claims: ") || !strings.Contains(text, "1 fails") {
 		t.Errorf("report (exit %d) lacks the claims:\n%s", code, text)
 	}
 	for name, o := range want {
@@ -172,11 +199,11 @@ func TestClaimsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatalf("json report: %v", err)
 	}
-	if len(doc.Claims) != 3 {
+	if len(doc.Claims) != 5 {
 		t.Fatalf("json report: %d claims", len(doc.Claims))
 	}
 	for _, c := range doc.Claims {
-		if c.Outcome != want[c.Name] || c.Low == nil {
+		if c.Outcome != want[c.Name] || (c.Low == nil && c.Name != "small-limited-by") {
 			t.Errorf("json report: %s %s (ci_low %v)", c.Name, c.Outcome, c.Low)
 		}
 	}

@@ -326,7 +326,16 @@ func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail str
 		if !b.Upper() {
 			past = 1 - iv.Low/b.Value
 		}
-		detail += fmt.Sprintf(": the estimate %s is %.1f%% %s it and the interval reaches %.1f%% past it", f(iv.Value), math.Abs(pct), where, 100*math.Abs(past))
+		reach := "up to " + f(iv.High)
+		if !b.Upper() {
+			reach = "down to " + f(iv.Low)
+		}
+		if b.Upper() && past > 1 {
+			reach += fmt.Sprintf(" (%.0f times the bound)", iv.High/b.Value)
+		} else {
+			reach += fmt.Sprintf(" (%.1f%% past it)", 100*math.Abs(past))
+		}
+		detail += fmt.Sprintf(": the estimate %s is %.1f%% %s it, and the interval reaches %s", f(iv.Value), math.Abs(pct), where, reach)
 	}
 	more = moreRepetitions(iv, b.Value)
 	switch {
@@ -526,6 +535,9 @@ func fmtClaimValue(v float64, unit string) string {
 		return strconv.FormatFloat(v, 'g', 4, 64) + " s"
 	case pipeline.UnitCount:
 		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	if v != 0 && math.Abs(v) < 0.01 {
+		return strconv.FormatFloat(v, 'g', 3, 64) // a ratio far below 1
 	}
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
