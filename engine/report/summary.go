@@ -389,9 +389,16 @@ func processCPU(run *results.Run) map[string]map[string]float64 {
 	}
 	out := map[string]map[string]float64{}
 	for kk, byT := range sums {
+		// Summed in time order: a float sum in map order differs in its
+		// last digits from one report to the next.
+		ts := make([]float64, 0, len(byT))
+		for t := range byT {
+			ts = append(ts, t)
+		}
+		sort.Float64s(ts)
 		total := 0.0
-		for _, v := range byT {
-			total += v
+		for _, t := range ts {
+			total += byT[t]
 		}
 		if out[kk.trial] == nil {
 			out[kk.trial] = map[string]float64{}
