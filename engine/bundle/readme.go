@@ -17,7 +17,8 @@ import (
 //	…generated: PATH/reproduction.md, the verdict of `benchflow reproduce`…
 //	<!-- /benchflow -->
 //
-// PATH is relative to the Markdown file's folder.
+// PATH is relative to the Markdown file's folder. Markers inside fenced
+// code blocks (``` … ```) are text, not sections.
 var (
 	markerStart = regexp.MustCompile(`(?m)^<!-- benchflow:([a-z]+) ([^>]*?) -->[ \t]*\n`)
 	markerEnd   = "<!-- /benchflow -->"
@@ -42,10 +43,17 @@ func UpdateMarkdown(name string, src []byte, render Render) (out []byte, changed
 	var b bytes.Buffer
 	rest := src
 	offset := 0
+	fences := fenced(src)
 	for {
 		loc := markerStart.FindSubmatchIndex(rest)
+		if loc != nil && inFence(fences, offset+loc[0]) {
+			b.Write(rest[:loc[1]])
+			offset += loc[1]
+			rest = rest[loc[1]:]
+			continue
+		}
 		if loc == nil {
-			if i := bytes.Index(rest, []byte(markerEnd)); i >= 0 {
+			if i := bytes.Index(rest, []byte(markerEnd)); i >= 0 && !inFence(fences, offset+i) {
 				return nil, nil, fmt.Errorf("%s:%d: %s without a start marker", name, lineOf(src, offset+i), markerEnd)
 			}
 			b.Write(rest)
@@ -89,3 +97,35 @@ func UpdateMarkdown(name string, src []byte, render Render) (out []byte, changed
 }
 
 func lineOf(src []byte, off int) int { return bytes.Count(src[:off], []byte("\n")) + 1 }
+
+// fenced returns the byte ranges [start, end) of the fenced code blocks of
+// src (lines starting with ```, optionally indented).
+func fenced(src []byte) [][2]int {
+	var out [][2]int
+	open := -1
+	off := 0
+	for _, line := range bytes.SplitAfter(src, []byte("\n")) {
+		if bytes.HasPrefix(bytes.TrimLeft(line, " "), []byte("```")) {
+			if open < 0 {
+				open = off
+			} else {
+				out = append(out, [2]int{open, off + len(line)})
+				open = -1
+			}
+		}
+		off += len(line)
+	}
+	if open >= 0 {
+		out = append(out, [2]int{open, len(src)})
+	}
+	return out
+}
+
+func inFence(fences [][2]int, at int) bool {
+	for _, f := range fences {
+		if at >= f[0] && at < f[1] {
+			return true
+		}
+	}
+	return false
+}

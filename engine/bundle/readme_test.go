@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,12 @@ func TestUpdateMarkdown(t *testing.T) {
 	}
 	if len(changed) != 1 || changed[0].Path != "b1" {
 		t.Errorf("changed %+v, want b1 only", changed)
+	}
+	// Markers inside a fenced code block are text.
+	fencedSrc := "how:\n```\n<!-- benchflow:report b -->\n<!-- /benchflow -->\n```\n"
+	out, changed, err = UpdateMarkdown("R.md", []byte(fencedSrc), func(Section) (string, error) { return "", errors.New("rendered a fenced marker") })
+	if err != nil || string(out) != fencedSrc || len(changed) != 0 {
+		t.Errorf("fenced markers: %v, %q, %v", err, out, changed)
 	}
 	for bad, msg := range map[string]string{
 		"a\n<!-- benchflow:report b -->\nno end\n":                                        "R.md:2: <!-- benchflow:report b --> has no <!-- /benchflow -->",

@@ -127,3 +127,12 @@ step "collect" "cpu" {
   # of its port, dockerd and its containerd-shim.
   loader    = true
 }
+
+# The study's conclusion (S2), checked on every run (docs/language.md).
+claim "container-costs-half" {
+  description = "Behind a published port, the container serves less than half the host's req/s of the 4 KiB file"
+  metric      = "rps"
+  cell        = { deploy = "docker-nat" }
+  versus      = { deploy = "host" }
+  ratio       = "< 0.5"
+}

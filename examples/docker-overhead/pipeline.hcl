@@ -169,3 +169,29 @@ step "collect" "cpu" {
   loader    = true
   interval  = "1s"
 }
+
+# The study's conclusions (../../../shared/studies.md, S1), checked on every
+# run (docs/language.md, "claim"). On a machine whose Docker uses
+# fuse-overlayfs or is otherwise far from the study's, some will not hold:
+# `benchflow reproduce` names the environment fields that differ.
+claim "nat-costs-half" {
+  description = "Docker NAT (docker-proxy) delivers at most 60% of the host's req/s"
+  metric      = "rps"
+  cell        = { deploy = "docker-nat" }
+  versus      = { deploy = "host" }
+  ratio       = "< 0.6"
+}
+
+claim "nat-is-the-proxy" {
+  description = "Behind NAT the infrastructure (docker-proxy, dockerd), not nginx, limits the req/s"
+  cell        = { deploy = "docker-nat" }
+  verdict     = "infrastructure-bound"
+}
+
+claim "container-log-costs" {
+  description = "Logging to the container's terminal costs more than 30% of the req/s on the host network"
+  metric      = "rps"
+  cell        = { deploy = "docker-host", access_log = "on" }
+  versus      = { access_log = "off" }
+  ratio       = "< 0.7"
+}

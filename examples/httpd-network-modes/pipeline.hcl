@@ -125,3 +125,20 @@ step "collect" "cpu" {
   # of its port, dockerd and its containerd-shim.
   loader    = true
 }
+
+# The study's conclusions (S4), checked on every run (docs/language.md).
+claim "nat-loses" {
+  description = "Docker NAT loses more than 10% of the host's req/s (the study: about 17%)"
+  metric      = "rps"
+  cell        = { deploy = "docker-nat" }
+  versus      = { deploy = "host" }
+  ratio       = "< 0.9"
+}
+
+claim "host-network-near-host" {
+  description = "Docker on the host network keeps more than 90% of the host's req/s (the study: 94%)"
+  metric      = "rps"
+  cell        = { deploy = "docker-host" }
+  versus      = { deploy = "host" }
+  ratio       = "> 0.9"
+}

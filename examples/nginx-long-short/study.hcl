@@ -98,3 +98,13 @@ step "collect" "cpu" {
   processes = ["nginx"]
   loader    = true
 }
+
+# The study's point (S5), checked on every run (docs/language.md): for a
+# small file, a new connection per request costs most of the req/s.
+claim "long-beats-short" {
+  description = "For the 6-byte file, short connections (Connection: close) deliver less than half the req/s of keep-alive"
+  metric      = "rps"
+  cell        = { file = "hello", connection = "short" }
+  versus      = { connection = "long" }
+  ratio       = "< 0.5"
+}

@@ -112,3 +112,12 @@ step "collect" "cpu" {
   # of its port, dockerd and its containerd-shim.
   loader    = true
 }
+
+# The study's conclusion (S3), checked on every run (docs/language.md).
+claim "nginx-faster" {
+  description = "nginx serves the large image at least 10% faster than httpd (short connections)"
+  metric      = "rps"
+  cell        = { server = "nginx" }
+  versus      = { server = "httpd" }
+  ratio       = "> 1.1"
+}
