@@ -179,24 +179,15 @@ func checkTarget(dir string, force bool) error {
 	return nil
 }
 
-// copyRun copies the run folder into stage: every visible file (the
-// manifest, the pipeline, sources/, the tables, claims) except the
-// dropped tables, logs/ unless asked for, and what Publish generates.
+// copyRun copies the run folder into stage — every visible file: the
+// manifest, the pipeline, sources/, the tables, the parts of a run not
+// compacted yet, claims — except logs/ unless asked for and what Publish
+// generates; compacts the copy (results.Compact: the run itself is not
+// touched) and removes the dropped tables from it.
 func copyRun(run *results.Run, stage string, opts Options) (dropped []string, err error) {
 	skip := map[string]bool{}
 	for _, f := range generated {
 		skip[f] = true
-	}
-	for _, t := range Droppable {
-		if slices.Contains(opts.Drop, t) {
-			for _, f := range []string{results.FormatParquet, results.FormatArrow} {
-				name := results.TableFile(t, f)
-				if _, err := os.Stat(filepath.Join(run.Dir, name)); err == nil {
-					dropped = append(dropped, name)
-				}
-				skip[name] = true
-			}
-		}
 	}
 	err = filepath.WalkDir(run.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -224,6 +215,24 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped []string, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("publishing: copying the run: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(stage, results.PartsDir)); err == nil {
+		if err := results.Compact(stage); err != nil {
+			return nil, fmt.Errorf("publishing: %w", err)
+		}
+	}
+	for _, t := range Droppable {
+		if !slices.Contains(opts.Drop, t) {
+			continue
+		}
+		for _, f := range []string{results.FormatParquet, results.FormatArrow} {
+			name := results.TableFile(t, f)
+			if err := os.Remove(filepath.Join(stage, name)); err == nil {
+				dropped = append(dropped, name)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("publishing: %w", err)
+			}
+		}
 	}
 	return dropped, nil
 }
