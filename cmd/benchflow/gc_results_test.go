@@ -35,6 +35,11 @@ step "exec" "hold" { command = ["sh", "-c", "sleep 120; : %s"] }
 `, killedMarker),
 		"live.hcl": fmt.Sprintf(`
 pipeline "live" {}
+service "web" {
+  command = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--size", "10"]
+  port "http" {}
+  health { http = "/" }
+}
 step "exec" "hold" { command = ["sh", "-c", "sleep 120; : %s"] }
 `, liveMarker),
 		"quick.hcl": `
@@ -146,6 +151,33 @@ step "exec" "x" { command = ["true"] }
 		}
 	}
 
+	// What the live run has on the machine: its service (a process with
+	// its run id in the environment), its service folder, its step.
+	liveID := filepath.Base(live)
+	t.Cleanup(func() {
+		for _, pid := range runProcesses(liveID) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	liveDirs, _ := filepath.Glob(filepath.Join(dir, "benchflow-"+liveID+"-*"))
+	if len(liveDirs) == 0 || len(runProcesses(liveID)) == 0 {
+		t.Fatalf("the live run has no service folder (%v) or no service process", liveDirs)
+	}
+	checkLive := func(what string) {
+		t.Helper()
+		for _, d := range liveDirs {
+			if _, err := os.Stat(d); err != nil {
+				t.Errorf("%s removed the live run's service folder %s", what, d)
+			}
+		}
+		if len(runProcesses(liveID)) == 0 {
+			t.Errorf("%s stopped the live run's service", what)
+		}
+		if len(servePIDs(liveMarker)) == 0 {
+			t.Errorf("%s stopped the live run's step", what)
+		}
+	}
+
 	gc := exec.Command(bin, "gc", "--provider", "local", "-o", out)
 	gc.Dir, gc.Env = dir, env
 	b, err := gc.CombinedOutput()
@@ -153,6 +185,7 @@ step "exec" "x" { command = ["true"] }
 		t.Fatalf("gc: %v\n%s", err, b)
 	}
 	check("gc -o")
+	checkLive("gc -o")
 	if m := readManifest(t, killed); m.Status != "interrupted" {
 		t.Errorf("the killed run's manifest says %q after gc, want interrupted", m.Status)
 	}
@@ -171,4 +204,23 @@ step "exec" "x" { command = ["true"] }
 		t.Fatalf("apply: %v\n%s", err, b)
 	}
 	check("apply --out")
+	checkLive("apply --out")
+}
+
+// runProcesses lists the processes whose environment names run id (the
+// local provider's services).
+func runProcesses(id string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, b...), []byte("\x00BENCHFLOW_RUN="+id+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -15,7 +15,8 @@ import (
 
 // TestKilledRunSysctlRestoredByGC tunes a real sysctl, kills benchflow with
 // SIGKILL while the trial runs (so no teardown happens), and expects
-// `benchflow gc` to put the original value back from the journal. It runs
+// `benchflow gc --provider local` to put the original value back from the
+// journal and remove a killed run's service folder. It runs
 // in a network namespace of its own, so the net.* sysctl it changes is
 // nobody else's; it needs root and ip(8).
 func TestKilledRunSysctlRestoredByGC(t *testing.T) {
@@ -106,7 +107,18 @@ step "exec" "hold" {
 		t.Fatalf("want one journal in %s, got %v", state, journals)
 	}
 
-	gc := inNS(bin, "gc")
+	// A service folder of a killed run (its benchflow's pid is gone).
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	svcDir := filepath.Join(dir, fmt.Sprintf("benchflow-20261201T000000Z-abcd-c01-r1-web-p%d-123", dead.Process.Pid))
+	if err := os.MkdirAll(filepath.Join(svcDir, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// gc of the local provider only: the machine's own leftovers are its.
+	gc := inNS(bin, "gc", "--provider", "local")
 	gc.Env = env
 	b, err := gc.CombinedOutput()
 	if err != nil {
@@ -120,5 +132,8 @@ step "exec" "hold" {
 	}
 	if left, _ := filepath.Glob(filepath.Join(state, "tune-journal", "*.json")); len(left) != 0 {
 		t.Errorf("journal left after gc: %v", left)
+	}
+	if _, err := os.Stat(svcDir); !os.IsNotExist(err) {
+		t.Errorf("the killed run's service folder survives gc --provider local: %v\n%s", err, b)
 	}
 }
