@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,21 @@ func TestWarningsOncePerRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "120% of a core") || !strings.Contains(out, "90% of a core") {
 		t.Errorf("different warnings were merged:\n%s", out)
+	}
+}
+
+// TestLoadLuaScript: a wrk (Lua) script is refused with what request
+// scripts are and where they are documented, before any request is sent.
+func TestLoadLuaScript(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"x.lua", "x.star"} {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte("wrk.method = \"POST\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "load", "-s", f, "-n", "1", "http://127.0.0.1:9/").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "request scripts are Starlark, not Lua") || !strings.Contains(string(out), "docs/starlark.md") {
+			t.Errorf("load -s %s: %v\n%s", name, err, out)
+		}
 	}
 }

@@ -131,8 +131,15 @@ failed (with the reason) or a flag is wrong.`,
 			}
 			var reqScript *script.Script
 			if scriptFile != "" {
+				const starlarkOnly = "request scripts are Starlark, not Lua: a wrk script's request(), response() and done() become Starlark functions returning dicts (docs/starlark.md, \"Request scripts\")"
+				if strings.HasSuffix(scriptFile, ".lua") {
+					return fmt.Errorf("-s/--script %s: %s", scriptFile, starlarkOnly)
+				}
 				reqScript, err = script.Load(cmd.Context(), os.DirFS(filepath.Dir(scriptFile)), filepath.Base(scriptFile), opts.Targets[0].URL, script.Options{})
 				if err != nil {
+					if strings.Contains(err.Error(), "undefined: wrk") {
+						return fmt.Errorf("-s/--script %s: %w; %s", scriptFile, err, starlarkOnly)
+					}
 					return fmt.Errorf("-s/--script %s: %w", scriptFile, err)
 				}
 				opts.Requester = reqScript

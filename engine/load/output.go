@@ -23,7 +23,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		return fmt.Errorf("writing text summary: no result")
 	}
 	var b strings.Builder
-	target := strings.Join(r.Targets, ", ")
+	target := targetList(r.Targets)
 	kind := "test"
 	if r.Tag == "warm" {
 		kind = "warm-up"
@@ -340,4 +340,14 @@ func WriteJSON(w io.Writer, r *Result) error {
 		return fmt.Errorf("writing JSON summary: %w", err)
 	}
 	return nil
+}
+
+// targetList names the targets for the header: all of a few, or the first
+// ones and how many more (a request script can make thousands).
+func targetList(ts []string) string {
+	const shown = 3
+	if len(ts) <= shown+1 {
+		return strings.Join(ts, ", ")
+	}
+	return fmt.Sprintf("%s and %d more URLs", strings.Join(ts[:shown], ", "), len(ts)-shown)
 }
