@@ -12,6 +12,11 @@
 // holds the HCL function table (HCL's standard library plus file,
 // fileexists and templatefile). Render and JSON print a plan.
 //
+// Build also matches every claim block to the cells it selects and the
+// load step it judges (claims.go: Plan.Claims), so a claim about an axis,
+// a value or a metric the pipeline does not have is an error before
+// anything runs; engine/report judges the claims after the run.
+//
 // What a step kind is (its schema, phase, validation and run function) is
 // declared in engine/steps; plan looks each step's kind up there to decode,
 // validate and order it.

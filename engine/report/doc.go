@@ -11,6 +11,11 @@
 //     paired by round); Summary.Write renders it as text, markdown, csv or
 //     json; WriteHTML writes a self-contained page with SVG charts;
 //     WritePNG writes the same charts as PNG files.
+//   - EvaluateClaims judges the claims recorded in a run's manifest
+//     (claim blocks) with the same intervals: holds, fails or
+//     inconclusive, with how many more repetitions would likely decide
+//     (claims.go); Summarize fills Summary.Claims and every format shows
+//     them; RecordedClaims reads claims.parquet back, ClaimRows builds it.
 //   - Compare pairs the cells of two runs, judges each pair with a Welch
 //     interval on the log ratio and says whether it reproduced;
 //     Comparison.Write renders it.
