@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ func init() {
 		tokenFile string
 		allow     []string
 		insecure  bool
+		tlsFiles  agent.TLSFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -56,7 +58,13 @@ only the targets it is started with: --allow-target (repeatable) or
 $BENCHFLOW_AGENT_TARGETS (one URL a line); a start naming any other target is
 refused. Pipelines do all this themselves: benchflow makes a fresh token for
 each launch and hands it to the agents through the provider (a file, a
-Kubernetes Secret, a Nomad variable).`,
+Kubernetes Secret, a Nomad variable).
+
+With --tls-ca, --tls-cert and --tls-key the agent serves HTTPS only (TLS 1.3)
+and refuses, during the handshake, a client without a certificate signed by
+the CA (mutual TLS, for agents that cross a network); the token is still
+required. Pipelines do not set these yet: for now they are for agents run by
+hand with a controller that uses engine/agent's TLSFiles.Client.`,
 		Example: `  umask 077; head -c 32 /dev/urandom | xxd -p -c 64 > token
   benchflow agent --listen 127.0.0.1:0 --token-file token --allow-target http://127.0.0.1:8080/
   BENCHFLOW_AGENT_TOKEN_FILE=token BENCHFLOW_AGENT_TARGETS=http://10.0.0.5/ benchflow agent --listen :7700 --idle 2m
@@ -71,13 +79,19 @@ Kubernetes Secret, a Nomad variable).`,
 			if err != nil {
 				return err
 			}
+			var tlsCfg *tls.Config
+			if tlsFiles.Set() {
+				if tlsCfg, err = tlsFiles.Server(); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			errw := cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return agent.Serve(ctx, agent.ServeOptions{
 				Listen: listen, Index: index, Version: version, Idle: idle, Linger: linger, ClockShift: shift,
-				Token: token, Insecure: insecure, Targets: targets,
+				Token: token, Insecure: insecure, Targets: targets, TLS: tlsCfg,
 				Ready: func(a string) { fmt.Fprintf(out, "agent listening on %s\n", a) },
 				Logf: func(format string, args ...any) {
 					fmt.Fprintf(errw, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
@@ -92,6 +106,9 @@ Kubernetes Secret, a Nomad variable).`,
 	f.BoolVar(&linger, "linger", false, "when the controller stops the agent, cancel the load but keep running until SIGTERM or --idle")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the run's token, mode 0600 (default $"+agent.TokenFileEnv+", else the token in $"+agent.TokenEnv+")")
 	f.StringArrayVar(&allow, "allow-target", nil, "a target URL the agent may load (repeatable; default $"+agent.TargetsEnv+", one URL a line)")
+	f.StringVar(&tlsFiles.CA, "tls-ca", "", "mutual TLS: the CA (PEM) whose certificates clients must present; with --tls-cert and --tls-key the agent serves HTTPS only")
+	f.StringVar(&tlsFiles.Cert, "tls-cert", "", "mutual TLS: the agent's certificate (PEM), signed by --tls-ca")
+	f.StringVar(&tlsFiles.Key, "tls-key", "", "mutual TLS: the agent's private key (PEM)")
 	f.BoolVar(&insecure, "insecure", false, "serve without a token: anyone who reaches the port commands the agent (local experiments only)")
 	rootCmd.AddCommand(cmd)
 }

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,3 +73,53 @@ func ReadTokenFile(path string) (string, error) {
 // DecodeTargets reads TargetsEnv's value: URLs separated by newlines or
 // spaces (a target URL holds no space; write one as %20).
 func DecodeTargets(v string) ([]string, error) { return strings.Fields(v), nil }
+
+// TLSFiles are the PEM files of mutual TLS between a controller and its
+// agents: a CA that signed both sides' certificates, and this side's
+// certificate and key.
+type TLSFiles struct {
+	CA, Cert, Key string
+}
+
+// Set reports whether any file is given.
+func (f TLSFiles) Set() bool { return f.CA != "" || f.Cert != "" || f.Key != "" }
+
+func (f TLSFiles) load() (*x509.CertPool, tls.Certificate, error) {
+	if f.CA == "" || f.Cert == "" || f.Key == "" {
+		return nil, tls.Certificate{}, errors.New("mutual TLS needs a CA, a certificate and a key")
+	}
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, tls.Certificate{}, fmt.Errorf("reading the TLS CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, tls.Certificate{}, fmt.Errorf("TLS CA %s holds no PEM certificate", f.CA)
+	}
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, tls.Certificate{}, fmt.Errorf("loading the TLS certificate and key: %w", err)
+	}
+	return pool, cert, nil
+}
+
+// Server is the agent's side: it presents its certificate and refuses,
+// during the handshake, a client without a certificate the CA signed.
+func (f TLSFiles) Server() (*tls.Config, error) {
+	pool, cert, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, nil
+}
+
+// Client is the controller's side: it verifies the agent's certificate
+// against the CA and presents its own.
+func (f TLSFiles) Client() (*tls.Config, error) {
+	pool, cert, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool}, nil
+}
