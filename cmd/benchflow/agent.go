@@ -55,8 +55,8 @@ file --token-file (or $BENCHFLOW_AGENT_TOKEN_FILE) names, which only its
 owner may read (mode 0600), or from $BENCHFLOW_AGENT_TOKEN — never from the
 command line — and refuses to start without one unless --insecure. It loads
 only the targets it is started with: --allow-target (repeatable) or
-$BENCHFLOW_AGENT_TARGETS (one URL a line); a start naming any other target is
-refused. Pipelines do all this themselves: benchflow makes a fresh token for
+$BENCHFLOW_AGENT_TARGETS (URLs separated by newlines or spaces); a start
+naming any other target is refused. Pipelines do all this themselves: benchflow makes a fresh token for
 each launch and hands it to the agents through the provider (a file, a
 Kubernetes Secret, a Nomad variable).
 
@@ -105,7 +105,7 @@ hand with a controller that uses engine/agent's TLSFiles.Client.`,
 	f.DurationVar(&idle, "idle", 60*time.Second, "exit after this long without a controller")
 	f.BoolVar(&linger, "linger", false, "when the controller stops the agent, cancel the load but keep running until SIGTERM or --idle")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the run's token, mode 0600 (default $"+agent.TokenFileEnv+", else the token in $"+agent.TokenEnv+")")
-	f.StringArrayVar(&allow, "allow-target", nil, "a target URL the agent may load (repeatable; default $"+agent.TargetsEnv+", one URL a line)")
+	f.StringArrayVar(&allow, "allow-target", nil, "a target URL the agent may load (repeatable; default $"+agent.TargetsEnv+", URLs separated by newlines or spaces)")
 	f.StringVar(&tlsFiles.CA, "tls-ca", "", "mutual TLS: the CA (PEM) whose certificates clients must present; with --tls-cert and --tls-key the agent serves HTTPS only")
 	f.StringVar(&tlsFiles.Cert, "tls-cert", "", "mutual TLS: the agent's certificate (PEM), signed by --tls-ca")
 	f.StringVar(&tlsFiles.Key, "tls-key", "", "mutual TLS: the agent's private key (PEM)")
