@@ -2,9 +2,14 @@ package results
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,8 +55,9 @@ func benchRecords(n int) []*TrialRecord {
 }
 
 // BenchmarkWrite1000Trials writes a run of 1,000 trials (60 timeseries
-// rows and a full histogram each) in one commit: the cost of the last
-// CommitTrial of such a run.
+// rows and a full histogram each) in one CommitTrials: 1,000 part folders
+// (a bulk import's cost; compaction is not included, see
+// BenchmarkCommitScale).
 func BenchmarkWrite1000Trials(b *testing.B) {
 	recs := benchRecords(1000)
 	var cpu time.Duration
@@ -87,6 +93,9 @@ func BenchmarkRead1000Trials(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := w.CommitTrials(benchRecords(1000)...); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Finish(RunOK, t0); err != nil { // the tables, compacted
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -135,4 +144,140 @@ func cpuTime() time.Duration {
 // reportCPU reports the CPU time per op since start.
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// BenchmarkCommitScale commits BENCH_TRIALS (default 1,000) trials of
+// benchRecords' size one at a time, as apply does, then finishes the run
+// (compaction), and prints a table: the median commit time around trial
+// 10, 100, 1,000 and 10,000 (±5 trials), the total writer time, the
+// compaction, and the peak RSS of this process. With BENCHFLOW_BIN set it
+// also times `benchflow report` on the run and reports its peak RSS. Not a
+// timed test: run it on a quiet machine (docs/performance.md):
+//
+//	BENCH_TRIALS=10000 BENCHFLOW_BIN=$PWD/bin/benchflow go test ./engine/results/ \
+//	  -run '^$' -bench CommitScale -benchtime 1x -timeout 0
+func BenchmarkCommitScale(b *testing.B) {
+	n := 1000
+	if s := os.Getenv("BENCH_TRIALS"); s != "" {
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 20 {
+			b.Fatalf("BENCH_TRIALS=%q: want a number of at least 20", s)
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		out := b.TempDir()
+		w, err := Create(out, synthManifest(fmt.Sprintf("20261130T044500Z-%04x", i), nil), nil, "p.hcl")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Records are made one at a time from a few shared templates, so
+		// the set-up holds no trial's rows either.
+		tmpl := benchRecords(8)
+		commits := make([]time.Duration, n)
+		start := time.Now()
+		for t := 0; t < n; t++ {
+			rec := *tmpl[t%len(tmpl)]
+			rec.TrialID, rec.Index = fmt.Sprintf("t%05d", t), t
+			c := time.Now()
+			if err := w.CommitTrial(&rec); err != nil {
+				b.Fatal(err)
+			}
+			commits[t] = time.Since(c)
+		}
+		committed := time.Since(start)
+		f := time.Now()
+		if err := w.Finish(RunOK, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		compact := time.Since(f)
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		median := func(at int) string {
+			if at > n {
+				return "—"
+			}
+			lo, hi := max(at-6, 0), min(at+5, n)
+			w := append([]time.Duration(nil), commits[lo:hi]...)
+			sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+			return fmt.Sprintf("%.1f ms", float64(w[len(w)/2])/1e6)
+		}
+		fmt.Printf("\n%d trials of benchRecords' size, committed one at a time (load average %s)\n\n", n, loadAvg())
+		fmt.Printf("| commit (median of ±5) | 10th | 100th | 1,000th | 10,000th |\n|---|---|---|---|---|\n")
+		fmt.Printf("| time | %s | %s | %s | %s |\n\n", median(10), median(100), median(1000), median(10000))
+		fmt.Printf("| total of the commits | mean commit | compaction (Finish) | writer peak RSS | run on disk |\n|---|---|---|---|---|\n")
+		fmt.Printf("| %.1f s | %.1f ms | %.1f s | %d MB | %.1f MB |\n", committed.Seconds(), float64(committed)/float64(n)/1e6,
+			compact.Seconds(), ru.Maxrss/1024, float64(treeSize(w.Dir()))/1e6)
+		if bin := os.Getenv("BENCHFLOW_BIN"); bin != "" {
+			cmd := exec.Command(bin, "report", w.Dir())
+			cmd.Stdout = io.Discard
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			r := time.Now()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			// The child's rusage maxrss starts at this process's (fork
+			// copies it): poll its own high-water mark instead.
+			peak := make(chan int64)
+			go func() {
+				var hwm int64
+				for {
+					if v := vmHWM(cmd.Process.Pid); v > hwm {
+						hwm = v
+					} else if v < 0 {
+						peak <- hwm
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			err := cmd.Wait()
+			took := time.Since(r)
+			if err != nil {
+				b.Fatalf("report: %v\n%s", err, stderr.String())
+			}
+			fmt.Printf("\n| `benchflow report` | time | peak RSS |\n|---|---|---|\n| %d trials | %.1f s | %d MB |\n",
+				n, took.Seconds(), <-peak>>10)
+		}
+	}
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}
+
+// treeSize is the size of the regular files under dir.
+func treeSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// vmHWM is the peak resident set of process pid in KiB (VmHWM), or -1
+// once the process is gone.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	if strings.Contains(string(b), "State:\tZ") {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb
+		}
+	}
+	return -1
 }

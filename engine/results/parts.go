@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -417,13 +418,25 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 		return fail(err)
 	}
 	names2 = append(names2, TableFile(TableTrials, format))
-	for _, s := range tableSpecs {
-		_, statErr := os.Stat(rf.base(s.name))
-		wrote, err := s.compact(mem, rf, filepath.Join(stage, TableFile(s.name, format)), s.always || statErr == nil)
-		if err != nil {
-			return fail(err)
+	// The tables are independent files: merge them concurrently (each
+	// holds one batch at a time).
+	wrote := make([]bool, len(tableSpecs))
+	errs := make([]error, len(tableSpecs))
+	var wg sync.WaitGroup
+	for i, s := range tableSpecs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, statErr := os.Stat(rf.base(s.name))
+			wrote[i], errs[i] = s.compact(mem, rf, filepath.Join(stage, TableFile(s.name, format)), s.always || statErr == nil)
+		}()
+	}
+	wg.Wait()
+	for i, s := range tableSpecs {
+		if errs[i] != nil {
+			return fail(errs[i])
 		}
-		if wrote {
+		if wrote[i] {
 			names2 = append(names2, TableFile(s.name, format))
 		}
 	}
