@@ -15,11 +15,11 @@ import (
 )
 
 // tinyStudy is a pipeline that reads a template (sources/) and has two
-// cells of two repetitions, loads of a few hundred milliseconds.
+// cells of three repetitions (claims need 3 for an interval), loads of a few hundred milliseconds.
 const tinyStudy = `
 pipeline "tiny" {
   description = "benchflow serve, two response sizes"
-  repetitions = 2
+  repetitions = 3
 }
 variable "duration" { default = "400ms" }
 matrix {
@@ -39,6 +39,16 @@ step "load" "main" {
   connections = 2
   threads     = 1
   duration    = var.duration
+}
+claim "serves" {
+  description = "it answers at all"
+  metric      = "requests"
+  value       = "> 1"
+}
+claim "impossible" {
+  description = "fails on any machine"
+  metric      = "rps"
+  value       = "< 0.001"
 }
 `
 
@@ -109,7 +119,7 @@ func TestPublishBundle(t *testing.T) {
 		}
 	}
 	page, _ := os.ReadFile(filepath.Join(b, "report.html"))
-	for _, want := range []string{"<h2>Environment</h2>", "benchflow reproduce tiny", `data-label="req/s"`} {
+	for _, want := range []string{"<h2>Claims</h2>", "impossible", "<h2>Environment</h2>", "benchflow reproduce tiny", `data-label="req/s"`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -147,8 +157,11 @@ func TestPublishBundle(t *testing.T) {
 	if out, err := runBin(t, dir, "compare", moved, moved); err != nil || !strings.Contains(out, "size=64") {
 		t.Errorf("compare on the bundle: %v\n%s", err, out)
 	}
-	if n := duckCount(t, filepath.Join(moved, "trials.parquet")); n != 4 {
-		t.Errorf("DuckDB reads %d rows of the bundle's trials.parquet, want 4", n)
+	if n := duckCount(t, filepath.Join(moved, "claims.parquet")); n != 2 {
+		t.Errorf("DuckDB reads %d rows of the bundle's claims.parquet, want 2", n)
+	}
+	if n := duckCount(t, filepath.Join(moved, "trials.parquet")); n != 6 {
+		t.Errorf("DuckDB reads %d rows of the bundle's trials.parquet, want 6", n)
 	}
 	if n := duckCount(t, filepath.Join(moved, "latency.parquet")); n == 0 {
 		t.Errorf("DuckDB reads no row of the bundle's latency.parquet")
@@ -184,9 +197,15 @@ func TestReproduceBundle(t *testing.T) {
 	sums = regexp.MustCompile(`(?m)^[0-9a-f]{64}  manifest\.json$`).ReplaceAll(sums, []byte(hex.EncodeToString(sum[:])+"  manifest.json"))
 	os.WriteFile(filepath.Join(moved, "SHA256SUMS"), sums, 0o644)
 
+	// --exit-on claims (the default): the claim that fails makes it exit 3.
 	out, err := runBin(t, dir, "reproduce", moved, "--var", "duration=300ms", "--out", "again", "-q")
-	if err != nil {
-		t.Fatalf("reproduce: %v\n%s", err, out)
+	if code := exitCode(err); code != 3 || !strings.Contains(out, "1 claim(s) fail here") {
+		t.Fatalf("reproduce: exit %d, want 3 (a claim fails)\n%s", code, out)
+	}
+	claims := regexp.MustCompile(`(?m)^\s+(serves|impossible)\s+(\S+)\s+(\S+)`).FindAllStringSubmatch(out, -1)
+	if len(claims) != 2 || claims[0][1] != "serves" || claims[0][2] != "holds" || claims[0][3] != "holds" ||
+		claims[1][1] != "impossible" || claims[1][2] != "fails" || claims[1][3] != "fails" {
+		t.Errorf("claims in the verdict %v, want serves holds/holds and impossible fails/fails:\n%s", claims, out)
 	}
 	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: "} {
 		if !strings.Contains(out, want) {
@@ -205,8 +224,8 @@ func TestReproduceBundle(t *testing.T) {
 	}
 	mb, _ := os.ReadFile(filepath.Join(runs[0], "manifest.json"))
 	json.Unmarshal(mb, &m)
-	if m.Pipeline.Variables["duration"] != "300ms" || m.Repetitions != 2 {
-		t.Errorf("new run: variables %v, repetitions %d; want duration=300ms from --var and the bundle's 2 repetitions", m.Pipeline.Variables, m.Repetitions)
+	if m.Pipeline.Variables["duration"] != "300ms" || m.Repetitions != 3 {
+		t.Errorf("new run: variables %v, repetitions %d; want duration=300ms from --var and the bundle's 3 repetitions", m.Pipeline.Variables, m.Repetitions)
 	}
 	if out, err := runBin(t, dir, "publish", runs[0], "pub/again"); err != nil {
 		t.Fatalf("publishing the reproduction: %v\n%s", err, out)
