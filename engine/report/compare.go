@@ -96,7 +96,10 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		return nil, err
 	}
 	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove,
-		SamePipeline: a.Manifest.Pipeline.SHA256 != "" && a.Manifest.Pipeline.SHA256 == b.Manifest.Pipeline.SHA256}
+		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline)}
+	if a.Manifest.RunID != "" && a.Manifest.RunID == b.Manifest.RunID {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("A and B are the same run (%s): every cell reproduces by construction; compare two runs to test reproducibility", a.Manifest.RunID))
+	}
 	fa, fb := a.Manifest.Fingerprint(), b.Manifest.Fingerprint()
 	switch {
 	case fa == "" || fb == "":
@@ -152,6 +155,16 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		c.Warnings = append(c.Warnings, "no cell has the same parameters in both runs")
 	}
 	return c, nil
+}
+
+// samePipeline: both runs ran the same study — equal plans when both
+// recorded one (an HCL pipeline and its Starlark twin, or one pipeline
+// run with other repetitions), else the same source.
+func samePipeline(a, b results.PipelineInfo) bool {
+	if a.PlanSHA256 != "" && b.PlanSHA256 != "" {
+		return a.PlanSHA256 == b.PlanSHA256
+	}
+	return a.SHA256 != "" && a.SHA256 == b.SHA256
 }
 
 func judge(a, b *Cell) *Pair {
@@ -270,9 +283,16 @@ func (c *Comparison) rows() (header []string, rows [][]string) {
 		if p.Regression {
 			v += " REGRESSION"
 		}
+		rpsRatio, p99Ratio := fmtRatio(p.RPSRatio), fmtRatio(p.P99Ratio)
+		if p.Basis == "intervals" && p.Verdict != VerdictInsufficient {
+			// The test ran on the loads' 1 s intervals, not on the n
+			// repetitions the n column counts: the method says so.
+			rpsRatio += fmt.Sprintf(" on %d intervals", p.RPSRatio.N)
+			p99Ratio += fmt.Sprintf(" on %d intervals", p.P99Ratio.N)
+		}
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
-			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), fmtRatio(p.RPSRatio),
-			fmtMS(p.A.P99US), fmtMS(p.B.P99US), fmtRatio(p.P99Ratio), v, orDash(p.Reproduced)})
+			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), rpsRatio,
+			fmtMS(p.A.P99US), fmtMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
 	}
 	return header, rows
 }

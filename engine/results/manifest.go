@@ -123,7 +123,11 @@ type PipelineInfo struct {
 	Name   string `json:"name"`
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
-	Format string `json:"format"` // "hcl" or "star"
+	// PlanSHA256 is plan.StudySHA256: equal for runs of the same study,
+	// whichever front end or repetition count ran it. Empty in runs
+	// written before it existed.
+	PlanSHA256 string `json:"plan_sha256,omitempty"`
+	Format     string `json:"format"` // "hcl" or "star"
 	// Files are the files the pipeline read besides itself (Starlark
 	// load(), file(), templatefile(), file blocks, body_file, script),
 	// copied into the run directory under sources/. SHA256 covers the

@@ -195,7 +195,8 @@ func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
 			RunID: results.NewRunID(time.Now()),
 			Pipeline: results.PipelineInfo{
 				Name: pl.Pipeline.Name, File: pl.Pipeline.File, SHA256: shaHex,
-				Format: pl.Pipeline.Format, Variables: vars,
+				PlanSHA256: pl.StudySHA256(),
+				Format:     pl.Pipeline.Format, Variables: vars,
 			},
 			BenchflowVersion: opts.Version,
 			StartedAt:        time.Now().UTC(),
