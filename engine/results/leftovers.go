@@ -1,16 +1,13 @@
 package results
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"syscall"
 	"time"
 )
 
@@ -64,41 +61,16 @@ type Cleanup struct {
 	Interrupted []string
 }
 
-// readManifestBounded reads dir/manifest.json if it is a regular file of
-// at most maxManifestBytes (never a FIFO or a device, never through a
-// symlink).
-func readManifestBounded(dir string) (*Manifest, error) {
-	path := filepath.Join(dir, "manifest.json")
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxManifestBytes {
-		return nil, fmt.Errorf("%s: not a manifest (a regular file of at most %d bytes)", path, maxManifestBytes)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxManifestBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxManifestBytes)
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", path, err)
-	}
-	return &m, nil
-}
-
-// recognisedRun reads the manifest of dir, a run folder only if it holds a
-// manifest with a valid run id (equal to name when name is not empty).
+// recognisedRun reads the manifest of dir (with its parts' trial entries),
+// a run folder only if it holds a manifest with a valid run id (equal to
+// name when name is not empty).
 func recognisedRun(dir, name string) (*Manifest, bool) {
-	m, err := readManifestBounded(dir)
+	// Never a manifest.json reached through a symlink; ReadManifest
+	// checks the rest (a bounded regular file, a valid run id).
+	if fi, err := os.Lstat(filepath.Join(dir, "manifest.json")); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	m, err := ReadManifest(dir)
 	if err != nil || !ValidRunID(m.RunID) || (name != "" && m.RunID != name) {
 		return nil, false
 	}
