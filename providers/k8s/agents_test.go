@@ -127,8 +127,8 @@ func TestLaunchAgentsImageMissing(t *testing.T) {
 	assertNoLeftovers(t, s.cs)
 }
 
-// TestGCRemovesAgentPods: the pods of agents whose benchflow is gone are
-// leftovers like a service's; those of a live one are kept.
+// TestGCRemovesAgentPods: the pods and Secrets of agents whose benchflow
+// is gone are leftovers like a service's; those of a live one are kept.
 func TestGCRemovesAgentPods(t *testing.T) {
 	s := newSim(t, podsReady)
 	cfg, err := Config{}.validate()
@@ -145,11 +145,25 @@ func TestGCRemovesAgentPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The agents' Secrets: a dead benchflow's goes, a live one's stays.
+	liveSecret := cfg.agentSecret(req, "benchflow-x")
+	deadSecret := cfg.agentSecret(req, "benchflow-x")
+	deadSecret.Name += "-dead"
+	deadSecret.Labels[providers.LabelPID] = "999999999"
+	deadSecret.Labels[providers.LabelStart] = "1"
+	for _, sec := range []*corev1.Secret{liveSecret, deadSecret} {
+		if _, err := s.cs.CoreV1().Secrets("benchflow-x").Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	removed, err := gc(context.Background(), s.cs, &providers.GCRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 1 || !strings.Contains(removed[0], dead.Name) {
-		t.Errorf("gc removed %v, want only %s", removed, dead.Name)
+	if len(removed) != 2 || !strings.Contains(removed[0], dead.Name) || removed[1] != "k8s secret benchflow-x/"+deadSecret.Name {
+		t.Errorf("gc removed %v, want only pod %s and secret %s", removed, dead.Name, deadSecret.Name)
+	}
+	if _, err := s.cs.CoreV1().Secrets("benchflow-x").Get(context.Background(), liveSecret.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the live run's secret: %v", err)
 	}
 }
