@@ -110,6 +110,16 @@ func (p *Provider) gcJobs(ctx context.Context, req *providers.GCRequest) ([]stri
 			errs = append(errs, err)
 		}
 		removed = append(removed, what)
+		// The job's own variable: an agents job's token (agents.go).
+		path := "nomad/jobs/" + j.ID
+		wo := (&napi.WriteOptions{Namespace: j.Namespace}).WithContext(ctx)
+		if v, _, err := nc.Variables().Peek(path, (&napi.QueryOptions{Namespace: j.Namespace}).WithContext(ctx)); err == nil && v != nil {
+			if _, err := nc.Variables().Delete(path, wo); err != nil {
+				errs = append(errs, fmt.Errorf("deleting variable %s: %w", path, err))
+			} else {
+				removed = append(removed, "nomad variable "+path)
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("collecting nomad leftovers at %s: %w", p.s.Address, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	napi "github.com/hashicorp/nomad/api"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/providers"
@@ -823,18 +824,36 @@ func TestGC(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Each job's own variable, as an agents job has (its token): the
+	// crashed run's goes with its job, the live run's stays.
+	job := "benchflow-web-20261130t044500z-3f9c"
+	liveJob := "benchflow-web-20261130t050000z-live"
+	nc, err := newProvider(t, cfg).nomadClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{job, liveJob} {
+		if _, _, err := nc.Variables().Create(&napi.Variable{Path: "nomad/jobs/" + j, Items: napi.VariableItems{"token": "x"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var kept []string
 	req := &providers.GCRequest{Configs: []any{cfg}, Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }}
 	removed, err := GC(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := "benchflow-web-20261130t044500z-3f9c"
-	want := []string{"nomad job " + job + " (run " + testRunID + ")", "apisix route " + job, "apisix upstream " + job}
+	want := []string{"nomad job " + job + " (run " + testRunID + ")", "nomad variable nomad/jobs/" + job, "apisix route " + job, "apisix upstream " + job}
+	if _, ok := st.Nomad.Variable("", "nomad/jobs/"+job); ok {
+		t.Error("gc left the crashed job's variable")
+	}
+	if _, ok := st.Nomad.Variable("", "nomad/jobs/"+liveJob); !ok {
+		t.Error("gc removed the live job's variable")
+	}
 	if d := cmp.Diff(want, removed); d != "" {
 		t.Errorf("removed (-want +got):\n%s", d)
 	}
-	liveJob := "benchflow-web-20261130t050000z-live"
 	if !slices.Contains(st.Nomad.Jobs(), liveJob) || len(st.APISIX.Routes()) != 1 {
 		t.Fatalf("gc removed the live run's objects: jobs %v routes %v", st.Nomad.Jobs(), st.APISIX.Routes())
 	}
