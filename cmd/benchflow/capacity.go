@@ -131,6 +131,7 @@ func us(v float64) time.Duration {
 func writeProbes(w io.Writer, c *load.Capacity) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rate\tachieved\tp50\tp99\tp99.9\terrors\tloader cpu\tverdict\t")
+	probed := map[float64]bool{}
 	for _, p := range c.Probes {
 		v := "pass"
 		if !p.Pass {
@@ -139,6 +140,12 @@ func writeProbes(w io.Writer, c *load.Capacity) {
 				v = "generator (" + p.Cause + ")"
 			}
 		}
+		if probed[p.Rate] {
+			// The search ran this rate again (its first probe's sends
+			// were late): the row is the second look, not a new rate.
+			v += ", re-probe"
+		}
+		probed[p.Rate] = true
 		fmt.Fprintf(tw, "%.0f\t%.0f\t%s\t%s\t%s\t%d\t%.0f%%\t%s\t\n", p.Rate, p.Achieved, us(p.P50), us(p.P99), us(p.P999), p.Errors, p.LoaderCPU*100, v)
 	}
 	tw.Flush()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -73,5 +74,21 @@ func TestLoadLuaScript(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), "request scripts are Starlark, not Lua") || !strings.Contains(string(out), "docs/starlark.md") {
 			t.Errorf("load -s %s: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// TestReprobeRowMarked: a capacity search's second probe of one rate is
+// marked as a re-probe in the probe table.
+func TestReprobeRowMarked(t *testing.T) {
+	c := &load.Capacity{Probes: []load.Probe{
+		{Rate: 1000, Achieved: 1000, Pass: true},
+		{Rate: 2000, Achieved: 1500, Reason: "sends late; probing the rate again"},
+		{Rate: 2000, Achieved: 2000, Pass: true},
+	}}
+	var b strings.Builder
+	writeProbes(&b, c)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 || strings.Contains(lines[2], "re-probe") || !strings.Contains(lines[3], "pass, re-probe") {
+		t.Errorf("probe table:\n%s", b.String())
 	}
 }
