@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // findMaxFlags are the flags of `benchflow load --find-max`.
@@ -50,11 +49,11 @@ func (f *findMaxFlags) options(cmd *cobra.Command, opts load.Options) (load.Sear
 	if so.Probe, err = pipeline.ParseDuration(f.probe); err != nil {
 		return so, fmt.Errorf("--probe: %w", err)
 	}
-	p, err := strconv.ParseFloat(strings.TrimSuffix(f.precision, "%"), 64)
-	if err != nil || p <= 0 || p >= 100 {
-		return so, fmt.Errorf("--precision %q: want a percentage between 0 and 100, e.g. 2%%", f.precision)
+	// A percentage as the search block's precision reads it; below 100%
+	// is load.SearchOptions.Validate's rule, checked below for both.
+	if so.Precision, err = units.ParsePercent(f.precision); err != nil {
+		return so, fmt.Errorf("--precision: %w", err)
 	}
-	so.Precision = p / 100
 	for _, name := range []string{"rate", "requests"} {
 		if cmd.Flags().Changed(name) {
 			return so, fmt.Errorf("--find-max sets the rate and length of each probe itself: drop --%s", name)

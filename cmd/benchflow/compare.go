@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 func init() {
@@ -68,14 +68,11 @@ threshold: use it in CI.`,
 	rootCmd.AddCommand(cmd)
 }
 
-// parsePercent reads "5%" or "5" as 0.05; "" is 0 (off).
+// parsePercent reads "5%" or "5" as 0.05 (units.ParsePercentAny: 0 and
+// above 100% allowed); "" is 0 (off).
 func parsePercent(s string) (float64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%")), 64)
-	if err != nil || v < 0 || v != v {
-		return 0, fmt.Errorf("%q is not a percentage (want e.g. 5%%)", s)
-	}
-	return v / 100, nil
+	return units.ParsePercentAny(s)
 }

@@ -198,7 +198,7 @@ step "load" "main" {
 		{[]string{"load", "ftp://127.0.0.1/"}, 1, "unsupported scheme", ""},
 		// serve.
 		{[]string{"serve", "--bogus"}, 1, "unknown flag: --bogus", ""},
-		{[]string{"serve", "--size", "1zz"}, 1, `--size: parsing size "1zz"`, ""},
+		{[]string{"serve", "--size", "1zz"}, 1, `--size: "1zz" has an unknown unit "zz"`, ""},
 		{[]string{"serve", "--size", "-1"}, 1, "--size", ""},
 		{[]string{"serve", "--delay", "x"}, 1, `invalid argument "x" for "--delay"`, ""},
 		{[]string{"serve", "--status", "99"}, 1, "status 99", ""},

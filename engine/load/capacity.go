@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // SLO is the objective each probe of a capacity search is judged against:
@@ -57,7 +59,7 @@ func ParseSLO(s string) (SLO, error) {
 			if err != nil || p <= 0 || p >= 100 || math.IsNaN(p) {
 				return slo, fmt.Errorf("SLO term %q: %q is not a percentile between p0 and p100 (p50, p99, p99.9)", term, name)
 			}
-			d, err := time.ParseDuration(bound)
+			d, err := units.ParseDuration(bound)
 			if err != nil || d <= 0 {
 				return slo, fmt.Errorf("SLO term %q: %q is not a positive duration (10ms, 1.5s)", term, bound)
 			}
@@ -69,14 +71,21 @@ func ParseSLO(s string) (SLO, error) {
 	return slo, nil
 }
 
+// parseRatio reads an error bound: a percentage ("0.1%", units'
+// grammar) or a bare ratio ("0.001"), at most 100%.
 func parseRatio(s string) (float64, error) {
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil || v < 0 || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a non-negative number or percentage", s)
+	var v float64
+	var err error
+	if strings.HasSuffix(strings.TrimSpace(s), "%") {
+		v, err = units.ParsePercentAny(s)
+	} else {
+		v, err = strconv.ParseFloat(s, 64)
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			err = errors.New("out of range")
+		}
 	}
-	if pct {
-		v /= 100
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a non-negative number or percentage", s)
 	}
 	if v > 1 {
 		return 0, fmt.Errorf("%q is more than 100%%", s)

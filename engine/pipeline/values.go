@@ -1,34 +1,15 @@
 package pipeline
 
 import (
-	"fmt"
-	"math"
-	"strconv"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/units"
 )
 
-// ParseDuration parses a duration attribute of a pipeline: a Go duration
-// ("30s", "1m30s") or a bare number of seconds ("30", as wrk takes it).
-// Validation, the executor and `benchflow load`'s flags all use it, so what
-// validates also runs.
-func ParseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%q must not be negative", s)
-		}
-		// Checked before converting: a float beyond int64's range
-		// converts to an arbitrary duration.
-		if v := n * float64(time.Second); math.IsInf(v, 0) || math.IsNaN(v) || v >= float64(math.MaxInt64) {
-			return 0, fmt.Errorf("%q is longer than the longest duration (about 292 years)", s)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 30s, 2m)", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q must not be negative", s)
-	}
-	return d, nil
-}
+// ParseDuration parses a duration attribute of a pipeline; see
+// units.ParseDuration, which every flag of the same setting uses too.
+func ParseDuration(s string) (time.Duration, error) { return units.ParseDuration(s) }
+
+// ParsePercent reads a percentage attribute ("3%" = 0.03, at most 100%);
+// see units.ParsePercent.
+func ParsePercent(s string) (float64, error) { return units.ParsePercent(s) }

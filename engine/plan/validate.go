@@ -3,9 +3,7 @@ package plan
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // attrErr is an error diagnostic at an attribute's value (steps.AttrErr).
@@ -24,34 +23,13 @@ func attrErr(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
 // ParseDuration parses a duration attribute; see pipeline.ParseDuration.
 func ParseDuration(s string) (time.Duration, error) { return pipeline.ParseDuration(s) }
 
-var sizeRe = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$`)
-
-// ParseSize parses a byte size: 6, 4KiB, 1MiB, 2.5MiB, 1k (=1024), 1KB (=1000).
-func ParseSize(s string) (int64, error) {
-	m := sizeRe.FindStringSubmatch(s)
-	if m == nil {
-		return 0, fmt.Errorf("%q is not a size (examples: 6, 4KiB, 1MiB)", s)
-	}
-	n, _ := strconv.ParseFloat(m[1], 64)
-	mult := map[string]float64{
-		"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1e3, "m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-	}[strings.ToLower(m[2])]
-	if mult == 0 {
-		return 0, fmt.Errorf("%q has an unknown unit %q (use B, KiB, MiB, GiB, KB, MB, GB)", s, m[2])
-	}
-	// Checked before converting: a float beyond int64's range converts to
-	// an arbitrary (on amd64, negative) integer.
-	v := n * mult
-	if math.IsInf(v, 0) || math.IsNaN(v) || v > float64(MaxSize) {
-		return 0, fmt.Errorf("%q is larger than the largest size, %d bytes (1 TiB)", s, int64(MaxSize))
-	}
-	return int64(v), nil
-}
+// ParseSize parses a byte size (random_bytes); see units.ParseSize, the one
+// grammar of sizes `benchflow serve --size` uses too.
+func ParseSize(s string) (int64, error) { return units.ParseSize(s) }
 
 // MaxSize is the largest size ParseSize accepts (1 TiB); every use has a
 // smaller limit of its own (random_bytes: MaxRandomBytes).
-const MaxSize = 1 << 40
+const MaxSize = units.MaxSize
 
 // MaxRandomBytes is the largest random_bytes file (1 GiB).
 const MaxRandomBytes = 1 << 30

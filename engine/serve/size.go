@@ -1,73 +1,10 @@
 package serve
 
-import (
-	"fmt"
-	"math/big"
-	"strconv"
-	"strings"
-)
+import "github.com/benchflow/benchflow/engine/units"
 
-// MaxSize is the largest size ParseSize accepts (1 TiB): larger values are
-// almost certainly typos.
-const MaxSize int64 = 1 << 40
+// MaxSize is the largest size ParseSize accepts (units.MaxSize, 1 TiB).
+const MaxSize = units.MaxSize
 
-// units maps lower-case suffixes to their multiplier. Single letters follow
-// dd(1) and nginx (k = 1024); two-letter SI suffixes are decimal (kB = 1000);
-// IEC suffixes are binary (KiB = 1024).
-var units = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-}
-
-// ParseSize parses a byte count: a non-negative decimal number, optionally
-// followed (with or without one space) by a unit, case-insensitively:
-//
-//	B            1
-//	k  M  G  T   1024, 1024², 1024³, 1024⁴ (as dd and nginx read them)
-//	KB MB GB TB  1000, 1000², 1000³, 1000⁴
-//	KiB MiB GiB TiB (or Ki Mi Gi Ti)  1024, 1024², 1024³, 1024⁴
-//
-// Fractions are allowed when the result is a whole number of bytes
-// ("2.5MiB" is 2621440, "0.1k" is an error). The result is at most MaxSize.
-func ParseSize(s string) (int64, error) {
-	in := strings.TrimSpace(s)
-	if in == "" {
-		return 0, fmt.Errorf("parsing size %q: empty", s)
-	}
-	i := 0
-	for i < len(in) && (in[i] >= '0' && in[i] <= '9' || in[i] == '.') {
-		i++
-	}
-	num, unit := in[:i], strings.ToLower(strings.TrimPrefix(in[i:], " "))
-	if num == "" || strings.Count(num, ".") > 1 || num == "." {
-		return 0, fmt.Errorf("parsing size %q: want a non-negative number followed by an optional unit (B, k, KiB, KB, M, MiB, MB, …)", s)
-	}
-	mult, ok := units[unit]
-	if !ok {
-		return 0, fmt.Errorf("parsing size %q: unknown unit %q (use B, k, KiB, KB, M, MiB, MB, G, GiB, GB, T, TiB or TB)", s, in[i:])
-	}
-	if !strings.Contains(num, ".") {
-		// The common case, without allocating: a whole number.
-		v, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || v > MaxSize/mult {
-			return 0, fmt.Errorf("parsing size %q: larger than the maximum %d bytes (1 TiB)", s, MaxSize)
-		}
-		return v * mult, nil
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok {
-		return 0, fmt.Errorf("parsing size %q: %q is not a number", s, num)
-	}
-	r.Mul(r, new(big.Rat).SetInt64(mult))
-	if !r.IsInt() {
-		return 0, fmt.Errorf("parsing size %q: %s bytes is not a whole number of bytes", s, r.FloatString(3))
-	}
-	n := r.Num()
-	if !n.IsInt64() || n.Int64() > MaxSize {
-		return 0, fmt.Errorf("parsing size %q: larger than the maximum %d bytes (1 TiB)", s, MaxSize)
-	}
-	return n.Int64(), nil
-}
+// ParseSize parses a byte count (--size, ?size=): see units.ParseSize, the
+// one grammar of sizes a pipeline's attributes also use.
+func ParseSize(s string) (int64, error) { return units.ParseSize(s) }

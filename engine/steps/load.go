@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -421,11 +420,10 @@ func searchOptions(c *SearchConfig) (load.SearchOptions, error) {
 		}
 	}
 	if c.Precision != "" {
-		p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(c.Precision), "%"), 64)
-		if err != nil || p <= 0 || p >= 100 {
-			return so, &searchFieldError{"precision", fmt.Sprintf("precision is a percentage between 0 and 100 (\"2%%\"), not %q.", c.Precision)}
+		// Below 100% is load.SearchOptions.Validate's rule, below.
+		if so.Precision, err = pipeline.ParsePercent(c.Precision); err != nil {
+			return so, &searchFieldError{"precision", err.Error() + "."}
 		}
-		so.Precision = p / 100
 	}
 	// The one rule for a search's settings (load.SearchOptions.Validate),
 	// whose fields are spelled as this block's attributes.

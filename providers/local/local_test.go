@@ -272,7 +272,7 @@ func TestServeCommandErrors(t *testing.T) {
 			fmt.Sprintf("listening on 192.0.2.1:%d", port),
 			"cannot assign requested address",
 		}},
-		{[]string{"--size", "4XB"}, []string{`--size: parsing size "4XB": unknown unit "XB"`}},
+		{[]string{"--size", "4XB"}, []string{`--size: "4XB" has an unknown unit "XB"`}},
 		{[]string{"--stall", "1s"}, []string{"needs a period"}},
 		{[]string{"--status", "42"}, []string{"status 42: want a code from 200 to 599"}},
 		{[]string{"--dir", "/nonexistent/www"}, []string{"serving directory", "no such file"}},

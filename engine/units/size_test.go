@@ -1,4 +1,4 @@
-package serve
+package units
 
 import (
 	"fmt"
@@ -39,21 +39,21 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                        "empty",
-		"   ":                     "empty",
-		"-1":                      "non-negative number",
-		"abc":                     "non-negative number",
-		"KiB":                     "non-negative number",
+		"":                        "is not a size",
+		"   ":                     "is not a size",
+		"-1":                      "is not a size",
+		"abc":                     "is not a size",
+		"KiB":                     "is not a size",
 		"1.5":                     "not a whole number",
 		"0.1k":                    "not a whole number",
 		"4XB":                     `unknown unit "XB"`,
 		"4 KiB B":                 "unknown unit",
-		"1.2.3":                   "non-negative number",
-		".":                       "non-negative number",
+		"1.2.3":                   "is not a size",
+		".":                       "is not a size",
 		"1e3":                     "unknown unit",
-		"2TiB":                    "larger than the maximum",
-		"99999999999999999999999": "larger than the maximum",
-		"NaN":                     "non-negative number",
+		"2TiB":                    "larger than the largest size",
+		"99999999999999999999999": "larger than the largest size",
+		"NaN":                     "is not a size",
 		"4  KiB":                  "unknown unit",
 	}
 	for in, want := range bad {
@@ -81,5 +81,5 @@ func ExampleParseSize() {
 	// 2.5MiB 2621440
 	// 1k 1024
 	// 1MB 1000000
-	// parsing size "0.1k": 102.400 bytes is not a whole number of bytes
+	// "0.1k" is 102.400 bytes, not a whole number of bytes
 }

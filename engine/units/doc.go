@@ -1,0 +1,13 @@
+// Package units is the one parser of each kind of value a user writes:
+// durations, percentages and sizes. Both pipeline front ends (HCL and
+// Starlark), every step and every CLI flag read their values through it, so
+// an attribute and the flag of the same setting accept the same forms and
+// refuse the others with the same message. docs/language.md ("Values")
+// lists the grammar of each kind.
+//
+// Rates (requests per second) are plain numbers on both sides (an HCL or
+// Starlark number, a float flag) and need no parser here; their bounds are
+// load.Options.Validate and load.SearchOptions.Validate.
+//
+// The package imports only the standard library, so every layer may use it.
+package units
