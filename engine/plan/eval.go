@@ -40,6 +40,8 @@ type TrialEval struct {
 
 // NewTrialEval prepares evaluation for trial t.
 func (p *Plan) NewTrialEval(t *Trial, dry bool) *TrialEval {
+	// Each trial has the whole evaluation budget.
+	p.budget.reset()
 	te := &TrialEval{plan: p, Trial: t, dry: dry, services: map[string]cty.Value{}}
 	for _, s := range p.Pipeline.Services {
 		te.services[s.Name] = te.placeholderService(s.Name)
@@ -518,7 +520,7 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 			all[k] = v
 		}
 	}
-	v, err := RenderTemplate(fc.Name, fc.Template, all, te.plan.functions)
+	v, err := renderTemplate(fc.Name, fc.Template, all, te.plan.functions, te.plan.budget)
 	if err != nil {
 		return nil, fmt.Errorf("rendering file %q: %w", fc.Name, err)
 	}

@@ -21,7 +21,11 @@ import (
 // Functions returns the functions available in pipeline expressions: HCL's
 // standard library plus file(), fileexists() and templatefile(), which read
 // relative to the pipeline's folder (fsys).
-func Functions(fsys fs.FS) map[string]function.Function {
+func Functions(fsys fs.FS) map[string]function.Function { return functions(fsys, nil) }
+
+// functions is Functions counted by b (when not nil): templatefile()'s
+// templates are instrumented like the pipeline's expressions.
+func functions(fsys fs.FS, b *evalBudget) map[string]function.Function {
 	fns := map[string]function.Function{
 		"abs":          stdlib.AbsoluteFunc,
 		"ceil":         stdlib.CeilFunc,
@@ -84,7 +88,10 @@ func Functions(fsys fs.FS) map[string]function.Function {
 	}
 	fns["file"] = fileFunc(fsys)
 	fns["fileexists"] = fileExistsFunc(fsys)
-	fns["templatefile"] = templateFileFunc(fsys, fns)
+	fns["templatefile"] = templateFileFunc(fsys, fns, b)
+	if b != nil {
+		budgetFunctions(fns, b)
+	}
 	return fns
 }
 
@@ -174,7 +181,7 @@ func fileExistsFunc(fsys fs.FS) function.Function {
 	})
 }
 
-func templateFileFunc(fsys fs.FS, fns map[string]function.Function) function.Function {
+func templateFileFunc(fsys fs.FS, fns map[string]function.Function, budget *evalBudget) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{
 			{Name: "path", Type: cty.String},
@@ -191,7 +198,7 @@ func templateFileFunc(fsys fs.FS, fns map[string]function.Function) function.Fun
 			if !vars.Type().IsObjectType() && !vars.Type().IsMapType() {
 				return cty.NilVal, fmt.Errorf("the vars argument must be an object or a map")
 			}
-			return RenderTemplate(name, string(b), vars.AsValueMap(), fns)
+			return renderTemplate(name, string(b), vars.AsValueMap(), fns, budget)
 		},
 	})
 }
@@ -199,12 +206,21 @@ func templateFileFunc(fsys fs.FS, fns map[string]function.Function) function.Fun
 // RenderTemplate renders template text with the given variables (each a
 // top-level name in the template) and functions.
 func RenderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function) (cty.Value, error) {
+	return renderTemplate(name, text, vars, fns, nil)
+}
+
+// renderTemplate is RenderTemplate counted by b (when not nil).
+func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function, b *evalBudget) (cty.Value, error) {
 	if d := pipeline.CheckTemplateNesting(name, []byte(text), hcl.InitialPos); d.HasErrors() {
 		return cty.NilVal, diagsError(d)
 	}
 	expr, diags := hclsyntax.ParseTemplate([]byte(text), name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.NilVal, diagsError(diags)
+	}
+	if b != nil {
+		instrument(expr, b)
+		expr = counted(expr, b)
 	}
 	ctx := &hcl.EvalContext{Variables: vars, Functions: fns}
 	v, diags := expr.Value(ctx)

@@ -60,6 +60,7 @@ type Plan struct {
 
 	functions map[string]function.Function
 	derived   map[string]bool // DerivedSensitive of the planned trials
+	budget    *evalBudget     // the pipeline's (pipelineBudget)
 	svcLocals map[string]bool // ServiceLocals, computed once
 
 	fixedOnce sync.Once // fixedVars
@@ -154,11 +155,13 @@ func ValueString(v cty.Value) string {
 // (services not provisioned yet: their attributes are placeholders).
 func Build(p *pipeline.Pipeline, in Inputs) (_ *Plan, diags hcl.Diagnostics) {
 	defer func() { diags = nameVarFlags(p, in, diags) }()
-	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, functions: Functions(p.FS)}
+	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, budget: pipelineBudget(p)}
+	pl.budget.reset()
+	pl.functions = functions(p.FS, pl.budget)
 	vars, diags := resolveVariables(p, in, pl.functions)
 	pl.Vars = vars
 	if diags.HasErrors() {
-		return pl, diags
+		return pl, withExceeded(diags, pl.budget)
 	}
 	axes, d := evalAxes(p, vars, pl.functions)
 	diags = append(diags, d...)
@@ -189,7 +192,7 @@ func Build(p *pipeline.Pipeline, in Inputs) (_ *Plan, diags hcl.Diagnostics) {
 		return pl, append(diags, d)
 	}
 	cells, d := expandCells(p, axes, vars, pl.functions)
-	diags = append(diags, d...)
+	diags = withExceeded(append(diags, d...), pl.budget)
 	pl.Cells = cells
 	if d.HasErrors() {
 		return pl, diags
@@ -236,6 +239,7 @@ func (pl *Plan) prepare(trials []*Trial, prev *Trial) hcl.Diagnostics {
 	for _, t := range trials {
 		te := pl.NewTrialEval(t, true)
 		services, td := te.dryRun()
+		td = withExceeded(td, pl.budget)
 		if sensitive && t.Repetition == 1 {
 			// What a sensitive value becomes in this cell, for redaction.
 			for _, s := range te.DerivedSensitive() {

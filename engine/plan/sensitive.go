@@ -70,7 +70,11 @@ func (te *TrialEval) DerivedSensitive() []string {
 	vars["self"] = Self("", "", nil)
 	ctx := &hcl.EvalContext{Variables: vars, Functions: p.functions}
 	visit := func(n hclsyntax.Node) hcl.Diagnostics {
-		switch n.(type) {
+		inner := n
+		if b, ok := n.(*budgeted); ok {
+			inner = b.Expression
+		}
+		switch inner.(type) {
 		case *hclsyntax.TemplateExpr, *hclsyntax.TemplateJoinExpr:
 			// Its parts are visited one by one: "${service.web.url}/?t=${var.token}"
 			// registers the token, not the whole URL.
