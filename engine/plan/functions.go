@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
@@ -212,11 +213,11 @@ func RenderTemplate(name, text string, vars map[string]cty.Value, fns map[string
 // renderTemplate is RenderTemplate counted by b (when not nil).
 func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function, b *evalBudget) (cty.Value, error) {
 	if d := pipeline.CheckTemplateNesting(name, []byte(text), hcl.InitialPos); d.HasErrors() {
-		return cty.NilVal, diagsError(d)
+		return cty.NilVal, diag.Err(d)
 	}
 	expr, diags := hclsyntax.ParseTemplate([]byte(text), name, hcl.InitialPos)
 	if diags.HasErrors() {
-		return cty.NilVal, diagsError(diags)
+		return cty.NilVal, diag.Err(diags)
 	}
 	if b != nil {
 		instrument(expr, b)
@@ -225,7 +226,7 @@ func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string
 	ctx := &hcl.EvalContext{Variables: vars, Functions: fns}
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
-		return cty.NilVal, diagsError(diags)
+		return cty.NilVal, diag.Err(diags)
 	}
 	if v.IsNull() || !v.IsKnown() {
 		return cty.StringVal(""), nil
@@ -234,19 +235,4 @@ func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string
 		return cty.NilVal, fmt.Errorf("template %s produced a %s, not text", name, v.Type().FriendlyName())
 	}
 	return v, nil
-}
-
-func diagsError(diags hcl.Diagnostics) error {
-	var parts []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		loc := ""
-		if d.Subject != nil {
-			loc = fmt.Sprintf("%s:%d,%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
-		}
-		parts = append(parts, loc+d.Summary+": "+strings.TrimSuffix(d.Detail, "."))
-	}
-	return fmt.Errorf("%s", strings.Join(parts, "; "))
 }

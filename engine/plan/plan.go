@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -510,15 +511,15 @@ func parseRawVar(raw string, v *pipeline.Variable) (cty.Value, error) {
 		return convert.Convert(cty.StringVal(raw), ty)
 	}
 	if d := pipeline.CheckNesting("--var "+v.Name, []byte(raw)); d.HasErrors() {
-		return cty.NilVal, diagsError(d)
+		return cty.NilVal, diag.Err(d)
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
 	if diags.HasErrors() {
-		return cty.NilVal, diagsError(diags)
+		return cty.NilVal, diag.Err(diags)
 	}
 	val, diags := expr.Value(nil)
 	if diags.HasErrors() {
-		return cty.NilVal, diagsError(diags)
+		return cty.NilVal, diag.Err(diags)
 	}
 	return val, nil
 }

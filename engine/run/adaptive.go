@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/report"
@@ -186,7 +187,7 @@ func (r *Runner) addRound(ctx context.Context, ad *adaptive, s *Summary) {
 	}
 	ts, d := r.plan.AddRound(cells)
 	if d.HasErrors() {
-		ad.stop("error", "planning round "+fmt.Sprint(r.plan.Rounds()+1)+": "+diagErr(d).Error())
+		ad.stop("error", "planning round "+fmt.Sprint(r.plan.Rounds()+1)+": "+diag.Err(d).Error())
 		r.rep.Warnf("adaptive repetitions: %s", ad.rec.Reason)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/agent"
 	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
@@ -158,7 +159,7 @@ func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps
 	pv := tr.te.AgentsProviderBlock(a)
 	typ, cfg, d := tr.te.ProviderConfig(pv)
 	if d.HasErrors() {
-		return nil, diagErr(d)
+		return nil, diag.Err(d)
 	}
 	name := plan.ImplicitLocal
 	if pv != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
@@ -40,7 +41,7 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 	for _, s := range pl.Pipeline.Services {
 		sp, d := te.ServiceProvider(s)
 		if d.HasErrors() {
-			return diagErr(d)
+			return diag.Err(d)
 		}
 		name, typ, prov := sp.Name, sp.Type, sp.Provider
 		if filter != "" && filter != typ.Name && filter != name {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
@@ -154,7 +155,7 @@ func (tr *trialRun) runDAG(parent context.Context) error {
 func (tr *trialRun) runStep(ctx context.Context, n *plan.StepNode, collects []*plan.StepNode) error {
 	cfg, d := tr.te.Step(n.Step)
 	if d.HasErrors() {
-		return diagErr(d)
+		return diag.Err(d)
 	}
 	kind := steps.Lookup(n.Step.Kind)
 	if kind == nil || kind.Run == nil {
@@ -449,7 +450,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	for _, cn := range collects {
 		cfg, d := tr.te.Step(cn.Step)
 		if d.HasErrors() {
-			return fmt.Errorf("collect %s: %w", cn.Step.Name, diagErr(d))
+			return fmt.Errorf("collect %s: %w", cn.Step.Name, diag.Err(d))
 		}
 		cc := cfg.(*pipeline.CollectConfig)
 		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)

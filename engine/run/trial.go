@@ -2,18 +2,15 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
@@ -100,28 +97,6 @@ func (tr *trialRun) pushUndo(what string, fn func(ctx context.Context) error) {
 	tr.mu.Lock()
 	tr.undo = append(tr.undo, undoItem{what: what, fn: fn})
 	tr.mu.Unlock()
-}
-
-func diagErr(diags hcl.Diagnostics) error {
-	var parts []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		loc := ""
-		if d.Subject != nil {
-			loc = fmt.Sprintf("%s:%d,%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
-		}
-		s := loc + d.Summary
-		if d.Detail != "" {
-			s += ": " + strings.TrimSuffix(d.Detail, ".")
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(parts, "; "))
 }
 
 // runTrial runs one trial and tears it down; the caller records it and
@@ -237,7 +212,7 @@ func (r *Runner) releaseKept() {
 func (tr *trialRun) execute(ctx context.Context) error {
 	p := tr.r.plan.Pipeline
 	if _, d := tr.te.Locals(); d.HasErrors() {
-		return diagErr(d)
+		return diag.Err(d)
 	}
 	explicit := map[string]bool{}
 	for _, st := range p.Steps {
@@ -246,7 +221,7 @@ func (tr *trialRun) execute(ctx context.Context) error {
 		}
 		cfg, d := tr.te.Step(st)
 		if d.HasErrors() {
-			return diagErr(d)
+			return diag.Err(d)
 		}
 		for _, s := range cfg.(*pipeline.ProvisionConfig).Services {
 			explicit[s] = true
@@ -288,7 +263,7 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 
 	sp, d := tr.te.ServiceProvider(s)
 	if d.HasErrors() {
-		return diagErr(d)
+		return diag.Err(d)
 	}
 	name, typ, prov := sp.Name, sp.Type, sp.Provider
 	if sp.Err != nil {
@@ -359,7 +334,7 @@ func (tr *trialRun) recordService(l *liveService, reused bool) {
 func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Provider, hostDir string, allocate bool) (*providers.ServiceSpec, *pipeline.ServiceConfig, error) {
 	portCfgs, d := te.Ports(s)
 	if d.HasErrors() {
-		return nil, nil, diagErr(d)
+		return nil, nil, diag.Err(d)
 	}
 	var ports []providers.Port
 	listen := map[string]int{}
@@ -392,7 +367,7 @@ func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Prov
 	self := plan.Self(s.Name, selfDir, listen)
 	scfg, d := te.Service(s, self)
 	if d.HasErrors() {
-		return nil, nil, diagErr(d)
+		return nil, nil, diag.Err(d)
 	}
 	spec := &providers.ServiceSpec{
 		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
