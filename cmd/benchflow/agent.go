@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/agent"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 func init() {
@@ -102,7 +103,7 @@ hand with a controller that uses engine/agent's TLSFiles.Client.`,
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	f.IntVar(&index, "index", 0, "the agent's position in its group (0-based), for its log and messages")
-	f.DurationVar(&idle, "idle", 60*time.Second, "exit after this long without a controller")
+	f.Var(units.NewDurationFlag(&idle, 60*time.Second), "idle", "exit after this long without a controller")
 	f.BoolVar(&linger, "linger", false, "when the controller stops the agent, cancel the load but keep running until SIGTERM or --idle")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the run's token, mode 0600 (default $"+agent.TokenFileEnv+", else the token in $"+agent.TokenEnv+")")
 	f.StringArrayVar(&allow, "allow-target", nil, "a target URL the agent may load (repeatable; default $"+agent.TargetsEnv+", URLs separated by newlines or spaces)")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/serve"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 func init() {
@@ -75,10 +76,10 @@ SIGINT or SIGTERM.`,
 	f.StringVar(&cfg.Addr, "addr", serve.DefaultAddr, "listen on `HOST:PORT` (port 0 picks a free one)")
 	f.StringVar(&cfg.Dir, "dir", "", "serve the files under `DIR` instead of a generated body")
 	f.StringVar(&size, "size", "6", "answer a generated body of `N` bytes (6, 4KiB, 1MiB, 1k, 1MB)")
-	f.DurationVar(&cfg.Delay, "delay", 0, "wait `DUR` before answering each request")
+	f.Var(units.NewDurationFlag(&cfg.Delay, 0), "delay", "wait `DUR` before answering each request")
 	f.IntVar(&cfg.Workers, "workers", 0, "with --delay: serve at most `N` requests at once, each for exactly --delay, the rest queued (capacity N/delay req/s)")
-	f.DurationVar(&cfg.Stall, "stall", 0, "stall every request for up to `DUR` once per --stall-every period")
-	f.DurationVar(&cfg.StallEvery, "stall-every", 0, "stall once every `DUR` (with --stall)")
+	f.Var(units.NewDurationFlag(&cfg.Stall, 0), "stall", "stall every request for up to `DUR` once per --stall-every period")
+	f.Var(units.NewDurationFlag(&cfg.StallEvery, 0), "stall-every", "stall once every `DUR` (with --stall)")
 	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")
 	f.DurationVar(&idle, "idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle for `DUR` (0: never)")
 	rootCmd.AddCommand(cmd)

@@ -161,3 +161,25 @@ service "web" {
 		checkValueSides(t, c, po, fo, ": valid (", "status 99")
 	}
 }
+
+// TestValuesDurationFlags: serve's and agent's duration flags read the
+// same grammar as a pipeline's durations (a bare number is seconds, a
+// negative duration is refused with the same message), not Go's alone.
+func TestValuesDurationFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--status", "99", "--delay", "5"}, "status 99"}, // accepted: 5 s
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--status", "99", "--stall-every", "0.5"}, "status 99"},
+		{[]string{"serve", "--delay", "-1s"}, `"-1s" must not be negative`},
+		{[]string{"serve", "--stall", "banana"}, `"banana" is not a duration (examples: 500ms, 30s, 2m)`},
+		{[]string{"agent", "--idle", "-5s"}, `"-5s" must not be negative`},
+	} {
+		so, se, code := robustRun(t, dir, 60*time.Second, c.args...)
+		if code == 0 || !strings.Contains(so+se, c.want) {
+			t.Errorf("benchflow %v: exit %d, want an error containing %q\n%s%s", c.args, code, c.want, so, se)
+		}
+	}
+}
