@@ -4,12 +4,14 @@
 #   benchflow apply pipelines/quickstart.hcl
 #   benchflow report results/latest
 #
-# Two matrix axes (response size × keep-alive) and two repetitions give
-# 8 trials, interleaved so that machine drift spreads over every cell.
+# Two matrix axes (response size × keep-alive) and three repetitions give
+# 12 trials, interleaved so that machine drift spreads over every cell;
+# three repetitions are the fewest that give a 95% confidence interval
+# (with two, report shows the min-max range).
 
 pipeline "quickstart" {
   description = "benchflow serve: response size × keep-alive, on loopback"
-  repetitions = 2
+  repetitions = 3
 }
 
 variable "duration" {
