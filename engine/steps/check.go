@@ -12,17 +12,14 @@ import (
 
 // checkKind is `step "check"`: one request whose response must match
 // before any load runs.
-var checkKind = &Kind{
-	Name:      pipeline.KindCheck,
-	Phase:     2,
-	NewConfig: func() any { return &pipeline.CheckConfig{} },
-	Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
-		return validateCheck(st, cfg.(*pipeline.CheckConfig))
+var checkKind = KindOf(Spec[pipeline.CheckConfig]{
+	Name:     pipeline.KindCheck,
+	Phase:    2,
+	Validate: validateCheck,
+	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.CheckConfig) error {
+		return t.Check(ctx, c)
 	},
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-		return t.Check(ctx, cfg.(*pipeline.CheckConfig))
-	},
-}
+})
 
 func validateCheck(st *pipeline.Step, c *pipeline.CheckConfig) hcl.Diagnostics {
 	var diags diagList

@@ -16,15 +16,12 @@ import (
 // collectKind is `step "collect"`: sampling of processes and the machine
 // during the load or warm step its during names. It does not run on its
 // own: engine/run starts it with that step.
-var collectKind = &Kind{
-	Name:      pipeline.KindCollect,
-	Phase:     4,
-	NewConfig: func() any { return &pipeline.CollectConfig{} },
-	Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
-		return validateCollect(st, cfg.(*pipeline.CollectConfig))
-	},
-	Refs: func(cfg any) Refs { return Refs{Services: cfg.(*pipeline.CollectConfig).Services} },
-}
+var collectKind = KindOf(Spec[pipeline.CollectConfig]{
+	Name:     pipeline.KindCollect,
+	Phase:    4,
+	Validate: validateCollect,
+	Refs:     func(c *pipeline.CollectConfig) Refs { return Refs{Services: c.Services} },
+})
 
 func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnostics {
 	var diags diagList

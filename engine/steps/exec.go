@@ -9,12 +9,10 @@ import (
 )
 
 // execKind is `step "exec"`: a command run on the host.
-var execKind = &Kind{
-	Name:      pipeline.KindExec,
-	Phase:     2,
-	NewConfig: func() any { return &pipeline.ExecConfig{} },
-	Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
-		c := cfg.(*pipeline.ExecConfig)
+var execKind = KindOf(Spec[pipeline.ExecConfig]{
+	Name:  pipeline.KindExec,
+	Phase: 2,
+	Validate: func(st *pipeline.Step, c *pipeline.ExecConfig) hcl.Diagnostics {
 		var diags diagList
 		diags.add(CheckDuration(st.Body, "timeout", c.Timeout))
 		if len(c.Command) == 0 {
@@ -22,7 +20,7 @@ var execKind = &Kind{
 		}
 		return hcl.Diagnostics(diags)
 	},
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-		return t.Exec(ctx, st.Name, cfg.(*pipeline.ExecConfig))
+	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.ExecConfig) error {
+		return t.Exec(ctx, st.Name, c)
 	},
-}
+})

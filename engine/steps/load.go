@@ -21,28 +21,26 @@ import (
 // loadKind is `step "load"`: one measured load (or, with a search block,
 // a capacity search) against the services, with the collect steps that
 // name it running alongside.
-var loadKind = &Kind{
-	Name:      pipeline.KindLoad,
-	Phase:     4,
-	NewConfig: func() any { return &LoadConfig{} },
-	Blocks:    loadBlocks,
-	Validate:  validateLoadStep,
-	Refs:      loadRefs,
-	Run:       runLoad,
-}
+var loadKind = KindOf(Spec[LoadConfig]{
+	Name:     pipeline.KindLoad,
+	Phase:    4,
+	Blocks:   loadBlocks,
+	Validate: validateLoad,
+	Refs:     loadRefs,
+	Run:      runLoad,
+})
 
 // warmKind is `step "warm"`: a load before the measured ones whose results
 // are tagged "warm" (5s by default, or until steady). It shares the load
 // step's schema.
-var warmKind = &Kind{
-	Name:      pipeline.KindWarm,
-	Phase:     3,
-	NewConfig: func() any { return &LoadConfig{} },
-	Blocks:    loadBlocks,
-	Validate:  validateLoadStep,
-	Refs:      loadRefs,
-	Run:       runLoad,
-}
+var warmKind = KindOf(Spec[LoadConfig]{
+	Name:     pipeline.KindWarm,
+	Phase:    3,
+	Blocks:   loadBlocks,
+	Validate: validateLoad,
+	Refs:     loadRefs,
+	Run:      runLoad,
+})
 
 // LoadConfig is the body of `step "load"` and `step "warm"`: the schema
 // the load and warm kinds own, nested blocks included. The fields mirror
@@ -114,12 +112,7 @@ type URLConfig struct {
 // loadBlocks spells the nested blocks of LoadConfig in Starlark.
 var loadBlocks = []Block{{Keyword: "urls", Type: "url", Many: true}, {Keyword: "search", Type: "search"}, {Keyword: "agents", Type: "agents"}}
 
-func validateLoadStep(st *pipeline.Step, cfg any) hcl.Diagnostics {
-	return validateLoad(st, cfg.(*LoadConfig))
-}
-
-func loadRefs(cfg any) Refs {
-	c := cfg.(*LoadConfig)
+func loadRefs(c *LoadConfig) Refs {
 	var r Refs
 	for _, f := range []FileRef{{"body_file", c.BodyFile}, {"script", c.Script}} {
 		if f.Path != "" {
@@ -129,8 +122,8 @@ func loadRefs(cfg any) Refs {
 	return r
 }
 
-func runLoad(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-	return t.Load(ctx, st, cfg.(*LoadConfig))
+func runLoad(ctx context.Context, t Trial, st *pipeline.Step, c *LoadConfig) error {
+	return t.Load(ctx, st, c)
 }
 
 // This file maps the body of a load or warm step (LoadConfig) to

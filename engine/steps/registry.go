@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -10,7 +11,9 @@ import (
 
 // Kind declares one step kind: everything the front ends, engine/plan and
 // engine/run need to know about it. Each kind lives in its own file of
-// this package and is listed once in kinds below.
+// this package, is built by KindOf from its typed Spec and is listed once
+// in kinds below. The functions of a Kind take the config as any (its
+// callers handle every kind alike); KindOf writes the one assertion.
 type Kind struct {
 	// Name is the first label of `step "<name>" "…"` and the Starlark
 	// builtin step.<name>.
@@ -36,6 +39,59 @@ type Kind struct {
 	// Run runs the step in a trial; nil for kinds that do not run on
 	// their own (collect runs during the load it names).
 	Run func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error
+}
+
+// Spec declares a step kind whose body decodes into a C (a struct with
+// gohcl tags): the kind's own code receives a *C, never an any.
+type Spec[C any] struct {
+	Name   string
+	Phase  int
+	Blocks []Block
+	// Validate checks a decoded body for one trial (nil: nothing to
+	// check beyond the schema).
+	Validate func(st *pipeline.Step, c *C) hcl.Diagnostics
+	// Refs reports what the body names outside the step (nil: nothing).
+	Refs func(c *C) Refs
+	// Run runs the step (nil for kinds that run during another step).
+	Run func(ctx context.Context, t Trial, st *pipeline.Step, c *C) error
+}
+
+// KindOf builds the Kind of s: NewConfig returns a fresh *C, and Validate,
+// Refs and Run assert the config they are given to *C once, here, before
+// calling s's typed functions. A config of another type is a programming
+// error in the caller (the config did not come from this kind's
+// NewConfig) and panics with both types named.
+func KindOf[C any](s Spec[C]) *Kind {
+	k := &Kind{
+		Name:      s.Name,
+		Phase:     s.Phase,
+		Blocks:    s.Blocks,
+		NewConfig: func() any { return new(C) },
+		Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
+			if s.Validate == nil {
+				return nil
+			}
+			return s.Validate(st, configOf[C](s.Name, cfg))
+		},
+	}
+	if s.Refs != nil {
+		k.Refs = func(cfg any) Refs { return s.Refs(configOf[C](s.Name, cfg)) }
+	}
+	if s.Run != nil {
+		k.Run = func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
+			return s.Run(ctx, t, st, configOf[C](s.Name, cfg))
+		}
+	}
+	return k
+}
+
+// configOf is the one assertion of a step's config to its kind's type.
+func configOf[C any](kind string, cfg any) *C {
+	c, ok := cfg.(*C)
+	if !ok || c == nil {
+		panic(fmt.Sprintf("steps: %s step given a config of type %T, want %T", kind, cfg, c))
+	}
+	return c
 }
 
 // Block is how a nested block of a step's schema is written in Starlark.

@@ -13,16 +13,15 @@ import (
 
 // tuneKind is `step "tune"`: sysctls, rlimits, CPU pinning and nice,
 // applied before checks and loads and undone when the trial ends.
-var tuneKind = &Kind{
-	Name:      pipeline.KindTune,
-	Phase:     1,
-	NewConfig: func() any { return &pipeline.TuneConfig{} },
-	Validate:  func(st *pipeline.Step, cfg any) hcl.Diagnostics { return validateTune(st, cfg.(*pipeline.TuneConfig)) },
-	Refs:      func(cfg any) Refs { return Refs{Services: cfg.(*pipeline.TuneConfig).Services} },
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-		return t.Tune(ctx, cfg.(*pipeline.TuneConfig))
+var tuneKind = KindOf(Spec[pipeline.TuneConfig]{
+	Name:     pipeline.KindTune,
+	Phase:    1,
+	Validate: validateTune,
+	Refs:     func(c *pipeline.TuneConfig) Refs { return Refs{Services: c.Services} },
+	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.TuneConfig) error {
+		return t.Tune(ctx, c)
 	},
-}
+})
 
 func validateTune(st *pipeline.Step, c *pipeline.TuneConfig) hcl.Diagnostics {
 	var diags diagList
