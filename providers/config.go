@@ -6,11 +6,11 @@ import (
 	"github.com/agext/levenshtein"
 )
 
-// Validator is implemented by provider config structs (the values
-// Type.NewConfig returns) that can check themselves. The engine calls
-// Validate after decoding a provider block for a trial, before New, so
-// `benchflow validate` reports a bad attribute at its place in the file;
-// New applies the same checks and may rely on them.
+// Validator is implemented by every provider config struct (the values
+// Type.NewConfig returns; TypeOf requires it). The engine calls Validate
+// after decoding a provider block for a trial, before New, so `benchflow
+// validate` reports a bad attribute at its place in the file; New applies
+// the same checks and may rely on them.
 type Validator interface {
 	Validate() error
 }

@@ -1,23 +1,31 @@
 // Package providers defines the interface every deployment backend implements
 // and the registry the engine finds them in.
 //
-// A provider type (local, docker, k8s, nomad) registers itself in init() with
-// Register. For each trial the engine decodes the pipeline's provider block
-// with the type's config struct (NewConfig, gohcl tags), calls New, then
-// Provision for each service that names the provider, and Teardown on the
-// returned Deployment in reverse order — on success, failure and Ctrl-C.
+// A provider type (local, docker, k8s, nomad) declares a Spec[C] for its
+// config struct C (gohcl tags), turns it into a Type with TypeOf and
+// registers that in init() with Register (typed.go). For each trial the
+// engine decodes the pipeline's provider block into a fresh *C
+// (Type.NewConfig), checks it with C's Validate, calls New, then Provision
+// for each service that names the provider, and Teardown on the returned
+// Deployment in reverse order — on success, failure and Ctrl-C.
+//
+// TypeOf requires *C to implement Validator, so every provider block is
+// checked right after decoding (also by `benchflow validate`); its
+// *ConfigError values name the attribute, which the engine turns into a
+// diagnostic at that attribute (config.go).
 //
 // Capabilities beyond Provision are optional interfaces found by type
-// assertion: ProcessReporter and InfraNamer (for collect), VersionReporter
-// (platform versions in the manifest), Renderer (for `benchflow render`),
-// ListenPorter (which port a service listens
-// on inside its namespace), Liveness (early-exit detection during health
-// waits), ServiceDirer (where self.dir is inside the service), and
-// AgentLauncher (load agents of a step's agents block; agents.go).
+// assertion, declared in this file after Provider and Deployment (but
+// AgentLauncher, in agents.go):
 //
-// A config struct that implements Validator is checked right after decoding
-// (also by `benchflow validate`); its *ConfigError values name the
-// attribute, which the engine turns into a located diagnostic (config.go).
+//   - of a Provider: ListenPorter (which port a service listens on inside
+//     its namespace), ServiceDirer (where self.dir is inside the service),
+//     Renderer (for `benchflow render`), Describer (the one-line summary
+//     `benchflow plan` prints), AgentLauncher (load agents of a step's
+//     agents block; agents.go, announced by Type.Agents);
+//   - of a Deployment: Liveness (early-exit detection during health
+//     waits), ProcessReporter and InfraNamer (for collect steps),
+//     VersionReporter (platform versions in the manifest).
 //
 // Providers know nothing of HCL files or the pipeline model: they receive an
 // evaluated ServiceSpec.
@@ -38,10 +46,12 @@ type Type struct {
 	Name string
 	// NewConfig returns a pointer to a fresh config struct with gohcl tags
 	// (`hcl:"network,optional"`). The engine decodes the provider block
-	// into it per trial. nil means the block must be empty.
+	// into it per trial. nil means the block must be empty. TypeOf sets
+	// it.
 	NewConfig func() any
 	// New builds a provider from a decoded config (the value NewConfig
-	// returned, filled in).
+	// returned, filled in). TypeOf sets it: it asserts the config's type
+	// and calls the Spec's typed New.
 	New func(req *NewRequest) (Provider, error)
 	// Attrs lists the extra endpoint attributes (Endpoint.Attrs keys) the
 	// type may expose, e.g. "gateway_url"; pipelines may refer to them as
@@ -237,6 +247,14 @@ type ServiceDirer interface {
 // create (e.g. Kubernetes manifests) without contacting anything.
 type Renderer interface {
 	Render(req *ProvisionRequest) ([]byte, error)
+}
+
+// Describer is implemented by providers that summarize in one line how
+// they deploy services and how the load reaches them ("namespace per run,
+// through a NodePort on …"); `benchflow plan` prints it next to each
+// service (engine/plan, TrialService.Describe).
+type Describer interface {
+	Describe() string
 }
 
 // ErrUnavailable reports that a provider's backend cannot be reached (no

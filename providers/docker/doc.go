@@ -3,10 +3,11 @@
 //
 // Entry points:
 //
-//   - the provider type registers itself in init() as "docker"; the engine
-//     finds it with providers.Lookup("docker"), decodes the pipeline's
-//     `provider "docker" "<name>" { … }` block into a *Config (NewConfig) and
-//     calls New.
+//   - Type, the provider type built by providers.TypeOf, registers itself
+//     in init() as "docker"; the engine finds it with
+//     providers.Lookup("docker"), decodes the pipeline's `provider "docker"
+//     "<name>" { … }` block into a *Config (NewConfig), checks it with
+//     Config.Validate (errors name the attribute) and calls New.
 //   - (*Provider).Provision pulls the image according to Config.Pull,
 //     creates the network when Config.Network names a user network, and
 //     creates and starts the container with the service's files mounted

@@ -35,15 +35,15 @@ const TypeName = "docker"
 // created, on a context detached from the cancelled one.
 const cleanupTimeout = 30 * time.Second
 
-func init() {
-	providers.Register(&providers.Type{
-		Name:      TypeName,
-		NewConfig: func() any { return &Config{} },
-		New:       New,
-		GC:        GC,
-		Attrs:     []string{"container_id", "container_name", "container_ip", "network"},
-	})
-}
+// Type is the docker provider type, registered in init.
+var Type = providers.TypeOf(providers.Spec[Config]{
+	Name:  TypeName,
+	New:   newFromConfig,
+	GC:    GC,
+	Attrs: []string{"container_id", "container_name", "container_ip", "network"},
+})
+
+func init() { providers.Register(Type) }
 
 var (
 	_ providers.Provider        = (*Provider)(nil)
@@ -70,26 +70,17 @@ type Provider struct {
 	netOwned bool
 }
 
-// New builds a provider from a decoded *Config (nil means all defaults). It
-// does not contact the engine.
-func New(req *providers.NewRequest) (providers.Provider, error) {
-	var cfg *Config
-	switch c := req.Config.(type) {
-	case nil:
-		cfg = &Config{}
-	case *Config:
-		cfg = c
-		if cfg == nil {
-			cfg = &Config{}
-		}
-	default:
-		return nil, fmt.Errorf("configuring docker provider %q: config is %T, want *docker.Config", req.Name, req.Config)
-	}
+// New builds a provider from a request whose Config is a decoded *Config
+// (nil means all defaults): Type.New. It does not contact the engine.
+func New(req *providers.NewRequest) (providers.Provider, error) { return Type.New(req) }
+
+// newFromConfig builds a provider from a decoded config.
+func newFromConfig(name string, cfg *Config) (providers.Provider, error) {
 	s, err := cfg.validate()
 	if err != nil {
-		return nil, fmt.Errorf("configuring docker provider %q: %w", req.Name, err)
+		return nil, fmt.Errorf("configuring docker provider %q: %w", name, err)
 	}
-	return &Provider{name: req.Name, s: s}, nil
+	return &Provider{name: name, s: s}, nil
 }
 
 // newClient connects to host, or to the engine the environment names

@@ -28,10 +28,8 @@ import (
 // crashed one.
 func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
 	hosts := map[string]bool{}
-	for _, c := range req.Configs {
-		if cfg, ok := c.(*Config); ok {
-			hosts[cfg.Host] = true
-		}
+	for _, cfg := range providers.ConfigsOf[Config](req.Configs) {
+		hosts[cfg.Host] = true
 	}
 	if len(hosts) == 0 {
 		hosts[""] = true

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Ways a service is reached from the host running benchflow.
@@ -97,13 +99,35 @@ type settings struct {
 	pullPolicy   corev1.PullPolicy
 }
 
-// validate checks c and returns it with defaults applied. Each error names
-// the attribute at fault.
+// Validate checks c as New will (providers.Validator): each problem is a
+// *providers.ConfigError naming the attribute, so the engine reports it
+// at its place in the file.
+func (c *Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate checks c and returns it with defaults applied. Each error is a
+// *providers.ConfigError naming the attribute at fault (joined when there
+// are several).
 func (c Config) validate() (*settings, error) {
 	s := &settings{Config: c}
 	var errs []error
 	bad := func(attr, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", attr, fmt.Sprintf(format, args...)))
+		errs = append(errs, &providers.ConfigError{Attr: attr, Msg: fmt.Sprintf(format, args...)})
+	}
+	// oneOf refuses v, which is none of options, with a suggestion when
+	// one is close.
+	oneOf := func(attr, v string, options ...string) {
+		quoted := make([]string, len(options))
+		for i, o := range options {
+			quoted[i] = strconv.Quote(o)
+		}
+		msg := fmt.Sprintf("%q is not one of %s", v, strings.Join(quoted, ", "))
+		if hint := suggest(v, options); hint != "" {
+			msg += "." + hint
+		}
+		bad(attr, "%s", msg)
 	}
 
 	if c.InCluster && (c.Kubeconfig != "" || c.Context != "") {
@@ -120,7 +144,7 @@ func (c Config) validate() (*settings, error) {
 		s.Expose = ExposePortForward
 	case ExposeIngress, ExposeNodePort, ExposePortForward:
 	default:
-		bad("expose", "%q is not one of %q, %q, %q", c.Expose, ExposePortForward, ExposeNodePort, ExposeIngress)
+		oneOf("expose", c.Expose, ExposePortForward, ExposeNodePort, ExposeIngress)
 	}
 
 	switch strings.ToLower(c.ServiceType) {
@@ -136,7 +160,7 @@ func (c Config) validate() (*settings, error) {
 	case "loadbalancer":
 		s.serviceType = corev1.ServiceTypeLoadBalancer
 	default:
-		bad("service_type", "%q is not one of \"ClusterIP\", \"NodePort\", \"LoadBalancer\"", c.ServiceType)
+		oneOf("service_type", c.ServiceType, "ClusterIP", "NodePort", "LoadBalancer")
 	}
 	if s.Expose == ExposeNodePort && s.serviceType == corev1.ServiceTypeClusterIP {
 		bad("service_type", "expose = %q needs a NodePort or LoadBalancer service, not ClusterIP", ExposeNodePort)
@@ -236,7 +260,7 @@ func (c Config) validate() (*settings, error) {
 	case string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever):
 		s.pullPolicy = corev1.PullPolicy(c.ImagePullPolicy)
 	default:
-		bad("image_pull_policy", "%q is not one of \"Always\", \"IfNotPresent\", \"Never\"", c.ImagePullPolicy)
+		oneOf("image_pull_policy", c.ImagePullPolicy, string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever))
 	}
 
 	if c.FilesDir == "" {
@@ -251,6 +275,22 @@ func (c Config) validate() (*settings, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// suggest is providers.Suggest ignoring case ("Ingress" → "ingress",
+// "nodeprot" → "NodePort"), naming the option as it is spelled.
+func suggest(given string, options []string) string {
+	lower := make([]string, len(options))
+	spelled := map[string]string{}
+	for i, o := range options {
+		lower[i] = strings.ToLower(o)
+		spelled[lower[i]] = o
+	}
+	hint := providers.Suggest(strings.ToLower(given), lower)
+	for l, o := range spelled {
+		hint = strings.Replace(hint, strconv.Quote(l), strconv.Quote(o), 1)
+	}
+	return hint
 }
 
 // splitAddress parses "host:port" (the port is required).

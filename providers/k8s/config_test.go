@@ -50,6 +50,36 @@ func TestConfigErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `k8s provider "cluster": `) {
 			t.Errorf("%+v:\n got %v\nwant k8s provider \"cluster\": …%s…", c.cfg, err, c.want)
 		}
+		// Validate finds the same problem and names its attribute, so
+		// the engine can point at it in the file.
+		attrs, other := providers.ConfigErrors(c.cfg.Validate())
+		attr, _, _ := strings.Cut(c.want, ":")
+		if len(other) > 0 || len(attrs) == 0 || attrs[0].Attr != attr {
+			t.Errorf("%+v: Validate gives %v and %v, want a *providers.ConfigError for %s", c.cfg, attrs, other, attr)
+		}
+	}
+}
+
+// TestConfigSuggestions pins the "Did you mean" of the enumerated
+// attributes; they ignore case, as service_type's parsing does.
+func TestConfigSuggestions(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Expose: "ingres"}, `expose: "ingres" is not one of "port-forward", "nodeport", "ingress". Did you mean "ingress"?`},
+		{Config{Expose: "Ingress"}, `Did you mean "ingress"?`},
+		{Config{ServiceType: "nodeprot"}, `service_type: "nodeprot" is not one of "ClusterIP", "NodePort", "LoadBalancer". Did you mean "NodePort"?`},
+		{Config{ImagePullPolicy: "always"}, `Did you mean "Always"?`},
+		{Config{ImagePullPolicy: "Sometimes"}, `image_pull_policy: "Sometimes" is not one of "Always", "IfNotPresent", "Never"`},
+	} {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: Validate() = %v, want …%s…", c.cfg, err, c.want)
+		}
+		if strings.HasSuffix(c.want, "Never\"") && strings.Contains(err.Error(), "Did you mean") {
+			t.Errorf("%+v: %v suggests an option far from the value", c.cfg, err)
+		}
 	}
 }
 

@@ -4,8 +4,9 @@
 // down in reverse order.
 //
 // Entry points:
-//   - the "k8s" provider type, registered in init (Config is the body of a
-//     `provider "k8s" "<name>" {}` block, decoded by the engine);
+//   - Type, the "k8s" provider type, registered in init (Config is the
+//     body of a `provider "k8s" "<name>" {}` block, decoded by the engine
+//     and checked by Config.Validate, whose errors name the attribute);
 //   - New and NewWithClient (a given clientset, e.g. client-go's fake);
 //   - Provider.Provision, which waits for the rollout (available replicas,
 //     Ready pods, ready endpoints) and opens the way in: a port-forward, a

@@ -64,19 +64,8 @@ func gcTargets(req *providers.GCRequest) []Config {
 	}
 	var out []Config
 	have := map[key]bool{}
-	for _, c := range req.Configs {
-		var cfg Config
-		switch x := c.(type) {
-		case *Config:
-			if x == nil {
-				continue
-			}
-			cfg = *x
-		case Config:
-			cfg = x
-		default:
-			continue
-		}
+	for _, c := range providers.ConfigsOf[Config](req.Configs) {
+		cfg := *c
 		k := key{cfg.Kubeconfig, cfg.Context, cfg.InCluster}
 		if !have[k] {
 			have[k] = true

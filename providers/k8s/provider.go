@@ -15,16 +15,18 @@ import (
 	"github.com/benchflow/benchflow/providers"
 )
 
-func init() {
-	providers.Register(&providers.Type{
-		Name:      "k8s",
-		NewConfig: func() any { return &Config{} },
-		New:       newFromRequest,
-		Attrs:     EndpointAttrs,
-		GC:        GC,
-		Agents:    true,
-	})
-}
+// Type is the k8s provider type, registered in init.
+var Type = providers.TypeOf(providers.Spec[Config]{
+	Name: "k8s",
+	New: func(name string, c *Config) (providers.Provider, error) {
+		return New(name, *c)
+	},
+	Attrs:  EndpointAttrs,
+	GC:     GC,
+	Agents: true,
+})
+
+func init() { providers.Register(Type) }
 
 // EndpointAttrs are the attributes a k8s service exposes to the pipeline as
 // service.<name>.<attr> (empty when they do not apply): namespace,
@@ -40,6 +42,7 @@ var (
 	_ providers.Renderer     = (*Provider)(nil)
 	_ providers.ServiceDirer = (*Provider)(nil)
 	_ providers.ListenPorter = (*Provider)(nil)
+	_ providers.Describer    = (*Provider)(nil)
 	_ providers.Deployment   = (*Deployment)(nil)
 	_ providers.Liveness     = (*Deployment)(nil)
 )
@@ -92,22 +95,6 @@ func NewWithClient(cs kubernetes.Interface, name string, cfg Config) (*Provider,
 	p.client = cs
 	p.key = fmt.Sprintf("client-%p", cs)
 	return p, nil
-}
-
-func newFromRequest(req *providers.NewRequest) (providers.Provider, error) {
-	var cfg Config
-	switch c := req.Config.(type) {
-	case nil:
-	case *Config:
-		if c != nil {
-			cfg = *c
-		}
-	case Config:
-		cfg = c
-	default:
-		return nil, fmt.Errorf("k8s provider %q: config has type %T, want *k8s.Config", req.Name, req.Config)
-	}
-	return New(req.Name, cfg)
 }
 
 // Name is the provider's name (the second label of its block).

@@ -8,8 +8,9 @@
 //	  work_dir     = ""     # cwd; default the service's folder
 //	}
 //
-// Entry points: the package registers the type "local" in init (a blank
-// import is enough); New builds a provider directly; Provision starts the
+// Entry points: the package registers Type, the type "local", in init (a
+// blank import is enough); Config.Validate reports a bad stop_timeout or
+// work_dir at its attribute; New builds a provider directly; Provision starts the
 // process and returns a deployment that implements providers.Liveness
 // (Alive), providers.ProcessReporter (Processes) and Teardown. GC finds
 // processes left by a crashed run through the BENCHFLOW_RUN variable in

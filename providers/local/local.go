@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,30 +32,18 @@ const (
 	EnvOwner = "BENCHFLOW_OWNER"
 )
 
-func init() {
-	providers.Register(&providers.Type{
-		Name:      "local",
-		NewConfig: func() any { return &Config{} },
-		New: func(req *providers.NewRequest) (providers.Provider, error) {
-			var cfg Config
-			switch c := req.Config.(type) {
-			case nil:
-			case *Config:
-				if c != nil {
-					cfg = *c
-				}
-			case Config:
-				cfg = c
-			default:
-				return nil, fmt.Errorf("local provider %q: config of type %T, want *local.Config", req.Name, req.Config)
-			}
-			return New(req.Name, cfg)
-		},
-		Attrs:  []string{"pid"},
-		GC:     GC,
-		Agents: true,
-	})
-}
+// Type is the local provider type, registered in init.
+var Type = providers.TypeOf(providers.Spec[Config]{
+	Name: "local",
+	New: func(name string, c *Config) (providers.Provider, error) {
+		return New(name, *c)
+	},
+	Attrs:  []string{"pid"},
+	GC:     GC,
+	Agents: true,
+})
+
+func init() { providers.Register(Type) }
 
 // Config is the body of a `provider "local" "<name>"` block. Every
 // attribute is optional.
@@ -86,30 +75,57 @@ var (
 	_ providers.ProcessReporter = (*Deployment)(nil)
 )
 
-// New builds the provider named name from a decoded config.
+// Validate checks c as New will (providers.Validator): each problem is a
+// *providers.ConfigError naming the attribute, so the engine reports it
+// at its place in the file. work_dir must exist on this machine.
+func (c *Config) Validate() error {
+	_, err := c.stopTimeout()
+	return errors.Join(err, c.checkWorkDir())
+}
+
+// stopTimeout is c.StopTimeout parsed, DefaultStopTimeout when unset.
+func (c *Config) stopTimeout() (time.Duration, error) {
+	if c.StopTimeout == "" {
+		return DefaultStopTimeout, nil
+	}
+	d, err := time.ParseDuration(c.StopTimeout)
+	if err != nil {
+		return 0, &providers.ConfigError{Attr: "stop_timeout", Msg: err.Error()}
+	}
+	if d < 0 {
+		return 0, &providers.ConfigError{Attr: "stop_timeout", Msg: fmt.Sprintf("%q must not be negative", c.StopTimeout)}
+	}
+	return d, nil
+}
+
+// checkWorkDir checks that c.WorkDir, when set, is a directory.
+func (c *Config) checkWorkDir() error {
+	if c.WorkDir == "" {
+		return nil
+	}
+	st, err := os.Stat(c.WorkDir)
+	if err != nil {
+		return &providers.ConfigError{Attr: "work_dir", Msg: err.Error()}
+	}
+	if !st.IsDir() {
+		return &providers.ConfigError{Attr: "work_dir", Msg: fmt.Sprintf("%q is not a directory", c.WorkDir)}
+	}
+	return nil
+}
+
+// New builds the provider named name from a decoded config, with the
+// checks of Validate.
 func New(name string, cfg Config) (*Local, error) {
-	l := &Local{name: name, workDir: cfg.WorkDir, envInherit: true, stopTimeout: DefaultStopTimeout}
+	l := &Local{name: name, workDir: cfg.WorkDir, envInherit: true}
 	if cfg.EnvInherit != nil {
 		l.envInherit = *cfg.EnvInherit
 	}
-	if cfg.StopTimeout != "" {
-		d, err := time.ParseDuration(cfg.StopTimeout)
-		if err != nil {
-			return nil, fmt.Errorf("local provider %q: stop_timeout: %w", name, err)
-		}
-		if d < 0 {
-			return nil, fmt.Errorf("local provider %q: stop_timeout %q must not be negative", name, cfg.StopTimeout)
-		}
-		l.stopTimeout = d
+	var err error
+	if l.stopTimeout, err = cfg.stopTimeout(); err != nil {
+		return nil, fmt.Errorf("local provider %q: %w", name, err)
 	}
-	if l.workDir != "" {
-		st, err := os.Stat(l.workDir)
-		if err != nil {
-			return nil, fmt.Errorf("local provider %q: work_dir: %w", name, err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("local provider %q: work_dir %q is not a directory", name, l.workDir)
-		}
+	if err := cfg.checkWorkDir(); err != nil {
+		return nil, fmt.Errorf("local provider %q: %w", name, err)
 	}
 	return l, nil
 }

@@ -3,7 +3,7 @@
 // in Nomad's own service discovery), and optionally publishes it through
 // an Apache APISIX route — the gateway architecture of study S3.
 //
-// Entry points: the provider registers itself in init() as type "nomad"
+// Entry points: Type (providers.TypeOf) registers itself in init() as "nomad"
 // (import the package for its side effect); New builds a Provider from a
 // decoded *Config, whose Validate reports each bad attribute as a
 // providers.ConfigError; Provider.Provision registers the job and waits, in

@@ -30,19 +30,15 @@ var addOwnerLabels = providers.AddOwnerLabels
 // provider blocks (req.Configs), else those of the NOMAD_*, APISIX_*
 // variables.
 func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
-	configs := req.Configs
+	configs := providers.ConfigsOf[Config](req.Configs)
 	if len(configs) == 0 {
-		configs = []any{&Config{}}
+		configs = []*Config{{}}
 	}
 	var removed []string
 	var errs []error
 	unavailable := 0
 	seenNomad, seenAdmin := map[string]bool{}, map[string]bool{}
-	for _, raw := range configs {
-		c, _ := raw.(*Config)
-		if c == nil {
-			c = &Config{}
-		}
+	for _, c := range configs {
 		// Resolve as for a gateway, so the APISIX addresses and key are
 		// read too; gc needs no gateway URL.
 		cc := *c

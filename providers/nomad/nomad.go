@@ -22,16 +22,16 @@ import (
 	"github.com/benchflow/benchflow/providers/nomad/consul"
 )
 
-func init() {
-	providers.Register(&providers.Type{
-		Name:      "nomad",
-		NewConfig: func() any { return &Config{} },
-		New:       New,
-		Attrs:     Attrs,
-		GC:        GC,
-		Agents:    true,
-	})
-}
+// Type is the nomad provider type, registered in init.
+var Type = providers.TypeOf(providers.Spec[Config]{
+	Name:   "nomad",
+	New:    newFromConfig,
+	Attrs:  Attrs,
+	GC:     GC,
+	Agents: true,
+})
+
+func init() { providers.Register(Type) }
 
 // Attrs are the Endpoint.Attrs keys a nomad deployment sets, exposed to
 // pipelines as service.<name>.<attr>. gateway_url is "" without a gateway,
@@ -64,21 +64,18 @@ type Provider struct {
 // defaultPoll paces the waits that cannot block on an index.
 const defaultPoll = 200 * time.Millisecond
 
-// New builds a provider from a decoded *Config (nil means all defaults).
-// It validates the config and reads the tokens; it contacts nothing.
-func New(req *providers.NewRequest) (providers.Provider, error) {
-	c, _ := req.Config.(*Config)
-	if c == nil {
-		if req.Config != nil {
-			return nil, fmt.Errorf("configuring nomad provider %q: unexpected config type %T", req.Name, req.Config)
-		}
-		c = &Config{}
-	}
+// New builds a provider from a request whose Config is a decoded *Config
+// (nil means all defaults): Type.New. It validates the config and reads
+// the tokens; it contacts nothing.
+func New(req *providers.NewRequest) (providers.Provider, error) { return Type.New(req) }
+
+// newFromConfig builds a provider from a decoded config.
+func newFromConfig(name string, c *Config) (providers.Provider, error) {
 	s, err := resolve(c)
 	if err != nil {
-		return nil, fmt.Errorf("configuring nomad provider %q: %w", req.Name, err)
+		return nil, fmt.Errorf("configuring nomad provider %q: %w", name, err)
 	}
-	return &Provider{name: req.Name, s: s, pollInterval: defaultPoll, stopTimeout: stopTimeout}, nil
+	return &Provider{name: name, s: s, pollInterval: defaultPoll, stopTimeout: stopTimeout}, nil
 }
 
 // String describes the provider without secrets.
