@@ -98,7 +98,8 @@ func mergeMaps(dst, src map[string]string) map[string]string {
 }
 
 // build turns a provision request into the objects to create. It reads the
-// service's files from the host but contacts nothing.
+// service's files from the host but contacts nothing. Each object has a
+// function of its own below, in creation order.
 func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 	svc := &req.Service
 	if svc.Image == "" {
@@ -112,56 +113,102 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 	if o.ns == "" {
 		o.ns = runNamespace(req.RunID)
 	}
+	id := newIdentity(o.ns, req)
+	o.selector = id.selector()
+	if s.Namespace == "" {
+		o.Namespace = id.namespace()
+	}
+	var err error
+	if o.ports, err = kubePorts(svc); err != nil {
+		return nil, err
+	}
+	files, err := s.files(svc, id.meta(o.name+"-files"))
+	if err != nil {
+		return nil, err
+	}
+	o.ConfigMap = files.configMap
+	o.replicas = 1
+	if svc.Replicas > 0 {
+		o.replicas = int32(svc.Replicas)
+	} else if s.Replicas > 0 {
+		o.replicas = int32(s.Replicas)
+	}
+	o.Deployment = s.deployment(o, id, s.container(o, svc, files.mounts), files.volumes)
+	o.Service = s.service(o, id)
+	if s.Expose == ExposeIngress {
+		o.Ingress = s.ingress(o, id)
+	}
+	return o, nil
+}
 
-	labels := map[string]string{
-		providers.LabelManaged: "true",
-		providers.LabelRun:     labelValue(req.RunID),
-		providers.LabelTrial:   labelValue(req.TrialID),
-		providers.LabelService: labelValue(svc.Name),
-	}
-	o.selector = map[string]string{
-		providers.LabelRun:     labels[providers.LabelRun],
-		providers.LabelTrial:   labels[providers.LabelTrial],
-		providers.LabelService: labels[providers.LabelService],
-	}
-	// Ids that had to be changed into label values keep their original
-	// spelling in an annotation of the same name.
-	annotations := map[string]string{}
-	for k, v := range map[string]string{
+// identity is what every object of one service carries: the benchflow
+// labels, with the run, trial and service ids made valid label values,
+// and annotations keeping the original spelling of the ids that had to
+// change.
+type identity struct {
+	ns          string
+	labels      map[string]string
+	annotations map[string]string
+}
+
+func newIdentity(ns string, req *providers.ProvisionRequest) identity {
+	id := identity{ns: ns, annotations: map[string]string{}}
+	ids := map[string]string{
 		providers.LabelRun:     req.RunID,
 		providers.LabelTrial:   req.TrialID,
-		providers.LabelService: svc.Name,
-	} {
-		if labels[k] != v {
-			annotations[k] = v
+		providers.LabelService: req.Service.Name,
+	}
+	id.labels = map[string]string{providers.LabelManaged: "true"}
+	for k, v := range ids {
+		id.labels[k] = labelValue(v)
+		if id.labels[k] != v {
+			id.annotations[k] = v
 		}
 	}
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name: name, Namespace: o.ns,
-			Labels: copyMap(labels), Annotations: copyMap(annotations),
-		}
-	}
+	return id
+}
 
-	if s.Namespace == "" {
-		var nsAnn map[string]string
-		if v, ok := annotations[providers.LabelRun]; ok {
-			nsAnn = map[string]string{providers.LabelRun: v}
-		}
-		o.Namespace = &corev1.Namespace{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: o.ns,
-				Labels: map[string]string{
-					providers.LabelManaged: "true",
-					providers.LabelRun:     labels[providers.LabelRun],
-				},
-				Annotations: nsAnn,
+// meta is the metadata of the object called name.
+func (id identity) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: name, Namespace: id.ns,
+		Labels: copyMap(id.labels), Annotations: copyMap(id.annotations),
+	}
+}
+
+// selector matches the pods of this service in this trial.
+func (id identity) selector() map[string]string {
+	return map[string]string{
+		providers.LabelRun:     id.labels[providers.LabelRun],
+		providers.LabelTrial:   id.labels[providers.LabelTrial],
+		providers.LabelService: id.labels[providers.LabelService],
+	}
+}
+
+// namespace is the run's own namespace, created when the provider block
+// names none.
+func (id identity) namespace() *corev1.Namespace {
+	var ann map[string]string
+	if v, ok := id.annotations[providers.LabelRun]; ok {
+		ann = map[string]string{providers.LabelRun: v}
+	}
+	return &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: id.ns,
+			Labels: map[string]string{
+				providers.LabelManaged: "true",
+				providers.LabelRun:     id.labels[providers.LabelRun],
 			},
-		}
+			Annotations: ann,
+		},
 	}
+}
 
-	// Ports.
+// kubePorts names the service's ports as Kubernetes wants them (valid,
+// unique IANA names) with their container numbers.
+func kubePorts(svc *providers.ServiceSpec) ([]portInfo, error) {
+	var out []portInfo
 	seen := map[string]bool{}
 	for i, p := range svc.Ports {
 		n := p.Container
@@ -176,80 +223,111 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 			kn = fmt.Sprintf("p%d", i)
 		}
 		seen[kn] = true
-		o.ports = append(o.ports, portInfo{Name: p.Name, KubeName: kn, Container: int32(n), Local: p.Host})
+		out = append(out, portInfo{Name: p.Name, KubeName: kn, Container: int32(n), Local: p.Host})
 	}
+	return out, nil
+}
 
-	// Files.
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	if len(svc.Files) > 0 {
-		cm := &corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: meta(o.name + "-files"),
-		}
-		var items []corev1.KeyToPath
-		total := 0
-		mounted := map[string]string{}
-		for _, f := range svc.Files {
-			if msgs := validation.IsConfigMapKey(f.Name); len(msgs) > 0 {
-				return nil, fmt.Errorf("service %q: file %q cannot be a ConfigMap key: %s", svc.Name, f.Name, strings.Join(msgs, "; "))
-			}
-			data, err := os.ReadFile(f.HostPath)
-			if err != nil {
-				return nil, fmt.Errorf("service %q: reading file %q: %w", svc.Name, f.Name, err)
-			}
-			total += len(data)
-			if total > maxConfigMapBytes {
-				return nil, fmt.Errorf("service %q: files total more than 1 MiB, the limit of a ConfigMap (at %q)", svc.Name, f.Name)
-			}
-			if utf8.Valid(data) {
-				if cm.Data == nil {
-					cm.Data = map[string]string{}
-				}
-				cm.Data[f.Name] = string(data)
-			} else {
-				if cm.BinaryData == nil {
-					cm.BinaryData = map[string][]byte{}
-				}
-				cm.BinaryData[f.Name] = data
-			}
-			it := corev1.KeyToPath{Key: f.Name, Path: f.Name}
-			if f.Mode != 0 {
-				m := int32(f.Mode & 0o777)
-				it.Mode = &m
-			}
-			items = append(items, it)
+// serviceFiles is how a service's files reach its container: one
+// ConfigMap, mounted as a volume at files_dir and, for a file with a mount
+// path of its own, again at that path.
+type serviceFiles struct {
+	configMap *corev1.ConfigMap // nil without files
+	volumes   []corev1.Volume
+	mounts    []corev1.VolumeMount
+}
 
-			if f.Mount == "" || path.Clean(f.Mount) == path.Join(s.FilesDir, f.Name) {
-				continue
-			}
-			mp := path.Clean(f.Mount)
-			if !path.IsAbs(mp) {
-				return nil, fmt.Errorf("service %q: file %q: mount %q is not an absolute path", svc.Name, f.Name, f.Mount)
-			}
-			if mp == s.FilesDir || strings.HasPrefix(mp, s.FilesDir+"/") {
-				return nil, fmt.Errorf("service %q: file %q: mount %q is inside files_dir %q, where every file already is", svc.Name, f.Name, f.Mount, s.FilesDir)
-			}
-			if other, dup := mounted[mp]; dup {
-				return nil, fmt.Errorf("service %q: files %q and %q are both mounted at %q", svc.Name, other, f.Name, mp)
-			}
-			mounted[mp] = f.Name
-			mounts = append(mounts, corev1.VolumeMount{Name: filesVolume, MountPath: mp, SubPath: f.Name, ReadOnly: true})
-		}
-		o.ConfigMap = cm
-		mode := int32(0o644)
-		volumes = append(volumes, corev1.Volume{
-			Name: filesVolume,
-			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name},
-				Items:                items,
-				DefaultMode:          &mode,
-			}},
-		})
-		mounts = append([]corev1.VolumeMount{{Name: filesVolume, MountPath: s.FilesDir, ReadOnly: true}}, mounts...)
+// files reads the service's rendered files into a ConfigMap (text as Data,
+// anything else as BinaryData) within the ConfigMap's size limit.
+func (s *settings) files(svc *providers.ServiceSpec, meta metav1.ObjectMeta) (*serviceFiles, error) {
+	out := &serviceFiles{}
+	if len(svc.Files) == 0 {
+		return out, nil
 	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta,
+	}
+	var items []corev1.KeyToPath
+	total := 0
+	mounted := map[string]string{}
+	for _, f := range svc.Files {
+		if msgs := validation.IsConfigMapKey(f.Name); len(msgs) > 0 {
+			return nil, fmt.Errorf("service %q: file %q cannot be a ConfigMap key: %s", svc.Name, f.Name, strings.Join(msgs, "; "))
+		}
+		data, err := os.ReadFile(f.HostPath)
+		if err != nil {
+			return nil, fmt.Errorf("service %q: reading file %q: %w", svc.Name, f.Name, err)
+		}
+		total += len(data)
+		if total > maxConfigMapBytes {
+			return nil, fmt.Errorf("service %q: files total more than 1 MiB, the limit of a ConfigMap (at %q)", svc.Name, f.Name)
+		}
+		if utf8.Valid(data) {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[f.Name] = string(data)
+		} else {
+			if cm.BinaryData == nil {
+				cm.BinaryData = map[string][]byte{}
+			}
+			cm.BinaryData[f.Name] = data
+		}
+		it := corev1.KeyToPath{Key: f.Name, Path: f.Name}
+		if f.Mode != 0 {
+			m := int32(f.Mode & 0o777)
+			it.Mode = &m
+		}
+		items = append(items, it)
 
-	// Container.
+		mnt, err := s.fileMount(svc.Name, f, mounted)
+		if err != nil {
+			return nil, err
+		}
+		if mnt != nil {
+			out.mounts = append(out.mounts, *mnt)
+		}
+	}
+	out.configMap = cm
+	mode := int32(0o644)
+	out.volumes = []corev1.Volume{{
+		Name: filesVolume,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name},
+			Items:                items,
+			DefaultMode:          &mode,
+		}},
+	}}
+	out.mounts = append([]corev1.VolumeMount{{Name: filesVolume, MountPath: s.FilesDir, ReadOnly: true}}, out.mounts...)
+	return out, nil
+}
+
+// fileMount is the extra mount of a file whose mount path is outside
+// files_dir, or nil when it has none. mounted maps the paths taken so far
+// to their file.
+func (s *settings) fileMount(service string, f providers.File, mounted map[string]string) (*corev1.VolumeMount, error) {
+	if f.Mount == "" || path.Clean(f.Mount) == path.Join(s.FilesDir, f.Name) {
+		return nil, nil
+	}
+	mp := path.Clean(f.Mount)
+	if !path.IsAbs(mp) {
+		return nil, fmt.Errorf("service %q: file %q: mount %q is not an absolute path", service, f.Name, f.Mount)
+	}
+	if mp == s.FilesDir || strings.HasPrefix(mp, s.FilesDir+"/") {
+		return nil, fmt.Errorf("service %q: file %q: mount %q is inside files_dir %q, where every file already is", service, f.Name, f.Mount, s.FilesDir)
+	}
+	if other, dup := mounted[mp]; dup {
+		return nil, fmt.Errorf("service %q: files %q and %q are both mounted at %q", service, other, f.Name, mp)
+	}
+	mounted[mp] = f.Name
+	return &corev1.VolumeMount{Name: filesVolume, MountPath: mp, SubPath: f.Name, ReadOnly: true}, nil
+}
+
+// container is the service's one container: image, arguments, sorted
+// environment, ports, resources and a readiness probe that mirrors the
+// health check.
+func (s *settings) container(o *objects, svc *providers.ServiceSpec, mounts []corev1.VolumeMount) corev1.Container {
 	c := corev1.Container{
 		Name:            o.name,
 		Image:           svc.Image,
@@ -279,23 +357,20 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 		c.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
 	}
 	c.ReadinessProbe = readinessProbe(svc.Health, o.ports)
+	return c
+}
 
-	o.replicas = 1
-	if svc.Replicas > 0 {
-		o.replicas = int32(svc.Replicas)
-	} else if s.Replicas > 0 {
-		o.replicas = int32(s.Replicas)
-	}
+// deployment runs o.replicas pods of the container.
+func (s *settings) deployment(o *objects, id identity, c corev1.Container, volumes []corev1.Volume) *appsv1.Deployment {
 	grace := int64(gracePeriod)
-	podLabels := copyMap(labels)
-	o.Deployment = &appsv1.Deployment{
+	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(o.name),
+		ObjectMeta: id.meta(o.name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &o.replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: copyMap(o.selector)},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: copyMap(annotations)},
+				ObjectMeta: metav1.ObjectMeta{Labels: copyMap(id.labels), Annotations: copyMap(id.annotations)},
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{c},
 					Volumes:                       volumes,
@@ -305,11 +380,13 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 			},
 		},
 	}
+}
 
-	// Service.
+// service is the Service in front of the pods, one port per service port.
+func (s *settings) service(o *objects, id identity) *corev1.Service {
 	ks := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(o.name),
+		ObjectMeta: id.meta(o.name),
 		Spec: corev1.ServiceSpec{
 			Type:     s.serviceType,
 			Selector: copyMap(o.selector),
@@ -321,36 +398,36 @@ func (s *settings) build(req *providers.ProvisionRequest) (*objects, error) {
 			Port: p.Container, TargetPort: intstr.FromInt32(p.Container),
 		})
 	}
-	o.Service = ks
+	return ks
+}
 
-	// Ingress.
-	if s.Expose == ExposeIngress {
-		prefix := networkingv1.PathTypePrefix
-		ing := &networkingv1.Ingress{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-			ObjectMeta: meta(o.name),
-			Spec: networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{{
-					Host: s.IngressHost,
-					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-						Paths: []networkingv1.HTTPIngressPath{{
-							Path: s.IngressPath, PathType: &prefix,
-							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-								Name: ks.Name,
-								Port: networkingv1.ServiceBackendPort{Number: o.ports[0].Container},
-							}},
+// ingress routes ingress_host and ingress_path to the Service's first
+// port (expose = "ingress").
+func (s *settings) ingress(o *objects, id identity) *networkingv1.Ingress {
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: id.meta(o.name),
+		Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{
+				Host: s.IngressHost,
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{{
+						Path: s.IngressPath, PathType: &prefix,
+						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+							Name: o.name,
+							Port: networkingv1.ServiceBackendPort{Number: o.ports[0].Container},
 						}},
 					}},
 				}},
-			},
-		}
-		if s.IngressClass != "" {
-			cls := s.IngressClass
-			ing.Spec.IngressClassName = &cls
-		}
-		o.Ingress = ing
+			}},
+		},
 	}
-	return o, nil
+	if s.IngressClass != "" {
+		cls := s.IngressClass
+		ing.Spec.IngressClassName = &cls
+	}
+	return ing
 }
 
 // readinessProbe mirrors the service's health check inside the cluster so
