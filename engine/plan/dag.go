@@ -70,114 +70,164 @@ func stepRef(tr hcl.Traversal) (kind, name string, ok bool) {
 	return k.Name, n.Name, true
 }
 
+// buildDAG orders a pipeline's steps: the edges the pipeline writes
+// (references and depends_on), a topological order of them, each step's
+// effective level, the implicit edges of the phases, and the final order.
 func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	byAddr := map[string]*StepNode{}
-	var nodes []*StepNode
-	var addrs []string
+	b := newDAGBuilder(p)
+	for _, n := range b.nodes {
+		b.explicitEdges(n)
+	}
+	if b.diags.HasErrors() {
+		return b.nodes, b.diags
+	}
+	topo, done := topoSort(b.nodes, b.explicit)
+	if len(topo) < len(b.nodes) {
+		return b.nodes, append(b.diags, cycleDiag(b.nodes, b.explicit, done))
+	}
+	topoIdx := setLevels(topo, b.explicit)
+	deps := dependencies(b.nodes, topo, topoIdx, b.explicit)
+	return orderNodes(topo, topoIdx, deps), b.diags
+}
+
+// dagBuilder collects the explicit edges of a pipeline's steps and the
+// diagnostics of the references that make them.
+type dagBuilder struct {
+	nodes  []*StepNode // in declaration order
+	byAddr map[string]*StepNode
+	addrs  []string
+	// explicit maps a step to the steps it waits for, as written.
+	explicit map[*StepNode][]*StepNode
+	diags    hcl.Diagnostics
+}
+
+func newDAGBuilder(p *pipeline.Pipeline) *dagBuilder {
+	b := &dagBuilder{byAddr: map[string]*StepNode{}, explicit: map[*StepNode][]*StepNode{}}
 	for _, s := range p.Steps {
 		n := &StepNode{Step: s, Explicit: map[string]bool{}}
-		nodes = append(nodes, n)
-		byAddr[s.Addr()] = n
-		addrs = append(addrs, s.Addr())
+		b.nodes = append(b.nodes, n)
+		b.byAddr[s.Addr()] = n
+		b.addrs = append(b.addrs, s.Addr())
 	}
-	explicit := map[*StepNode][]*StepNode{}
-	addEdge := func(from, to *StepNode) {
-		for _, e := range explicit[to] {
-			if e == from {
-				return
-			}
-		}
-		explicit[to] = append(explicit[to], from)
-	}
-	resolve := func(n *StepNode, tr hcl.Traversal) *StepNode {
-		kind, name, ok := stepRef(tr)
-		if !ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid step reference",
-				Detail:  "A step is referred to as step.<kind>.<name>, for example step.load.main.",
-				Subject: tr.SourceRange().Ptr()})
-			return nil
-		}
-		target, ok := byAddr[kind+"."+name]
-		if !ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared step",
-				Detail:  fmt.Sprintf("There is no step %q %q in this pipeline.%s", kind, name, Suggest(kind+"."+name, addrs)),
-				Subject: tr.SourceRange().Ptr()})
-			return nil
-		}
-		if target == n {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Self-referencing step",
-				Detail: fmt.Sprintf("Step %s refers to itself.", n.Addr()), Subject: tr.SourceRange().Ptr()})
-			return nil
-		}
-		return target
-	}
-	for _, n := range nodes {
-		refs := bodyTraversals(n.Step.Body)
-		attrNames := make([]string, 0, len(refs))
-		for k := range refs {
-			attrNames = append(attrNames, k)
-		}
-		sort.Strings(attrNames)
-		for _, attr := range attrNames {
-			for _, tr := range refs[attr] {
-				if tr.RootName() != "step" {
-					continue
-				}
-				target := resolve(n, tr)
-				if target == nil {
-					continue
-				}
-				if n.Step.Kind == pipeline.KindCollect && attr == "during" {
-					if target.Step.Kind != pipeline.KindLoad && target.Step.Kind != pipeline.KindWarm {
-						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid collect target",
-							Detail:  fmt.Sprintf("A collect step runs during a load or warm step; %s is a %s step.", target.Addr(), target.Step.Kind),
-							Subject: tr.SourceRange().Ptr()})
-						continue
-					}
-					n.During = target.Addr()
-					continue
-				}
-				addEdge(target, n)
-				n.Explicit[target.Addr()] = true
-			}
-		}
-		if sb, ok := n.Step.Body.(*hclsyntax.Body); ok {
-			if a, ok := sb.Attributes["depends_on"]; ok {
-				exprs, d := hcl.ExprList(a.Expr)
-				if d.HasErrors() {
-					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
-						Detail: "depends_on is a list of step references, like [step.tune.kernel].", Subject: a.Expr.Range().Ptr()})
-				}
-				for _, e := range exprs {
-					tr, d := hcl.AbsTraversalForExpr(e)
-					if d.HasErrors() {
-						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
-							Detail: "Each depends_on entry must be a plain reference like step.tune.kernel, not an expression.", Subject: e.Range().Ptr()})
-						continue
-					}
-					if tr.RootName() == "service" {
-						continue // services are provisioned before steps anyway
-					}
-					if target := resolve(n, tr); target != nil {
-						addEdge(target, n)
-						n.Explicit[target.Addr()] = true
-					}
-				}
-			}
-		}
-		if n.Step.Kind == pipeline.KindCollect && n.During == "" && len(refs["during"]) == 0 && !hasAttr(n.Step.Body, "during") {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing collect target",
-				Detail:  `A collect step needs during = step.load.<name>: the load it samples.`,
-				Subject: n.Step.DeclRange.Ptr()})
-		}
-	}
-	if diags.HasErrors() {
-		return nodes, diags
-	}
+	return b
+}
 
-	// Topological order of explicit edges, preferring declaration order;
-	// what remains unsorted is on a cycle.
+// addEdge makes to wait for from, once.
+func (b *dagBuilder) addEdge(from, to *StepNode) {
+	for _, e := range b.explicit[to] {
+		if e == from {
+			return
+		}
+	}
+	b.explicit[to] = append(b.explicit[to], from)
+	to.Explicit[from.Addr()] = true
+}
+
+// resolve finds the step tr names from step n, or reports why not.
+func (b *dagBuilder) resolve(n *StepNode, tr hcl.Traversal) *StepNode {
+	kind, name, ok := stepRef(tr)
+	if !ok {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid step reference",
+			Detail:  "A step is referred to as step.<kind>.<name>, for example step.load.main.",
+			Subject: tr.SourceRange().Ptr()})
+		return nil
+	}
+	target, ok := b.byAddr[kind+"."+name]
+	if !ok {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared step",
+			Detail:  fmt.Sprintf("There is no step %q %q in this pipeline.%s", kind, name, Suggest(kind+"."+name, b.addrs)),
+			Subject: tr.SourceRange().Ptr()})
+		return nil
+	}
+	if target == n {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Self-referencing step",
+			Detail: fmt.Sprintf("Step %s refers to itself.", n.Addr()), Subject: tr.SourceRange().Ptr()})
+		return nil
+	}
+	return target
+}
+
+// explicitEdges adds the edges step n writes: its step.* references (a
+// collect step's during names the step it samples instead) and its
+// depends_on list.
+func (b *dagBuilder) explicitEdges(n *StepNode) {
+	refs := bodyTraversals(n.Step.Body)
+	attrNames := make([]string, 0, len(refs))
+	for k := range refs {
+		attrNames = append(attrNames, k)
+	}
+	sort.Strings(attrNames)
+	for _, attr := range attrNames {
+		for _, tr := range refs[attr] {
+			if tr.RootName() != "step" {
+				continue
+			}
+			target := b.resolve(n, tr)
+			if target == nil {
+				continue
+			}
+			if n.Step.Kind == pipeline.KindCollect && attr == "during" {
+				b.during(n, target, tr)
+				continue
+			}
+			b.addEdge(target, n)
+		}
+	}
+	b.dependsOn(n)
+	if n.Step.Kind == pipeline.KindCollect && n.During == "" && len(refs["during"]) == 0 && !hasAttr(n.Step.Body, "during") {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing collect target",
+			Detail:  `A collect step needs during = step.load.<name>: the load it samples.`,
+			Subject: n.Step.DeclRange.Ptr()})
+	}
+}
+
+// during records the load or warm step collect step n samples.
+func (b *dagBuilder) during(n, target *StepNode, tr hcl.Traversal) {
+	if target.Step.Kind != pipeline.KindLoad && target.Step.Kind != pipeline.KindWarm {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid collect target",
+			Detail:  fmt.Sprintf("A collect step runs during a load or warm step; %s is a %s step.", target.Addr(), target.Step.Kind),
+			Subject: tr.SourceRange().Ptr()})
+		return
+	}
+	n.During = target.Addr()
+}
+
+// dependsOn adds the edges of step n's depends_on list.
+func (b *dagBuilder) dependsOn(n *StepNode) {
+	sb, ok := n.Step.Body.(*hclsyntax.Body)
+	if !ok {
+		return
+	}
+	a, ok := sb.Attributes["depends_on"]
+	if !ok {
+		return
+	}
+	exprs, d := hcl.ExprList(a.Expr)
+	if d.HasErrors() {
+		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
+			Detail: "depends_on is a list of step references, like [step.tune.kernel].", Subject: a.Expr.Range().Ptr()})
+	}
+	for _, e := range exprs {
+		tr, d := hcl.AbsTraversalForExpr(e)
+		if d.HasErrors() {
+			b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid depends_on",
+				Detail: "Each depends_on entry must be a plain reference like step.tune.kernel, not an expression.", Subject: e.Range().Ptr()})
+			continue
+		}
+		if tr.RootName() == "service" {
+			continue // services are provisioned before steps anyway
+		}
+		if target := b.resolve(n, tr); target != nil {
+			b.addEdge(target, n)
+		}
+	}
+}
+
+// topoSort orders nodes by their explicit edges with Kahn's algorithm,
+// taking the ready step declared first each time (a heap of declaration
+// indexes keeps it linear-logarithmic). The nodes it leaves out (not in
+// done) are on a cycle.
+func topoSort(nodes []*StepNode, explicit map[*StepNode][]*StepNode) (topo []*StepNode, done map[*StepNode]bool) {
 	indeg := map[*StepNode]int{}
 	succ := map[*StepNode][]*StepNode{}
 	for _, n := range nodes {
@@ -186,10 +236,7 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			succ[d] = append(succ[d], n)
 		}
 	}
-	// Kahn's algorithm, taking the ready step declared first each time
-	// (a heap of declaration indexes keeps it linear-logarithmic).
-	var topo []*StepNode
-	done := map[*StepNode]bool{}
+	done = map[*StepNode]bool{}
 	declIdx := make(map[*StepNode]int, len(nodes))
 	ready := &intHeap{}
 	for i, n := range nodes {
@@ -208,12 +255,13 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			}
 		}
 	}
-	if len(topo) < len(nodes) {
-		diags = append(diags, cycleDiag(nodes, explicit, done))
-		return nodes, diags
-	}
-	// Effective level: a step is at least at the level of what it
-	// explicitly waits for.
+	return topo, done
+}
+
+// setLevels sets each step's effective level: its kind's phase, or the
+// level of what it explicitly waits for when that is higher. It returns
+// each step's index in topo.
+func setLevels(topo []*StepNode, explicit map[*StepNode][]*StepNode) map[*StepNode]int {
 	topoIdx := map[*StepNode]int{}
 	for i, n := range topo {
 		topoIdx[n] = i
@@ -224,6 +272,14 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			}
 		}
 	}
+	return topoIdx
+}
+
+// dependencies are the steps each step waits for: its explicit edges,
+// every step of the nearest lower level that has steps (collect steps
+// aside: they run during their load), and, for warm and load steps, the
+// one before them, since they never overlap.
+func dependencies(nodes, topo []*StepNode, topoIdx map[*StepNode]int, explicit map[*StepNode][]*StepNode) map[*StepNode]map[*StepNode]bool {
 	sequenced := func(n *StepNode) bool { return n.Step.Kind != pipeline.KindCollect }
 	deps := map[*StepNode]map[*StepNode]bool{}
 	for _, n := range nodes {
@@ -263,23 +319,18 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			chain = append(chain, n)
 		}
 	}
-	sort.SliceStable(chain, func(i, j int) bool {
-		if chain[i].Level != chain[j].Level {
-			return chain[i].Level < chain[j].Level
-		}
-		return topoIdx[chain[i]] < topoIdx[chain[j]]
-	})
+	sortByLevel(chain, topoIdx)
 	for i := 1; i < len(chain); i++ {
 		deps[chain[i]][chain[i-1]] = true
 	}
-	// Order the result: by (level, topological index).
+	return deps
+}
+
+// orderNodes returns the steps by (level, topological index), each with its
+// Deps in that order.
+func orderNodes(topo []*StepNode, topoIdx map[*StepNode]int, deps map[*StepNode]map[*StepNode]bool) []*StepNode {
 	ordered := append([]*StepNode(nil), topo...)
-	sort.SliceStable(ordered, func(i, j int) bool {
-		if ordered[i].Level != ordered[j].Level {
-			return ordered[i].Level < ordered[j].Level
-		}
-		return topoIdx[ordered[i]] < topoIdx[ordered[j]]
-	})
+	sortByLevel(ordered, topoIdx)
 	pos := map[*StepNode]int{}
 	for i, n := range ordered {
 		pos[n] = i
@@ -294,7 +345,17 @@ func buildDAG(p *pipeline.Pipeline) ([]*StepNode, hcl.Diagnostics) {
 			n.Deps = append(n.Deps, d.Addr())
 		}
 	}
-	return ordered, diags
+	return ordered
+}
+
+// sortByLevel sorts ns by (level, topological index).
+func sortByLevel(ns []*StepNode, topoIdx map[*StepNode]int) {
+	sort.SliceStable(ns, func(i, j int) bool {
+		if ns[i].Level != ns[j].Level {
+			return ns[i].Level < ns[j].Level
+		}
+		return topoIdx[ns[i]] < topoIdx[ns[j]]
+	})
 }
 
 func cycleDiag(nodes []*StepNode, explicit map[*StepNode][]*StepNode, done map[*StepNode]bool) *hcl.Diagnostic {
