@@ -146,6 +146,11 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 	return d, nil
 }
 
+// provision checks the service, pulls its image, and creates and starts
+// its container: the network (acquireNetwork), the container's
+// configuration (containerConfig), its published ports (publish), then
+// create, start and inspect (start). On error, the deferred teardown
+// removes whatever was created.
 func (p *Provider) provision(ctx context.Context, req *providers.ProvisionRequest) (d *Deployment, err error) {
 	spec := &req.Service
 	logf := req.Logf
@@ -194,6 +199,41 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	}
 	d.netAcquired = p.isUserNetwork()
 
+	cfg, hc, err := p.containerConfig(req)
+	if err != nil {
+		return d, err
+	}
+	if err := d.publish(spec.Ports, cfg, hc); err != nil {
+		return d, err
+	}
+	var nc *network.NetworkingConfig
+	if d.netAcquired {
+		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			p.s.network: {Aliases: []string{spec.Name}},
+		}}
+	}
+	if err := d.start(ctx, cfg, hc, nc, logf); err != nil {
+		return d, err
+	}
+	if len(spec.Ports) > 0 {
+		d.endpoint.Port = d.endpoint.Ports[spec.Ports[0].Name]
+	}
+	d.endpoint.Attrs = map[string]string{
+		"container_id":   d.id,
+		"container_name": d.name,
+		"container_ip":   d.containerIP,
+		"network":        p.s.network,
+	}
+	logf("docker: started %s (%.12s) at %s", d.name, d.id, d.endpoint.URL())
+	return d, nil
+}
+
+// containerConfig is the container of req's service without its ports:
+// image, command, environment, labels (the provider's and benchflow's),
+// network mode, limits, and the mounts of the files folder and of each
+// file with a mount path of its own.
+func (p *Provider) containerConfig(req *providers.ProvisionRequest) (*container.Config, *container.HostConfig, error) {
+	spec := &req.Service
 	labels := map[string]string{}
 	for k, v := range p.s.labels {
 		labels[k] = v
@@ -232,7 +272,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 			continue
 		}
 		if !strings.HasPrefix(f.Mount, "/") {
-			return d, fmt.Errorf("file %q: mount %q is not an absolute path", f.Name, f.Mount)
+			return nil, nil, fmt.Errorf("file %q: mount %q is not an absolute path", f.Name, f.Mount)
 		}
 		src := f.HostPath
 		if src == "" {
@@ -240,23 +280,31 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		}
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: f.Mount, ReadOnly: true})
 	}
+	return cfg, hc, nil
+}
 
-	d.endpoint = providers.Endpoint{Scheme: "http", Host: reachableHost(p.s.bind), Ports: map[string]int{}}
-	if p.s.network == NetworkHost {
+// publish starts d's endpoint and publishes ports on the provider's bind
+// address (a container port exposed and bound to the host port, or to
+// one the engine picks when it is 0), or, with network = "host", records
+// the host port the service listens on.
+func (d *Deployment) publish(ports []providers.Port, cfg *container.Config, hc *container.HostConfig) error {
+	s := d.p.s
+	d.endpoint = providers.Endpoint{Scheme: "http", Host: reachableHost(s.bind), Ports: map[string]int{}}
+	if s.network == NetworkHost {
 		d.endpoint.Host = "127.0.0.1"
 	}
-	for _, port := range spec.Ports {
+	for _, port := range ports {
 		if port.Host < 0 || port.Host > 65535 || port.Container < 0 || port.Container > 65535 {
-			return d, fmt.Errorf("port %q: %d/%d is out of range", port.Name, port.Host, port.Container)
+			return fmt.Errorf("port %q: %d/%d is out of range", port.Name, port.Host, port.Container)
 		}
-		switch p.s.network {
+		switch s.network {
 		case NetworkHost:
 			n := port.Host
 			if n == 0 {
 				n = port.Container
 			}
 			if n == 0 {
-				return d, fmt.Errorf("port %q has no number: with network = \"host\" the service listens on the host port", port.Name)
+				return fmt.Errorf("port %q has no number: with network = \"host\" the service listens on the host port", port.Name)
 			}
 			d.endpoint.Ports[port.Name] = n
 		default:
@@ -265,7 +313,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 				cport = port.Host
 			}
 			if cport == 0 {
-				return d, fmt.Errorf("port %q has neither a container nor a host port", port.Name)
+				return fmt.Errorf("port %q has neither a container nor a host port", port.Name)
 			}
 			key := nat.Port(strconv.Itoa(cport) + "/tcp")
 			cfg.ExposedPorts[key] = struct{}{}
@@ -273,78 +321,68 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 			if port.Host != 0 {
 				hp = strconv.Itoa(port.Host)
 			}
-			hc.PortBindings[key] = append(hc.PortBindings[key], nat.PortBinding{HostIP: p.s.bind, HostPort: hp})
+			hc.PortBindings[key] = append(hc.PortBindings[key], nat.PortBinding{HostIP: s.bind, HostPort: hp})
 			d.published = append(d.published, publishedPort{name: port.Name, container: key, host: port.Host})
 		}
 	}
-	var nc *network.NetworkingConfig
-	if d.netAcquired {
-		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			p.s.network: {Aliases: []string{spec.Name}},
-		}}
-	}
+	return nil
+}
 
-	logf("docker: creating container %s from %s (network %s)", d.name, spec.Image, p.s.network)
+// start creates and starts the container, then reads back what the engine
+// chose: the init pid, the container's IP and the host ports it published.
+func (d *Deployment) start(ctx context.Context, cfg *container.Config, hc *container.HostConfig, nc *network.NetworkingConfig, logf func(string, ...any)) error {
+	logf("docker: creating container %s from %s (network %s)", d.name, cfg.Image, d.network)
 	// Created on a context that a Ctrl-C does not cut short, so the id of
 	// what the engine created is always known and the deferred cleanup
 	// removes it; the cancellation is honoured right after.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	created, err := cli.ContainerCreate(cctx, cfg, hc, nc, nil, d.name)
+	created, err := d.cli.ContainerCreate(cctx, cfg, hc, nc, nil, d.name)
 	cancel()
 	if err != nil {
-		return d, fmt.Errorf("creating container %s: %w", d.name, unavailable(err))
+		return fmt.Errorf("creating container %s: %w", d.name, unavailable(err))
 	}
 	d.id = created.ID
 	if err := ctx.Err(); err != nil {
-		return d, err
+		return err
 	}
 	for _, w := range created.Warnings {
 		logf("docker: %s: %s", d.name, w)
 	}
-	if err := cli.ContainerStart(ctx, d.id, container.StartOptions{}); err != nil {
-		return d, fmt.Errorf("starting container %s: %w%s", d.name, unavailable(err), d.tailNote(ctx))
+	if err := d.cli.ContainerStart(ctx, d.id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("starting container %s: %w%s", d.name, unavailable(err), d.tailNote(ctx))
 	}
-	info, err := cli.ContainerInspect(ctx, d.id)
+	info, err := d.cli.ContainerInspect(ctx, d.id)
 	if err != nil {
-		return d, fmt.Errorf("inspecting container %s: %w", d.name, unavailable(err))
+		return fmt.Errorf("inspecting container %s: %w", d.name, unavailable(err))
 	}
 	if err := d.exitError(ctx, info); err != nil {
-		return d, err
+		return err
 	}
 	if info.State != nil {
 		d.initPID = info.State.Pid
 	}
-	if info.NetworkSettings != nil {
-		for _, ep := range info.NetworkSettings.Networks {
-			if ep != nil && ep.IPAddress != "" {
-				d.containerIP = ep.IPAddress
+	if info.NetworkSettings == nil {
+		return nil
+	}
+	for _, ep := range info.NetworkSettings.Networks {
+		if ep != nil && ep.IPAddress != "" {
+			d.containerIP = ep.IPAddress
+			break
+		}
+	}
+	for i, pp := range d.published {
+		for _, b := range info.NetworkSettings.Ports[pp.container] {
+			if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
+				d.published[i].host = n
 				break
 			}
 		}
-		for i, pp := range d.published {
-			for _, b := range info.NetworkSettings.Ports[pp.container] {
-				if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
-					d.published[i].host = n
-					break
-				}
-			}
-			if d.published[i].host == 0 {
-				return d, fmt.Errorf("port %q: the engine published %s on no host port", pp.name, pp.container)
-			}
-			d.endpoint.Ports[pp.name] = d.published[i].host
+		if d.published[i].host == 0 {
+			return fmt.Errorf("port %q: the engine published %s on no host port", pp.name, pp.container)
 		}
+		d.endpoint.Ports[pp.name] = d.published[i].host
 	}
-	if len(spec.Ports) > 0 {
-		d.endpoint.Port = d.endpoint.Ports[spec.Ports[0].Name]
-	}
-	d.endpoint.Attrs = map[string]string{
-		"container_id":   d.id,
-		"container_name": d.name,
-		"container_ip":   d.containerIP,
-		"network":        p.s.network,
-	}
-	logf("docker: started %s (%.12s) at %s", d.name, d.id, d.endpoint.URL())
-	return d, nil
+	return nil
 }
 
 // ensureImage applies the pull policy to ref.
