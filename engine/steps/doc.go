@@ -17,8 +17,10 @@
 // the load's limits (reported here at the attribute); SearchOptions maps a
 // search block to the capacity search's options.
 //
-// A new kind is one file declaring a *Kind and one entry in kinds
-// (registry.go); a nested block of an existing kind is a field of its
-// schema struct (`hcl:"name,block"`) plus a Block for Starlark. See
-// docs/extending.md.
+// A kind's file declares a Spec[C] over its schema struct C, whose
+// functions take a *C; KindOf turns it into the *Kind (NewConfig and the
+// one assertion of the engine's any to *C). A new kind is one such file
+// and one entry in kinds (registry.go); a nested block of an existing
+// kind is a field of its schema struct (`hcl:"name,block"`) plus a Block
+// for Starlark. See docs/extending.md.
 package steps
