@@ -431,3 +431,58 @@ func TestRealContainerProcessesAreTheRuns(t *testing.T) {
 		t.Errorf("service %.1f%%: the burner is not in it", ex.Budget.ServicePct)
 	}
 }
+
+// TestEndedGrandchildrenCountedOnce: a shell and the compiler it ran both
+// end between two looks (a pass, or the quiet check's two reads); their
+// CPU reaches the make above them through its cutime, less what the looks
+// before had already seen of them, the compiler's included.
+func TestEndedGrandchildrenCountedOnce(t *testing.T) {
+	t.Run("machine", func(t *testing.T) {
+		f := newFakeProc(t)
+		self := &fakePID{pid: 10, ppid: 1, comm: "benchflow", start: 100}
+		mk := &fakePID{pid: 60, ppid: 1, comm: "make", start: 100}
+		sh := &fakePID{pid: 61, ppid: 60, comm: "sh", start: 100}
+		cc := &fakePID{pid: 62, ppid: 61, comm: "cc1", start: 100}
+		all := []*fakePID{self, mk, sh, cc}
+		s := f.sampler(10, nil)
+		f.set(0, 0, all...)
+		f.pass(s)
+		sh.utime, cc.utime = 2, 50 // seen by the second pass
+		f.set(1, 52, all...)
+		f.pass(s)
+		// Both end: sh used 1 more tick, cc1 20 more; make reaps sh,
+		// whose cutime held cc1's whole life.
+		sh.removed, cc.removed = true, true
+		mk.cutime += (2 + 1) + (50 + 20)
+		f.set(1, 21, all...)
+		f.pass(s)
+		ex := f.finish(s)
+		if got, want := ex.Budget.OtherPct, 73.0/2; math.Abs(got-want) > 0.01 {
+			t.Errorf("other %.2f%% of a core over 2 s, want %.2f%% (73 ticks: nothing counted twice)", got, want)
+		}
+	})
+	t.Run("quiet check", func(t *testing.T) {
+		f := newFakeProc(t)
+		self := &fakePID{pid: os.Getpid(), ppid: 1, comm: "benchflow", start: 100}
+		mk := &fakePID{pid: 60, ppid: 1, comm: "make", start: 100}
+		sh := &fakePID{pid: 61, ppid: 60, comm: "sh", start: 100, utime: 2}
+		cc := &fakePID{pid: 62, ppid: 61, comm: "cc1", start: 100, utime: 50}
+		all := []*fakePID{self, mk, sh, cc}
+		f.set(0, 0, all...)
+		quietHook = func() {
+			sh.removed, cc.removed = true, true
+			mk.cutime += (2 + 1) + (50 + 20)
+			f.set(1, 21, all...)
+		}
+		defer func() { quietHook = nil }()
+		s := f.sampler(os.Getpid(), nil)
+		s.cfg.Quiet = 10 * time.Millisecond
+		if err := s.quietCheck(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		q := s.m.quiet
+		if ticks := q.OtherPct / 100 * q.WindowS * clockTicks; math.Abs(ticks-21) > 0.01 {
+			t.Errorf("quiet check counted %.2f ticks (%s), want the 21 of the window", ticks, q.Top)
+		}
+	})
+}

@@ -31,6 +31,7 @@ type machine struct {
 	gone      []*machProc // exited processes that used CPU
 	roleTicks map[string]uint64
 	reaped    map[int]uint64 // scratch: counted ticks of children gone this pass, by parent
+	goneUp    map[int]int    // scratch: the parent of each process gone this pass
 	cpuFirst  cpuTimes
 	cpuLast   cpuTimes
 	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
@@ -116,7 +117,7 @@ func newMachine(cfg Config) (*machine, error) {
 	}
 	return &machine{
 		threshold: th, infra: newInfraMatcher(cfg.InfraNames), ncpu: n,
-		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{},
+		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{}, goneUp: map[int]int{},
 	}, nil
 }
 
@@ -286,6 +287,7 @@ func (m *machine) vanished(mp *machProc) {
 		m.gone = append(m.gone, mp)
 	}
 	m.reaped[mp.ppid] += mp.utime + mp.stime + mp.ctime
+	m.goneUp[mp.pid] = mp.ppid
 }
 
 // countReaped adds to the budget the CPU of children that no pass saw
@@ -294,6 +296,26 @@ func (m *machine) vanished(mp *machProc) {
 // (the parent's stat was read before it reaped them) becomes a debt paid
 // from its next growth, so nothing is counted twice.
 func (m *machine) countReaped(waits []waited) {
+	// A parent gone this pass too took its children's counted ticks into
+	// its own cutime, which its own parent's grows by: they are owed
+	// there (a shell that ran a compiler, both ended).
+	for pid := range m.reaped {
+		if _, gone := m.goneUp[pid]; !gone {
+			continue
+		}
+		t := m.reaped[pid]
+		delete(m.reaped, pid)
+		up := pid
+		for range 64 {
+			next, gone := m.goneUp[up]
+			if !gone || next == up {
+				break
+			}
+			up = next
+		}
+		m.reaped[up] += t
+	}
+	clear(m.goneUp)
 	for _, w := range waits {
 		owed := m.reaped[w.mp.pid] + w.mp.debt
 		delete(m.reaped, w.mp.pid)
@@ -735,14 +757,32 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		return false
 	}
-	// What the children that ended within the window had used at its
-	// start, by parent: that part of the parent's cutime growth is from
-	// before the window.
+	// What the processes that ended within the window had used at its
+	// start, by their nearest ancestor still alive (a child's CPU reaches
+	// its grandparent's cutime when both ended): that part of the
+	// ancestor's cutime growth is from before the window.
+	alive := func(pid int) bool {
+		sa, inA := a[pid]
+		sb, inB := b[pid]
+		return inB && (!inA || sa.start == sb.start)
+	}
 	before := map[int]uint64{}
 	for pid, sa := range a {
-		if sb, ok := b[pid]; !ok || sb.start != sa.start {
-			before[sa.ppid] += sa.ticks + sa.ctime
+		if alive(pid) {
+			continue
 		}
+		up := sa.ppid
+		for range 64 {
+			if alive(up) {
+				break
+			}
+			sp, ok := a[up]
+			if !ok {
+				break
+			}
+			up = sp.ppid
+		}
+		before[up] += sa.ticks + sa.ctime
 	}
 	parts := map[string]*quietPart{}
 	total := 0.0
