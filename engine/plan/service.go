@@ -71,9 +71,10 @@ type RenderedFile struct {
 // PrepareService is the one evaluation of a service for this trial, pure
 // (it writes nothing and contacts nothing): its port blocks, self.* as
 // the placement gives them, its body, and each file rendered. The dry
-// run, `benchflow render` and the run all call it; they differ only in
-// the placement. It returns nil when the body cannot be decoded; file
-// errors are "Invalid file" diagnostics at their block.
+// run, plan --json, `benchflow render` and the run all call it; they
+// differ only in the placement. It returns nil when the body cannot be
+// decoded or a port cannot be allocated; file errors are "Invalid file"
+// diagnostics at their block, the other files still prepared.
 func (te *TrialEval) PrepareService(s *pipeline.Service, at Placement) (*PreparedService, hcl.Diagnostics) {
 	portCfgs, diags := te.Ports(s)
 	var ports []providers.Port
