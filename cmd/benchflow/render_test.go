@@ -74,9 +74,9 @@ func TestRenderLocal(t *testing.T) {
 		"env       GREETING=bonjour\n",
 		"port      http: host auto (a free loopback port when provisioned); self.port.http is that port (0 here)\n",
 		"health    http GET / on port http, within 30s, every 100ms\n",
-		"# file \"site.conf\" (template, mode 0644)\ngreeting bonjour in trial c02-r1\nlisten 0\n",
-		"# file \"motd\" (content, mode 0640)\nserved by trial c02-r1\n",
-		"# file \"logo.bin\" (source, mode 0644)\n# 16 bytes copied from logo.bin\n",
+		"# file \"site.conf\" (template, mode 0644): ${self.dir}/site.conf\ngreeting bonjour in trial c02-r1\nlisten 0\n",
+		"# file \"motd\" (content, mode 0640): ${self.dir}/motd\nserved by trial c02-r1\n",
+		"# file \"logo.bin\" (source, mode 0644): ${self.dir}/logo.bin\n# 16 bytes copied from logo.bin\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("render output lacks %q:\n%s", want, out)

@@ -46,7 +46,10 @@ type PreparedService struct {
 	// Listen is self.port.<name>: the port the service listens on (the
 	// provider's ListenPort, else the host port).
 	Listen map[string]int
-	Files  []RenderedFile
+	// SelfDir is self.dir: where the service finds its files (the
+	// provider's ServiceDir, else the host folder, else "${self.dir}").
+	SelfDir string
+	Files   []RenderedFile
 	// Private is set when a file is private (the folder that holds the
 	// files is then its owner's only).
 	Private bool
@@ -113,7 +116,7 @@ func (te *TrialEval) PrepareService(s *pipeline.Service, at Placement) (*Prepare
 	if cfg == nil {
 		return nil, diags
 	}
-	ps := &PreparedService{Config: cfg, Ports: portCfgs, Listen: listen, Spec: providers.ServiceSpec{
+	ps := &PreparedService{Config: cfg, Ports: portCfgs, Listen: listen, SelfDir: selfDir, Spec: providers.ServiceSpec{
 		Name: s.Name, Image: cfg.Image, Command: cfg.Command, Env: cfg.Env,
 		Dir: at.Dir, Ports: ports, Replicas: cfg.Replicas, Health: healthSpec(cfg.Health, ports),
 	}}

@@ -171,9 +171,9 @@ func writeSpec(w io.Writer, sp *plan.ServiceProvider, ps *plan.PreparedService) 
 	}
 	for i, f := range ps.Files {
 		fc := ps.Config.Files[i]
-		fmt.Fprintf(w, "\n# file %q (%s, mode %04o)", f.Name, f.From, f.Mode)
+		fmt.Fprintf(w, "\n# file %q (%s, mode %04o): %s/%s", f.Name, f.From, f.Mode, ps.SelfDir, f.Name)
 		if f.Mount != "" {
-			fmt.Fprintf(w, ", mounted at %s", f.Mount)
+			fmt.Fprintf(w, ", also at %s", f.Mount)
 		}
 		fmt.Fprintln(w)
 		switch f.From {
