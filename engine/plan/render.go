@@ -183,9 +183,8 @@ func (p *Plan) JSON() *JSONPlan {
 				ts := t.Services[i]
 				js.Provider, js.ProviderType, js.Reuse, js.Describe = ts.Provider, ts.ProviderType, ts.Reuse, ts.Describe
 			}
-			ports, _ := te.Ports(s)
-			if cfg, d := te.Service(s, Self(s.Name, "${self.dir}", dryListen(ports))); !d.HasErrors() {
-				js.Config = structMap(reflect.ValueOf(cfg).Elem())
+			if ps, d := te.PrepareService(s, Placement{}); ps != nil && !d.HasErrors() {
+				js.Config = structMap(reflect.ValueOf(ps.Config).Elem())
 			}
 			jt.Services = append(jt.Services, js)
 		}
@@ -412,4 +411,14 @@ func writeTable(w io.Writer, rows [][]string) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// Settings lists a decoded configuration struct (a provider's) by its
+// HCL attribute names, leaving out unset values; nil for anything else.
+func Settings(cfg any) map[string]any {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	return structMap(v.Elem())
 }
