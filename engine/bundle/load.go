@@ -13,13 +13,15 @@ import (
 // run recorded: the load average when its environment was collected,
 // before the first trial (manifest.json environment.load_average, from
 // /proc/loadavg), and the quiet check a collect step takes before each
-// trial's load (trials.parquet quiet_other_pct and busy_start: the CPU
-// of the processes outside the run).
+// trial's load (trials.parquet quiet_load_avg, the 1-minute load average
+// then, and quiet_other_pct and busy_start: the CPU of the processes
+// outside the run).
 //
 // A machine is busy when the 1-minute load average is at least its CPUs
 // (on average every CPU had another runnable task to share with the
-// loader and the server), or when more than half of the quiet checks
-// found a busy start. Either makes absolute figures (req/s, latency
+// loader and the server) — the median over the trials' starts when they
+// recorded it, else the one before the first trial — or when more than
+// half of the quiet checks found a busy start. Either makes absolute figures (req/s, latency
 // tails) of the two runs incomparable, whatever the other fields say.
 type Load struct {
 	// CPUs are the CPUs benchflow could use (allowed_cpus, else
@@ -31,9 +33,15 @@ type Load struct {
 	// QuietChecks counts the trials × load steps with a quiet check;
 	// QuietMedianPct and QuietMaxPct are the CPU of the processes
 	// outside the run over them, % of one core.
-	QuietChecks    int     `json:"quiet_checks"`
-	QuietMedianPct float64 `json:"quiet_median_pct"`
-	QuietMaxPct    float64 `json:"quiet_max_pct"`
+	QuietChecks int `json:"quiet_checks"`
+	// TrialLoads counts the quiet checks that recorded the 1-minute load
+	// average at the start of a trial's load; TrialLoadMedian and
+	// TrialLoadMax are its median and maximum over them.
+	TrialLoads      int     `json:"trial_loads"`
+	TrialLoadMedian float64 `json:"trial_load_median"`
+	TrialLoadMax    float64 `json:"trial_load_max"`
+	QuietMedianPct  float64 `json:"quiet_median_pct"`
+	QuietMaxPct     float64 `json:"quiet_max_pct"`
 	// BusyStarts counts the quiet checks that flagged a busy start.
 	BusyStarts int `json:"busy_starts"`
 	// Busy is the rule above; Why says which part of it, in words.
@@ -68,12 +76,15 @@ func MachineLoad(run *results.Run) Load {
 	case []float64:
 		l.LoadAverage = append(l.LoadAverage, la...)
 	}
-	var quiet []float64
+	var quiet, loads []float64
 	for _, t := range run.Trials {
 		if t.StepKind == "warm" || t.QuietWindowS <= 0 {
 			continue
 		}
 		quiet = append(quiet, t.QuietPct)
+		if t.QuietLoadAvg > 0 {
+			loads = append(loads, t.QuietLoadAvg)
+		}
 		if t.BusyStart {
 			l.BusyStarts++
 		}
@@ -84,8 +95,20 @@ func MachineLoad(run *results.Run) Load {
 		l.QuietMedianPct = median(quiet)
 		l.QuietMaxPct = quiet[len(quiet)-1]
 	}
+	l.TrialLoads = len(loads)
+	if len(loads) > 0 {
+		sort.Float64s(loads)
+		l.TrialLoadMedian = median(loads)
+		l.TrialLoadMax = loads[len(loads)-1]
+	}
 	var why []string
-	if len(l.LoadAverage) > 0 && l.CPUs > 0 && l.LoadAverage[0] >= float64(l.CPUs) {
+	switch {
+	case l.CPUs == 0:
+	case l.TrialLoads > 0:
+		if l.TrialLoadMedian >= float64(l.CPUs) {
+			why = append(why, fmt.Sprintf("median load average at the trials' start %s ≥ %d CPUs", num(l.TrialLoadMedian), l.CPUs))
+		}
+	case len(l.LoadAverage) > 0 && l.LoadAverage[0] >= float64(l.CPUs):
 		why = append(why, fmt.Sprintf("load average %s ≥ %d CPUs", num(l.LoadAverage[0]), l.CPUs))
 	}
 	if l.QuietChecks > 0 && 2*l.BusyStarts > l.QuietChecks {
@@ -107,6 +130,15 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 
 // Recorded reports whether the run recorded anything of its load.
 func (l Load) Recorded() bool { return len(l.LoadAverage) > 0 || l.QuietChecks > 0 }
+
+// TrialsText is "median 3.10, max 7.20 over 6 trials", or "not recorded"
+// (no collect step with a quiet check, or a run recorded before it was).
+func (l Load) TrialsText() string {
+	if l.TrialLoads == 0 {
+		return "not recorded"
+	}
+	return fmt.Sprintf("median %s, max %s over %d trials", num(l.TrialLoadMedian), num(l.TrialLoadMax), l.TrialLoads)
+}
 
 // AverageText is "24.10 / 18.52 / 9.60 (1 / 5 / 15 min) on 2 CPUs", or
 // "not recorded".
@@ -148,7 +180,7 @@ func (l Load) String() string {
 	if !l.Recorded() {
 		return "not recorded (a run made before benchflow recorded the load average, without a collect step)"
 	}
-	return fmt.Sprintf("%s; load average before the first trial %s; quiet checks: %s", l.Verdict(), l.AverageText(), l.QuietText())
+	return fmt.Sprintf("%s; load average before the first trial %s, at the trials' start %s; quiet checks: %s", l.Verdict(), l.AverageText(), l.TrialsText(), l.QuietText())
 }
 
 // LoadComparison is the machine's load in the bundle and here.

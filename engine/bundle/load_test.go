@@ -31,6 +31,31 @@ func loadRun(id string, rps float64, la []any, otherPct float64, version string)
 	return run
 }
 
+// TestMachineLoadOverTrials: the load average at each trial's start
+// (quiet_load_avg) decides over the one before the first trial: a machine
+// that became busy after the run started is busy, and one that was busy
+// only before it is not.
+func TestMachineLoadOverTrials(t *testing.T) {
+	r := loadRun("a", 1000, []any{0.3, 0.2, 0.1}, 1, "v1")
+	for i, la := range []float64{3.5, 2.5, 12} {
+		r.Trials[i].QuietLoadAvg = la
+	}
+	l := MachineLoad(r)
+	if !l.Busy || l.TrialLoads != 3 || l.TrialLoadMedian != 3.5 || l.TrialLoadMax != 12 || l.Why != "median load average at the trials' start 3.50 ≥ 2 CPUs" {
+		t.Errorf("busy after the start: %+v", l)
+	}
+	if got := l.TrialsText(); got != "median 3.50, max 12.00 over 3 trials" {
+		t.Errorf("TrialsText: %q", got)
+	}
+	r = loadRun("b", 1000, []any{24.1, 18.5, 9.6}, 1, "v1")
+	for i := range r.Trials {
+		r.Trials[i].QuietLoadAvg = 0.5
+	}
+	if l := MachineLoad(r); l.Busy || !strings.Contains(l.String(), "at the trials' start median 0.50, max 0.50 over 3 trials") {
+		t.Errorf("busy only before the first trial: %+v, %s", l, l)
+	}
+}
+
 func TestMachineLoad(t *testing.T) {
 	busy := MachineLoad(loadRun("a", 1000, []any{24.1, 18.5, 9.6}, 150, "v1"))
 	if !busy.Busy || busy.CPUs != 2 || busy.QuietChecks != 3 || busy.BusyStarts != 3 || busy.QuietMedianPct != 152 || busy.QuietMaxPct != 153 {
@@ -90,7 +115,7 @@ func TestVerdictNamesTheLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []string{"machine load (bundle → here)", "24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs", "0.40 / 0.50 / 0.60",
+	for _, s := range []string{"machine load (bundle → here)", "24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs", "0.40 / 0.50 / 0.60", "load average at the trials' start",
 		"busy (load average 24.10 ≥ 2 CPUs", "median 152.0%, max 153.0% of a core outside the run; 3 of 3 trials started busy", "not comparable",
 		"summary: ", "machine load (bundle busy"} {
 		if !strings.Contains(text.String(), s) {

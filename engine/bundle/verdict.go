@@ -327,6 +327,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 	section("machine load (bundle → here)")
 	table([]string{"", "bundle", "here"}, [][]string{
 		{"load average before the first trial", v.Load.Bundle.AverageText(), v.Load.Here.AverageText()},
+		{"load average at the trials' start", v.Load.Bundle.TrialsText(), v.Load.Here.TrialsText()},
 		{"quiet checks before the loads", v.Load.Bundle.QuietText(), v.Load.Here.QuietText()},
 		{"machine", v.Load.Bundle.Verdict(), v.Load.Here.Verdict()},
 	})
