@@ -816,6 +816,13 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		busy = DefaultBusyThreshold
 	}
 	q.Busy = total >= busy
+	if b, err := s.rd.read(filepath.Join(procRoot, "loadavg")); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if la, err := strconv.ParseFloat(f[0], 64); err == nil && la >= 0 {
+				q.LoadAvg = la
+			}
+		}
+	}
 	s.m.quiet = q
 	return nil
 }

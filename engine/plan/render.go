@@ -42,8 +42,10 @@ type JSONClaim struct {
 	Step        string         `json:"step"`
 	Cell        map[string]any `json:"cell"`
 	Versus      map[string]any `json:"versus,omitempty"`
-	Bound       string         `json:"bound,omitempty"`
-	Verdict     string         `json:"verdict,omitempty"`
+	// VersusMetric divides Metric by another metric of the same trials.
+	VersusMetric string `json:"versus_metric,omitempty"`
+	Bound        string `json:"bound,omitempty"`
+	Verdict      string `json:"verdict,omitempty"`
 	// Cells are the selected cells' indexes (JSONTrial.cell); Versus
 	// the cell each is compared with.
 	Cells       []int `json:"cells"`
@@ -143,7 +145,7 @@ func (p *Plan) JSON() *JSONPlan {
 	for _, cp := range p.Claims {
 		c := cp.Claim
 		jc := JSONClaim{Name: c.Name, Description: c.Description, Kind: c.Kind, Metric: c.Metric, Step: cp.Step,
-			Cell: claimParamsMap(c.Cell), Bound: c.Bound.Text, Verdict: c.Verdict, Cells: cp.Cells, VersusCells: cp.Versus}
+			Cell: claimParamsMap(c.Cell), VersusMetric: c.VersusMetric, Bound: c.Bound.Text, Verdict: c.Verdict, Cells: cp.Cells, VersusCells: cp.Versus}
 		if len(c.Versus) > 0 {
 			jc.Versus = claimParamsMap(c.Versus)
 		}
