@@ -88,6 +88,9 @@ step "collect" "cpu" {
 			(containerID == "" || strings.HasPrefix(containerID, strings.TrimPrefix(p.Container, "docker:"))) {
 			nginxIn = true
 		}
+		if p.Process == "nginx" && p.Role == "other" {
+			t.Errorf("the container's nginx counted outside the run: %+v", p)
+		}
 		if p.Process == "fuse-overlayfs" {
 			if p.Role != "infra" {
 				t.Errorf("fuse-overlayfs row with role %q", p.Role)
@@ -97,6 +100,11 @@ step "collect" "cpu" {
 	}
 	if !nginxIn {
 		t.Errorf("no nginx row in container %q", containerID)
+	}
+	// The quiet check before the load never counts the trial's own
+	// container (its nginx just served the health checks).
+	if strings.Contains(row.QuietTop, "nginx") {
+		t.Errorf("quiet check counted the container's nginx as outside the run: %.1f%% (%s)", row.QuietPct, row.QuietTop)
 	}
 	if driver == "fuse-overlayfs" && !fuse {
 		t.Error("the storage driver is fuse-overlayfs but processes.parquet has no fuse-overlayfs row")

@@ -113,13 +113,14 @@ func TestPublishBundle(t *testing.T) {
 		t.Errorf("variables.json = %s, want the duration", v)
 	}
 	repro, _ := os.ReadFile(filepath.Join(b, "REPRODUCE.md"))
-	for _, want := range []string{"benchflow reproduce tiny", "sha256sum -c SHA256SUMS", "--var duration=400ms", "trials.parquet"} {
+	for _, want := range []string{"benchflow reproduce tiny", "sha256sum -c SHA256SUMS", "--var duration=400ms", "trials.parquet",
+		"## The load it was measured under", "| load average before the first trial |"} {
 		if !strings.Contains(string(repro), want) {
 			t.Errorf("REPRODUCE.md lacks %q:\n%s", want, repro)
 		}
 	}
 	page, _ := os.ReadFile(filepath.Join(b, "report.html"))
-	for _, want := range []string{"<h2>Claims</h2>", "impossible", "<h2>Environment</h2>", "benchflow reproduce tiny", `data-label="req/s"`} {
+	for _, want := range []string{"<h2>Claims</h2>", "impossible", "<h2>Environment</h2>", "benchflow reproduce tiny", `data-label="req/s"`, "machine load"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -191,6 +192,12 @@ func TestReproduceBundle(t *testing.T) {
 	if bytes.Equal(edited, b) {
 		t.Fatal("manifest.json has no cpu_model")
 	}
+	// ... and on a machine far busier than any here (load average 240).
+	busy := regexp.MustCompile(`"load_average": \[[^\]]*\]`).ReplaceAll(edited, []byte(`"load_average": [240, 200, 100]`))
+	if bytes.Equal(busy, edited) {
+		t.Fatal("manifest.json has no load_average")
+	}
+	edited = busy
 	os.WriteFile(mf, edited, 0o644)
 	sums, _ := os.ReadFile(filepath.Join(moved, "SHA256SUMS"))
 	sum := sha256.Sum256(edited)
@@ -207,7 +214,8 @@ func TestReproduceBundle(t *testing.T) {
 		claims[1][1] != "impossible" || claims[1][2] != "fails" || claims[1][3] != "fails" {
 		t.Errorf("claims in the verdict %v, want serves holds/holds and impossible fails/fails:\n%s", claims, out)
 	}
-	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: "} {
+	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: ",
+		"machine load (bundle → here)", "240.00 / 200.00 / 100.00 (1 / 5 / 15 min)", "machine load (bundle busy: load average 240.00 ≥"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict lacks %q:\n%s", want, out)
 		}

@@ -11,11 +11,14 @@ func init() {
 	var provider, trial string
 	cmd := &cobra.Command{
 		Use:   "render FILE",
-		Short: "Print what a provider would create for a trial (e.g. Kubernetes YAML)",
-		Long: `Render evaluates one trial of a pipeline (the first, or --trial) and prints
-what the providers of its services would create, without contacting any
-cluster: Kubernetes manifests for the k8s provider, the job for nomad.`,
-		Example: `  benchflow render pipelines/k8s-ingress.hcl --provider k8s
+		Short: "Print what a trial gives its providers: commands, rendered files, manifests",
+		Long: `Render evaluates one trial of a pipeline (the first, or --trial) as apply
+does and prints what the providers of its services are given, without
+starting or contacting anything: for local and docker the command, image,
+env, ports, health check, provider settings and every rendered file; for
+k8s the Kubernetes manifests, for nomad the job (JSON).`,
+		Example: `  benchflow render pipelines/nginx-local.hcl --trial c02-r1
+  benchflow render pipelines/k8s-ingress.hcl --provider k8s
   benchflow render study.hcl --provider k8s --trial c03-r1 > manifests.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

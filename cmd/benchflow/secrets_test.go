@@ -89,6 +89,7 @@ step "load" "main" {
 	runCmd(true, "validate", file)
 	runCmd(true, "plan", file)
 	runCmd(true, "plan", "--json", file)
+	runCmd(true, "render", file)
 	runCmd(false, "apply", file, "--out", out) // the check step fails
 	if !strings.Contains(printed.String(), "(sensitive)") {
 		t.Errorf("no output shows (sensitive) where the value was:\n%s", printed.String())
@@ -134,6 +135,15 @@ step "load" "main" {
 	}
 	if needed != 1 {
 		t.Errorf("the service folder snapshot has %d secret.conf holding the value, want 1 (did the exec step run?)", needed)
+	}
+	// The trial keeps its rendered files in its logs, redacted like every
+	// log, and its owner's only.
+	kept := filepath.Join(run, "logs", m.Trials[0].TrialID, "files", "web", "secret.conf")
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "token = (sensitive)\n" {
+		t.Errorf("%s = %q (%v), want the rendered file redacted", kept, b, err)
+	}
+	if fi, err := os.Stat(kept); err == nil && fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", kept, fi.Mode().Perm())
 	}
 	// The results are the owner's only.
 	if fi, _ := os.Stat(run); fi.Mode().Perm() != 0o700 {
@@ -292,7 +302,13 @@ step.exec("echo", command = ["echo", fn.upper(var.token), fn.strrev(var.token), 
 			if err != nil {
 				return err
 			}
-			if d.Name() == "derived.conf" {
+			if d.Name() == "derived.conf" && root == run {
+				// The copy the trial keeps in its logs is redacted.
+				if string(b) != "(sensitive)" {
+					t.Errorf("%s = %q, want the rendered file redacted", p, b)
+				}
+			}
+			if d.Name() == "derived.conf" && root == snap {
 				needed++
 				if string(b) != forms["lower"] {
 					t.Errorf("%s = %q, want the lowered value", p, b)

@@ -285,10 +285,11 @@ func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropp
 		return fmt.Errorf("publishing: %w", err)
 	}
 	cmds := Commands(name, m)
+	load := MachineLoad(run)
 	var page bytes.Buffer
 	if err := report.WritePage(&page, s, report.Page{
 		Claims:      pageClaims(s.Claims),
-		Environment: EnvironmentRows(m),
+		Environment: append(EnvironmentRows(m), [2]string{"machine load", load.String()}),
 		Commands:    cmds,
 	}); err != nil {
 		return fmt.Errorf("publishing: %w", err)
@@ -300,7 +301,7 @@ func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropp
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(stage, ReproduceFile), []byte(reproduceMD(name, m, files, dropped)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(stage, ReproduceFile), []byte(reproduceMD(name, m, load, files, dropped)), 0o644); err != nil {
 		return fmt.Errorf("publishing: %w", err)
 	}
 	return nil
@@ -415,6 +416,9 @@ func pageClaims(outs []report.ClaimOutcome) []report.PageClaim {
 		what := o.Metric
 		if what == "" {
 			what = o.Kind
+		}
+		if o.VersusMetric != "" {
+			what += " / " + o.VersusMetric
 		}
 		cell := o.Cell
 		if cell == "" {

@@ -79,6 +79,9 @@ var noise = map[string]bool{
 	"fingerprint":      true,
 	"cpu_freq_cur_mhz": true,
 	"git_commit_time":  true,
+	// The load average is compared apart, with the quiet checks
+	// (MachineLoad): it always differs, and matters only when busy.
+	"load_average": true,
 }
 
 // Difference is one recorded environment field that is not the same in

@@ -120,7 +120,7 @@ func Commands(name string, m *results.Manifest) []string {
 
 // reproduceMD is REPRODUCE.md: what the bundle is and the exact commands
 // that check it, rerun it and read it.
-func reproduceMD(name string, m *results.Manifest, files []File, dropped []string) string {
+func reproduceMD(name string, m *results.Manifest, load Load, files []File, dropped []string) string {
 	var b strings.Builder
 	p := m.Pipeline
 	fmt.Fprintf(&b, "# Reproducing %q\n\n", p.Name)
@@ -171,6 +171,15 @@ func reproduceMD(name string, m *results.Manifest, files []File, dropped []strin
 			fmt.Fprintf(&b, "| %s | %s |\n", r[0], strings.ReplaceAll(r[1], "|", `\|`))
 		}
 		b.WriteString("\nEvery recorded field is in `manifest.json` under `environment`.\n\n")
+	}
+	b.WriteString("## The load it was measured under\n\n")
+	fmt.Fprintf(&b, "| | |\n| --- | --- |\n| load average before the first trial | %s |\n| load average at the trials' start | %s |\n| quiet checks before the loads | %s |\n| machine | %s |\n\n",
+		load.AverageText(), load.TrialsText(), load.QuietText(), load.Verdict())
+	b.WriteString("A machine is busy when its 1-minute load average (the median at the trials' start when recorded) is at least its CPUs, or when more than half of the trials started busy (a collect step's quiet check). ")
+	if load.Busy {
+		b.WriteString("**This bundle was measured on a busy machine**: its absolute figures (req/s, latency tails) are lower and noisier than a quiet machine gives; `benchflow reproduce` names the load first among what differs.\n\n")
+	} else {
+		b.WriteString("`benchflow reproduce` compares the load here with this one and names it first among what differs when either side was busy.\n\n")
 	}
 	b.WriteString("## Files\n\n| file | bytes |\n| --- | ---: |\n")
 	for _, f := range files {

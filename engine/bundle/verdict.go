@@ -60,7 +60,11 @@ type Verdict struct {
 	Claims      []ClaimVerdict `json:"claims"`
 	Cells       []CellVerdict  `json:"cells"`
 	Environment []Difference   `json:"environment"`
-	Warnings    []string       `json:"warnings,omitempty"`
+	// Load is how busy the machine was in the bundle and here
+	// (MachineLoad); when either was busy it is named first among what
+	// differs next to every claim and cell that moved.
+	Load     LoadComparison `json:"load"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // Judge sets the run here beside the bundle's run: claims by name
@@ -92,6 +96,11 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 		if !d.Docker {
 			machine = append(machine, d.Field)
 		}
+	}
+	v.Load = LoadComparison{Bundle: MachineLoad(a), Here: MachineLoad(b)}
+	if e := v.Load.Explain(); e != "" {
+		all = append([]string{e}, all...)
+		machine = append([]string{e}, machine...)
 	}
 	for _, p := range c.Pairs {
 		cv := CellVerdict{Cell: p.Label, Step: p.Step, Basis: p.Basis, Reproduced: p.Reproduced, Ratio: p.RPSRatio, Verdict: p.Verdict}
@@ -196,6 +205,9 @@ func (v *Verdict) Summary() string {
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d cells reproduced (%d could not be judged)", yes, len(v.Cells), len(v.Cells)-judged))
 	parts = append(parts, fmt.Sprintf("%d environment fields differ", len(v.Environment)))
+	if e := v.Load.Explain(); e != "" {
+		parts = append(parts, e)
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -312,6 +324,19 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		rows = append(rows, []string{label, rep, ratioText(c.Ratio), c.Basis, explain})
 	}
 	table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
+	section("machine load (bundle → here)")
+	table([]string{"", "bundle", "here"}, [][]string{
+		{"load average before the first trial", v.Load.Bundle.AverageText(), v.Load.Here.AverageText()},
+		{"load average at the trials' start", v.Load.Bundle.TrialsText(), v.Load.Here.TrialsText()},
+		{"quiet checks before the loads", v.Load.Bundle.QuietText(), v.Load.Here.QuietText()},
+		{"machine", v.Load.Bundle.Verdict(), v.Load.Here.Verdict()},
+	})
+	if v.Load.Busy() {
+		b.WriteString("  a busy machine shares its CPUs with the loader and the server: absolute figures (req/s, latency tails) of the two runs are not comparable, whatever the fields below say\n")
+		if md {
+			b.WriteString("\n")
+		}
+	}
 	section("environment (bundle → here)")
 	if len(v.Environment) == 0 {
 		b.WriteString("  every recorded field is the same\n")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/results"
@@ -30,9 +31,15 @@ type machine struct {
 	gone      []*machProc // exited processes that used CPU
 	roleTicks map[string]uint64
 	reaped    map[int]uint64 // scratch: counted ticks of children gone this pass, by parent
+	goneUp    map[int]int    // scratch: the parent of each process gone this pass
 	cpuFirst  cpuTimes
 	cpuLast   cpuTimes
 	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
+
+	// The containers and PID namespaces of the processes providers
+	// reported, with their roles (noteRunGroups); selfNS is benchflow's.
+	runCont, runNS map[string]string
+	selfNS         string
 
 	quiet    *results.QuietCheck
 	budget   *results.CPUBudget
@@ -57,9 +64,16 @@ type machProc struct {
 	born      int    // first pass with a delta (the sighting pass when born after the previous one)
 	last      int    // last pass seen
 	total     uint64 // ticks counted while no provider reported it and no name matched it
+	kids      uint64 // ticks of children it reaped that no pass counted, while untargeted
 	container string
+	pidNS     string // its PID namespace ("pid:[4026532184]"), read with container
 	cgDone    bool
-	samples   []machSample
+	// runRole and runName: the role and name a provider reported it with
+	// at some pass (service, infra or loader). A process keeps its
+	// identity for its whole life, so its passes before the provider
+	// listed it and after it stopped listing it count in that role too.
+	runRole, runName string
+	samples          []machSample
 }
 
 // machSample is the state of a machProc at one pass; passes without a
@@ -103,7 +117,7 @@ func newMachine(cfg Config) (*machine, error) {
 	}
 	return &machine{
 		threshold: th, infra: newInfraMatcher(cfg.InfraNames), ncpu: n,
-		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{},
+		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{}, goneUp: map[int]int{},
 	}, nil
 }
 
@@ -186,6 +200,7 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 	bornAfter := m.upTicks // a process started after the previous pass lived its whole life in this interval
 	m.upTicks = up
 	var waits []waited
+	s.noteRunGroups()
 	s.eachStat(func(ent string, pid int, st procStat) {
 		mp := m.procs[pid]
 		if mp != nil && mp.starttime != st.starttime {
@@ -204,16 +219,28 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		} else {
 			du, ds, dc = delta(st.utime, mp.utime), delta(st.stime, mp.stime), delta(st.ctime, mp.ctime)
 		}
-		mp.utime, mp.stime, mp.ctime, mp.ppid, mp.last = st.utime, st.stime, st.ctime, st.ppid, pass
+		mp.utime, mp.stime, mp.ctime, mp.ppid, mp.last, mp.comm = st.utime, st.stime, st.ctime, st.ppid, pass, st.comm
 		if first {
 			mp.rss, mp.threads = st.rssPages*pageSize, st.threads
 			return
 		}
 		tg, targeted := s.tgt[pid]
-		role := s.budgetRole(pid, tg, targeted, mp.kthread, st.comm)
-		m.roleTicks[role] += du + ds
-		if dc > 0 {
-			waits = append(waits, waited{mp, role, dc})
+		if targeted && runRole(tg.role) {
+			mp.runRole, mp.runName = tg.role, tg.name
+			if mp.runName == "" {
+				mp.runName = st.comm
+			}
+		}
+		if targeted {
+			// Counted now; untargeted ticks are counted in finishMachine,
+			// once the process's role is known for its whole life.
+			role := s.budgetRole(pid, tg, true, mp.kthread, st.comm)
+			m.roleTicks[role] += du + ds
+			if dc > 0 {
+				waits = append(waits, waited{mp, role, dc})
+			}
+		} else if dc > 0 {
+			waits = append(waits, waited{mp, "", dc})
 		}
 		rss := st.rssPages * pageSize
 		prevTargeted := len(mp.samples) > 0 && mp.samples[len(mp.samples)-1].targeted
@@ -224,11 +251,12 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		mp.rss, mp.threads = rss, st.threads
 		if !targeted {
 			mp.total += du + ds
-			if du+ds > 0 && !mp.cgDone {
+			if du+ds+dc > 0 && !mp.cgDone {
 				mp.cgDone = true
 				if b, err := s.rd.read(filepath.Join(procRoot, ent, "cgroup")); err == nil {
 					mp.container = containerOf(b)
 				}
+				mp.pidNS = pidNamespace(pid)
 			}
 		}
 	})
@@ -242,7 +270,8 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 }
 
 // waited is a process whose children's CPU (cutime+cstime) grew by dc
-// ticks in a pass, and the budget role it counts in.
+// ticks in a pass, and the budget role it counts in ("" when untargeted:
+// the ticks go to its kids, counted in finishMachine).
 type waited struct {
 	mp   *machProc
 	role string
@@ -254,10 +283,11 @@ type waited struct {
 // read) is what its parent's cutime will grow by for the part already
 // counted.
 func (m *machine) vanished(mp *machProc) {
-	if mp.total > 0 {
+	if mp.total+mp.kids > 0 {
 		m.gone = append(m.gone, mp)
 	}
 	m.reaped[mp.ppid] += mp.utime + mp.stime + mp.ctime
+	m.goneUp[mp.pid] = mp.ppid
 }
 
 // countReaped adds to the budget the CPU of children that no pass saw
@@ -266,11 +296,35 @@ func (m *machine) vanished(mp *machProc) {
 // (the parent's stat was read before it reaped them) becomes a debt paid
 // from its next growth, so nothing is counted twice.
 func (m *machine) countReaped(waits []waited) {
+	// A parent gone this pass too took its children's counted ticks into
+	// its own cutime, which its own parent's grows by: they are owed
+	// there (a shell that ran a compiler, both ended).
+	for pid := range m.reaped {
+		if _, gone := m.goneUp[pid]; !gone {
+			continue
+		}
+		t := m.reaped[pid]
+		delete(m.reaped, pid)
+		up := pid
+		for range 64 {
+			next, gone := m.goneUp[up]
+			if !gone || next == up {
+				break
+			}
+			up = next
+		}
+		m.reaped[up] += t
+	}
+	clear(m.goneUp)
 	for _, w := range waits {
 		owed := m.reaped[w.mp.pid] + w.mp.debt
 		delete(m.reaped, w.mp.pid)
 		if w.dc >= owed {
-			m.roleTicks[w.role] += w.dc - owed
+			if w.role == "" {
+				w.mp.kids += w.dc - owed
+			} else {
+				m.roleTicks[w.role] += w.dc - owed
+			}
 			w.mp.reaped += w.dc - owed
 			w.mp.debt = 0
 		} else {
@@ -365,7 +419,10 @@ func (s *Sampler) finishMachine() {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].pid < all[j].pid })
 	for _, mp := range all {
-		if mp.total == 0 || float64(mp.total) < minTicks {
+		// Untargeted CPU counts in the role of the process's whole life.
+		role, _ := s.finalRole(mp)
+		m.roleTicks[role] += mp.total + mp.kids
+		if mp.total == 0 || float64(mp.total) < minTicks && !s.ofRun(mp) {
 			continue
 		}
 		s.ps = append(s.ps, s.machineRows(mp)...)
@@ -392,16 +449,119 @@ func (s *Sampler) finishMachine() {
 		m.budget = &b
 	}
 	m.procsCPU = s.procAverages(w)
+	s.addChildren(all, w, minTicks)
+}
+
+// addChildren gives each process that reaped children no pass saw (they
+// lived less than an interval, or their last interval) their CPU as
+// ChildrenPct, so the processes listed for a role add up to the role's
+// budget; a process whose own CPU stayed below the threshold is listed
+// when its children's take it above.
+func (s *Sampler) addChildren(all []*machProc, w, minTicks float64) {
+	m := s.m
+	for _, mp := range all {
+		if mp.kids == 0 || float64(mp.total+mp.kids) < minTicks && !s.ofRun(mp) {
+			continue
+		}
+		role, name := s.finalRole(mp)
+		kids := float64(mp.kids) / clockTicks / w * 100
+		found := false
+		for i := range m.procsCPU {
+			if p := &m.procsCPU[i]; p.PID == mp.pid && p.Process == name {
+				p.ChildrenPct += kids
+				found = true
+				break
+			}
+		}
+		if !found {
+			m.procsCPU = append(m.procsCPU, ProcCPU{Process: name, PID: mp.pid, Role: role, Container: mp.container,
+				CPUPct: float64(mp.total) / clockTicks / w * 100, Threads: mp.threads, ChildrenPct: kids})
+		}
+	}
+	sort.SliceStable(m.procsCPU, func(i, j int) bool {
+		return m.procsCPU[i].CPUPct+m.procsCPU[i].ChildrenPct > m.procsCPU[j].CPUPct+m.procsCPU[j].ChildrenPct
+	})
+}
+
+// runRole reports a role a provider gives the run's own processes.
+func runRole(role string) bool {
+	return role == RoleService || role == RoleInfra || role == RoleLoader
+}
+
+// noteRunGroups records the containers and PID namespaces of the
+// processes the providers reported this pass (s.tgt), with their roles:
+// a process of the same container or namespace that the provider missed
+// (forked after it listed them, or listed by a slow engine a pass late)
+// is the run's too, never another process. The host's own namespace is
+// not a group.
+func (s *Sampler) noteRunGroups() {
+	m := s.m
+	if m.runCont == nil {
+		m.runCont, m.runNS = map[string]string{}, map[string]string{}
+		m.selfNS = pidNamespace(s.self)
+	}
+	for pid, tg := range s.tgt {
+		if !runRole(tg.role) {
+			continue
+		}
+		if ps := s.procs[pid]; ps != nil && ps.container != "" {
+			if _, ok := m.runCont[ps.container]; !ok {
+				m.runCont[ps.container] = tg.role
+			}
+		}
+		if ns := pidNamespace(pid); ns != "" && ns != m.selfNS {
+			if _, ok := m.runNS[ns]; !ok {
+				m.runNS[ns] = tg.role
+			}
+		}
+	}
+}
+
+// finalRole is the budget role and row name of a process's untargeted
+// CPU: the role a provider reported it with at any pass, else the role of
+// the run's container or PID namespace it belongs to, else what classify
+// says (loader for benchflow itself, kernel, infra, other).
+func (s *Sampler) finalRole(mp *machProc) (role, name string) {
+	role, name, _ = s.roleOf(mp)
+	return role, name
+}
+
+// ofRun reports a process of the run (reported by a provider at some
+// pass, or in a container or PID namespace of one that was): its rows are
+// kept whatever the threshold, like those of the passes it was reported.
+func (s *Sampler) ofRun(mp *machProc) bool {
+	_, _, run := s.roleOf(mp)
+	return run
+}
+
+func (s *Sampler) roleOf(mp *machProc) (role, name string, run bool) {
+	m := s.m
+	switch {
+	case mp.pid == s.self:
+		return RoleLoader, LoaderName, false
+	case mp.runRole != "":
+		return mp.runRole, mp.runName, true
+	case mp.container != "" && m.runCont[mp.container] != "":
+		return m.runCont[mp.container], mp.comm, true
+	case mp.pidNS != "" && mp.pidNS != m.selfNS && m.runNS[mp.pidNS] != "":
+		return m.runNS[mp.pidNS], mp.comm, true
+	}
+	return s.classify(mp.pid, mp.kthread, mp.comm), mp.comm, false
+}
+
+// pidNamespace reads /proc/PID/ns/pid ("pid:[4026531836]"), or "".
+func pidNamespace(pid int) string {
+	ns, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "pid"))
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 // machineRows turns a kept process's samples into rows.
 func (s *Sampler) machineRows(mp *machProc) []results.ProcessSample {
 	m := s.m
-	name := mp.comm
-	role := s.classify(mp.pid, mp.kthread, mp.comm)
-	if role == RoleLoader {
-		name = LoaderName
-	}
+	role, name := s.finalRole(mp)
 	var out []results.ProcessSample
 	k := -1
 	for p := max(mp.born, 1); p <= mp.last && p < len(m.passT); p++ {
@@ -444,6 +604,10 @@ type ProcCPU struct {
 	CPUPct       float64 `json:"cpu_pct"`        // mean over the load, 100 = one core
 	Threads      int64   `json:"threads"`        // highest thread count seen
 	HotThreadPct float64 `json:"hot_thread_pct"` // mean CPU of its busiest thread (0 when not followed)
+	// ChildrenPct is the CPU of its children that no sample saw (they
+	// ended within an interval; their CPU reached it when it reaped them),
+	// counted in its role's budget with it; 0 for most processes.
+	ChildrenPct float64 `json:"children_pct,omitempty"`
 }
 
 // procAverages averages the rows per pid over the window (a process that
@@ -509,13 +673,18 @@ func (s *Sampler) Explain() *Explanation {
 }
 
 // quietCheck measures, over Config.Quiet, the CPU of the processes
-// outside the run: not reported by Config.Procs (nor their children), not
-// benchflow or its children, not kernel threads.
+// outside the run: not reported by Config.RunProcs (nor their children,
+// nor processes of their containers or PID namespaces), not benchflow or
+// its children, not kernel threads. A process's CPU includes that of its
+// children that ended within the window (the growth of its
+// cutime+cstime, less what those children had used when the window
+// began), so a build's compilers count with the make that ran them.
 func (s *Sampler) quietCheck(ctx context.Context) error {
 	win := s.cfg.Quiet
 	type snap struct {
 		start uint64
 		ticks uint64
+		ctime uint64
 		comm  string
 		ppid  int
 		kth   bool
@@ -527,7 +696,7 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		out := make(map[int]snap, len(s.ents))
 		s.eachStat(func(_ string, pid int, st procStat) {
-			out[pid] = snap{st.starttime, st.utime + st.stime, st.comm, st.ppid, isKernelThread(pid, st)}
+			out[pid] = snap{st.starttime, st.utime + st.stime, st.ctime, st.comm, st.ppid, isKernelThread(pid, st)}
 		})
 		return out, nil
 	}
@@ -536,6 +705,9 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 	a, err := read()
 	if err != nil {
 		return err
+	}
+	if quietHook != nil {
+		quietHook()
 	}
 	select {
 	case <-ctx.Done():
@@ -555,12 +727,24 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 	if procs != nil {
 		pctx, cancel := context.WithTimeout(ctx, procsTimeout(s.cfg.Interval))
 		for _, p := range procs(pctx) {
-			run[p.PID] = true
+			if p.PID > 0 {
+				run[p.PID] = true
+			}
 		}
 		cancel()
 	}
-	// Descendants of the run's processes belong to the run.
+	groups := newRunGroups(s.self)
+	for pid := range run {
+		if pid != s.self {
+			groups.add(pid)
+		}
+	}
+	// Descendants of the run's processes belong to the run, and so do the
+	// processes of its containers and PID namespaces.
 	inRun := func(pid int) bool {
+		if groups.has(pid) {
+			return true
+		}
 		for range 64 {
 			if run[pid] {
 				return true
@@ -573,42 +757,161 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		return false
 	}
-	byName := map[string]float64{}
+	// What the processes that ended within the window had used at its
+	// start, by their nearest ancestor still alive (a child's CPU reaches
+	// its grandparent's cutime when both ended): that part of the
+	// ancestor's cutime growth is from before the window.
+	alive := func(pid int) bool {
+		sa, inA := a[pid]
+		sb, inB := b[pid]
+		return inB && (!inA || sa.start == sb.start)
+	}
+	before := map[int]uint64{}
+	for pid, sa := range a {
+		if alive(pid) {
+			continue
+		}
+		up := sa.ppid
+		for range 64 {
+			if alive(up) {
+				break
+			}
+			sp, ok := a[up]
+			if !ok {
+				break
+			}
+			up = sp.ppid
+		}
+		before[up] += sa.ticks + sa.ctime
+	}
+	parts := map[string]*quietPart{}
 	total := 0.0
 	for pid, sn := range b {
-		if sn.kth || inRun(pid) {
+		if sn.kth {
 			continue
 		}
-		var d uint64
+		var d, kids uint64
 		if old, ok := a[pid]; ok && old.start == sn.start {
 			d = delta(sn.ticks, old.ticks)
+			kids = delta(delta(sn.ctime, old.ctime), before[pid])
 		} else if up0 > 0 && sn.start >= up0 {
-			d = sn.ticks // started during the window
+			d, kids = sn.ticks, sn.ctime // started during the window
 		}
-		if d == 0 {
+		if d+kids == 0 || inRun(pid) {
 			continue
 		}
-		v := float64(d) / clockTicks / dt * 100
-		total += v
-		byName[sn.comm] += v
-	}
-	q := &results.QuietCheck{WindowS: dt, OtherPct: total}
-	top, topV := "", 0.0
-	for n, v := range byName {
-		if v > topV || v == topV && n < top {
-			top, topV = n, v
+		p := parts[sn.comm]
+		if p == nil {
+			p = &quietPart{name: sn.comm}
+			parts[sn.comm] = p
 		}
+		p.own += float64(d) / clockTicks / dt * 100
+		p.kids += float64(kids) / clockTicks / dt * 100
+		p.n++
+		total += float64(d+kids) / clockTicks / dt * 100
 	}
-	if top != "" {
-		q.Top = fmt.Sprintf("%s %s", top, fmtPct(topV))
-	}
+	q := &results.QuietCheck{WindowS: dt, OtherPct: total, Top: quietTop(parts, 3)}
 	busy := s.cfg.BusyThreshold
 	if busy == 0 {
 		busy = DefaultBusyThreshold
 	}
 	q.Busy = total >= busy
+	if b, err := s.rd.read(filepath.Join(procRoot, "loadavg")); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if la, err := strconv.ParseFloat(f[0], 64); err == nil && la >= 0 {
+				q.LoadAvg = la
+			}
+		}
+	}
 	s.m.quiet = q
 	return nil
+}
+
+// quietHook, when set (tests), runs after the quiet check's first read.
+var quietHook func()
+
+// quietPart is the CPU of the processes of one name outside the run in
+// the quiet window: their own and their children's that ended within it.
+type quietPart struct {
+	name      string
+	own, kids float64
+	n         int
+}
+
+// quietTop lists the n busiest names of the quiet check and what the
+// others used, so the parts add up to the total: "cc1 31%, make 40% (39%
+// in children that ended within the window), 3 more 1.2%".
+func quietTop(parts map[string]*quietPart, n int) string {
+	ps := make([]*quietPart, 0, len(parts))
+	for _, p := range parts {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if a, b := ps[i].own+ps[i].kids, ps[j].own+ps[j].kids; a != b {
+			return a > b
+		}
+		return ps[i].name < ps[j].name
+	})
+	var out []string
+	rest, restN := 0.0, 0
+	for i, p := range ps {
+		if i >= n {
+			rest += p.own + p.kids
+			restN += p.n
+			continue
+		}
+		s := p.name + " " + fmtPct(p.own+p.kids)
+		if p.kids > 0 && p.kids >= (p.own+p.kids)/100 {
+			s += fmt.Sprintf(" (%s in children that ended within the window)", fmtPct(p.kids))
+		}
+		out = append(out, s)
+	}
+	if restN > 0 {
+		out = append(out, fmt.Sprintf("%d more %s", restN, fmtPct(rest)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// runGroups are the containers and PID namespaces of the run's processes
+// (other than the host's own namespace): a process in one of them is the
+// run's whether or not its provider listed it.
+type runGroups struct {
+	selfNS string
+	cont   map[string]bool
+	ns     map[string]bool
+	rd     reader
+}
+
+func newRunGroups(self int) *runGroups {
+	return &runGroups{selfNS: pidNamespace(self), cont: map[string]bool{}, ns: map[string]bool{}}
+}
+
+func (g *runGroups) add(pid int) {
+	if c := g.container(pid); c != "" {
+		g.cont[c] = true
+	}
+	if ns := pidNamespace(pid); ns != "" && ns != g.selfNS {
+		g.ns[ns] = true
+	}
+}
+
+func (g *runGroups) has(pid int) bool {
+	if len(g.cont) == 0 && len(g.ns) == 0 {
+		return false
+	}
+	if ns := pidNamespace(pid); ns != "" && ns != g.selfNS && g.ns[ns] {
+		return true
+	}
+	c := g.container(pid)
+	return c != "" && g.cont[c]
+}
+
+func (g *runGroups) container(pid int) string {
+	b, err := g.rd.read(pidPath(pid, "cgroup"))
+	if err != nil {
+		return ""
+	}
+	return containerOf(b)
 }
 
 // fmtPct prints a CPU percentage as the summary line does: no decimal from

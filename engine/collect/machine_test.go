@@ -99,7 +99,7 @@ func TestMachineAccounting(t *testing.T) {
 	if n := countCPUsOnline(t); b.TotalPct != float64(n)*100 {
 		t.Errorf("total %.0f for %d CPUs", b.TotalPct, n)
 	}
-	if ex.Quiet == nil || ex.Quiet.WindowS < 0.2 || ex.Quiet.OtherPct < 0 {
+	if ex.Quiet == nil || ex.Quiet.WindowS < 0.2 || ex.Quiet.OtherPct < 0 || ex.Quiet.LoadAvg < 0 {
 		t.Errorf("quiet check %+v", ex.Quiet)
 	}
 	t.Logf("budget %+v; burner %.1f%%; verdict %s", b, burner.CPUPct, Judge(Evidence{Budget: b, Procs: ex.Procs, Quiet: ex.Quiet}))
@@ -139,7 +139,7 @@ func TestMachineAccounting(t *testing.T) {
 	}
 	tr := run.Trials[0]
 	if tr.CPUTotalPct != b.TotalPct || tr.CPUOtherPct != b.OtherPct || tr.Verdict != v.Kind || tr.VerdictEvidence != v.Evidence ||
-		tr.QuietWindowS != ex.Quiet.WindowS || tr.BusyStart != ex.Quiet.Busy {
+		tr.QuietWindowS != ex.Quiet.WindowS || tr.BusyStart != ex.Quiet.Busy || tr.QuietLoadAvg != ex.Quiet.LoadAvg {
 		t.Errorf("trials.parquet row %+v, budget %+v, verdict %v", tr, b, v)
 	}
 	got := tr.CPULoaderPct + tr.CPUServicePct + tr.CPUInfraPct + tr.CPUKernelPct + tr.CPUOtherPct + tr.CPUIdlePct + tr.CPUStealPct + tr.CPUUnattributedPct

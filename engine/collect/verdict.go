@@ -122,7 +122,7 @@ func Judge(e Evidence) Verdict {
 	}
 	if b.OtherPct >= NoisyPct {
 		ev := fmt.Sprintf("other processes used %s of a core during the load", fmtPct(b.OtherPct))
-		if t := top(RoleOther, 2); t != "" {
+		if t := partsOf(byRole(RoleOther), b.OtherPct, 3); t != "" {
 			ev += ": " + t
 		}
 		return Verdict{VerdictNoisy, ev}
@@ -210,6 +210,68 @@ func Judge(e Evidence) Verdict {
 	// 6. undetermined
 	return Verdict{VerdictUnclear, fmt.Sprintf("service %s, infra %s, loader %s, kernel %s of %s; idle %.0f%%",
 		fmtPct(b.ServicePct), fmtPct(b.InfraPct), fmtPct(b.LoaderPct), fmtPct(b.KernelPct), fmtPct(b.TotalPct), idle)}
+}
+
+// partsOf lists what makes up a role's share of the budget (total, % of
+// one core) from its processes: the n busiest names, each with the CPU of
+// its children that ended between samples (which the budget counts with
+// the parent that reaped them), the other listed processes as "N more",
+// and the remainder, the processes each below the listing threshold, so
+// the parts add up to total: "make 88% (86% in children that ended
+// between samples), sh 3.1%, 2 more 1.4%; 0.5% in processes each below
+// the listing threshold".
+func partsOf(ps []ProcCPU, total float64, n int) string {
+	type part struct {
+		name      string
+		own, kids float64
+		count     int
+	}
+	by := map[string]*part{}
+	var parts []*part
+	listed := 0.0
+	for _, p := range ps {
+		pt := by[p.Process]
+		if pt == nil {
+			pt = &part{name: p.Process}
+			by[p.Process] = pt
+			parts = append(parts, pt)
+		}
+		pt.own += p.CPUPct
+		pt.kids += p.ChildrenPct
+		pt.count++
+		listed += p.CPUPct + p.ChildrenPct
+	}
+	sort.SliceStable(parts, func(i, j int) bool {
+		if a, b := parts[i].own+parts[i].kids, parts[j].own+parts[j].kids; a != b {
+			return a > b
+		}
+		return parts[i].name < parts[j].name
+	})
+	var out []string
+	more, moreN := 0.0, 0
+	for i, p := range parts {
+		if i >= n {
+			more += p.own + p.kids
+			moreN += p.count
+			continue
+		}
+		s := p.name + " " + fmtPct(p.own+p.kids)
+		if p.kids > 0 && p.kids >= (p.own+p.kids)/100 {
+			s += fmt.Sprintf(" (%s in children that ended between samples)", fmtPct(p.kids))
+		}
+		out = append(out, s)
+	}
+	if moreN > 0 {
+		out = append(out, fmt.Sprintf("%d more %s", moreN, fmtPct(more)))
+	}
+	res := strings.Join(out, ", ")
+	if rest := total - listed; rest >= 0.05 {
+		if res != "" {
+			res += "; "
+		}
+		res += fmt.Sprintf("%s in processes each below the listing threshold", fmtPct(rest))
+	}
+	return res
 }
 
 // topNames lists the n busiest names ("docker-proxy 118%, dockerd 29%"),

@@ -25,10 +25,13 @@ type verdictCase struct {
 		SoftIRQ float64 `json:"softirq_pct"`
 		Steal   float64 `json:"steal_pct"`
 	} `json:"system"`
-	Processes []ProcCPU                          `json:"processes"`
-	Load      LoadInfo                           `json:"load"`
-	Quiet     *results.QuietCheck                `json:"quiet"`
-	Expect    struct{ Verdict, Evidence string } `json:"expect"`
+	Processes []ProcCPU `json:"processes"`
+	// Unlisted is the CPU per role of processes each below the listing
+	// threshold: in the budget, in no entry.
+	Unlisted map[string]float64                 `json:"unlisted"`
+	Load     LoadInfo                           `json:"load"`
+	Quiet    *results.QuietCheck                `json:"quiet"`
+	Expect   struct{ Verdict, Evidence string } `json:"expect"`
 }
 
 // TestVerdicts decides the verdict of every recorded case with the same
@@ -55,7 +58,10 @@ func TestVerdicts(t *testing.T) {
 			}
 			roles := map[string]float64{}
 			for _, p := range c.Processes {
-				roles[p.Role] += p.CPUPct
+				roles[p.Role] += p.CPUPct + p.ChildrenPct
+			}
+			for r, v := range c.Unlisted {
+				roles[r] += v
 			}
 			budget := BudgetFrom(c.CPUs, results.SystemSample{UserPct: sp.User, NicePct: sp.Nice, SystemPct: sp.System,
 				IdlePct: sp.Idle, IOWaitPct: sp.IOWait, IRQPct: sp.IRQ, SoftIRQPct: sp.SoftIRQ, StealPct: sp.Steal}, roles)

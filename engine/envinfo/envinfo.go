@@ -77,6 +77,12 @@ type Environment struct {
 	// table (storage driver, userland proxy, mitigations, …).
 	Explaining
 
+	// LoadAverage is the 1-, 5- and 15-minute load average of
+	// /proc/loadavg when the environment was collected, before the first
+	// trial: how busy the machine was (not part of the fingerprint; a
+	// reproduction compares it apart from the other fields).
+	LoadAverage []float64 `json:"load_average,omitempty"`
+
 	Fingerprint string `json:"fingerprint"`
 }
 
@@ -158,6 +164,9 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 	}
 	if e.CPUCores == 0 {
 		e.CPUCores = e.CPUThreads
+	}
+	if b, err := os.ReadFile(filepath.Join(procRoot, "loadavg")); err == nil {
+		e.LoadAverage = parseLoadAvg(b)
 	}
 	if b, err := os.ReadFile(filepath.Join(procRoot, "meminfo")); err == nil {
 		e.MemoryBytes = parseMemTotal(b)
@@ -532,3 +541,21 @@ func versionLine(out string) string {
 }
 
 var errNoDocker = errors.New("no docker")
+
+// parseLoadAvg reads the three load averages of /proc/loadavg
+// ("0.41 0.52 0.60 1/230 21895"); nil when they do not parse.
+func parseLoadAvg(b []byte) []float64 {
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return nil
+	}
+	out := make([]float64, 3)
+	for i := range out {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		out[i] = v
+	}
+	return out
+}

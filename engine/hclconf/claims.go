@@ -14,7 +14,7 @@ import (
 var claimSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "description"}, {Name: "metric"}, {Name: "step"}, {Name: "cell"},
-		{Name: "versus"}, {Name: "ratio"}, {Name: "value"}, {Name: "verdict"},
+		{Name: "versus"}, {Name: "versus_metric"}, {Name: "ratio"}, {Name: "value"}, {Name: "verdict"},
 	},
 }
 
@@ -22,7 +22,7 @@ var claimSchema = &hcl.BodySchema{
 // values are literals: what they match is checked against the matrix by
 // engine/plan.
 func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl.Diagnostics) {
-	c := &pipeline.Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at}
+	c := &pipeline.Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at, VersusMetricRange: at}
 	content, diags := body.Content(claimSchema)
 	if diags.HasErrors() {
 		return nil, diags
@@ -63,6 +63,8 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	ratio, rrng, hasRatio := str("ratio")
 	value, vrng, hasValue := str("value")
 	verdict, drng, hasVerdict := str("verdict")
+	vmetric, vmrng, hasVersusMetric := str("versus_metric")
+	c.VersusMetric, c.VersusMetricRange = vmetric, vmrng
 	hasVersus := attr("versus") != nil
 	if diags.HasErrors() {
 		return nil, diags
@@ -71,7 +73,7 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	if hasVerdict {
 		c.Kind = pipeline.ClaimVerdict
 		c.Verdict = verdict
-		for _, other := range []string{"metric", "ratio", "value", "versus"} {
+		for _, other := range []string{"metric", "ratio", "value", "versus", "versus_metric"} {
 			if a := attr(other); a != nil {
 				errAt(a.NameRange, "Verdict claim with a bound",
 					"A claim with verdict = … states the cell's bottleneck verdict; it takes no %s (write a second claim for a metric).", other)
@@ -97,14 +99,37 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	}
 	unit, ok := pipeline.ClaimMetrics[metric]
 	if !ok {
-		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are the trials columns %s.", metric,
+		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are the trials columns and latency_p9999_us (p99.99 from the latency histograms): %s.", metric,
 			suggest(metric, pipeline.ClaimMetricNames()), strings.Join(pipeline.ClaimMetricNames(), ", "))
 	}
+	vunit, vok := pipeline.ClaimMetrics[vmetric]
+	if hasVersusMetric && !vok {
+		errAt(vmrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are the trials columns and latency_p9999_us (p99.99 from the latency histograms): %s.", vmetric,
+			suggest(vmetric, pipeline.ClaimMetricNames()), strings.Join(pipeline.ClaimMetricNames(), ", "))
+	}
 	switch {
+	case hasVersusMetric && hasVersus:
+		errAt(vmrng, "Both versus and versus_metric", "A ratio claim divides the metric of its cells either by the same metric of other cells (versus = { axis = \"value\" }) or by another metric of the same trials (versus_metric = \"latency_p50_us\"), not both: write two claims.")
+	case hasVersusMetric && hasValue:
+		errAt(vmrng, "Versus metric without ratio", "versus_metric = … divides metric by another metric of the same trials: bound that ratio (ratio = \"> 3\") instead of the value.")
+	case hasVersusMetric && !hasRatio:
+		errAt(vmrng, "Versus metric without ratio", "versus_metric = … divides metric by another metric of the same trials: add ratio = \"> 3\" (metric / versus_metric).")
+	case hasVersusMetric && vmetric == metric:
+		errAt(vmrng, "Versus metric is the metric", "versus_metric must name another metric than metric = %q; as written the ratio is 1 by construction.", metric)
+	case hasVersusMetric && ok && vok && unit != vunit:
+		errAt(vmrng, "Versus metric in another unit", "metric %q is in %s and versus_metric %q in %s: a ratio of two metrics of one trial compares like with like (two latencies, two CPU shares, two rates).", metric, unit, vmetric, vunit)
+	case hasVersusMetric:
+		c.Kind = pipeline.ClaimRatio
+		b, err := pipeline.ParseBound(ratio, "")
+		if err != nil {
+			errAt(rrng, "Invalid claim bound", "The ratio bound %s.", err)
+		}
+		c.Bound = b
+		return c, diags
 	case hasRatio && hasValue:
 		errAt(vrng, "Both ratio and value", "A claim bounds either the ratio of its cell to the versus cell (ratio = \"< 0.6\") or the cell's own value (value = \"< 10ms\"), not both.")
 	case hasRatio && !hasVersus:
-		errAt(rrng, "Ratio without versus", "ratio = … compares the cell with other cells: add versus = { axis = \"value\" } (the cells it is compared with), or bound the value itself with value = ….")
+		errAt(rrng, "Ratio without versus", "ratio = … compares the cell with other cells: add versus = { axis = \"value\" } (the cells it is compared with), or versus_metric = \"latency_p50_us\" (another metric of the same trials), or bound the value itself with value = ….")
 	case hasValue && hasVersus:
 		errAt(attr("versus").NameRange, "Versus without ratio", "versus = … names the cells to compare with: bound the ratio (ratio = \"< 0.6\") instead of the value.")
 	case hasRatio:

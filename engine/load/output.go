@@ -12,6 +12,20 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
+// reopened explains a keep-alive load's connect count above its
+// connections: " (64 + 192 reopened after the server closed them:
+// keep-alive limit?)", or "" when nothing was reopened.
+func reopened(r *Result, connects int64) string {
+	if r.Close || r.Reconnects <= 0 {
+		return ""
+	}
+	why := "after the server closed them: keep-alive limit?"
+	if e := r.ErrorsBy; e["read"]+e["write"]+e["timeout"]+e["parse"] > 0 {
+		why = "after the server closed them (keep-alive limit?) or after an error"
+	}
+	return fmt.Sprintf(" (%d + %d reopened %s)", connects-r.Reconnects, r.Reconnects, why)
+}
+
 // WriteText prints r in wrk's shape: the thread stats table, with latency
 // the "Latency Distribution" percentile lines (50%, 75%, 90%, 99%, plus
 // 99.9% and 99.99%), the totals, socket errors, "Requests/sec:" and
@@ -72,7 +86,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		}
 	}
 	if c := r.Connect; c != nil && c.TotalCount() > 0 && (r.Close || latency) {
-		fmt.Fprintf(&b, "  Connect: %d connections, mean %s, p50 %s, p99 %s, max %s\n", c.TotalCount(),
+		fmt.Fprintf(&b, "  Connect: %d connections%s, mean %s, p50 %s, p99 %s, max %s\n", c.TotalCount(), reopened(r, c.TotalCount()),
 			fmtMicros(c.Mean()), fmtMicros(float64(c.ValueAtQuantile(50))),
 			fmtMicros(float64(c.ValueAtQuantile(99))), fmtMicros(float64(c.Max())))
 	}

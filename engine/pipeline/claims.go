@@ -14,7 +14,7 @@ import (
 
 // Claim kinds (Claim.Kind).
 const (
-	ClaimRatio   = "ratio"   // metric of cell / metric of versus, against a bound
+	ClaimRatio   = "ratio"   // metric of cell / metric of versus (or / versus_metric of the same trials), against a bound
 	ClaimValue   = "value"   // metric of cell against an absolute bound
 	ClaimVerdict = "verdict" // the cell's bottleneck verdict
 )
@@ -26,6 +26,10 @@ const (
 // the axes it does not name are averaged over (the geometric mean of the
 // selected cells, round by round). Versus selects, for each selected cell,
 // the cell with the same parameters except Versus's entries.
+//
+// A ratio claim with VersusMetric instead of Versus divides two metrics of
+// the same trials (latency_p9999_us / latency_p50_us): the ratio is
+// computed per trial, so the two metrics pair naturally.
 type Claim struct {
 	Name        string
 	Description string
@@ -34,17 +38,22 @@ type Claim struct {
 	Metric string
 	// Step is the load step whose rows are judged; "" means the
 	// pipeline's only load step.
-	Step    string
-	Cell    []ClaimParam
-	Versus  []ClaimParam // ClaimRatio only
-	Bound   Bound        // ClaimRatio and ClaimValue
-	Verdict string       // ClaimVerdict only
+	Step   string
+	Cell   []ClaimParam
+	Versus []ClaimParam // ClaimRatio only
+	// VersusMetric is the denominator of a ratio of two metrics of the
+	// same trials (ClaimRatio without Versus); "" otherwise.
+	VersusMetric string
+	Bound        Bound  // ClaimRatio and ClaimValue
+	Verdict      string // ClaimVerdict only
 
 	DeclRange   hcl.Range
 	CellRange   hcl.Range
 	VersusRange hcl.Range
 	StepRange   hcl.Range
 	MetricRange hcl.Range
+	// VersusMetricRange locates versus_metric (DeclRange without one).
+	VersusMetricRange hcl.Range
 }
 
 // ClaimParam is one axis = value entry of a claim's cell or versus.
@@ -90,7 +99,9 @@ const (
 	UnitSeconds = "s"
 )
 
-// ClaimMetrics are the trials columns a claim may name, with their unit.
+// ClaimMetrics are the trials columns a claim may name, with their unit,
+// and latency_p9999_us: p99.99 of the trial's latency histogram
+// (latency.parquet; trials.parquet stops at p99.9).
 var ClaimMetrics = map[string]string{
 	"rps":                        UnitRate,
 	"capacity_rps":               UnitRate,
@@ -98,6 +109,7 @@ var ClaimMetrics = map[string]string{
 	"latency_p90_us":             UnitLatency,
 	"latency_p99_us":             UnitLatency,
 	"latency_p999_us":            UnitLatency,
+	"latency_p9999_us":           UnitLatency,
 	"latency_max_us":             UnitLatency,
 	"latency_mean_us":            UnitLatency,
 	"latency_uncorrected_p99_us": UnitLatency,

@@ -17,7 +17,7 @@ func (te *TrialEval) checkAgentsProvider(st *pipeline.Step, c *steps.LoadConfig)
 	if c.Agents == nil {
 		return nil
 	}
-	typ, d := te.AgentsProvider(c.Agents)
+	typ, d := te.agentsProviderType(c.Agents)
 	if d != nil {
 		d.Subject = steps.AgentsDiag(st, "provider", "", "").Subject
 		return hcl.Diagnostics{d}
@@ -35,10 +35,11 @@ func (te *TrialEval) checkAgentsProvider(st *pipeline.Step, c *steps.LoadConfig)
 	return nil
 }
 
-// AgentsProvider resolves an agents block's provider: the named provider
-// block, or the implicit local provider when the pipeline declares none
-// and the block names none (or names "local"). It returns the type.
-func (te *TrialEval) AgentsProvider(a *steps.AgentsConfig) (*providers.Type, *hcl.Diagnostic) {
+// agentsProviderType resolves an agents block's provider: the named
+// provider block, or the implicit local provider when the pipeline
+// declares none and the block names none (or names "local"). It returns
+// the type.
+func (te *TrialEval) agentsProviderType(a *steps.AgentsConfig) (*providers.Type, *hcl.Diagnostic) {
 	pv, d := te.agentsProviderBlock(a)
 	if d != nil {
 		return nil, d
@@ -73,9 +74,13 @@ func (te *TrialEval) agentsProviderBlock(a *steps.AgentsConfig) (*pipeline.Provi
 		Detail: fmt.Sprintf("The agents block names provider %q, which is not declared.%s Declared providers: %s.", a.Provider, Suggest(a.Provider, names), listOrNone(names))}
 }
 
-// AgentsProviderBlock is the provider block an agents block names (nil
-// for the implicit local provider), after validation.
-func (te *TrialEval) AgentsProviderBlock(a *steps.AgentsConfig) *pipeline.Provider {
-	pv, _ := te.agentsProviderBlock(a)
-	return pv
+// AgentsProvider resolves the provider of an agents block for this trial
+// as ServiceProvider does a service's: its block (as agentsProviderType
+// finds it), type, configuration and the provider New builds.
+func (te *TrialEval) AgentsProvider(a *steps.AgentsConfig) (*ServiceProvider, hcl.Diagnostics) {
+	pv, d := te.agentsProviderBlock(a)
+	if d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
+	return te.buildProvider(pv)
 }

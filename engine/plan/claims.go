@@ -17,7 +17,7 @@ type ClaimPlan struct {
 	Claim  *pipeline.Claim
 	Step   string // the load step (the claim's, or the only one)
 	Cells  []int
-	Versus []int // for each of Cells, its versus cell (ratio claims)
+	Versus []int // for each of Cells, its versus cell (ratio claims with versus)
 }
 
 // checkClaims matches every claim's cells against the matrix and its step
@@ -67,6 +67,10 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			errAt(c.DeclRange, "Ambiguous claim step", "The pipeline has several load steps (%s): say which one claim %q is about with step = \"name\".", strings.Join(loads, ", "), c.Name)
 			continue
 		}
+		if m := c.VersusMetric; m != "" && (strings.HasPrefix(m, "cpu_") && !collect || m == "capacity_rps" && !searches[cp.Step]) {
+			errAt(c.VersusMetricRange, "Claim on a metric no step records", "Claim %q divides by %s, which no step of the pipeline records (cpu_* come from a collect step during the load, capacity_rps from a load step's search block).", c.Name, m)
+			continue
+		}
 		switch {
 		case strings.HasPrefix(c.Metric, "cpu_") && !collect, c.Kind == pipeline.ClaimVerdict && !collect:
 			what := "metric " + c.Metric
@@ -107,7 +111,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			if !cellMatches(cell, c.Cell) {
 				continue
 			}
-			if c.Kind != pipeline.ClaimRatio {
+			if c.Kind != pipeline.ClaimRatio || len(c.Versus) == 0 {
 				cp.Cells = append(cp.Cells, i)
 				continue
 			}
@@ -209,6 +213,9 @@ func (cp ClaimPlan) ClaimLine() string {
 	case pipeline.ClaimVerdict:
 		return fmt.Sprintf("verdict of %s is %s (%s)", sel, c.Verdict, cells)
 	case pipeline.ClaimRatio:
+		if c.VersusMetric != "" {
+			return fmt.Sprintf("%s / %s of %s %s (per trial; %s, step %s)", c.Metric, c.VersusMetric, sel, c.Bound.Text, cells, cp.Step)
+		}
 		return fmt.Sprintf("%s of %s / %s %s (%s, step %s)", c.Metric, sel, pipeline.ParamString(c.Versus), c.Bound.Text, cells, cp.Step)
 	default:
 		return fmt.Sprintf("%s of %s %s (%s, step %s)", c.Metric, sel, c.Bound.Text, cells, cp.Step)

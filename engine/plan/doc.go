@@ -8,7 +8,11 @@
 // dry-evaluates every trial so mistakes surface before anything runs.
 //
 // TrialEval evaluates bodies for one trial at run time; engine/run calls it
-// as services come up (SetEndpoint makes service.<name>.* known). Functions
+// as services come up (SetEndpoint makes service.<name>.* known).
+// TrialEval.PrepareService (service.go) is the one evaluation of a
+// service — ports, self.*, body, files — that the dry run, `benchflow
+// render` and the run share, each with its plan.Placement;
+// ServiceProvider and AgentsProvider resolve a provider block. Functions
 // holds the HCL function table (HCL's standard library plus file,
 // fileexists and templatefile). Render and JSON print a plan.
 //

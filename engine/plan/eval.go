@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -339,7 +338,8 @@ func (te *TrialEval) ProviderConfig(pv *pipeline.Provider) (*providers.Type, any
 	return t, cfg, diags
 }
 
-// ServiceProvider is the provider of one service in one trial.
+// ServiceProvider is the provider of one service (or of a step's agents)
+// in one trial.
 type ServiceProvider struct {
 	Block  *pipeline.Provider // nil for the implicit local provider
 	Name   string             // the block's name, or ImplicitLocal
@@ -353,26 +353,47 @@ type ServiceProvider struct {
 
 // ServiceProvider resolves the provider of s for this trial: the block the
 // service names, its type, its configuration decoded and validated, and the
-// provider New builds from it (New contacts nothing). It is the one
-// prologue of provisioning (engine/run), `benchflow render` and the dry
-// run. Diagnostics are about the service's provider attribute and the
-// provider block; New's error is in Err.
+// provider New builds from it (New contacts nothing). It is where a
+// service's provider is resolved, for the run (engine/run) and `benchflow
+// render`; the dry run resolves each provider block once per trial with
+// the same decodeProvider and build. Diagnostics are about the service's provider
+// attribute and the provider block; New's error is in Err.
 func (te *TrialEval) ServiceProvider(s *pipeline.Service) (*ServiceProvider, hcl.Diagnostics) {
 	pv, diags := te.Provider(s)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	typ, cfg, d := te.ProviderConfig(pv)
-	diags = append(diags, d...)
-	if d.HasErrors() {
+	sp, d := te.buildProvider(pv)
+	return sp, append(diags, d...)
+}
+
+// buildProvider decodes provider block pv (nil: the implicit local
+// provider) for this trial and builds its provider; nil when the block
+// does not decode.
+func (te *TrialEval) buildProvider(pv *pipeline.Provider) (*ServiceProvider, hcl.Diagnostics) {
+	sp, diags := te.decodeProvider(pv)
+	if sp != nil {
+		sp.build()
+	}
+	return sp, diags
+}
+
+// decodeProvider is buildProvider without building: Provider is nil.
+func (te *TrialEval) decodeProvider(pv *pipeline.Provider) (*ServiceProvider, hcl.Diagnostics) {
+	typ, cfg, diags := te.ProviderConfig(pv)
+	if diags.HasErrors() {
 		return nil, diags
 	}
 	sp := &ServiceProvider{Block: pv, Name: ImplicitLocal, Type: typ, Config: cfg}
 	if pv != nil {
 		sp.Name = pv.Name
 	}
-	sp.Provider, sp.Err = typ.New(&providers.NewRequest{Name: sp.Name, Config: cfg})
 	return sp, diags
+}
+
+// build calls the type's New with the decoded configuration.
+func (sp *ServiceProvider) build() {
+	sp.Provider, sp.Err = sp.Type.New(&providers.NewRequest{Name: sp.Name, Config: sp.Config})
 }
 
 // configDiags reports a provider config's Validate errors: each
@@ -404,127 +425,6 @@ func sentence(s string) string {
 		return s
 	}
 	return s + "."
-}
-
-// Ports evaluates a service's port blocks (they may not use self.*).
-func (te *TrialEval) Ports(s *pipeline.Service) ([]pipeline.PortConfig, hcl.Diagnostics) {
-	sb, ok := s.Body.(*hclsyntax.Body)
-	if !ok {
-		return nil, nil
-	}
-	var out []pipeline.PortConfig
-	var diags hcl.Diagnostics
-	seen := map[string]hcl.Range{}
-	for _, b := range sb.Blocks {
-		if b.Type != "port" {
-			continue
-		}
-		pc := pipeline.PortConfig{}
-		if len(b.Labels) > 0 {
-			pc.Name = b.Labels[0]
-		}
-		if prev, dup := seen[pc.Name]; dup {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate port",
-				Detail:  fmt.Sprintf("Service %q already has a port %q (at %s:%d,%d); port names must be unique.", s.Name, pc.Name, prev.Filename, prev.Start.Line, prev.Start.Column),
-				Subject: b.DefRange().Ptr()})
-			continue
-		}
-		seen[pc.Name] = b.DefRange()
-		var tmp struct {
-			Container int    `hcl:"container,optional"`
-			Host      string `hcl:"host,optional"`
-		}
-		d := gohcl.DecodeBody(b.Body, te.Context(cty.NilVal), &tmp)
-		diags = append(diags, d...)
-		pc.Container, pc.Host = tmp.Container, tmp.Host
-		if pc.Host != "" && pc.Host != "auto" {
-			n, err := strconv.Atoi(pc.Host)
-			if err != nil || n < 1 || n > 65535 {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid port",
-					Detail: fmt.Sprintf("host must be \"auto\" or a port number (1-65535), not %q.", pc.Host), Subject: b.Body.SrcRange.Ptr()})
-			}
-		}
-		if pc.Container < 0 || pc.Container > 65535 {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid port",
-				Detail: fmt.Sprintf("container must be a port number (1-65535), not %d.", pc.Container), Subject: b.Body.SrcRange.Ptr()})
-		}
-		out = append(out, pc)
-	}
-	return out, diags
-}
-
-// Self builds the self object of a service: name, dir and port.<name>.
-func Self(name, dir string, listen map[string]int) cty.Value {
-	ports := map[string]cty.Value{}
-	for k, v := range listen {
-		ports[k] = cty.NumberIntVal(int64(v))
-	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"name": cty.StringVal(name),
-		"dir":  cty.StringVal(dir),
-		"port": cty.ObjectVal(ports),
-	})
-}
-
-// Service decodes a service body for this trial.
-func (te *TrialEval) Service(s *pipeline.Service, self cty.Value) (*pipeline.ServiceConfig, hcl.Diagnostics) {
-	var cfg pipeline.ServiceConfig
-	diags := dropFollowOn(gohcl.DecodeBody(s.Body, te.Context(self), &cfg))
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	diags = append(diags, validateService(&cfg, s)...)
-	return &cfg, diags
-}
-
-// RenderFile produces the content of one file block.
-func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte, error) {
-	set := 0
-	for _, b := range []bool{fc.Template != "", fc.Content != "", fc.Source != "", fc.RandomBytes != ""} {
-		if b {
-			set++
-		}
-	}
-	if set != 1 {
-		return nil, fmt.Errorf("file %q needs exactly one of template, content, source or random_bytes", fc.Name)
-	}
-	switch {
-	case fc.Content != "":
-		return []byte(fc.Content), nil
-	case fc.Source != "":
-		return readFile(te.plan.Pipeline.FS, fc.Source)
-	case fc.RandomBytes != "":
-		n, err := ParseSize(fc.RandomBytes)
-		if err != nil {
-			return nil, fmt.Errorf("file %q: random_bytes: %w", fc.Name, err)
-		}
-		if n < 0 || n > MaxRandomBytes {
-			return nil, fmt.Errorf("file %q: random_bytes %s is over the limit of %d bytes (1 GiB)", fc.Name, fc.RandomBytes, MaxRandomBytes)
-		}
-		if te.dry {
-			// Planning only needs to know the size is valid.
-			return []byte(fmt.Sprintf("random_bytes %d", n)), nil
-		}
-		return seededBytes(fc.Name, n), nil
-	}
-	vars := te.Context(self).Variables
-	all := map[string]cty.Value{}
-	for k, v := range vars {
-		all[k] = v
-	}
-	if fc.Vars != cty.NilVal && !fc.Vars.IsNull() {
-		if !(fc.Vars.Type().IsObjectType() || fc.Vars.Type().IsMapType()) {
-			return nil, fmt.Errorf("file %q: vars must be an object", fc.Name)
-		}
-		for k, v := range fc.Vars.AsValueMap() {
-			all[k] = v
-		}
-	}
-	v, err := renderTemplate(fc.Name, fc.Template, all, te.plan.functions, te.plan.budget)
-	if err != nil {
-		return nil, fmt.Errorf("rendering file %q: %w", fc.Name, err)
-	}
-	return []byte(v.AsString()), nil
 }
 
 // Step decodes a step body for this trial into its kind's config struct
@@ -626,16 +526,13 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 	_, diags := te.Locals()
 	p := te.plan.Pipeline
-	type decoded struct {
-		typ *providers.Type
-		cfg any
-		ok  bool
-	}
-	provs := map[string]decoded{}
+	// Every provider block is decoded once per trial, used or not, and
+	// built (New) once when a service uses it.
+	provs := map[string]*ServiceProvider{}
 	for _, pv := range p.Providers {
-		typ, cfg, d := te.ProviderConfig(pv)
+		sp, d := te.decodeProvider(pv)
 		diags = append(diags, d...)
-		provs[pv.Name] = decoded{typ, cfg, !d.HasErrors()}
+		provs[pv.Name] = sp
 	}
 	if len(p.Providers) == 0 {
 		_, d := ProviderType(nil)
@@ -650,41 +547,37 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 		diags = append(diags, d...)
 		if pv != nil {
 			ts.Provider, ts.ProviderType = pv.Name, pv.Type
-			dp := provs[pv.Name]
-			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, dp.cfg)
-			if dp.ok && dp.typ != nil {
+			var cfg any
+			if sp := provs[pv.Name]; sp != nil {
+				cfg = sp.Config
+				if sp.Provider == nil && sp.Err == nil {
+					sp.build()
+				}
 				// New only checks the configuration; it contacts nothing.
 				// Its error is the run's error to come, so it is this
 				// trial's too (once per provider).
-				prov, err := dp.typ.New(&providers.NewRequest{Name: pv.Name, Config: dp.cfg})
-				if err != nil && !newFailed[pv.Name] {
+				if sp.Err != nil && !newFailed[pv.Name] {
 					newFailed[pv.Name] = true
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid provider configuration",
-						Detail: sentence(err.Error()), Subject: pv.DeclRange.Ptr()})
+						Detail: sentence(sp.Err.Error()), Subject: pv.DeclRange.Ptr()})
 				}
-				if ds, ok := prov.(interface{ Describe() string }); ok && err == nil {
+				if ds, ok := sp.Provider.(interface{ Describe() string }); ok && sp.Err == nil {
 					ts.Describe = ds.Describe()
 				}
 			}
+			fmt.Fprintf(h, "%s/%s/%#v\n", pv.Type, pv.Name, cfg)
 		}
-		ports, d := te.Ports(s)
+		// The plan's placement: self.* are placeholders, whatever the
+		// provider.
+		ps, d := te.PrepareService(s, Placement{})
 		diags = append(diags, d...)
-		self := Self(s.Name, "${self.dir}", dryListen(ports))
-		cfg, d := te.Service(s, self)
-		diags = append(diags, d...)
-		if cfg != nil {
-			fmt.Fprintf(h, "%q %q %v %d %v\n", cfg.Image, cfg.Command, sortedMap(cfg.Env), cfg.Replicas, ports)
-			fileErr := false
-			for i := range cfg.Files {
-				b, err := te.RenderFile(&cfg.Files[i], self)
-				if err != nil {
-					fileErr = true
-					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid file",
-						Detail: sentence(err.Error()), Subject: fileRange(s, cfg.Files[i].Name)})
-				}
-				fmt.Fprintf(h, "%s %x\n", cfg.Files[i].Name, sha256.Sum256(b))
+		if ps != nil {
+			cfg := ps.Config
+			fmt.Fprintf(h, "%q %q %v %d %v\n", cfg.Image, cfg.Command, sortedMap(cfg.Env), cfg.Replicas, ps.Ports)
+			for _, f := range ps.Files {
+				fmt.Fprintf(h, "%s %x\n", f.Name, sha256.Sum256(f.Data))
 			}
-			if !d.HasErrors() && !fileErr {
+			if !d.HasErrors() {
 				ts.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
 			}
 		}
@@ -695,31 +588,6 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	return services, diags
-}
-
-// dryListen is self.port.* before provisioning: the fixed host port, else
-// the container port, else 0.
-func dryListen(ports []pipeline.PortConfig) map[string]int {
-	listen := map[string]int{}
-	for _, pc := range ports {
-		n, _ := strconv.Atoi(pc.Host)
-		if pc.Container > 0 && n == 0 {
-			n = pc.Container
-		}
-		listen[pc.Name] = n
-	}
-	return listen
-}
-
-func fileRange(s *pipeline.Service, name string) *hcl.Range {
-	if sb, ok := s.Body.(*hclsyntax.Body); ok {
-		for _, b := range sb.Blocks {
-			if b.Type == "file" && len(b.Labels) > 0 && b.Labels[0] == name {
-				return b.DefRange().Ptr()
-			}
-		}
-	}
-	return s.DeclRange.Ptr()
 }
 
 func sortedMap(m map[string]string) []string {

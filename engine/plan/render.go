@@ -42,8 +42,10 @@ type JSONClaim struct {
 	Step        string         `json:"step"`
 	Cell        map[string]any `json:"cell"`
 	Versus      map[string]any `json:"versus,omitempty"`
-	Bound       string         `json:"bound,omitempty"`
-	Verdict     string         `json:"verdict,omitempty"`
+	// VersusMetric divides Metric by another metric of the same trials.
+	VersusMetric string `json:"versus_metric,omitempty"`
+	Bound        string `json:"bound,omitempty"`
+	Verdict      string `json:"verdict,omitempty"`
 	// Cells are the selected cells' indexes (JSONTrial.cell); Versus
 	// the cell each is compared with.
 	Cells       []int `json:"cells"`
@@ -143,7 +145,7 @@ func (p *Plan) JSON() *JSONPlan {
 	for _, cp := range p.Claims {
 		c := cp.Claim
 		jc := JSONClaim{Name: c.Name, Description: c.Description, Kind: c.Kind, Metric: c.Metric, Step: cp.Step,
-			Cell: claimParamsMap(c.Cell), Bound: c.Bound.Text, Verdict: c.Verdict, Cells: cp.Cells, VersusCells: cp.Versus}
+			Cell: claimParamsMap(c.Cell), VersusMetric: c.VersusMetric, Bound: c.Bound.Text, Verdict: c.Verdict, Cells: cp.Cells, VersusCells: cp.Versus}
 		if len(c.Versus) > 0 {
 			jc.Versus = claimParamsMap(c.Versus)
 		}
@@ -183,9 +185,8 @@ func (p *Plan) JSON() *JSONPlan {
 				ts := t.Services[i]
 				js.Provider, js.ProviderType, js.Reuse, js.Describe = ts.Provider, ts.ProviderType, ts.Reuse, ts.Describe
 			}
-			ports, _ := te.Ports(s)
-			if cfg, d := te.Service(s, Self(s.Name, "${self.dir}", dryListen(ports))); !d.HasErrors() {
-				js.Config = structMap(reflect.ValueOf(cfg).Elem())
+			if ps, d := te.PrepareService(s, Placement{}); ps != nil && !d.HasErrors() {
+				js.Config = structMap(reflect.ValueOf(ps.Config).Elem())
 			}
 			jt.Services = append(jt.Services, js)
 		}
@@ -412,4 +413,14 @@ func writeTable(w io.Writer, rows [][]string) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// Settings lists a decoded configuration struct (a provider's) by its
+// HCL attribute names, leaving out unset values; nil for anything else.
+func Settings(cfg any) map[string]any {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	return structMap(v.Elem())
 }

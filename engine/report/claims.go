@@ -32,8 +32,11 @@ type ClaimOutcome struct {
 	Step        string `json:"step"`
 	Cell        string `json:"cell"`             // "deploy=docker-nat"; "" for every cell
 	Versus      string `json:"versus,omitempty"` // ratio claims
-	Bound       string `json:"bound"`            // "< 0.6", "= infrastructure-bound"
-	Outcome     string `json:"outcome"`          // ClaimHolds, ClaimFails or ClaimInconclusive
+	// VersusMetric is the denominator of a ratio of two metrics of the
+	// same trials (Metric / VersusMetric per trial); "" otherwise.
+	VersusMetric string `json:"versus_metric,omitempty"`
+	Bound        string `json:"bound"`   // "< 0.6", "= infrastructure-bound"
+	Outcome      string `json:"outcome"` // ClaimHolds, ClaimFails or ClaimInconclusive
 	// Estimate is the ratio or the value (in the metric's unit) with its
 	// 95% interval [Low, High] (NaN when there is none; JSON null); for a
 	// verdict claim the share of the repetitions that had the verdict.
@@ -93,7 +96,7 @@ func RecordedClaims(run *results.Run) (out []ClaimOutcome, ok bool, err error) {
 	}
 	for _, r := range rows {
 		out = append(out, ClaimOutcome{Name: r.Claim, Description: r.Description, Kind: r.Kind, Metric: r.Metric, Step: r.Step,
-			Cell: r.Cell, Versus: r.Versus, Bound: r.Bound, Outcome: r.Outcome, Estimate: r.Estimate, Low: r.Low, High: r.High,
+			Cell: r.Cell, Versus: r.Versus, VersusMetric: r.VersusMetric, Bound: r.Bound, Outcome: r.Outcome, Estimate: r.Estimate, Low: r.Low, High: r.High,
 			Method: r.Method, N: int(r.N), MoreRepetitions: int(r.MoreRepetitions), Detail: r.Detail, unit: claimUnit(r.Kind, r.Metric)})
 	}
 	return out, true, nil
@@ -104,7 +107,7 @@ func ClaimRows(runID string, specs []results.ClaimSpec, outs []ClaimOutcome) []r
 	rows := make([]results.ClaimRow, len(outs))
 	for i, o := range outs {
 		rows[i] = results.ClaimRow{RunID: runID, Claim: o.Name, Description: o.Description, Kind: o.Kind, Metric: o.Metric, Step: o.Step,
-			Cell: o.Cell, Versus: o.Versus, Bound: o.Bound, Outcome: o.Outcome, Estimate: o.Estimate, Low: o.Low, High: o.High,
+			Cell: o.Cell, Versus: o.Versus, VersusMetric: o.VersusMetric, Bound: o.Bound, Outcome: o.Outcome, Estimate: o.Estimate, Low: o.Low, High: o.High,
 			Method: o.Method, N: int64(o.N), MoreRepetitions: int64(o.MoreRepetitions), Detail: o.Detail}
 		if i < len(specs) {
 			rows[i].BoundOp, rows[i].BoundValue = specs[i].BoundOp, specs[i].BoundValue
@@ -132,6 +135,40 @@ func claimUnit(kind, metric string) string {
 	}
 	return pipeline.ClaimMetrics[metric]
 }
+
+// claimsRead reports whether one of the manifest's claims reads metric
+// (as its metric or its versus_metric).
+func claimsRead(m *results.Manifest, metric string) bool {
+	if m == nil {
+		return false
+	}
+	for _, c := range m.Claims {
+		if c.Metric == metric || c.VersusMetric == metric {
+			return true
+		}
+	}
+	return false
+}
+
+// metricGetter reads a claim metric of a trial: a trials column, or
+// latency_p9999_us from the trial's histogram (Summary.p9999); nil for a
+// metric this benchflow does not know.
+func (s *Summary) metricGetter(metric string) func(*results.TrialRow) float64 {
+	if histogramMetrics[metric] {
+		return func(t *results.TrialRow) float64 {
+			v, ok := s.p9999[[2]string{t.TrialID, t.Step}]
+			if !ok {
+				return math.NaN() // no histogram for this trial
+			}
+			return v
+		}
+	}
+	return claimMetric[metric]
+}
+
+// histogramMetrics are the claim metrics read from the trials' latency
+// histograms rather than a trials column.
+var histogramMetrics = map[string]bool{"latency_p9999_us": true}
 
 // claimMetric reads a claim metric from a trials row.
 var claimMetric = map[string]func(*results.TrialRow) float64{
@@ -180,7 +217,7 @@ func (s *Summary) evaluateClaims(run *results.Run) {
 
 func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*results.TrialRow) ClaimOutcome {
 	o := ClaimOutcome{Name: sp.Name, Description: sp.Description, Kind: sp.Kind, Metric: sp.Metric, Step: sp.Step,
-		Cell: specString(sp.Cell, s.Axes), Versus: specString(sp.Versus, s.Axes), Bound: sp.Bound,
+		Cell: specString(sp.Cell, s.Axes), Versus: specString(sp.Versus, s.Axes), VersusMetric: sp.VersusMetric, Bound: sp.Bound,
 		Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), unit: claimUnit(sp.Kind, sp.Metric)}
 	var cells, versus []*Cell
 	for _, c := range s.Cells {
@@ -194,10 +231,17 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*result
 		s.judgeVerdict(&o, sp, cells, rows)
 		return o
 	}
-	get := claimMetric[sp.Metric]
+	get := s.metricGetter(sp.Metric)
 	if get == nil {
 		o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
 		return o
+	}
+	var getV func(*results.TrialRow) float64
+	if sp.VersusMetric != "" {
+		if getV = s.metricGetter(sp.VersusMetric); getV == nil {
+			o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.VersusMetric)
+			return o
+		}
 	}
 	if len(cells) == 0 {
 		o.Outcome, o.Detail = ClaimInconclusive, "no successful repetition of the selected cells in this run"
@@ -205,8 +249,11 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*result
 	}
 	bound := pipeline.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
 	var iv Interval
-	switch sp.Kind {
-	case results.ClaimRatio:
+	left := 0 // rounds left out of a ratio of two metrics (no value)
+	switch {
+	case sp.Kind == results.ClaimRatio && getV != nil:
+		iv, left = metricRatio(cells, get, getV, rows)
+	case sp.Kind == results.ClaimRatio:
 		for _, c := range cells {
 			v := s.versusOf(c, sp.Versus)
 			if v == nil {
@@ -224,7 +271,40 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*result
 	o.cells = append(cells, versus...)
 	o.Estimate, o.Low, o.High, o.Method, o.N = iv.Value, iv.Low, iv.High, iv.Method, iv.N
 	o.Outcome, o.Detail, o.MoreRepetitions = judgeClaim(iv, bound, o.unit)
+	if left > 0 {
+		o.Detail += fmt.Sprintf(" (%d round(s) left out: %s or %s was not positive or not recorded)", left, sp.Metric, sp.VersusMetric)
+	}
 	return o
+}
+
+// metricRatio is the ratio of two metrics of the same cells: per trial
+// get/getV (the two metrics of one trial pair naturally), per round the
+// geometric mean over the cells, then the log-t interval over the rounds
+// (reported as paired log-t: the pairs are the trials). A round in which a
+// trial has no positive, finite ratio (p50 of 0, no histogram) is left
+// out and counted in left.
+func metricRatio(cells []*Cell, get, getV func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) (iv Interval, left int) {
+	ratio := func(t *results.TrialRow) float64 {
+		a, b := get(t), getV(t)
+		if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			return math.NaN()
+		}
+		return a / b
+	}
+	_, vals := groupRounds(cells, ratio, rows)
+	var rs []float64
+	for _, v := range vals {
+		if math.IsNaN(v) {
+			left++
+			continue
+		}
+		rs = append(rs, v)
+	}
+	iv = positiveCI(rs)
+	if iv.Method == MethodLogT {
+		iv.Method = MethodPairedLogT
+	}
+	return iv, left
 }
 
 // groupRatio is the ratio of the cells to their versus cells: per round,
@@ -570,6 +650,9 @@ func (o ClaimOutcome) subject() string {
 	what := o.Metric
 	if o.Kind == results.ClaimVerdict {
 		what = "verdict"
+	}
+	if o.VersusMetric != "" {
+		what += " / " + o.VersusMetric
 	}
 	cell := o.Cell
 	if cell == "" {

@@ -281,6 +281,9 @@ func TestClaimNamesMatch(t *testing.T) {
 	for m := range claimMetric {
 		readers = append(readers, m)
 	}
+	for m := range histogramMetrics {
+		readers = append(readers, m)
+	}
 	sort.Strings(metrics)
 	sort.Strings(readers)
 	if diff := cmp.Diff(metrics, readers); diff != "" {
@@ -289,5 +292,131 @@ func TestClaimNamesMatch(t *testing.T) {
 	verdicts := []string{collect.VerdictServer, collect.VerdictInfra, collect.VerdictLoader, collect.VerdictNotCPU, collect.VerdictNoisy, collect.VerdictUnclear}
 	if diff := cmp.Diff(verdicts, pipeline.ClaimVerdicts); diff != "" {
 		t.Errorf("claim verdicts differ from engine/collect's (-collect +pipeline):\n%s", diff)
+	}
+}
+
+// tailRun is claimRun with, in every trial, p50 = p99 / tail (with a
+// little jitter per trial) and a latency histogram whose p99.99 is 20 ms
+// (20 of 100,000 requests; the others at 1 ms).
+func tailRun(tail float64, claims ...results.ClaimSpec) *results.Run {
+	run := claimRun(4, 0.5, claims...)
+	jitter := []float64{0.03, -0.02, 0.01, -0.03, 0.02}
+	for i := range run.Trials {
+		t := &run.Trials[i]
+		t.LatencyP50US = t.LatencyP99US / (tail * (1 + jitter[i%len(jitter)]))
+		run.Latency = append(run.Latency,
+			results.LatencyRow{RunID: t.RunID, TrialID: t.TrialID, Step: t.Step, LowerUS: 990, UpperUS: 1010, Count: 99980},
+			results.LatencyRow{RunID: t.RunID, TrialID: t.TrialID, Step: t.Step, LowerUS: 19900, UpperUS: 20100, Count: 20})
+	}
+	return run
+}
+
+func metricClaim(name, metric, versusMetric, bound string, cell map[string]any) results.ClaimSpec {
+	b, err := pipeline.ParseBound(bound, "")
+	if err != nil {
+		panic(err)
+	}
+	return results.ClaimSpec{Name: name, Kind: results.ClaimRatio, Metric: metric, VersusMetric: versusMetric, Step: "main",
+		Cell: cell, Bound: bound, BoundOp: b.Op, BoundValue: b.Value}
+}
+
+// TestClaimMetricRatio: a claim dividing two metrics of the same trials
+// is judged on the per-trial ratios: the round's drift (±30%, shared by
+// both metrics of a trial) cancels, and p99.99 comes from the histograms.
+func TestClaimMetricRatio(t *testing.T) {
+	nat := map[string]any{"deploy": "nat"}
+	run := tailRun(4,
+		metricClaim("tail-holds", "latency_p99_us", "latency_p50_us", "> 3", nat),
+		metricClaim("tail-fails", "latency_p99_us", "latency_p50_us", "> 5", nil),
+		metricClaim("tail-close", "latency_p99_us", "latency_p50_us", "< 4", nat),
+		metricClaim("p9999", "latency_p9999_us", "latency_p50_us", "> 3", nil),
+	)
+	got := outcomes(t, run)
+	want := map[string]string{"tail-holds": ClaimHolds, "tail-fails": ClaimFails, "tail-close": ClaimInconclusive, "p9999": ClaimHolds}
+	for name, w := range want {
+		if got[name].Outcome != w {
+			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)
+		}
+	}
+	// The estimate is the per-round geometric mean over the selected
+	// cells of each trial's p99/p50, with the log-t interval over rounds.
+	var rounds []float64
+	for r := 1; r <= 4; r++ {
+		var rs []float64
+		for _, tr := range run.Trials {
+			if int(tr.Repetition) == r && tr.Param("deploy") == "nat" {
+				rs = append(rs, tr.LatencyP99US/tr.LatencyP50US)
+			}
+		}
+		rounds = append(rounds, math.Sqrt(rs[0]*rs[1]))
+	}
+	iv := positiveCI(rounds)
+	h := got["tail-holds"]
+	if math.Abs(h.Estimate-iv.Value) > 1e-9 || math.Abs(h.Low-iv.Low) > 1e-9 || math.Abs(h.High-iv.High) > 1e-9 || h.Method != MethodPairedLogT || h.N != 4 {
+		t.Errorf("tail-holds: %v [%v, %v] %s n=%d, want %v [%v, %v] paired log-t n=4", h.Estimate, h.Low, h.High, h.Method, h.N, iv.Value, iv.Low, iv.High)
+	}
+	if h.High/h.Low > 1.2 {
+		t.Errorf("tail-holds: interval [%v, %v] is wide: the round's drift did not cancel", h.Low, h.High)
+	}
+	if p := got["p9999"]; p.Estimate < 20 {
+		t.Errorf("p9999: estimate %v, want 40×drift (p99.99 of the histograms, 20 ms, over the trials p50, 0.5 ms/drift)", p.Estimate)
+	}
+	if h.VersusMetric != "latency_p50_us" || h.Versus != "" || !strings.Contains(h.subject(), "latency_p99_us / latency_p50_us deploy=nat") {
+		t.Errorf("tail-holds reads as %q (versus_metric %q)", h.subject(), h.VersusMetric)
+	}
+
+	// A trial with no p50 leaves its round out, and says so.
+	run.Trials[0].LatencyP50US = 0
+	got = outcomes(t, run)
+	if o := got["tail-fails"]; o.N != 3 || !strings.Contains(o.Detail, "1 round(s) left out") {
+		t.Errorf("tail-fails without one p50: n=%d, %s", o.N, o.Detail)
+	}
+}
+
+// TestClaimMetricRatioFormats: every report format and claims.parquet
+// carry the second metric.
+func TestClaimMetricRatioFormats(t *testing.T) {
+	run := tailRun(4, metricClaim("tail", "latency_p99_us", "latency_p50_us", "> 3", map[string]any{"deploy": "nat"}))
+	s, err := Summarize(run, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, csvb, js, page bytes.Buffer
+	for f, b := range map[string]*bytes.Buffer{"text": &text, "markdown": &md, "csv": &csvb, "json": &js} {
+		if err := s.Write(b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteHTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": text.String(), "markdown": md.String(), "html": page.String()} {
+		if !strings.Contains(out, "latency_p99_us / latency_p50_us deploy=nat") {
+			t.Errorf("%s report lacks the claim's two metrics:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(csvb.String(), "tail=holds") {
+		t.Errorf("csv lacks the claim on its cells:\n%s", csvb.String())
+	}
+	var doc struct {
+		Claims []map[string]any `json:"claims"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Claims) != 1 || doc.Claims[0]["versus_metric"] != "latency_p50_us" || doc.Claims[0]["outcome"] != "holds" {
+		t.Errorf("json claims: %v", doc.Claims)
+	}
+	h := page.String()
+	if chart, table := strings.Index(h, `id="chart-latency"`), strings.Index(h, `id="claim-tail"`); chart < 0 || table < chart {
+		t.Errorf("HTML: the latency claim is not next to the latency chart (chart at %d, claim at %d)", chart, table)
+	}
+	run.Dir, run.Format = t.TempDir(), results.FormatParquet
+	if err := results.WriteClaims(run.Dir, run.Format, ClaimRows(run.Manifest.RunID, run.Manifest.Claims, s.Claims)); err != nil {
+		t.Fatal(err)
+	}
+	back, ok, err := RecordedClaims(run)
+	if err != nil || !ok || len(back) != 1 || back[0].VersusMetric != "latency_p50_us" || back[0].Outcome != ClaimHolds {
+		t.Fatalf("claims.parquet: %+v, ok %v, %v", back, ok, err)
 	}
 }

@@ -43,6 +43,9 @@ type Summary struct {
 	Claims    []ClaimOutcome `json:"claims,omitempty"`
 	multiStep bool
 	adaptive  string // how adaptive repetitions ended, for the notes
+	// p9999 is each trial × step's p99.99 (µs) from its histogram, for
+	// claims on latency_p9999_us (claims.go); nil without such a claim.
+	p9999 map[[2]string]float64
 }
 
 // Cell is one matrix cell (one combination of parameters) × load step,
@@ -212,9 +215,15 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	// latency table is read trial by trial (a run read with
 	// StreamLatency never holds every bucket at once).
 	merged := map[*Cell]results.Histogram{}
+	if claimsRead(run.Manifest, "latency_p9999_us") {
+		s.p9999 = map[[2]string]float64{}
+	}
 	if err := run.EachHistogram(func(trial, step string, h results.Histogram) error {
 		if c := cellOf[[2]string{trial, step}]; c != nil {
 			merged[c] = results.MergeHistograms(merged[c], h)
+		}
+		if s.p9999 != nil {
+			s.p9999[[2]string{trial, step}] = h.Percentile(99.99)
 		}
 		return nil
 	}); err != nil {

@@ -38,6 +38,9 @@ type ClaimSpec struct {
 	// Cell and Versus are axis → value (the Go type of the param column).
 	Cell   map[string]any `json:"cell,omitempty"`
 	Versus map[string]any `json:"versus,omitempty"`
+	// VersusMetric is, for a ratio of two metrics of the same trials,
+	// the denominator (Metric / VersusMetric per trial); "" otherwise.
+	VersusMetric string `json:"versus_metric,omitempty"`
 	// Bound is as written ("< 0.6"); BoundOp and BoundValue parsed (in
 	// the metric's unit: µs for latencies).
 	Bound      string  `json:"bound,omitempty"`
@@ -56,10 +59,13 @@ type ClaimRow struct {
 	Step        string
 	Cell        string // "deploy=docker-nat"
 	Versus      string // "deploy=host"; "" unless Kind is ClaimRatio
-	Bound       string // "< 0.6", "= infrastructure-bound"
-	BoundOp     string
-	BoundValue  float64
-	Outcome     string // ClaimHolds, ClaimFails or ClaimInconclusive
+	// VersusMetric is the denominator of a ratio of two metrics of the
+	// same trials ("latency_p50_us"); "" for any other claim.
+	VersusMetric string
+	Bound        string // "< 0.6", "= infrastructure-bound"
+	BoundOp      string
+	BoundValue   float64
+	Outcome      string // ClaimHolds, ClaimFails or ClaimInconclusive
 	// Estimate, Low and High: the ratio or value with its 95% interval
 	// (NaN when there is none); for a verdict claim, the share of the
 	// repetitions that had the verdict.
@@ -83,6 +89,7 @@ var claimColumns = []column[ClaimRow]{
 	str("step", func(r *ClaimRow) *string { return &r.Step }),
 	str("cell", func(r *ClaimRow) *string { return &r.Cell }),
 	str("versus", func(r *ClaimRow) *string { return &r.Versus }),
+	str("versus_metric", func(r *ClaimRow) *string { return &r.VersusMetric }),
 	str("bound", func(r *ClaimRow) *string { return &r.Bound }),
 	str("bound_op", func(r *ClaimRow) *string { return &r.BoundOp }),
 	f64("bound_value", func(r *ClaimRow) *float64 { return &r.BoundValue }),

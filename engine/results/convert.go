@@ -350,5 +350,6 @@ func fillExplanation(row *TrialRow, s *StepRecord) {
 	row.Verdict, row.VerdictEvidence = s.Verdict, s.VerdictEvidence
 	if q := s.Quiet; q != nil {
 		row.QuietWindowS, row.QuietPct, row.QuietTop, row.BusyStart = q.WindowS, q.OtherPct, q.Top, q.Busy
+		row.QuietLoadAvg = q.LoadAvg
 	}
 }

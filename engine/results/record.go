@@ -114,8 +114,11 @@ type CPUBudget struct {
 type QuietCheck struct {
 	WindowS  float64 `json:"window_s"`      // seconds observed
 	OtherPct float64 `json:"other_pct"`     // CPU of processes outside the run, % of one core
-	Top      string  `json:"top,omitempty"` // the busiest of them ("go 85%"), when any
+	Top      string  `json:"top,omitempty"` // what adds up to OtherPct ("go 85%, 2 more 1.0%"), when any
 	Busy     bool    `json:"busy"`          // OtherPct at or above the busy threshold
+	// LoadAvg is the 1-minute load average (/proc/loadavg) at the end of
+	// the window, just before the load: 0 when unreadable.
+	LoadAvg float64 `json:"load_avg,omitempty"`
 }
 
 // ProcessSample is one sample of one process during a collect step.

@@ -80,6 +80,10 @@ type TrialRow struct {
 	QuietPct     float64
 	QuietTop     string
 	BusyStart    bool
+	// QuietLoadAvg is the 1-minute load average at the end of the quiet
+	// check (QuietCheck.LoadAvg); 0 without one, or in rows written
+	// before the column existed.
+	QuietLoadAvg float64
 	// Steady is CheckSteady's verdict on the step's timeseries;
 	// SteadyReason says why not (or "not checked: …"). A row written
 	// before these columns existed reads as Steady false with no reason:
@@ -405,6 +409,7 @@ var trialColumnsTail = []column[TrialRow]{
 	f64("quiet_other_pct", func(r *TrialRow) *float64 { return &r.QuietPct }),
 	str("quiet_top", func(r *TrialRow) *string { return &r.QuietTop }),
 	boolean("busy_start", func(r *TrialRow) *bool { return &r.BusyStart }),
+	f64("quiet_load_avg", func(r *TrialRow) *float64 { return &r.QuietLoadAvg }),
 	boolean("steady", func(r *TrialRow) *bool { return &r.Steady }),
 	str("steady_reason", func(r *TrialRow) *string { return &r.SteadyReason }),
 	f64("capacity_rps", func(r *TrialRow) *float64 { return &r.CapacityRPS }),

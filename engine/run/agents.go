@@ -12,7 +12,6 @@ import (
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
-	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
@@ -156,22 +155,17 @@ type launched struct {
 // startAgents has the provider of a's agents block start them, with a
 // fresh token and opts' targets as the only ones they may load.
 func (tr *trialRun) startAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*launched, error) {
-	pv := tr.te.AgentsProviderBlock(a)
-	typ, cfg, d := tr.te.ProviderConfig(pv)
+	sp, d := tr.te.AgentsProvider(a)
 	if d.HasErrors() {
 		return nil, diag.Err(d)
 	}
-	name := plan.ImplicitLocal
-	if pv != nil {
-		name = pv.Name
+	name := sp.Name
+	if sp.Err != nil {
+		return nil, fmt.Errorf("agents: configuring provider %q: %w", name, sp.Err)
 	}
-	prov, err := typ.New(&providers.NewRequest{Name: name, Config: cfg})
-	if err != nil {
-		return nil, fmt.Errorf("agents: configuring provider %q: %w", name, err)
-	}
-	launcher, ok := prov.(providers.AgentLauncher)
+	launcher, ok := sp.Provider.(providers.AgentLauncher)
 	if !ok {
-		return nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, typ.Name)
+		return nil, fmt.Errorf("agents: provider %q (%s) cannot run agents", name, sp.Type.Name)
 	}
 	bin, err := AgentBinary()
 	if err != nil {

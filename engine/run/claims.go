@@ -15,7 +15,7 @@ func claimSpecs(pl *plan.Plan) []results.ClaimSpec {
 	for _, cp := range pl.Claims {
 		c := cp.Claim
 		sp := results.ClaimSpec{Name: c.Name, Description: c.Description, Kind: c.Kind, Metric: c.Metric, Step: cp.Step,
-			Cell: claimParams(c.Cell), Verdict: c.Verdict}
+			Cell: claimParams(c.Cell), VersusMetric: c.VersusMetric, Verdict: c.Verdict}
 		if c.Kind != pipeline.ClaimVerdict {
 			sp.Bound, sp.BoundOp, sp.BoundValue = c.Bound.Text, c.Bound.Op, c.Bound.Value
 		}

@@ -14,6 +14,13 @@
 // engine/load options; Reporter receives progress events (the command's
 // terminal console, cmd/benchflow/console.go, implements it).
 //
+// A service is evaluated by engine/plan (TrialEval.PrepareService); run
+// does what touches the machine: the service folder, WriteFiles, the copy
+// of the rendered files kept in logs/<trial>/files/, Provision, health and
+// teardown. Render (render.go) prints a trial's prepared services; GC
+// (gc.go) removes what killed runs left, reaching the backends through
+// the pipeline's provider configs (ProviderConfigs).
+//
 // Each step runs through its kind's Run (engine/steps), which calls back
 // into the trial through steps.Trial (stepTrial in steps.go). A load or
 // warm step with an agents block runs on agents (agents.go): the

@@ -2,24 +2,29 @@ package run
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"slices"
 	"sort"
+	"strings"
 
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/plan"
-	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
 
-// Render prints what the providers of one trial would create, for every
-// service whose provider type (or name) is filter, without contacting
-// anything. Providers that cannot render are reported as an error.
+// Render prints what one trial gives the providers of its services, for
+// every service whose provider type (or name) is filter, without
+// contacting anything. Each service is evaluated as the run evaluates it
+// (plan.TrialEval.PrepareService, with the provider's placement but no
+// port allocated). A provider that can render what it would create
+// (providers.Renderer: Kubernetes manifests, the nomad job) prints that,
+// reading the files from a temporary folder removed before Render
+// returns; for the others (local, docker) Render prints the service's
+// spec — command, image, env, ports, health, the provider's settings —
+// and the content of each file.
 func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 	if len(pl.Trials) == 0 {
 		return errors.New("the plan has no trials")
@@ -43,36 +48,41 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 		if d.HasErrors() {
 			return diag.Err(d)
 		}
-		name, typ, prov := sp.Name, sp.Type, sp.Provider
-		if filter != "" && filter != typ.Name && filter != name {
+		if filter != "" && filter != sp.Type.Name && filter != sp.Name {
 			continue
 		}
 		if sp.Err != nil {
-			return fmt.Errorf("configuring provider %q: %w", name, sp.Err)
+			return fmt.Errorf("configuring provider %q: %w", sp.Name, sp.Err)
 		}
-		r, ok := prov.(providers.Renderer)
+		at := plan.Placement{Provider: sp.Provider}
+		r, ok := sp.Provider.(providers.Renderer)
 		if !ok {
-			return fmt.Errorf("provider type %q cannot render what it would create", typ.Name)
+			// Printed as a spec: an "auto" port is 0, as no port is
+			// allocated (a renderer is given the container port).
+			at.HostPort = func() (int, error) { return 0, nil }
 		}
-		dir, err := os.MkdirTemp(tempRoot(), "benchflow-render-")
-		if err != nil {
-			return err
+		ps, d := te.PrepareService(s, at)
+		if d.HasErrors() {
+			return diag.Err(d)
 		}
-		spec, _, err := PrepareService(te, s, prov, dir, false)
-		if err != nil {
-			os.RemoveAll(dir)
-			return err
+		header := fmt.Sprintf("# service %q, provider %q (%s), trial %s %s\n", s.Name, sp.Name, sp.Type.Name, t.ID, t.ParamString())
+		if !ok {
+			if rendered > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprint(w, header)
+			writeSpec(w, sp, ps)
+			rendered++
+			continue
 		}
-		out, err := r.Render(&providers.ProvisionRequest{RunID: "render", TrialID: t.ID, Service: *spec,
-			Logf: func(string, ...any) {}})
-		os.RemoveAll(dir)
+		out, err := renderWith(r, ps, t)
 		if err != nil {
 			return fmt.Errorf("rendering service %q: %w", s.Name, err)
 		}
 		// JSON has no comments: a JSON document (the nomad job, which
 		// `nomad job run -json` reads) is printed as it is.
 		if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
-			fmt.Fprintf(w, "# service %q, provider %q (%s), trial %s %s\n", s.Name, name, typ.Name, t.ID, t.ParamString())
+			fmt.Fprint(w, header)
 		}
 		if _, err := w.Write(out); err != nil {
 			return err
@@ -85,141 +95,130 @@ func Render(w io.Writer, pl *plan.Plan, trialID, filter string) error {
 	return nil
 }
 
-// ProviderConfigs decodes every provider block of the pipeline for each
-// cell (first repetitions only: repetitions do not change a block) and
-// returns the distinct configs by provider type, for gc to reach the
-// engines and clusters the pipeline uses. Blocks that fail to decode are
-// skipped: gc then falls back to the type's defaults.
-func ProviderConfigs(pl *plan.Plan) map[string][]any {
-	out := map[string][]any{}
-	if len(pl.Pipeline.Providers) == 0 {
-		out[plan.ImplicitLocal] = nil
-		return out
+// renderWith has a Renderer render a prepared service, its files written
+// to a temporary folder (the provider reads them, as Provision would)
+// that is removed before it returns.
+func renderWith(r providers.Renderer, ps *plan.PreparedService, t *plan.Trial) ([]byte, error) {
+	dir, err := os.MkdirTemp(tempRoot(), "benchflow-render-")
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range pl.Trials {
-		if t.Repetition != 1 {
+	defer os.RemoveAll(dir)
+	spec, err := WriteFiles(ps, dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.Render(&providers.ProvisionRequest{RunID: "render", TrialID: t.ID, Service: *spec,
+		Logf: func(string, ...any) {}})
+}
+
+// writeSpec prints a prepared service for people: what its provider is
+// given, then each file.
+func writeSpec(w io.Writer, sp *plan.ServiceProvider, ps *plan.PreparedService) {
+	spec := ps.Spec
+	line := func(key, format string, args ...any) {
+		fmt.Fprintf(w, "%-9s %s\n", key, fmt.Sprintf(format, args...))
+	}
+	if len(spec.Command) > 0 {
+		line("command", "%s", shellJoin(spec.Command))
+	}
+	if spec.Image != "" {
+		line("image", "%s", spec.Image)
+	}
+	for _, kv := range sortedEnv(spec.Env) {
+		line("env", "%s", kv)
+	}
+	if spec.Replicas > 0 {
+		line("replicas", "%d", spec.Replicas)
+	}
+	for i, p := range spec.Ports {
+		pc := ps.Ports[i]
+		auto := pc.Host == "" || pc.Host == "auto"
+		s := fmt.Sprintf("%s: host %d", p.Name, p.Host)
+		if auto {
+			s = p.Name + ": host auto (a free loopback port when provisioned)"
+		}
+		if p.Container > 0 {
+			s += fmt.Sprintf(", container %d", p.Container)
+		}
+		if l := ps.Listen[p.Name]; auto && l == p.Host {
+			s += fmt.Sprintf("; self.port.%s is that port (0 here)", p.Name)
+		} else {
+			s += fmt.Sprintf("; self.port.%s = %d", p.Name, l)
+		}
+		line("port", "%s", s)
+	}
+	if h := spec.Health; h.HTTPPath != "" || h.TCP {
+		check := "tcp connect"
+		if h.HTTPPath != "" {
+			check = "http GET " + h.HTTPPath
+			if h.Status != 0 {
+				check += fmt.Sprintf(" answering %d", h.Status)
+			}
+		}
+		if h.PortName != "" {
+			check += " on port " + h.PortName
+		}
+		line("health", "%s, within %s, every %s", check, h.Timeout, h.Interval)
+	}
+	if settings := plan.Settings(sp.Config); len(settings) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(settings) {
+			v, _ := json.Marshal(settings[k])
+			parts = append(parts, k+" = "+string(v))
+		}
+		line("provider", "%s", strings.Join(parts, ", "))
+	}
+	for i, f := range ps.Files {
+		fc := ps.Config.Files[i]
+		fmt.Fprintf(w, "\n# file %q (%s, mode %04o): %s/%s", f.Name, f.From, f.Mode, ps.SelfDir, f.Name)
+		if f.Mount != "" {
+			fmt.Fprintf(w, ", also at %s", f.Mount)
+		}
+		fmt.Fprintln(w)
+		switch f.From {
+		case "source":
+			fmt.Fprintf(w, "# %d bytes copied from %s\n", len(f.Data), fc.Source)
+		case "random_bytes":
+			fmt.Fprintf(w, "# %s of seeded random bytes\n", fc.RandomBytes)
+		default:
+			w.Write(f.Data)
+			if len(f.Data) > 0 && f.Data[len(f.Data)-1] != '\n' {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}
+
+// shellJoin quotes argv as a POSIX shell would need it.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r))
+		}) < 0 {
+			out[i] = a
 			continue
 		}
-		te := pl.NewTrialEval(t, true)
-		for _, pv := range pl.Pipeline.Providers {
-			typ, cfg, d := te.ProviderConfig(pv)
-			if d.HasErrors() || typ == nil {
-				continue
-			}
-			if _, ok := out[typ.Name]; !ok {
-				out[typ.Name] = nil
-			}
-			if cfg == nil || slices.ContainsFunc(out[typ.Name], func(x any) bool { return reflect.DeepEqual(x, cfg) }) {
-				continue
-			}
-			out[typ.Name] = append(out[typ.Name], cfg)
-		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
+	return strings.Join(out, " ")
+}
+
+func sortedEnv(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
 	return out
 }
 
-// GCOptions select what GC removes.
-type GCOptions struct {
-	// RunID limits gc to what one run left (whoever owns it).
-	RunID string
-	// Only limits gc to these provider types; empty means every registered
-	// type (or, with Configs, the types the pipeline uses).
-	Only []string
-	// Configs are a pipeline's provider configs by type (ProviderConfigs).
-	Configs map[string][]any
-	// Verbose also prints each object kept because its run is alive.
-	Verbose bool
-	// ResultsDir is a results folder whose runs' staging folders and
-	// temporary files, left by killed writers, are removed, and whose runs
-	// a killed writer left "running" are marked "interrupted" ("" skips
-	// it).
-	ResultsDir string
-}
-
-// GC removes leftovers of crashed runs for every registered provider type
-// (or the selected ones). Unreachable backends are skipped with a note.
-func GC(ctx context.Context, w io.Writer, o GCOptions) error {
-	names := providers.Names()
-	if len(o.Configs) > 0 {
-		names = names[:0:0]
-		for n := range o.Configs {
-			names = append(names, n)
-		}
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	if len(o.Only) > 0 {
-		names = o.Only
-	}
-	sort.Strings(names)
-	var errs []error
-	total, kept := 0, 0
-	// What a killed run left on this machine itself (sysctls, service
-	// folders, unfinished results) is the local provider's part.
-	if len(o.Only) == 0 || slices.Contains(o.Only, "local") {
-		restored, err := restoreJournals()
-		for _, x := range restored {
-			fmt.Fprintf(w, "restored %s\n", x)
-		}
-		total += len(restored)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if o.ResultsDir != "" {
-			c, err := results.CleanLeftovers(o.ResultsDir)
-			for _, x := range c.Removed {
-				fmt.Fprintf(w, "removed unfinished results file: %s\n", x)
-			}
-			for _, x := range c.Interrupted {
-				fmt.Fprintf(w, "marked run interrupted (its process was killed): %s\n", x)
-			}
-			total += len(c.Removed) + len(c.Interrupted)
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
-		dirs, err := gcTempDirs()
-		for _, d := range dirs {
-			fmt.Fprintf(w, "removed service folder: %s\n", d)
-		}
-		total += len(dirs)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, n := range names {
-		t, ok := providers.Lookup(n)
-		if !ok {
-			errs = append(errs, fmt.Errorf("unknown provider type %q (available: %v)", n, providers.Names()))
-			continue
-		}
-		if t.GC == nil {
-			continue
-		}
-		req := &providers.GCRequest{RunID: o.RunID, Configs: o.Configs[n], Logf: func(format string, args ...any) {
-			kept++
-			if o.Verbose {
-				fmt.Fprintf(w, "%s: %s\n", n, fmt.Sprintf(format, args...))
-			}
-		}}
-		removed, err := t.GC(ctx, req)
-		for _, r := range removed {
-			fmt.Fprintf(w, "removed %s: %s\n", n, r)
-		}
-		total += len(removed)
-		if errors.Is(err, providers.ErrUnavailable) {
-			fmt.Fprintf(w, "skipped %s: %v\n", n, err)
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", n, err))
-		}
-	}
-	fmt.Fprintf(w, "%d leftover(s) removed", total)
-	if kept > 0 {
-		fmt.Fprintf(w, ", %d object(s) of live runs kept", kept)
-		if !o.Verbose {
-			fmt.Fprint(w, " (-v lists them)")
-		}
-	}
-	fmt.Fprintln(w)
-	return errors.Join(errs...)
+	sort.Strings(out)
+	return out
 }

@@ -123,7 +123,7 @@ func Apply(ctx context.Context, pl *plan.Plan, opts Options) (*Summary, error) {
 // error wrapping ErrTrialsFailed or ErrInterrupted when not every trial
 // completed, and other errors when the run could not start.
 func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
-	if privateResults(r.plan) {
+	if r.plan.Private() {
 		// Every file of a run with a sensitive variable is private.
 		defer privateUmask()()
 	}
@@ -207,7 +207,7 @@ func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
 			Matrix:           matrixMap(pl),
 			Environment:      env.Map(),
 			OutputFormat:     pl.Pipeline.Output.Format,
-			Private:          privateResults(pl),
+			Private:          pl.Private(),
 			ExcludeUnsteady:  pl.Pipeline.ExcludeUnsteady,
 			Claims:           claimSpecs(pl),
 		}

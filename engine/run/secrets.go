@@ -1,11 +1,9 @@
 package run
 
 import (
-	"bytes"
 	"os"
 	"strings"
 
-	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 )
@@ -37,28 +35,6 @@ func redactRecord(rec *results.TrialRecord) {
 	for k, v := range rec.ServiceVersions {
 		rec.ServiceVersions[k] = r.String(v)
 	}
-}
-
-// holdsSecret reports whether rendered content contains a sensitive value
-// of the plan (such files are written 0600 in a 0700 folder).
-func holdsSecret(pl *plan.Plan, b []byte) bool {
-	for _, v := range pl.SensitiveValues() {
-		if len(v) > 0 && bytes.Contains(b, []byte(v)) {
-			return true
-		}
-	}
-	return false
-}
-
-// privateResults reports whether a run's results must be readable by
-// their owner only: the pipeline declares a sensitive variable.
-func privateResults(pl *plan.Plan) bool {
-	for _, v := range pl.Pipeline.Variables {
-		if v.Sensitive {
-			return true
-		}
-	}
-	return false
 }
 
 // dirPerm is the mode of a folder created inside dir: private (0700) when

@@ -277,13 +277,17 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	tr.services[s.Name] = live
 	tr.svcOrder = append(tr.svcOrder, s.Name)
 	tr.pushService(live)
-	spec, scfg, err := PrepareService(tr.te, s, prov, hostDir, true)
+	ps, d := tr.te.PrepareService(s, plan.Placement{Provider: prov, Dir: hostDir, HostPort: freePort})
+	if d.HasErrors() {
+		return diag.Err(d)
+	}
+	spec, err := WriteFiles(ps, hostDir)
 	if err != nil {
 		return err
 	}
-	if len(scfg.VersionCommand) > 0 {
+	if vc := ps.Config.VersionCommand; len(vc) > 0 {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := envinfo.ServiceVersion(vctx, scfg.VersionCommand)
+		v, err := envinfo.ServiceVersion(vctx, vc)
 		cancel()
 		if err != nil {
 			tr.r.rep.Warnf("service %s: version_command: %v", s.Name, err)
@@ -293,6 +297,9 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	}
 	if err := os.MkdirAll(tr.logDir, dirPerm(tr.r.w.Dir())); err != nil {
 		return fmt.Errorf("creating the log folder: %w", err)
+	}
+	if err := tr.keepFiles(ps); err != nil {
+		return err
 	}
 	tr.r.rep.Logf("trial %s: provisioning %s with %s", tr.trial.ID, s.Name, name)
 	dep, err := prov.Provision(ctx, &providers.ProvisionRequest{
@@ -327,83 +334,54 @@ func (tr *trialRun) recordService(l *liveService, reused bool) {
 	})
 }
 
-// PrepareService evaluates a service for one trial: it assigns ports (free
-// loopback ports for "auto" when allocate is true, the container port
-// otherwise), decodes the body with self.* set, and renders its files into
-// hostDir.
-func PrepareService(te *plan.TrialEval, s *pipeline.Service, prov providers.Provider, hostDir string, allocate bool) (*providers.ServiceSpec, *pipeline.ServiceConfig, error) {
-	portCfgs, d := te.Ports(s)
-	if d.HasErrors() {
-		return nil, nil, diag.Err(d)
+// WriteFiles writes a prepared service's files into dir (a folder the
+// caller made, 0700 as MkdirTemp makes it) and returns the spec its
+// provider receives. The folder stays its owner's only when a file is
+// private; otherwise it is opened to all (containers may run as another
+// user).
+func WriteFiles(ps *plan.PreparedService, dir string) (*providers.ServiceSpec, error) {
+	spec := ps.Spec
+	spec.Dir = dir
+	spec.Files = nil
+	for _, f := range ps.Files {
+		hp := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(hp, f.Data, os.FileMode(f.Mode)); err != nil {
+			return nil, fmt.Errorf("writing file %q of service %q: %w", f.Name, spec.Name, err)
+		}
+		spec.Files = append(spec.Files, providers.File{Name: f.Name, HostPath: hp, Mount: f.Mount, Mode: f.Mode})
 	}
-	var ports []providers.Port
-	listen := map[string]int{}
-	for _, pc := range portCfgs {
-		host := 0
-		var err error
-		switch {
-		case pc.Host != "" && pc.Host != "auto":
-			host, _ = strconv.Atoi(pc.Host)
-		case allocate:
-			host, err = freePort()
-			if err != nil {
-				return nil, nil, fmt.Errorf("allocating a port for service %q: %w", s.Name, err)
+	if !ps.Private {
+		_ = os.Chmod(dir, 0o755)
+	}
+	return &spec, nil
+}
+
+// keepFiles copies the service's files that the pipeline rendered
+// (template and content) into the trial's log folder, where they stay
+// after teardown: logs/<trial>/files/<service>/<name>. They are redacted
+// as every log is (a sensitive value, and the user-info of a URL, read
+// "(sensitive)") and keep their mode (0600 when private). Files copied
+// from source (the run keeps its sources/) and random_bytes (seeded: the
+// same in every run) are not copied.
+func (tr *trialRun) keepFiles(ps *plan.PreparedService) error {
+	dir := filepath.Join(tr.logDir, "files", ps.Spec.Name)
+	made := false
+	for _, f := range ps.Files {
+		if f.From != "template" && f.From != "content" {
+			continue
+		}
+		if !made {
+			if err := os.MkdirAll(dir, dirPerm(tr.logDir)); err != nil {
+				return fmt.Errorf("keeping the files of service %q: %w", ps.Spec.Name, err)
 			}
-		default:
-			host = pc.Container
+			made = true
 		}
-		port := providers.Port{Name: pc.Name, Container: pc.Container, Host: host}
-		lp := host
-		if l, ok := prov.(providers.ListenPorter); ok {
-			lp = l.ListenPort(port)
+		data := redact.Default.String(string(f.Data))
+		if err := writeFileAtomic(filepath.Join(dir, f.Name), []byte(data), os.FileMode(f.Mode)); err != nil {
+			return fmt.Errorf("keeping file %q of service %q: %w", f.Name, ps.Spec.Name, err)
 		}
-		listen[pc.Name] = lp
-		ports = append(ports, port)
 	}
-	selfDir := hostDir
-	if sd, ok := prov.(providers.ServiceDirer); ok {
-		selfDir = sd.ServiceDir(s.Name)
-	}
-	self := plan.Self(s.Name, selfDir, listen)
-	scfg, d := te.Service(s, self)
-	if d.HasErrors() {
-		return nil, nil, diag.Err(d)
-	}
-	spec := &providers.ServiceSpec{
-		Name: s.Name, Image: scfg.Image, Command: scfg.Command, Env: scfg.Env,
-		Dir: hostDir, Ports: ports, Replicas: scfg.Replicas,
-	}
-	private := false
-	for i := range scfg.Files {
-		fc := &scfg.Files[i]
-		b, err := te.RenderFile(fc, self)
-		if err != nil {
-			return nil, nil, fmt.Errorf("service %q: %w", s.Name, err)
-		}
-		mode := uint32(0o644)
-		if fc.Mode != "" {
-			if m, err := strconv.ParseUint(fc.Mode, 8, 32); err == nil {
-				mode = uint32(m)
-			}
-		}
-		if privateResults(te.Plan()) || holdsSecret(te.Plan(), b) {
-			// Only the owner may read a file holding a sensitive value
-			// (and the folder stays 0700, as MkdirTemp made it).
-			mode &^= 0o077
-			private = true
-		}
-		hp := filepath.Join(hostDir, fc.Name)
-		if err := os.WriteFile(hp, b, os.FileMode(mode)); err != nil {
-			return nil, nil, fmt.Errorf("writing file %q of service %q: %w", fc.Name, s.Name, err)
-		}
-		spec.Files = append(spec.Files, providers.File{Name: fc.Name, HostPath: hp, Mount: fc.Mount, Mode: mode})
-	}
-	if !private {
-		// Containers may run as another user: the folder is readable.
-		_ = os.Chmod(hostDir, 0o755)
-	}
-	spec.Health = healthSpec(scfg.Health, ports)
-	return spec, scfg, nil
+	return nil
 }
 
 func fingerprintOf(t *plan.Trial, name string) string {
@@ -424,26 +402,24 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func healthSpec(h *pipeline.HealthConfig, ports []providers.Port) providers.Health {
-	out := providers.Health{Timeout: 30 * time.Second, Interval: 100 * time.Millisecond}
-	if len(ports) > 0 {
-		out.PortName = ports[0].Name
-		out.TCP = true
+// writeFileAtomic writes data to path (with mode, less the umask) through
+// a temporary file renamed into place, as every file of a results folder
+// is written: a crash never leaves a truncated file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.Itoa(os.Getpid()))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
 	}
-	if h == nil {
-		return out
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	out.HTTPPath = h.HTTP
-	out.TCP = h.TCP || (h.HTTP == "" && len(ports) > 0)
-	if h.Port != "" {
-		out.PortName = h.Port
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	out.Status = h.Status
-	if d, err := plan.ParseDuration(h.Timeout); err == nil && h.Timeout != "" {
-		out.Timeout = d
+	if err != nil {
+		os.Remove(tmp)
 	}
-	if d, err := plan.ParseDuration(h.Interval); err == nil && h.Interval != "" && d > 0 {
-		out.Interval = d
-	}
-	return out
+	return err
 }

@@ -113,11 +113,29 @@ step "collect" "cpu" {
   loader    = true
 }
 
-# The study's conclusion (S3), checked on every run (docs/language.md).
-claim "nginx-faster" {
-  description = "nginx serves the large image at least 10% faster than httpd (short connections)"
-  metric      = "rps"
+# The study's conclusions (S3), checked on every run (docs/language.md).
+#
+# The study measured nginx 1,706 vs httpd 1,430 req/s (×1.19) with a closed
+# loop. This pipeline sends a fixed rate (var.rate) that both servers
+# follow, so req/s is the schedule's for both and says nothing; the same
+# conclusion at a fixed rate is in the CPU each server spends on it: a
+# server that delivers 1.19× the req/s when CPU-bound needs 1/1.19 = 0.84
+# of the CPU per request. The bound leaves room for noise.
+claim "nginx-cheaper" {
+  description = "nginx serves the same rate of large images with less than 90% of httpd's CPU (the study: 1.19× the req/s, closed loop)"
+  metric      = "cpu_service_pct"
   cell        = { server = "nginx" }
   versus      = { server = "httpd" }
-  ratio       = "> 1.1"
+  ratio       = "< 0.9"
+}
+
+# "A few requests always take far longer (p99.99 ≈ 10× p50)": p99.99 over
+# p50 of the same repetition, trial by trial, over both servers. Stated
+# robustly (3×, not 10×): the tail is a property of the machine as much as
+# of the server (see README.md).
+claim "long-tail" {
+  description = "a few requests always take far longer: p99.99 at least 3× p50 (the study: about 10×)"
+  metric        = "latency_p9999_us"
+  versus_metric = "latency_p50_us"
+  ratio         = ">= 3"
 }

@@ -116,3 +116,11 @@ claim "nat-is-infra" {
   cell    = { workers = 4 }
   verdict = "infrastructure-bound"
 }
+
+claim "long-tail" {
+  description   = "a few requests take far longer: p99.99 at least 3 times p50"
+  metric        = "latency_p9999_us"
+  versus_metric = "latency_p50_us"
+  cell          = { size = "64KiB" }
+  ratio         = ">= 3"
+}

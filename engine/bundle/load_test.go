@@ -1,0 +1,171 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/benchflow/benchflow/engine/results"
+)
+
+// loadRun is a run in memory of one cell (3 repetitions at rps req/s),
+// recorded with the load average la on 2 CPUs and quiet checks that
+// found otherPct of a core outside the run (busy at 10% and more).
+func loadRun(id string, rps float64, la []any, otherPct float64, version string) *results.Run {
+	m := &results.Manifest{RunID: id, Status: results.RunOK, Axes: []string{"size"},
+		Matrix: map[string]any{"size": []any{"64"}},
+		Environment: map[string]any{"allowed_cpus": 2.0, "cpu_threads": 2.0, "benchflow_version": version,
+			"collected_at": id, "load_average": la}}
+	m.Pipeline.Name = "load"
+	run := &results.Run{Manifest: m, Axes: []string{"size"}}
+	for r := 1; r <= 3; r++ {
+		tid := fmt.Sprintf("c01-r%d", r)
+		m.Trials = append(m.Trials, results.TrialEntry{TrialID: tid, Repetition: r, Status: results.StatusOK})
+		run.Trials = append(run.Trials, results.TrialRow{RunID: id, TrialID: tid, Repetition: int64(r), Step: "main", StepKind: "load",
+			Params: []results.Param{{Name: "size", Value: "64"}}, Status: results.StatusOK,
+			RPS: rps * (1 + 0.01*float64(r)), Requests: int64(rps), DurationS: 1, LatencyP99US: 1000,
+			QuietWindowS: 1, QuietPct: otherPct + float64(r), BusyStart: otherPct+float64(r) >= 10})
+	}
+	return run
+}
+
+// TestMachineLoadOverTrials: the load average at each trial's start
+// (quiet_load_avg) decides over the one before the first trial: a machine
+// that became busy after the run started is busy, and one that was busy
+// only before it is not.
+func TestMachineLoadOverTrials(t *testing.T) {
+	r := loadRun("a", 1000, []any{0.3, 0.2, 0.1}, 1, "v1")
+	for i, la := range []float64{3.5, 2.5, 12} {
+		r.Trials[i].QuietLoadAvg = la
+	}
+	l := MachineLoad(r)
+	if !l.Busy || l.TrialLoads != 3 || l.TrialLoadMedian != 3.5 || l.TrialLoadMax != 12 || l.Why != "median load average at the trials' start 3.50 ≥ 2 CPUs" {
+		t.Errorf("busy after the start: %+v", l)
+	}
+	if got := l.TrialsText(); got != "median 3.50, max 12.00 over 3 trials" {
+		t.Errorf("TrialsText: %q", got)
+	}
+	r = loadRun("b", 1000, []any{24.1, 18.5, 9.6}, 1, "v1")
+	for i := range r.Trials {
+		r.Trials[i].QuietLoadAvg = 0.5
+	}
+	if l := MachineLoad(r); l.Busy || !strings.Contains(l.String(), "at the trials' start median 0.50, max 0.50 over 3 trials") {
+		t.Errorf("busy only before the first trial: %+v, %s", l, l)
+	}
+}
+
+func TestMachineLoad(t *testing.T) {
+	busy := MachineLoad(loadRun("a", 1000, []any{24.1, 18.5, 9.6}, 150, "v1"))
+	if !busy.Busy || busy.CPUs != 2 || busy.QuietChecks != 3 || busy.BusyStarts != 3 || busy.QuietMedianPct != 152 || busy.QuietMaxPct != 153 {
+		t.Errorf("busy run: %+v", busy)
+	}
+	if busy.Why != "load average 24.10 ≥ 2 CPUs; 3 of 3 trials started busy" {
+		t.Errorf("busy run: why %q", busy.Why)
+	}
+	quiet := MachineLoad(loadRun("b", 1000, []any{0.4, 0.5, 0.6}, 1, "v1"))
+	if quiet.Busy || quiet.Verdict() != "quiet" || !strings.Contains(quiet.String(), "0.40 / 0.50 / 0.60 (1 / 5 / 15 min) on 2 CPUs") {
+		t.Errorf("quiet run: %+v, %s", quiet, quiet)
+	}
+	// The load average alone decides without quiet checks (no collect
+	// step), and the quiet checks alone without a load average (a run
+	// recorded before it was).
+	r := loadRun("c", 1000, []any{2.0, 1, 1}, 0, "v1")
+	for i := range r.Trials {
+		r.Trials[i].QuietWindowS = 0
+	}
+	if l := MachineLoad(r); !l.Busy || l.QuietText() != "no quiet check" {
+		t.Errorf("load average 2 on 2 CPUs: %+v", l)
+	}
+	r = loadRun("d", 1000, nil, 50, "v1")
+	delete(r.Manifest.Environment, "load_average")
+	if l := MachineLoad(r); !l.Busy || l.AverageText() != "not recorded" {
+		t.Errorf("quiet checks only: %+v", l)
+	}
+	if l := MachineLoad(&results.Run{Manifest: &results.Manifest{}}); l.Busy || l.Recorded() || !strings.HasPrefix(l.String(), "not recorded") {
+		t.Errorf("nothing recorded: %+v", l)
+	}
+}
+
+// TestVerdictNamesTheLoad: a bundle measured on a busy machine (load
+// average 24 on 2 CPUs), reproduced on a quiet one twice as fast: the
+// cell did not reproduce, and the verdict names the machine's load first,
+// before benchflow_version, the only environment field that differs.
+func TestVerdictNamesTheLoad(t *testing.T) {
+	a := loadRun("20261201T000000Z-aaaa", 1000, []any{24.1, 18.5, 9.6}, 150, "v1")
+	b := loadRun("20261202T000000Z-bbbb", 2000, []any{0.4, 0.5, 0.6}, 1, "v2")
+	v, err := Judge("bundle", a, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Environment) != 1 || v.Environment[0].Field != "benchflow_version" {
+		t.Errorf("environment differences: %v (load_average is compared apart)", v.Environment)
+	}
+	if len(v.Cells) != 1 || v.Cells[0].Reproduced != "no" {
+		t.Fatalf("cells: %+v", v.Cells)
+	}
+	want := []string{"machine load (bundle busy: load average 24.10 ≥ 2 CPUs; 3 of 3 trials started busy)", "benchflow_version"}
+	if strings.Join(v.Cells[0].Explain, "|") != strings.Join(want, "|") {
+		t.Errorf("cell explained by %q, want %q", v.Cells[0].Explain, want)
+	}
+	var text, md, js bytes.Buffer
+	for f, w := range map[string]*bytes.Buffer{"text": &text, "markdown": &md, "json": &js} {
+		if err := v.Write(w, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"machine load (bundle → here)", "24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs", "0.40 / 0.50 / 0.60", "load average at the trials' start",
+		"busy (load average 24.10 ≥ 2 CPUs", "median 152.0%, max 153.0% of a core outside the run; 3 of 3 trials started busy", "not comparable",
+		"summary: ", "machine load (bundle busy"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("text verdict lacks %q:\n%s", s, text.String())
+		}
+	}
+	if !strings.Contains(md.String(), "| load average before the first trial | 24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs | 0.40 / 0.50 / 0.60 (1 / 5 / 15 min) on 2 CPUs |") {
+		t.Errorf("markdown verdict lacks the load row:\n%s", md.String())
+	}
+	var doc struct {
+		Load struct {
+			Bundle struct {
+				Busy        bool      `json:"busy"`
+				LoadAverage []float64 `json:"load_average"`
+			} `json:"bundle"`
+			Here struct {
+				Busy bool `json:"busy"`
+			} `json:"here"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Load.Bundle.Busy || doc.Load.Here.Busy || len(doc.Load.Bundle.LoadAverage) != 3 {
+		t.Errorf("json verdict load: %+v", doc.Load)
+	}
+
+	// Both quiet: the load is shown, and explains nothing.
+	a = loadRun("20261201T000000Z-aaaa", 1000, []any{0.5, 0.5, 0.5}, 1, "v1")
+	if v, err = Judge("bundle", a, b, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v.Load.Busy() || strings.Join(v.Cells[0].Explain, "|") != "benchflow_version" || strings.Contains(v.Summary(), "machine load") {
+		t.Errorf("quiet on both sides: explain %q, summary %q", v.Cells[0].Explain, v.Summary())
+	}
+}
+
+// TestReproduceMDStatesTheLoad: REPRODUCE.md says what load the bundle
+// was measured under, and says so loudly when the machine was busy.
+func TestReproduceMDStatesTheLoad(t *testing.T) {
+	busy := loadRun("a", 1000, []any{24.1, 18.5, 9.6}, 150, "v1")
+	md := reproduceMD("bundle", busy.Manifest, MachineLoad(busy), nil, nil)
+	for _, s := range []string{"## The load it was measured under", "| load average before the first trial | 24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs |",
+		"**This bundle was measured on a busy machine**"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("REPRODUCE.md lacks %q:\n%s", s, md)
+		}
+	}
+	quiet := loadRun("b", 1000, []any{0.4, 0.5, 0.6}, 1, "v1")
+	if md := reproduceMD("bundle", quiet.Manifest, MachineLoad(quiet), nil, nil); strings.Contains(md, "busy machine**") || !strings.Contains(md, "| machine | quiet |") {
+		t.Errorf("REPRODUCE.md of a quiet run:\n%s", md)
+	}
+}
