@@ -566,45 +566,21 @@ var stagingOldPattern = regexp.MustCompile(`^\.staging-[0-9]+-old$`)
 // trial's only copy. The caller holds the run's lock.
 func removePartsLeftovers(dir string) ([]string, error) {
 	root := filepath.Join(dir, PartsDir)
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, e := range entries {
-		p := filepath.Join(root, e.Name())
-		switch {
-		case e.Type().IsDir() && stagingOldPattern.MatchString(e.Name()):
-			if b, err := readBounded(filepath.Join(p, PartEntryFile), maxEntryBytes); err == nil {
-				var te TrialEntry
-				if json.Unmarshal(b, &te) == nil && validName(te.TrialID) == nil {
-					if _, err := os.Lstat(filepath.Join(root, te.TrialID)); errors.Is(err, os.ErrNotExist) {
-						if err := os.Rename(p, filepath.Join(root, te.TrialID)); err != nil {
-							errs = append(errs, err)
-						}
-						continue
-					}
-				}
-			}
-			fallthrough
-		case e.Type().IsDir() && stagingPattern.MatchString(e.Name()):
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		case e.Type().IsRegular() && tempFilePattern.MatchString(e.Name()):
-			if err := os.Remove(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		default:
-			continue
+	return removeStaging(root, func(p string) (bool, error) {
+		b, err := readBounded(filepath.Join(p, PartEntryFile), maxEntryBytes)
+		if err != nil {
+			return false, nil
 		}
-		removed = append(removed, p)
-	}
-	return removed, errors.Join(errs...)
+		var te TrialEntry
+		if json.Unmarshal(b, &te) != nil || validName(te.TrialID) != nil {
+			return false, nil
+		}
+		if _, err := os.Lstat(filepath.Join(root, te.TrialID)); !errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return true, os.Rename(p, filepath.Join(root, te.TrialID))
+	})
 }
