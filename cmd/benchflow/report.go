@@ -81,7 +81,7 @@ exits 1 naming each section that differs (for tests and CI).`,
 			if !validFormat(format) {
 				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))
 			}
-			run, err := results.ReadRunWith(args[0], results.ReadOptions{StreamLatency: true})
+			run, err := results.ReadRunWith(args[0], results.ReadOptions{StreamTables: true})
 			if err != nil {
 				return err
 			}

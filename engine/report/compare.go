@@ -233,8 +233,8 @@ func intervalSamples(c *Cell) (rps, p99 []float64) {
 				continue
 			}
 			rps = append(rps, r.RPS)
-			if r.LatencyP99US > 0 {
-				p99 = append(p99, r.LatencyP99US)
+			if r.P99US > 0 {
+				p99 = append(p99, r.P99US)
 			}
 		}
 	}

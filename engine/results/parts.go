@@ -255,7 +255,7 @@ func specOf[R any](name string, always bool, cols []column[R], trialOf func(*R) 
 	return tableSpec{
 		name: name, always: always,
 		compact: func(mem memory.Allocator, rf *runFiles, path string, always bool) (bool, error) {
-			return compactTable(mem, rf, name, path, cols, trialOf, always)
+			return compactTable(mem, rf, name, path, fixed(cols), cols, trialOf, always)
 		},
 		check: func(mem memory.Allocator, path, format string) error {
 			_, err := scanTable(mem, path, format, fixed(cols), nil, nil, nil)
@@ -410,11 +410,9 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 	if err != nil {
 		return fail(err)
 	}
-	trials, err := readMerged(mem, rf, TableTrials, trialColumnsFor, nil, trialRowID)
-	if err != nil {
-		return fail(err)
-	}
-	if err := writeTable(mem, filepath.Join(stage, TableFile(TableTrials, format)), format, trialColumns(axes), trials); err != nil {
+	// Streamed like the other tables: each file's param_<axis> columns
+	// are read as they are and written as the run's merged axes.
+	if _, err := compactTable(mem, rf, TableTrials, filepath.Join(stage, TableFile(TableTrials, format)), trialColumnsFor, trialColumns(axes), trialRowID, true); err != nil {
 		return fail(err)
 	}
 	names2 = append(names2, TableFile(TableTrials, format))
@@ -457,10 +455,11 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 
 // compactTable streams one table of the run, in both forms, into path
 // (atomically), batch by batch: memory holds one batch and the row group
-// being encoded, whatever the run's size. With always it writes the
-// table even without rows; otherwise it returns false when no file of it
+// being encoded, whatever the run's size. read maps each file's schema to
+// columns, cols are the columns written. With always it writes the table
+// even without rows; otherwise it returns false when no file of it
 // exists.
-func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string, cols []column[R], trialOf func(*R) string, always bool) (bool, error) {
+func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string, read func(*arrow.Schema) []column[R], cols []column[R], trialOf func(*R) string, always bool) (bool, error) {
 	if !always {
 		found := false
 		for _, p := range rf.parts {
@@ -511,7 +510,7 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			buf = buf[:0]
 			return write(rec)
 		}
-		_, err := scanMerged(mem, rf, table, fixed(cols), nil, trialOf, func(rows []R) error {
+		_, err := scanMerged(mem, rf, table, read, nil, trialOf, func(rows []R) error {
 			buf = append(buf, rows...)
 			if len(buf) >= batchRows {
 				return flush()
