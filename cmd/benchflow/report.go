@@ -85,7 +85,8 @@ exits 1 naming each section that differs (for tests and CI).`,
 			if err != nil {
 				return err
 			}
-			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top, ExcludeUnsteady: unsteady})
+			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top, ExcludeUnsteady: unsteady,
+				NoSeries: htmlFile == "" && pngDir == ""}) // the charts alone use the series
 			if err != nil {
 				return err
 			}

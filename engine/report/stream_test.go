@@ -73,6 +73,23 @@ func TestStreamedEqualsLoaded(t *testing.T) {
 				if !bytes.Equal(wa.Bytes(), wb.Bytes()) {
 					t.Errorf("%s, %s, %+v: streamed differs from loaded\nloaded:\n%s\nstreamed:\n%s", name, f, opts, wa.String(), wb.String())
 				}
+				if f == "html" {
+					continue
+				}
+				// What report prints without --html or --png.
+				noSeries := opts
+				noSeries.NoSeries = true
+				c, err := Summarize(streamed, noSeries)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				var wc bytes.Buffer
+				if err := c.Write(&wc, f); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(wa.Bytes(), wc.Bytes()) {
+					t.Errorf("%s, %s, %+v: without series differs from loaded\nloaded:\n%s\nwithout:\n%s", name, f, opts, wa.String(), wc.String())
+				}
 			}
 		}
 	}

@@ -22,6 +22,10 @@ type Options struct {
 	// steadiness check out of the intervals; the run's own setting
 	// (manifest exclude_unsteady) turns it on too.
 	ExcludeUnsteady bool
+	// NoSeries leaves Cell.Timeseries empty and the timeseries table
+	// unread: for output without charts (text, markdown, csv, json), which
+	// does not use them.
+	NoSeries bool
 }
 
 // Summary is a run summarised per matrix cell: what `benchflow report`
@@ -216,21 +220,25 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		k := [2]string{t.TrialID, t.Step}
 		cellOf[k] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
-		series[k] = append(series[k], slot{c, len(c.Timeseries)})
-		c.Timeseries = append(c.Timeseries, nil)
+		if !opts.NoSeries {
+			series[k] = append(series[k], slot{c, len(c.Timeseries)})
+			c.Timeseries = append(c.Timeseries, nil)
+		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	// Each repetition's series, as the timeseries table is read: only the
 	// few figures the charts and compare use.
-	if err := run.EachTimeseries(func(r *results.TimeseriesRow) error {
-		for _, sl := range series[[2]string{r.TrialID, r.Step}] {
-			sl.c.Timeseries[sl.i] = append(sl.c.Timeseries[sl.i], pointOf(r))
+	if !opts.NoSeries {
+		if err := run.EachTimeseries(func(r *results.TimeseriesRow) error {
+			for _, sl := range series[[2]string{r.TrialID, r.Step}] {
+				sl.c.Timeseries[sl.i] = append(sl.c.Timeseries[sl.i], pointOf(r))
+			}
+			return nil
+		}); err != nil {
+			return nil, err
 		}
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	if err := addProbes(run, cellOf); err != nil {
 		return nil, err

@@ -481,6 +481,10 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			if err != nil {
 				return err
 			}
+			// Each batch is written as its own row group (Write, not
+			// WriteBuffered): a row group buffered up to a million rows
+			// held their encoded pages, so the writer's memory grew with
+			// the run until that size.
 			write, closeW = w.Write, w.Close
 		} else {
 			opts := []parquet.WriterProperty{
@@ -498,7 +502,11 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			if err != nil {
 				return err
 			}
-			write, closeW = w.WriteBuffered, w.Close
+			// Each batch is written as its own row group (Write, not
+			// WriteBuffered): a row group buffered up to a million rows
+			// held their encoded pages, so the writer's memory grew with
+			// the run until that size.
+			write, closeW = w.Write, w.Close
 		}
 		var buf []R
 		flush := func() error {
