@@ -87,13 +87,26 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 	if opts.FailAbove < 0 || math.IsNaN(opts.FailAbove) {
 		return nil, fmt.Errorf("comparing: negative threshold %v", opts.FailAbove)
 	}
-	sa, err := Summarize(a, Options{TopProcesses: -1})
+	// The per-interval series are needed only for a cell with too few
+	// repetitions to judge on (judge): summarise without them first, so
+	// two long runs are never held interval by interval.
+	opts2 := Options{TopProcesses: -1, NoSeries: true}
+	sa, err := Summarize(a, opts2)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := Summarize(b, Options{TopProcesses: -1})
+	sb, err := Summarize(b, opts2)
 	if err != nil {
 		return nil, err
+	}
+	if fewRepetitions(sa) || fewRepetitions(sb) {
+		opts2.NoSeries = false
+		if sa, err = Summarize(a, opts2); err != nil {
+			return nil, err
+		}
+		if sb, err = Summarize(b, opts2); err != nil {
+			return nil, err
+		}
 	}
 	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove,
 		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline)}
@@ -165,6 +178,17 @@ func samePipeline(a, b results.PipelineInfo) bool {
 		return a.PlanSHA256 == b.PlanSHA256
 	}
 	return a.SHA256 != "" && a.SHA256 == b.SHA256
+}
+
+// fewRepetitions reports whether some cell has too few repetitions for a
+// verdict on them, so that judge pools its intervals instead.
+func fewRepetitions(s *Summary) bool {
+	for _, c := range s.Cells {
+		if len(c.usedRPS()) < minSamplesForVerdict || len(c.usedP99()) < minSamplesForVerdict {
+			return true
+		}
+	}
+	return false
 }
 
 func judge(a, b *Cell) *Pair {
