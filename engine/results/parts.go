@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -508,6 +509,7 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			// the run until that size.
 			write, closeW = w.Write, w.Close
 		}
+		limit := compactBatch[R]()
 		var buf []R
 		flush := func() error {
 			if len(buf) == 0 {
@@ -520,7 +522,7 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 		}
 		_, err := scanMerged(mem, rf, table, read, nil, trialOf, func(rows []R) error {
 			buf = append(buf, rows...)
-			if len(buf) >= batchRows {
+			if len(buf) >= limit {
 				return flush()
 			}
 			return nil
@@ -534,6 +536,19 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 		return err
 	})
 	return err == nil, err
+}
+
+// compactBytes bounds the rows compaction buffers before writing them as
+// a row group (their structs; strings come on top): a batch of a wide
+// table (trials: one row per trial × step) reaches it after a few thousand
+// rows, so compaction's memory stops growing early in a long run.
+const compactBytes = 1 << 20
+
+// compactBatch is how many rows of R compaction buffers: compactBytes'
+// worth, from 1,024 to batchRows.
+func compactBatch[R any]() int {
+	var r R
+	return max(1024, min(batchRows, compactBytes/max(1, int(unsafe.Sizeof(r)))))
 }
 
 // installPart moves a staged part folder to parts/<id>, replacing the
