@@ -42,11 +42,11 @@ threshold: use it in CI.`,
 			if err != nil {
 				return fmt.Errorf("invalid --fail-above: %w", err)
 			}
-			a, err := results.ReadRunWith(args[0], results.ReadOptions{StreamLatency: true})
+			a, err := results.ReadRunWith(args[0], results.ReadOptions{StreamTables: true})
 			if err != nil {
 				return err
 			}
-			b, err := results.ReadRunWith(args[1], results.ReadOptions{StreamLatency: true})
+			b, err := results.ReadRunWith(args[1], results.ReadOptions{StreamTables: true})
 			if err != nil {
 				return err
 			}

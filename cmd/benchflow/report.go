@@ -81,11 +81,12 @@ exits 1 naming each section that differs (for tests and CI).`,
 			if !validFormat(format) {
 				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(report.Formats, ", "))
 			}
-			run, err := results.ReadRunWith(args[0], results.ReadOptions{StreamLatency: true})
+			run, err := results.ReadRunWith(args[0], results.ReadOptions{StreamTables: true})
 			if err != nil {
 				return err
 			}
-			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top, ExcludeUnsteady: unsteady})
+			s, err := report.Summarize(run, report.Options{Baseline: baseline, TopProcesses: top, ExcludeUnsteady: unsteady,
+				NoSeries: htmlFile == "" && pngDir == ""}) // the charts alone use the series
 			if err != nil {
 				return err
 			}

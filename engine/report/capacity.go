@@ -127,12 +127,13 @@ func (cc *CellCapacity) MarshalJSON() ([]byte, error) {
 }
 
 // addProbes attaches the run's capacity-search probes to their cells.
-func addProbes(run *results.Run, cellOf map[[2]string]*Cell) {
-	for _, p := range run.Probes {
+func addProbes(run *results.Run, cellOf map[[2]string]*Cell) error {
+	return run.EachProbe(func(p *results.ProbeRow) error {
 		if c := cellOf[[2]string{p.TrialID, p.Step}]; c != nil {
-			c.probes = append(c.probes, p)
+			c.probes = append(c.probes, *p)
 		}
-	}
+		return nil
+	})
 }
 
 // capacityChart is the latency–load curve of every cell that searched for

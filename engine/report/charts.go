@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/benchflow/benchflow/engine/results"
 )
 
 // chart is a renderer-independent chart: bars with CI whiskers, or lines.
@@ -204,7 +202,7 @@ func timeChart(s *Summary) *chart {
 // median interval length), and each bin gets the mean req/s of the
 // repetitions with the smallest and largest. Averaging raw start times
 // instead pairs nothing and draws a zigzag.
-func alignedRPS(reps [][]results.TimeseriesRow) (xs, mid, lo, hi []float64) {
+func alignedRPS(reps [][]Point) (xs, mid, lo, hi []float64) {
 	var lens []float64
 	for _, ts := range reps {
 		for _, r := range ts {

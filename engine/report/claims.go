@@ -150,20 +150,24 @@ func claimsRead(m *results.Manifest, metric string) bool {
 	return false
 }
 
-// metricGetter reads a claim metric of a trial: a trials column, or
-// latency_p9999_us from the trial's histogram (Summary.p9999); nil for a
-// metric this benchflow does not know.
-func (s *Summary) metricGetter(metric string) func(*results.TrialRow) float64 {
+// factGetter reads a claim metric of a trial from its facts: stored, the
+// value kept as the trials row was read (a trials column), or
+// latency_p9999_us from the trial's histogram (Summary.p9999, read after
+// the trials rows); nil for a metric this benchflow does not know.
+func (s *Summary) factGetter(metric string, stored func(*rowFacts) float64) func(*rowFacts) float64 {
 	if histogramMetrics[metric] {
-		return func(t *results.TrialRow) float64 {
-			v, ok := s.p9999[[2]string{t.TrialID, t.Step}]
+		return func(r *rowFacts) float64 {
+			v, ok := s.p9999[r.key]
 			if !ok {
 				return math.NaN() // no histogram for this trial
 			}
 			return v
 		}
 	}
-	return claimMetric[metric]
+	if claimMetric[metric] == nil {
+		return nil
+	}
+	return stored
 }
 
 // histogramMetrics are the claim metrics read from the trials' latency
@@ -198,24 +202,19 @@ var claimMetric = map[string]func(*results.TrialRow) float64{
 }
 
 // evaluateClaims judges every claim of the run's manifest on s.
-func (s *Summary) evaluateClaims(run *results.Run) {
+// facts holds each row's value of every claim's metric (newTrialFacts).
+func (s *Summary) evaluateClaims(run *results.Run, facts *trialFacts) {
 	specs := run.Manifest.Claims
 	if len(specs) == 0 {
 		return
 	}
-	rows := map[[2]string]*results.TrialRow{}
-	for i := range run.Trials {
-		t := &run.Trials[i]
-		if t.StepKind != "warm" {
-			rows[[2]string{t.TrialID, t.Step}] = t
-		}
-	}
-	for _, sp := range specs {
-		s.Claims = append(s.Claims, s.evaluateClaim(sp, rows))
+	for i, sp := range specs {
+		s.Claims = append(s.Claims, s.evaluateClaim(sp, i, facts.rows))
 	}
 }
 
-func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*results.TrialRow) ClaimOutcome {
+// evaluateClaim judges claim sp, the i-th of the manifest.
+func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]*rowFacts) ClaimOutcome {
 	o := ClaimOutcome{Name: sp.Name, Description: sp.Description, Kind: sp.Kind, Metric: sp.Metric, Step: sp.Step,
 		Cell: specString(sp.Cell, s.Axes), Versus: specString(sp.Versus, s.Axes), VersusMetric: sp.VersusMetric, Bound: sp.Bound,
 		Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), unit: claimUnit(sp.Kind, sp.Metric)}
@@ -231,14 +230,14 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*result
 		s.judgeVerdict(&o, sp, cells, rows)
 		return o
 	}
-	get := s.metricGetter(sp.Metric)
+	get := s.factGetter(sp.Metric, func(r *rowFacts) float64 { return r.claims[i] })
 	if get == nil {
 		o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
 		return o
 	}
-	var getV func(*results.TrialRow) float64
+	var getV func(*rowFacts) float64
 	if sp.VersusMetric != "" {
-		if getV = s.metricGetter(sp.VersusMetric); getV == nil {
+		if getV = s.factGetter(sp.VersusMetric, func(r *rowFacts) float64 { return r.versus[i] }); getV == nil {
 			o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.VersusMetric)
 			return o
 		}
@@ -283,8 +282,8 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, rows map[[2]string]*result
 // (reported as paired log-t: the pairs are the trials). A round in which a
 // trial has no positive, finite ratio (p50 of 0, no histogram) is left
 // out and counted in left.
-func metricRatio(cells []*Cell, get, getV func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) (iv Interval, left int) {
-	ratio := func(t *results.TrialRow) float64 {
+func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]string]*rowFacts) (iv Interval, left int) {
+	ratio := func(t *rowFacts) float64 {
 		a, b := get(t), getV(t)
 		if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
 			return math.NaN()
@@ -312,7 +311,7 @@ func metricRatio(cells []*Cell, get, getV func(*results.TrialRow) float64, rows 
 // cells, then the paired interval over the rounds (pairedRatio). When
 // fewer than 3 rounds pair but each side has 3, the sides are taken as
 // independent (welchRatio).
-func groupRatio(cells, versus []*Cell, get func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) Interval {
+func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) Interval {
 	nr, nv := groupRounds(cells, get, rows)
 	dr, dv := groupRounds(versus, get, rows)
 	den := map[int]float64{}
@@ -335,7 +334,7 @@ func groupRatio(cells, versus []*Cell, get func(*results.TrialRow) float64, rows
 // groupRounds is, for each round in which every cell has a used
 // repetition, the geometric mean of the cells' metric (the arithmetic
 // mean when a value is not positive), in round order.
-func groupRounds(cells []*Cell, get func(*results.TrialRow) float64, rows map[[2]string]*results.TrialRow) (rounds []int, vals []float64) {
+func groupRounds(cells []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) (rounds []int, vals []float64) {
 	per := map[int][]float64{}
 	for _, c := range cells {
 		for _, sm := range c.used() {
@@ -463,7 +462,7 @@ func moreRepetitions(iv Interval, bound float64) int {
 // judgeVerdict: holds when the claimed verdict is the verdict of more than
 // half of every selected cell's repetitions; fails when another verdict
 // (not noisy or undetermined) is, in some cell; inconclusive otherwise.
-func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*Cell, rows map[[2]string]*results.TrialRow) {
+func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*Cell, rows map[[2]string]*rowFacts) {
 	o.Outcome = ClaimInconclusive
 	if len(cells) == 0 {
 		o.Detail = "no successful repetition of the selected cells in this run"
@@ -477,10 +476,10 @@ func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*C
 		cn := 0
 		for _, sm := range c.used() {
 			t := rows[[2]string{sm.TrialID, c.Step}]
-			if t == nil || t.Verdict == "" {
+			if t == nil || t.verdict == "" {
 				continue
 			}
-			count[t.Verdict]++
+			count[t.verdict]++
 			cn++
 		}
 		k += count[sp.Verdict]

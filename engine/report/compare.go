@@ -87,13 +87,26 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 	if opts.FailAbove < 0 || math.IsNaN(opts.FailAbove) {
 		return nil, fmt.Errorf("comparing: negative threshold %v", opts.FailAbove)
 	}
-	sa, err := Summarize(a, Options{TopProcesses: -1})
+	// The per-interval series are needed only for a cell with too few
+	// repetitions to judge on (judge): summarise without them first, so
+	// two long runs are never held interval by interval.
+	opts2 := Options{TopProcesses: -1, NoSeries: true}
+	sa, err := Summarize(a, opts2)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := Summarize(b, Options{TopProcesses: -1})
+	sb, err := Summarize(b, opts2)
 	if err != nil {
 		return nil, err
+	}
+	if fewRepetitions(sa) || fewRepetitions(sb) {
+		opts2.NoSeries = false
+		if sa, err = Summarize(a, opts2); err != nil {
+			return nil, err
+		}
+		if sb, err = Summarize(b, opts2); err != nil {
+			return nil, err
+		}
 	}
 	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove,
 		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline)}
@@ -167,6 +180,17 @@ func samePipeline(a, b results.PipelineInfo) bool {
 	return a.SHA256 != "" && a.SHA256 == b.SHA256
 }
 
+// fewRepetitions reports whether some cell has too few repetitions for a
+// verdict on them, so that judge pools its intervals instead.
+func fewRepetitions(s *Summary) bool {
+	for _, c := range s.Cells {
+		if len(c.usedRPS()) < minSamplesForVerdict || len(c.usedP99()) < minSamplesForVerdict {
+			return true
+		}
+	}
+	return false
+}
+
 func judge(a, b *Cell) *Pair {
 	p := &Pair{Label: a.Label(), Step: a.Step, A: a, B: b, Basis: "repetitions"}
 	ra, rb, la, lb := a.usedRPS(), b.usedRPS(), a.usedP99(), b.usedP99()
@@ -233,8 +257,8 @@ func intervalSamples(c *Cell) (rps, p99 []float64) {
 				continue
 			}
 			rps = append(rps, r.RPS)
-			if r.LatencyP99US > 0 {
-				p99 = append(p99, r.LatencyP99US)
+			if r.P99US > 0 {
+				p99 = append(p99, r.P99US)
 			}
 		}
 	}

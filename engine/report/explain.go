@@ -69,19 +69,11 @@ func (s *Summary) hasVerdicts() bool {
 // trials rows, and the notices (warnings shown above the table) about
 // what is known to distort a comparison: a busy machine, fuse-overlayfs,
 // Docker's userland proxy.
-func (s *Summary) explain(run *results.Run) {
-	rows := map[[2]string]*results.TrialRow{}
-	for i := range run.Trials {
-		t := &run.Trials[i]
-		if t.StepKind != "warm" {
-			rows[[2]string{t.TrialID, t.Step}] = t
-		}
-	}
+func (s *Summary) explain(run *results.Run, facts *trialFacts, procs map[string]map[string]float64) {
 	for _, c := range s.Cells {
-		c.Verdict = cellVerdict(c, rows)
+		c.Verdict = cellVerdict(c, facts.rows)
 	}
-	s.Notices = append(s.Notices, busyNotice(run)...)
-	procs := processCPU(run)
+	s.Notices = append(s.Notices, facts.busyNotice()...)
 	env := map[string]any{}
 	if run.Manifest != nil && run.Manifest.Environment != nil {
 		env = run.Manifest.Environment
@@ -99,7 +91,7 @@ func (s *Summary) explain(run *results.Run) {
 	}
 }
 
-func cellVerdict(c *Cell, rows map[[2]string]*results.TrialRow) *CellVerdict {
+func cellVerdict(c *Cell, rows map[[2]string]*rowFacts) *CellVerdict {
 	v := &CellVerdict{}
 	count := map[string]int{}
 	first := map[string]string{}
@@ -111,28 +103,28 @@ func cellVerdict(c *Cell, rows map[[2]string]*results.TrialRow) *CellVerdict {
 		if t == nil {
 			continue
 		}
-		if t.BusyStart {
+		if t.busy {
 			v.BusyStarts++
 		}
-		if t.Verdict != "" {
-			if count[t.Verdict] == 0 {
-				order = append(order, t.Verdict)
-				first[t.Verdict] = t.VerdictEvidence
+		if t.verdict != "" {
+			if count[t.verdict] == 0 {
+				order = append(order, t.verdict)
+				first[t.verdict] = t.evidence
 			}
-			count[t.Verdict]++
+			count[t.verdict]++
 			v.Of++
 		}
-		if t.CPUTotalPct > 0 {
+		if t.cpu.TotalPct > 0 {
 			budgets++
-			sum.TotalPct += t.CPUTotalPct
-			sum.LoaderPct += t.CPULoaderPct
-			sum.ServicePct += t.CPUServicePct
-			sum.InfraPct += t.CPUInfraPct
-			sum.KernelPct += t.CPUKernelPct
-			sum.OtherPct += t.CPUOtherPct
-			sum.IdlePct += t.CPUIdlePct
-			sum.StealPct += t.CPUStealPct
-			sum.UnattributedPct += t.CPUUnattributedPct
+			sum.TotalPct += t.cpu.TotalPct
+			sum.LoaderPct += t.cpu.LoaderPct
+			sum.ServicePct += t.cpu.ServicePct
+			sum.InfraPct += t.cpu.InfraPct
+			sum.KernelPct += t.cpu.KernelPct
+			sum.OtherPct += t.cpu.OtherPct
+			sum.IdlePct += t.cpu.IdlePct
+			sum.StealPct += t.cpu.StealPct
+			sum.UnattributedPct += t.cpu.UnattributedPct
 		}
 	}
 	if v.Of == 0 && budgets == 0 {
@@ -157,26 +149,8 @@ func cellVerdict(c *Cell, rows map[[2]string]*results.TrialRow) *CellVerdict {
 }
 
 // busyNotice warns about trials that started on a busy machine.
-func busyNotice(run *results.Run) []string {
-	busy, total := 0, 0
-	worst, top := 0.0, ""
-	noisy := 0
-	for _, t := range run.Trials {
-		if t.StepKind == "warm" || t.Step == "" {
-			continue
-		}
-		if t.QuietWindowS > 0 {
-			total++
-		}
-		if t.BusyStart {
-			busy++
-			if t.QuietPct > worst {
-				worst, top = t.QuietPct, t.QuietTop
-			}
-		} else if t.Verdict == collect.VerdictNoisy {
-			noisy++
-		}
-	}
+func (f *trialFacts) busyNotice() []string {
+	busy, total, worst, top, noisy := f.busy, f.total, f.worst, f.top, f.noisy
 	var out []string
 	if busy > 0 {
 		m := fmt.Sprintf("%d of %d trials started on a busy machine: processes outside the run used up to %.0f%% of a core just before the load", busy, total, worst)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/benchflow/benchflow/engine/results"
 )
 
 // TestOutlierFlaggedEverywhere: a repetition far from the others is
@@ -110,11 +108,11 @@ func TestBaselinePairsRounds(t *testing.T) {
 // TestTimeChartAligned: interval starts jittered differently in each
 // repetition still average per second, one point per interval.
 func TestTimeChartAligned(t *testing.T) {
-	var reps [][]results.TimeseriesRow
+	var reps [][]Point
 	for r := 0; r < 3; r++ {
-		var ts []results.TimeseriesRow
+		var ts []Point
 		for i := 0; i < 5; i++ {
-			ts = append(ts, results.TimeseriesRow{TS: float64(i) + 0.001*float64(r+1)*float64(i), IntervalS: 1, RPS: 1000 + 100*float64(r)})
+			ts = append(ts, Point{TS: float64(i) + 0.001*float64(r+1)*float64(i), IntervalS: 1, RPS: 1000 + 100*float64(r)})
 		}
 		reps = append(reps, ts)
 	}

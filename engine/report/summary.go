@@ -22,6 +22,10 @@ type Options struct {
 	// steadiness check out of the intervals; the run's own setting
 	// (manifest exclude_unsteady) turns it on too.
 	ExcludeUnsteady bool
+	// NoSeries leaves Cell.Timeseries empty and the timeseries table
+	// unread: for output without charts (text, markdown, csv, json), which
+	// does not use them.
+	NoSeries bool
 }
 
 // Summary is a run summarised per matrix cell: what `benchflow report`
@@ -95,8 +99,8 @@ type Cell struct {
 	Capacity *CellCapacity `json:"capacity,omitempty"`
 	probes   []results.ProbeRow
 
-	Histogram  results.Histogram         `json:"-"`
-	Timeseries [][]results.TimeseriesRow `json:"-"` // one series per repetition
+	Histogram  results.Histogram `json:"-"`
+	Timeseries [][]Point         `json:"-"` // one series per repetition
 }
 
 // ProcessCPU is a process name and its mean CPU%.
@@ -156,28 +160,38 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			s.TrialsOK++
 		}
 	}
-	noHist := len(run.Trials) > 0 && !run.HasLatency()
+	noHist := run.HasTrials() && !run.HasLatency()
 	if noHist {
 		s.Warnings = append(s.Warnings, "the run has no latency histograms ("+results.TableFile(results.TableLatency, run.Format)+" is missing or empty): percentiles are the means of each repetition's own percentiles from the trials table, not computed from merged histograms")
 	}
 	cells := map[string]*Cell{}
 	var order []*Cell
 	steps := map[string]bool{}
-	tsBy := map[[2]string][]results.TimeseriesRow{}
-	for _, r := range run.Timeseries {
-		k := [2]string{r.TrialID, r.Step}
-		tsBy[k] = append(tsBy[k], r)
+	cellOf := map[[2]string]*Cell{} // trial id and step of the rows used
+	// The trials rows are read once, in trial order (a run read with
+	// StreamTables holds one batch of them at a time): each cell keeps its
+	// repetitions' figures, and facts what the verdicts, notices, claims
+	// and percentiles need of each row.
+	var stepless [][]results.Param // trials that failed before any step
+	facts := newTrialFacts(run, noHist)
+	// series[k] are the cells' slots for the timeseries of trial × step k.
+	type slot struct {
+		c *Cell
+		i int
 	}
-	cellOf := map[[2]string]*Cell{}  // trial id and step of the rows used
-	var stepless []*results.TrialRow // trials that failed before any step
-	for i := range run.Trials {
-		t := &run.Trials[i]
+	series := map[[2]string][]slot{}
+	if err := run.EachTrial(func(t *results.TrialRow) error {
+		facts.add(t)
 		if t.StepKind == "warm" {
-			continue
+			return nil
 		}
 		if t.Step == "" {
-			stepless = append(stepless, t)
-			continue
+			var ps []results.Param
+			for _, a := range s.Axes {
+				ps = append(ps, results.Param{Name: a, Value: t.Param(a)})
+			}
+			stepless = append(stepless, ps)
+			return nil
 		}
 		c := &Cell{Step: t.Step}
 		for _, a := range s.Axes {
@@ -192,7 +206,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		}
 		if t.Status != results.StatusOK {
 			c.Failed++
-			continue
+			return nil
 		}
 		c.N++
 		c.RepRPS = append(c.RepRPS, t.RPS)
@@ -206,11 +220,32 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.Requests += t.Requests
 		c.Errors += t.Errors
 		c.addCapacity(t)
-		cellOf[[2]string{t.TrialID, t.Step}] = c
+		k := [2]string{t.TrialID, t.Step}
+		cellOf[k] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
-		c.Timeseries = append(c.Timeseries, tsBy[[2]string{t.TrialID, t.Step}])
+		if !opts.NoSeries {
+			series[k] = append(series[k], slot{c, len(c.Timeseries)})
+			c.Timeseries = append(c.Timeseries, nil)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	addProbes(run, cellOf)
+	// Each repetition's series, as the timeseries table is read: only the
+	// few figures the charts and compare use.
+	if !opts.NoSeries {
+		if err := run.EachTimeseries(func(r *results.TimeseriesRow) error {
+			for _, sl := range series[[2]string{r.TrialID, r.Step}] {
+				sl.c.Timeseries[sl.i] = append(sl.c.Timeseries[sl.i], pointOf(r))
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := addProbes(run, cellOf); err != nil {
+		return nil, err
+	}
 	// Each cell's histogram is the merge of its repetitions', built as the
 	// latency table is read trial by trial (a run read with
 	// StreamLatency never holds every bucket at once).
@@ -231,11 +266,8 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	// A trial without a step row failed before measuring: count it as a
 	// failed repetition of every cell with its parameters.
-	for _, t := range stepless {
-		probe := &Cell{}
-		for _, a := range s.Axes {
-			probe.Params = append(probe.Params, results.Param{Name: a, Value: t.Param(a)})
-		}
+	for _, ps := range stepless {
+		probe := &Cell{Params: ps}
 		found := false
 		for _, c := range order {
 			if paramsKey(c) == paramsKey(probe) {
@@ -254,7 +286,10 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	if top == 0 {
 		top = 3
 	}
-	procs := processCPU(run)
+	procs, err := processCPU(run)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = positiveCI(c.usedRPS())
@@ -266,7 +301,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.P99US = c.Histogram.Percentile(99)
 		c.P999US = c.Histogram.Percentile(99.9)
 		if noHist {
-			c.P50US, c.P90US, c.P99US, c.P999US = meanPercentiles(run, c)
+			c.P50US, c.P90US, c.P99US, c.P999US = facts.meanPercentiles(c)
 		}
 		if top > 0 {
 			c.Processes = topProcesses(procs, c.TrialIDs, top)
@@ -277,14 +312,14 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	sortCells(order, s.Axes, run)
 	s.Cells = order
-	s.explain(run)
+	s.explain(run, facts, procs)
 	if opts.Baseline != "" {
 		if err := s.applyBaseline(opts.Baseline); err != nil {
 			return nil, err
 		}
 		s.noteUnexplained()
 	}
-	s.evaluateClaims(run)
+	s.evaluateClaims(run, facts)
 	return s, nil
 }
 
@@ -380,41 +415,49 @@ func (s *Summary) applyBaseline(spec string) error {
 }
 
 // processCPU is, per trial, the mean CPU% of each process name: PIDs of a
-// name are summed per sample time, then averaged over sample times.
-func processCPU(run *results.Run) map[string]map[string]float64 {
-	type k struct {
-		trial, proc string
-	}
-	sums := map[k]map[float64]float64{}
-	for _, p := range run.Processes {
-		if p.Role == "other" {
-			continue // outside the run: in the verdict and the budget (explain.go)
-		}
-		kk := k{p.TrialID, p.Process}
-		if sums[kk] == nil {
-			sums[kk] = map[float64]float64{}
-		}
-		sums[kk][p.TS] += p.CPUPct
-	}
+// name are summed per sample time, then averaged over sample times. The
+// processes table is read in trial order (a trial's rows are
+// consecutive), so only the current trial's samples are held.
+func processCPU(run *results.Run) (map[string]map[string]float64, error) {
 	out := map[string]map[string]float64{}
-	for kk, byT := range sums {
-		// Summed in time order: a float sum in map order differs in its
-		// last digits from one report to the next.
-		ts := make([]float64, 0, len(byT))
-		for t := range byT {
-			ts = append(ts, t)
+	sums := map[string]map[float64]float64{} // process -> sample time -> CPU% of the current trial
+	cur := ""
+	flush := func() {
+		for proc, byT := range sums {
+			// Summed in time order: a float sum in map order differs in
+			// its last digits from one report to the next.
+			ts := make([]float64, 0, len(byT))
+			for t := range byT {
+				ts = append(ts, t)
+			}
+			sort.Float64s(ts)
+			total := 0.0
+			for _, t := range ts {
+				total += byT[t]
+			}
+			if out[cur] == nil {
+				out[cur] = map[string]float64{}
+			}
+			out[cur][proc] = total / float64(len(byT))
 		}
-		sort.Float64s(ts)
-		total := 0.0
-		for _, t := range ts {
-			total += byT[t]
-		}
-		if out[kk.trial] == nil {
-			out[kk.trial] = map[string]float64{}
-		}
-		out[kk.trial][kk.proc] = total / float64(len(byT))
+		clear(sums)
 	}
-	return out
+	err := run.EachProcess(func(p *results.ProcessRow) error {
+		if p.Role == "other" {
+			return nil // outside the run: in the verdict and the budget (explain.go)
+		}
+		if p.TrialID != cur {
+			flush()
+			cur = p.TrialID
+		}
+		if sums[p.Process] == nil {
+			sums[p.Process] = map[float64]float64{}
+		}
+		sums[p.Process][p.TS] += p.CPUPct
+		return nil
+	})
+	flush()
+	return out, err
 }
 
 func topProcesses(procs map[string]map[string]float64, trials []string, n int) []ProcessCPU {
@@ -438,28 +481,4 @@ func topProcesses(procs map[string]map[string]float64, trials []string, n int) [
 		out = out[:n]
 	}
 	return out
-}
-
-// meanPercentiles averages the per-repetition percentiles recorded in the
-// trials table for a cell (used when latency histograms are missing).
-func meanPercentiles(run *results.Run, c *Cell) (p50, p90, p99, p999 float64) {
-	ids := map[string]bool{}
-	for _, id := range c.TrialIDs {
-		ids[id] = true
-	}
-	n := 0.0
-	for _, t := range run.Trials {
-		if !ids[t.TrialID] || t.Step != c.Step {
-			continue
-		}
-		p50 += t.LatencyP50US
-		p90 += t.LatencyP90US
-		p99 += t.LatencyP99US
-		p999 += t.LatencyP999US
-		n++
-	}
-	if n == 0 {
-		return 0, 0, 0, 0
-	}
-	return p50 / n, p90 / n, p99 / n, p999 / n
 }

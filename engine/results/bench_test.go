@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -150,9 +152,12 @@ func reportCPU(b *testing.B, start time.Duration) {
 // benchRecords' size one at a time, as apply does, then finishes the run
 // (compaction), and prints a table: the median commit time around trial
 // 10, 100, 1,000 and 10,000 (±5 trials), the total writer time, the
-// compaction, and the peak RSS of this process. With BENCHFLOW_BIN set it
-// also times `benchflow report` on the run and reports its peak RSS. Not a
-// timed test: run it on a quiet machine (docs/performance.md):
+// compaction, and the peak RSS of the writer during the commits and
+// during compaction (each phase's own, see resetPeak). With BENCHFLOW_BIN
+// set it also times `benchflow report` and `benchflow compare` (the run
+// with itself) on the run and reports their peak RSS. Not a timed test:
+// run it on a quiet machine (docs/performance.md). BENCH_OUT=DIR keeps
+// the run in DIR.
 //
 //	BENCH_TRIALS=10000 BENCHFLOW_BIN=$PWD/bin/benchflow go test ./engine/results/ \
 //	  -run '^$' -bench CommitScale -benchtime 1x -timeout 0
@@ -165,6 +170,9 @@ func BenchmarkCommitScale(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		out := b.TempDir()
+		if keep := os.Getenv("BENCH_OUT"); keep != "" {
+			out = keep // the run is kept there, to profile readers on it
+		}
 		w, err := Create(out, synthManifest(fmt.Sprintf("20261130T044500Z-%04x", i), nil), nil, "p.hcl")
 		if err != nil {
 			b.Fatal(err)
@@ -173,6 +181,7 @@ func BenchmarkCommitScale(b *testing.B) {
 		// the set-up holds no trial's rows either.
 		tmpl := benchRecords(8)
 		commits := make([]time.Duration, n)
+		resetPeak()
 		start := time.Now()
 		for t := 0; t < n; t++ {
 			rec := *tmpl[t%len(tmpl)]
@@ -184,11 +193,14 @@ func BenchmarkCommitScale(b *testing.B) {
 			commits[t] = time.Since(c)
 		}
 		committed := time.Since(start)
+		commitPeak := vmHWM(os.Getpid())
+		resetPeak()
 		f := time.Now()
 		if err := w.Finish(RunOK, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 		compact := time.Since(f)
+		compactPeak := vmHWM(os.Getpid())
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		median := func(at int) string {
@@ -200,45 +212,73 @@ func BenchmarkCommitScale(b *testing.B) {
 			sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
 			return fmt.Sprintf("%.1f ms", float64(w[len(w)/2])/1e6)
 		}
+		mb := func(kib int64) string {
+			if kib < 0 {
+				return "?"
+			}
+			return fmt.Sprintf("%d MB", kib>>10)
+		}
 		fmt.Printf("\n%d trials of benchRecords' size, committed one at a time (load average %s)\n\n", n, loadAvg())
 		fmt.Printf("| commit (median of ±5) | 10th | 100th | 1,000th | 10,000th |\n|---|---|---|---|---|\n")
 		fmt.Printf("| time | %s | %s | %s | %s |\n\n", median(10), median(100), median(1000), median(10000))
-		fmt.Printf("| total of the commits | mean commit | compaction (Finish) | writer peak RSS | run on disk |\n|---|---|---|---|---|\n")
-		fmt.Printf("| %.1f s | %.1f ms | %.1f s | %d MB | %.1f MB |\n", committed.Seconds(), float64(committed)/float64(n)/1e6,
-			compact.Seconds(), ru.Maxrss/1024, float64(treeSize(w.Dir()))/1e6)
+		fmt.Printf("| total of the commits | mean commit | compaction (Finish) | run on disk |\n|---|---|---|---|\n")
+		fmt.Printf("| %.1f s | %.1f ms | %.1f s | %.1f MB |\n", committed.Seconds(), float64(committed)/float64(n)/1e6,
+			compact.Seconds(), float64(treeSize(w.Dir()))/1e6)
+		// Peak RSS (VmHWM) of this process, reset before each phase where
+		// the kernel allows it (/proc/self/clear_refs); the whole
+		// process's peak (getrusage) includes the set-up.
+		fmt.Printf("\n| writer peak RSS | commits | compaction (Finish) | whole process |\n|---|---|---|---|\n")
+		fmt.Printf("| %d trials | %s | %s | %s |\n", n, mb(commitPeak), mb(compactPeak), mb(ru.Maxrss))
 		if bin := os.Getenv("BENCHFLOW_BIN"); bin != "" {
-			cmd := exec.Command(bin, "report", w.Dir())
-			cmd.Stdout = io.Discard
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			r := time.Now()
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
+			fmt.Printf("\n| command on the run | time | peak RSS |\n|---|---|---|\n")
+			for _, args := range [][]string{{"report", w.Dir()}, {"compare", w.Dir(), w.Dir()}} {
+				took, peak := runPeak(b, bin, args...)
+				fmt.Printf("| `benchflow %s` (%d trials) | %.1f s | %s |\n", args[0], n, took.Seconds(), mb(peak))
 			}
-			// The child's rusage maxrss starts at this process's (fork
-			// copies it): poll its own high-water mark instead.
-			peak := make(chan int64)
-			go func() {
-				var hwm int64
-				for {
-					if v := vmHWM(cmd.Process.Pid); v > hwm {
-						hwm = v
-					} else if v < 0 {
-						peak <- hwm
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}()
-			err := cmd.Wait()
-			took := time.Since(r)
-			if err != nil {
-				b.Fatalf("report: %v\n%s", err, stderr.String())
-			}
-			fmt.Printf("\n| `benchflow report` | time | peak RSS |\n|---|---|---|\n| %d trials | %.1f s | %d MB |\n",
-				n, took.Seconds(), <-peak>>10)
 		}
 	}
+}
+
+// runPeak runs bin with args, output discarded, and returns its wall time
+// and peak RSS in KiB.
+func runPeak(b *testing.B, bin string, args ...string) (time.Duration, int64) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = io.Discard
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	r := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// The child's rusage maxrss starts at this process's (fork copies
+	// it): poll its own high-water mark instead.
+	peak := make(chan int64)
+	go func() {
+		var hwm int64
+		for {
+			if v := vmHWM(cmd.Process.Pid); v > hwm {
+				hwm = v
+			} else if v < 0 {
+				peak <- hwm
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	err := cmd.Wait()
+	took := time.Since(r)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", args[0], err, stderr.String())
+	}
+	return took, <-peak
+}
+
+// resetPeak resets this process's VmHWM to its current RSS (Linux ≥ 4.0);
+// without it the peaks reported include the earlier phases.
+func resetPeak() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
 func loadAvg() string {

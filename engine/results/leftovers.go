@@ -81,17 +81,54 @@ func recognisedRun(dir, name string) (*Manifest, bool) {
 // run folder dir, of manifest m: its staging folders and temporary files.
 // The caller holds the lock.
 func removeLeftovers(dir string, m *Manifest) ([]string, error) {
-	var removed []string
 	var errs []error
-	entries, err := os.ReadDir(dir)
+	removed, err := removeStaging(dir, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r, err := removeSourceTemps(dir, m)
+	removed = append(removed, r...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r, err = removePartsLeftovers(dir)
+	removed = append(removed, r...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeStaging removes from the folder root (not below it) the staging
+// folders (".staging-" digits) and temporary files ("." name ".tmp-"
+// digits) a writer killed mid-commit left, and returns what it removed.
+// With restore (the parts folder), a folder named ".staging-" digits
+// "-old" is offered to restore first: it is removed like a staging folder
+// unless restore put it back (true) or failed.
+func removeStaging(root string, restore func(path string) (bool, error)) ([]string, error) {
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
 	}
+	var removed []string
+	var errs []error
 	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
+		p := filepath.Join(root, e.Name())
+		staging := e.Type().IsDir() && stagingPattern.MatchString(e.Name())
+		if restore != nil && e.Type().IsDir() && stagingOldPattern.MatchString(e.Name()) {
+			put, err := restore(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if put {
+				continue
+			}
+			staging = true
+		}
 		switch {
-		case e.Type().IsDir() && stagingPattern.MatchString(e.Name()):
-			// The staging folder holds only the tables being written;
+		case staging:
+			// A staging folder holds only the files being written;
 			// RemoveAll removes a symlink in it, never what it points at.
 			if err := os.RemoveAll(p); err != nil {
 				errs = append(errs, err)
@@ -106,16 +143,6 @@ func removeLeftovers(dir string, m *Manifest) ([]string, error) {
 			continue
 		}
 		removed = append(removed, p)
-	}
-	r, err := removeSourceTemps(dir, m)
-	removed = append(removed, r...)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	r, err = removePartsLeftovers(dir)
-	removed = append(removed, r...)
-	if err != nil {
-		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }

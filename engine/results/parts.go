@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -255,7 +256,7 @@ func specOf[R any](name string, always bool, cols []column[R], trialOf func(*R) 
 	return tableSpec{
 		name: name, always: always,
 		compact: func(mem memory.Allocator, rf *runFiles, path string, always bool) (bool, error) {
-			return compactTable(mem, rf, name, path, cols, trialOf, always)
+			return compactTable(mem, rf, name, path, fixed(cols), cols, trialOf, always)
 		},
 		check: func(mem memory.Allocator, path, format string) error {
 			_, err := scanTable(mem, path, format, fixed(cols), nil, nil, nil)
@@ -410,11 +411,9 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 	if err != nil {
 		return fail(err)
 	}
-	trials, err := readMerged(mem, rf, TableTrials, trialColumnsFor, nil, trialRowID)
-	if err != nil {
-		return fail(err)
-	}
-	if err := writeTable(mem, filepath.Join(stage, TableFile(TableTrials, format)), format, trialColumns(axes), trials); err != nil {
+	// Streamed like the other tables: each file's param_<axis> columns
+	// are read as they are and written as the run's merged axes.
+	if _, err := compactTable(mem, rf, TableTrials, filepath.Join(stage, TableFile(TableTrials, format)), trialColumnsFor, trialColumns(axes), trialRowID, true); err != nil {
 		return fail(err)
 	}
 	names2 = append(names2, TableFile(TableTrials, format))
@@ -457,10 +456,11 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 
 // compactTable streams one table of the run, in both forms, into path
 // (atomically), batch by batch: memory holds one batch and the row group
-// being encoded, whatever the run's size. With always it writes the
-// table even without rows; otherwise it returns false when no file of it
+// being encoded, whatever the run's size. read maps each file's schema to
+// columns, cols are the columns written. With always it writes the table
+// even without rows; otherwise it returns false when no file of it
 // exists.
-func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string, cols []column[R], trialOf func(*R) string, always bool) (bool, error) {
+func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string, read func(*arrow.Schema) []column[R], cols []column[R], trialOf func(*R) string, always bool) (bool, error) {
 	if !always {
 		found := false
 		for _, p := range rf.parts {
@@ -482,6 +482,10 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			if err != nil {
 				return err
 			}
+			// Each batch is written as its own row group (Write, not
+			// WriteBuffered): a row group buffered up to a million rows
+			// held their encoded pages, so the writer's memory grew with
+			// the run until that size.
 			write, closeW = w.Write, w.Close
 		} else {
 			opts := []parquet.WriterProperty{
@@ -499,8 +503,13 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			if err != nil {
 				return err
 			}
-			write, closeW = w.WriteBuffered, w.Close
+			// Each batch is written as its own row group (Write, not
+			// WriteBuffered): a row group buffered up to a million rows
+			// held their encoded pages, so the writer's memory grew with
+			// the run until that size.
+			write, closeW = w.Write, w.Close
 		}
+		limit := compactBatch[R]()
 		var buf []R
 		flush := func() error {
 			if len(buf) == 0 {
@@ -511,9 +520,9 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 			buf = buf[:0]
 			return write(rec)
 		}
-		_, err := scanMerged(mem, rf, table, fixed(cols), nil, trialOf, func(rows []R) error {
+		_, err := scanMerged(mem, rf, table, read, nil, trialOf, func(rows []R) error {
 			buf = append(buf, rows...)
-			if len(buf) >= batchRows {
+			if len(buf) >= limit {
 				return flush()
 			}
 			return nil
@@ -527,6 +536,19 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 		return err
 	})
 	return err == nil, err
+}
+
+// compactBytes bounds the rows compaction buffers before writing them as
+// a row group (their structs; strings come on top): a batch of a wide
+// table (trials: one row per trial × step) reaches it after a few thousand
+// rows, so compaction's memory stops growing early in a long run.
+const compactBytes = 1 << 20
+
+// compactBatch is how many rows of R compaction buffers: compactBytes'
+// worth, from 1,024 to batchRows.
+func compactBatch[R any]() int {
+	var r R
+	return max(1024, min(batchRows, compactBytes/max(1, int(unsafe.Sizeof(r)))))
 }
 
 // installPart moves a staged part folder to parts/<id>, replacing the
@@ -566,45 +588,21 @@ var stagingOldPattern = regexp.MustCompile(`^\.staging-[0-9]+-old$`)
 // trial's only copy. The caller holds the run's lock.
 func removePartsLeftovers(dir string) ([]string, error) {
 	root := filepath.Join(dir, PartsDir)
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, e := range entries {
-		p := filepath.Join(root, e.Name())
-		switch {
-		case e.Type().IsDir() && stagingOldPattern.MatchString(e.Name()):
-			if b, err := readBounded(filepath.Join(p, PartEntryFile), maxEntryBytes); err == nil {
-				var te TrialEntry
-				if json.Unmarshal(b, &te) == nil && validName(te.TrialID) == nil {
-					if _, err := os.Lstat(filepath.Join(root, te.TrialID)); errors.Is(err, os.ErrNotExist) {
-						if err := os.Rename(p, filepath.Join(root, te.TrialID)); err != nil {
-							errs = append(errs, err)
-						}
-						continue
-					}
-				}
-			}
-			fallthrough
-		case e.Type().IsDir() && stagingPattern.MatchString(e.Name()):
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		case e.Type().IsRegular() && tempFilePattern.MatchString(e.Name()):
-			if err := os.Remove(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		default:
-			continue
+	return removeStaging(root, func(p string) (bool, error) {
+		b, err := readBounded(filepath.Join(p, PartEntryFile), maxEntryBytes)
+		if err != nil {
+			return false, nil
 		}
-		removed = append(removed, p)
-	}
-	return removed, errors.Join(errs...)
+		var te TrialEntry
+		if json.Unmarshal(b, &te) != nil || validName(te.TrialID) != nil {
+			return false, nil
+		}
+		if _, err := os.Lstat(filepath.Join(root, te.TrialID)); !errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return true, os.Rename(p, filepath.Join(root, te.TrialID))
+	})
 }

@@ -303,3 +303,52 @@ func TestStreamLatencyEqualsLoaded(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestCompactionEqualsParts: compaction, which streams every table
+// (trials included) from the parts into single files batch by batch,
+// leaves tables equal row for row to the run read from its parts before:
+// a run whose latency table spans several batches, a trial committed
+// twice, and an axis that only later trials have.
+func TestCompactionEqualsParts(t *testing.T) {
+	recs := benchRecords(70) // ≈70,000 latency rows: more than one batch
+	late := *recs[69]
+	late.Params = append(append([]Param(nil), late.Params...), Param{Name: "tls", Value: true})
+	recs[69] = &late
+	again := *recs[3]
+	again.Status = StatusFailed
+	again.Steps = append([]StepRecord(nil), again.Steps...)
+	again.Steps[0].Status = StatusFailed
+	w, err := Create(t.TempDir(), synthManifest("20261130T044500Z-cmpt", nil), nil, "p.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(recs, &again) {
+		if err := w.CommitTrial(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := ReadRun(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Compacted() {
+		t.Fatal("the run is compacted before Finish")
+	}
+	if err := w.Finish(RunOK, t0); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadRun(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Compacted() {
+		t.Fatal("the run is not compacted after Finish")
+	}
+	if len(after.Latency) <= batchRows || len(after.Trials) != 70 {
+		t.Fatalf("%d latency rows, %d trials rows", len(after.Latency), len(after.Trials))
+	}
+	if after.Trials[3].Status != StatusFailed || after.Trials[69].Param("tls") != true {
+		t.Errorf("trial 3 %q, trial 69 tls=%v", after.Trials[3].Status, after.Trials[69].Param("tls"))
+	}
+	diffTables(t, "compacted", before, after)
+}

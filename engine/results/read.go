@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -33,6 +34,8 @@ type Run struct {
 	files         *runFiles
 	mem           memory.Allocator
 	streamLatency bool
+	streamTables  bool
+	hasTrials     *bool
 	hasLatency    *bool
 }
 
@@ -52,6 +55,12 @@ type ReadOptions struct {
 	// latency table trial by trial instead, so a long run's buckets are
 	// never all in memory (report and compare).
 	StreamLatency bool
+	// StreamTables leaves Run.Trials, Timeseries, Processes, System,
+	// Network, Probes and Agents empty as well (their files are checked,
+	// not read): Run.EachTrial, EachTimeseries, EachProcess and EachProbe
+	// read them batch by batch, so what a reader keeps of a long run is
+	// what it aggregates (report and compare). It implies StreamLatency.
+	StreamTables bool
 }
 
 // ReadRunWith is ReadRun with options.
@@ -114,57 +123,7 @@ func readRun(dir string, mem memory.Allocator, opts ReadOptions) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Manifest: m, Format: format, files: rf, mem: mem}
-	if r.Trials, err = readMerged(mem, rf, TableTrials, trialColumnsFor, nil, trialRowID); err != nil {
-		return nil, err
-	}
-	// run_id of the per-trial tables always equals the manifest's: it is
-	// not decoded but filled in.
-	id := m.RunID
-	omit := []string{"run_id"}
-	if opts.StreamLatency {
-		r.streamLatency = true
-		// Checked now, read later.
-		for _, path := range rf.tablePaths(TableLatency) {
-			if _, err := scanTable(mem, path, format, fixed(latencyColumns), nil, nil, nil); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if r.Latency, err = readMerged(mem, rf, TableLatency, fixed(latencyColumns), omit, func(r *LatencyRow) string { return r.TrialID }); err != nil {
-			return nil, err
-		}
-		for i := range r.Latency {
-			r.Latency[i].RunID = id
-		}
-	}
-	if r.Timeseries, err = readMerged(mem, rf, TableTimeseries, fixed(timeseriesColumns), omit, func(r *TimeseriesRow) string { return r.TrialID }); err != nil {
-		return nil, err
-	}
-	for i := range r.Timeseries {
-		r.Timeseries[i].RunID = id
-	}
-	if r.Processes, err = readMerged(mem, rf, TableProcesses, fixed(processColumns), omit, func(r *ProcessRow) string { return r.TrialID }); err != nil {
-		return nil, err
-	}
-	for i := range r.Processes {
-		r.Processes[i].RunID = id
-	}
-	if r.System, err = readMerged(mem, rf, TableSystem, fixed(systemColumns), omit, func(r *SystemRow) string { return r.TrialID }); err != nil {
-		return nil, err
-	}
-	for i := range r.System {
-		r.System[i].RunID = id
-	}
-	if r.Network, err = readMerged(mem, rf, TableNetwork, fixed(networkColumns), omit, func(r *NetworkRow) string { return r.TrialID }); err != nil {
-		return nil, err
-	}
-	for i := range r.Network {
-		r.Network[i].RunID = id
-	}
-	if r.Probes, err = readMerged(mem, rf, TableProbes, fixed(probeColumns), nil, func(r *ProbeRow) string { return r.TrialID }); err != nil {
-		return nil, err
-	}
-	if r.Agents, err = readMerged(mem, rf, TableAgents, fixed(agentColumns), nil, func(r *AgentRow) string { return r.TrialID }); err != nil {
+	if err := r.readTables(opts); err != nil {
 		return nil, err
 	}
 	if r.axes, err = runAxes(mem, rf, m.Axes); err != nil {
@@ -177,6 +136,171 @@ func readRun(dir string, mem memory.Allocator, opts ReadOptions) (*Run, error) {
 		r.Axes = append(r.Axes, a.Name)
 	}
 	return r, nil
+}
+
+// readTables reads (or, streaming, checks) the run's tables.
+func (r *Run) readTables(opts ReadOptions) error {
+	mem, rf, format, id := r.mem, r.files, r.Format, r.Manifest.RunID
+	var err error
+	// Checked now, read later.
+	check := func(tables ...string) error {
+		for _, t := range tables {
+			for _, path := range rf.tablePaths(t) {
+				var err error
+				if t == TableTrials {
+					err = checkTrialsFile(mem, path, format)
+				} else {
+					err = specNamed(t).check(mem, path, format)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if opts.StreamTables {
+		r.streamLatency, r.streamTables = true, true
+		return check(TableTrials, TableLatency, TableTimeseries, TableProcesses, TableSystem, TableNetwork, TableProbes, TableAgents)
+	}
+	if r.Trials, err = readMerged(mem, rf, TableTrials, trialColumnsFor, nil, trialRowID); err != nil {
+		return err
+	}
+	// run_id of the per-trial tables always equals the manifest's: it is
+	// not decoded but filled in.
+	omit := []string{"run_id"}
+	if opts.StreamLatency {
+		r.streamLatency = true
+		if err := check(TableLatency); err != nil {
+			return err
+		}
+	} else {
+		if r.Latency, err = readMerged(mem, rf, TableLatency, fixed(latencyColumns), omit, func(r *LatencyRow) string { return r.TrialID }); err != nil {
+			return err
+		}
+		for i := range r.Latency {
+			r.Latency[i].RunID = id
+		}
+	}
+	if r.Timeseries, err = readMerged(mem, rf, TableTimeseries, fixed(timeseriesColumns), omit, func(r *TimeseriesRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	for i := range r.Timeseries {
+		r.Timeseries[i].RunID = id
+	}
+	if r.Processes, err = readMerged(mem, rf, TableProcesses, fixed(processColumns), omit, func(r *ProcessRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	for i := range r.Processes {
+		r.Processes[i].RunID = id
+	}
+	if r.System, err = readMerged(mem, rf, TableSystem, fixed(systemColumns), omit, func(r *SystemRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	for i := range r.System {
+		r.System[i].RunID = id
+	}
+	if r.Network, err = readMerged(mem, rf, TableNetwork, fixed(networkColumns), omit, func(r *NetworkRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	for i := range r.Network {
+		r.Network[i].RunID = id
+	}
+	if r.Probes, err = readMerged(mem, rf, TableProbes, fixed(probeColumns), nil, func(r *ProbeRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	if r.Agents, err = readMerged(mem, rf, TableAgents, fixed(agentColumns), nil, func(r *AgentRow) string { return r.TrialID }); err != nil {
+		return err
+	}
+	return nil
+}
+
+// specNamed is the tableSpec of a table other than trials.
+func specNamed(name string) tableSpec {
+	for _, s := range tableSpecs {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("results: no table " + name)
+}
+
+// Streamed reports whether the run was read with StreamTables: its
+// table fields are empty and the Each methods read the files.
+func (r *Run) Streamed() bool { return r.streamTables }
+
+// HasTrials reports whether the run has any trials row (streamed: read
+// from the files' footers).
+func (r *Run) HasTrials() bool {
+	if !r.streamTables {
+		return len(r.Trials) > 0
+	}
+	if r.hasTrials == nil {
+		has := r.anyRows(TableTrials)
+		r.hasTrials = &has
+	}
+	return *r.hasTrials
+}
+
+// anyRows reports whether some file of table declares rows.
+func (r *Run) anyRows(table string) bool {
+	for _, path := range r.files.tablePaths(table) {
+		if n, err := openParquetOrArrowRows(r.mem, path, r.Format); err == nil && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// eachRow calls fn with each row of rows (loaded) or, streamed, of the
+// table's files in trial order, batch by batch; setRunID fills the
+// run_id that is not decoded.
+func eachRow[R any](r *Run, loaded []R, table string, cols func(*arrow.Schema) []column[R], omit []string, trialOf func(*R) string, setRunID func(*R, string), fn func(*R) error) error {
+	if !r.streamTables {
+		for i := range loaded {
+			if err := fn(&loaded[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	id := r.Manifest.RunID
+	_, err := scanMerged(r.mem, r.files, table, cols, omit, trialOf, func(rows []R) error {
+		for i := range rows {
+			if setRunID != nil {
+				setRunID(&rows[i], id)
+			}
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// EachTrial calls fn with each trials row in trial order (Run.Trials,
+// or streamed from the files). The row is fn's only during the call.
+func (r *Run) EachTrial(fn func(*TrialRow) error) error {
+	return eachRow(r, r.Trials, TableTrials, trialColumnsFor, nil, trialRowID, nil, fn)
+}
+
+// EachTimeseries calls fn with each timeseries row in trial order.
+func (r *Run) EachTimeseries(fn func(*TimeseriesRow) error) error {
+	return eachRow(r, r.Timeseries, TableTimeseries, fixed(timeseriesColumns), []string{"run_id"},
+		func(t *TimeseriesRow) string { return t.TrialID }, func(t *TimeseriesRow, id string) { t.RunID = id }, fn)
+}
+
+// EachProcess calls fn with each processes row in trial order (a
+// trial's rows are consecutive).
+func (r *Run) EachProcess(fn func(*ProcessRow) error) error {
+	return eachRow(r, r.Processes, TableProcesses, fixed(processColumns), []string{"run_id"},
+		func(p *ProcessRow) string { return p.TrialID }, func(p *ProcessRow, id string) { p.RunID = id }, fn)
+}
+
+// EachProbe calls fn with each probes row in trial order.
+func (r *Run) EachProbe(fn func(*ProbeRow) error) error {
+	return eachRow(r, r.Probes, TableProbes, fixed(probeColumns), nil, func(p *ProbeRow) string { return p.TrialID }, nil, fn)
 }
 
 // tablePaths are the files of table in both forms (existing or not).

@@ -441,7 +441,9 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	// The id columns are read as dictionary arrays: one string per
 	// distinct value instead of one per row.
-	rprops := pqarrow.ArrowReadProperties{BatchSize: batchRows}
+	// A batch no larger than the file: a part's file holds one trial's
+	// rows, and the readers size their buffers by the batch.
+	rprops := pqarrow.ArrowReadProperties{BatchSize: max(1, min(batchRows, pf.NumRows()))}
 	for i := 0; i < pf.MetaData().Schema.NumColumns(); i++ {
 		if c := pf.MetaData().Schema.Column(i); idColumns[c.Name()] && c.PhysicalType() == parquet.Types.ByteArray {
 			rprops.SetReadDict(i, true)
