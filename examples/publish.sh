@@ -42,10 +42,10 @@ if [ "${1:-}" = "--list" ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; th
   for e in "${examples[@]}"; do
     n=$(field "$e" 0); p=$(field "$e" 1); a=$(field "$e" 2); r=$(field "$e" 3); b=$(field "$e" 4)
     echo "$n:"
-    echo "  $bf apply $p $a --out \$WORK/$n"
-    echo "  $bf publish \$WORK/$n/latest examples/$n/bundle --force $b"
-    echo "  $bf reproduce examples/$n/bundle $r --out \$WORK/$n-again --exit-on none"
-    echo "  $bf publish \$WORK/$n-again/latest examples/$n/reproduced --force $b"
+    echo "  $bf apply $p ${a:+$a }--out \$WORK/$n"
+    echo "  $bf publish \$WORK/$n/latest examples/$n/bundle --force${b:+ $b}"
+    echo "  $bf reproduce examples/$n/bundle ${r:+$r }--out \$WORK/$n-again --exit-on none"
+    echo "  $bf publish \$WORK/$n-again/latest examples/$n/reproduced --force${b:+ $b}"
     echo "  $bf report --update examples/$n/README.md"
   done
   exit 0
