@@ -215,7 +215,7 @@ func TestReproduceBundle(t *testing.T) {
 		t.Errorf("claims in the verdict %v, want serves holds/holds and impossible fails/fails:\n%s", claims, out)
 	}
 	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: ",
-		"machine load (bundle → here)", "240.00 / 200.00 / 100.00 (1 / 5 / 15 min)", "machine load (bundle busy: load average 240.00 ≥"} {
+		"machine load (bundle → here)", "240.00 / 200.00 / 100.00 (1 / 5 / 15 min)", "machine load (bundle busy: load average before the first trial 240.00 ≥"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict lacks %q:\n%s", want, out)
 		}

@@ -17,12 +17,17 @@ import (
 // then, and quiet_other_pct and busy_start: the CPU of the processes
 // outside the run).
 //
-// A machine is busy when the 1-minute load average is at least its CPUs
-// (on average every CPU had another runnable task to share with the
-// loader and the server) — the median over the trials' starts when they
-// recorded it, else the one before the first trial — or when more than
-// half of the quiet checks found a busy start. Either makes absolute figures (req/s, latency
-// tails) of the two runs incomparable, whatever the other fields say.
+// A machine is busy when more than half of the quiet checks found a busy
+// start (processes outside the run using the CPU just before a load):
+// they measure what else ran, trial by trial. Without quiet checks (no
+// collect step), when the 1-minute load average before the first trial is
+// at least its CPUs (on average every CPU had another runnable task to
+// share with the loader and the server). Either makes absolute figures
+// (req/s, latency tails) of the two runs incomparable, whatever the other
+// fields say. Load averages are shown but judge only without quiet
+// checks: a 1-minute average taken within a minute or two of a load counts
+// that load's loader and server (the run's own previous trial, or the run
+// reproduce follows), so a run alone on a 2-CPU machine reads about 2.
 type Load struct {
 	// CPUs are the CPUs benchflow could use (allowed_cpus, else
 	// cpu_threads); 0 when not recorded.
@@ -103,16 +108,12 @@ func MachineLoad(run *results.Run) Load {
 	}
 	var why []string
 	switch {
-	case l.CPUs == 0:
-	case l.TrialLoads > 0:
-		if l.TrialLoadMedian >= float64(l.CPUs) {
-			why = append(why, fmt.Sprintf("median load average at the trials' start %s ≥ %d CPUs", num(l.TrialLoadMedian), l.CPUs))
+	case l.QuietChecks > 0:
+		if 2*l.BusyStarts > l.QuietChecks {
+			why = append(why, fmt.Sprintf("%d of %d trials started busy", l.BusyStarts, l.QuietChecks))
 		}
-	case len(l.LoadAverage) > 0 && l.LoadAverage[0] >= float64(l.CPUs):
-		why = append(why, fmt.Sprintf("load average %s ≥ %d CPUs", num(l.LoadAverage[0]), l.CPUs))
-	}
-	if l.QuietChecks > 0 && 2*l.BusyStarts > l.QuietChecks {
-		why = append(why, fmt.Sprintf("%d of %d trials started busy", l.BusyStarts, l.QuietChecks))
+	case l.CPUs > 0 && len(l.LoadAverage) > 0 && l.LoadAverage[0] >= float64(l.CPUs):
+		why = append(why, fmt.Sprintf("load average before the first trial %s ≥ %d CPUs", num(l.LoadAverage[0]), l.CPUs))
 	}
 	l.Busy, l.Why = len(why) > 0, strings.Join(why, "; ")
 	return l
@@ -137,7 +138,7 @@ func (l Load) TrialsText() string {
 	if l.TrialLoads == 0 {
 		return "not recorded"
 	}
-	return fmt.Sprintf("median %s, max %s over %d trials", num(l.TrialLoadMedian), num(l.TrialLoadMax), l.TrialLoads)
+	return fmt.Sprintf("median %s, max %s over %d trials (counting the run's own previous loads)", num(l.TrialLoadMedian), num(l.TrialLoadMax), l.TrialLoads)
 }
 
 // AverageText is "24.10 / 18.52 / 9.60 (1 / 5 / 15 min) on 2 CPUs", or

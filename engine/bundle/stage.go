@@ -175,7 +175,7 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, drop
 	b.WriteString("## The load it was measured under\n\n")
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n| load average before the first trial | %s |\n| load average at the trials' start | %s |\n| quiet checks before the loads | %s |\n| machine | %s |\n\n",
 		load.AverageText(), load.TrialsText(), load.QuietText(), load.Verdict())
-	b.WriteString("A machine is busy when its 1-minute load average (the median at the trials' start when recorded) is at least its CPUs, or when more than half of the trials started busy (a collect step's quiet check). ")
+	b.WriteString("A machine is busy when more than half of the trials started busy (a collect step's quiet check: processes outside the run using the CPU just before the load), or, without quiet checks, when its 1-minute load average before the first trial is at least its CPUs; a load average taken within a minute or two of a load counts that load too. ")
 	if load.Busy {
 		b.WriteString("**This bundle was measured on a busy machine**: its absolute figures (req/s, latency tails) are lower and noisier than a quiet machine gives; `benchflow reproduce` names the load first among what differs.\n\n")
 	} else {
