@@ -176,3 +176,15 @@ func TestReproduceMDStatesTheLoad(t *testing.T) {
 		t.Errorf("REPRODUCE.md of a quiet run:\n%s", md)
 	}
 }
+
+// TestVariableDifferences: a variable set otherwise here (reproduce
+// --var duration=1s) is listed, and one set the same is not.
+func TestVariableDifferences(t *testing.T) {
+	a := &results.Manifest{Pipeline: results.PipelineInfo{Variables: map[string]any{"duration": "3s", "workers": float64(2), "same": "x"}}}
+	b := &results.Manifest{Pipeline: results.PipelineInfo{Variables: map[string]any{"duration": "1s", "workers": float64(2), "same": "x", "new": true}}}
+	got := variableDifferences(a, b)
+	want := []VariableDifference{{Name: "duration", Bundle: "3s", Here: "1s"}, {Name: "new", Bundle: "(not set)", Here: "true"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("variableDifferences = %+v, want %+v", got, want)
+	}
+}

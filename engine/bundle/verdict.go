@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -63,8 +64,53 @@ type Verdict struct {
 	// Load is how busy the machine was in the bundle and here
 	// (MachineLoad); when either was busy it is named first among what
 	// differs next to every claim and cell that moved.
-	Load     LoadComparison `json:"load"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Load LoadComparison `json:"load"`
+	// Variables are the pipeline variables whose values differ (a --var of
+	// reproduce): a shorter duration moves figures as surely as a slower
+	// machine, so they are named next to every claim and cell that moved.
+	Variables []VariableDifference `json:"variables,omitempty"`
+	Warnings  []string             `json:"warnings,omitempty"`
+}
+
+// VariableDifference is a variable whose value here is not the bundle's.
+type VariableDifference struct {
+	Name   string `json:"name"`
+	Bundle string `json:"bundle"`
+	Here   string `json:"here"`
+}
+
+// variableDifferences compares the effective variables of two runs.
+func variableDifferences(a, b *results.Manifest) []VariableDifference {
+	str := func(v any, ok bool) string {
+		if !ok {
+			return "(not set)"
+		}
+		if s, isStr := v.(string); isStr {
+			return s
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(j)
+	}
+	names := map[string]bool{}
+	for k := range a.Pipeline.Variables {
+		names[k] = true
+	}
+	for k := range b.Pipeline.Variables {
+		names[k] = true
+	}
+	var out []VariableDifference
+	for k := range names {
+		va, oka := a.Pipeline.Variables[k]
+		vb, okb := b.Pipeline.Variables[k]
+		if x, y := str(va, oka), str(vb, okb); x != y {
+			out = append(out, VariableDifference{Name: k, Bundle: x, Here: y})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Judge sets the run here beside the bundle's run: claims by name
@@ -99,6 +145,16 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 	}
 	v.Load = LoadComparison{Bundle: MachineLoad(a), Here: MachineLoad(b)}
 	if e := v.Load.Explain(); e != "" {
+		all = append([]string{e}, all...)
+		machine = append([]string{e}, machine...)
+	}
+	v.Variables = variableDifferences(a.Manifest, b.Manifest)
+	if len(v.Variables) > 0 {
+		var vs []string
+		for _, d := range v.Variables {
+			vs = append(vs, fmt.Sprintf("%s %s → %s", d.Name, d.Bundle, d.Here))
+		}
+		e := "variables (" + strings.Join(vs, ", ") + ")"
 		all = append([]string{e}, all...)
 		machine = append([]string{e}, machine...)
 	}
@@ -204,6 +260,9 @@ func (v *Verdict) Summary() string {
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d cells reproduced (%d could not be judged)", yes, len(v.Cells), len(v.Cells)-judged))
+	if len(v.Variables) > 0 {
+		parts = append(parts, fmt.Sprintf("%d variables set otherwise here", len(v.Variables)))
+	}
 	parts = append(parts, fmt.Sprintf("%d environment fields differ", len(v.Environment)))
 	if e := v.Load.Explain(); e != "" {
 		parts = append(parts, e)
@@ -336,6 +395,14 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		if md {
 			b.WriteString("\n")
 		}
+	}
+	if len(v.Variables) > 0 {
+		section("variables (bundle → here)")
+		var rows [][]string
+		for _, d := range v.Variables {
+			rows = append(rows, []string{d.Name, d.Bundle, d.Here})
+		}
+		table([]string{"variable", "bundle", "here"}, rows)
 	}
 	section("environment (bundle → here)")
 	if len(v.Environment) == 0 {

@@ -561,7 +561,7 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid provider configuration",
 						Detail: sentence(sp.Err.Error()), Subject: pv.DeclRange.Ptr()})
 				}
-				if ds, ok := sp.Provider.(interface{ Describe() string }); ok && sp.Err == nil {
+				if ds, ok := sp.Provider.(providers.Describer); ok && sp.Err == nil {
 					ts.Describe = ds.Describe()
 				}
 			}
