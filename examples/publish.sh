@@ -30,7 +30,7 @@ examples=(
   "quickstart|pipelines/quickstart.hcl|--repetitions 3|--var duration=1s|"
   "docker-overhead|examples/docker-overhead/pipeline.hcl|--var duration=5s||--baseline deploy=host"
   "docker-4k|examples/docker-4k/pipeline.hcl|--var duration=5s||--baseline deploy=host"
-  "nginx-vs-httpd|examples/nginx-vs-httpd/pipeline.hcl|||"
+  "nginx-vs-httpd|examples/nginx-vs-httpd/pipeline.hcl|--var requests=2000||"
   "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000||--baseline deploy=host"
   "nginx-long-short|examples/nginx-long-short/study.hcl|--var duration=3s||"
 )
