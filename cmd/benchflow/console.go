@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +34,9 @@ type Console struct {
 	rps     float64
 	line    bool // a live line is on screen
 	stop    chan struct{}
-	// warned counts, per warning text without its "trial X: " prefix,
-	// the other trials that gave it: each text is printed once per run.
+	// warned lists, per warning text without its "trial X: " prefix and
+	// with pids left out, the trials that gave it, the first (printed)
+	// one first: each text is printed once per run.
 	warned    map[string][]string
 	warnOrder []string
 }
@@ -201,22 +204,30 @@ func (c *Console) Warnf(format string, args ...any) {
 			if c.warned == nil {
 				c.warned = map[string][]string{}
 			}
-			if others, seen := c.warned[text]; seen {
-				c.warned[text] = append(others, id)
+			// The same warning about another process (an rlimit per
+			// pid) is the same warning: key it without the pid.
+			key := pidRe.ReplaceAllString(text, "pid …")
+			if ids, seen := c.warned[key]; seen {
+				if !slices.Contains(ids, id) {
+					c.warned[key] = append(ids, id)
+				}
 				return
 			}
-			c.warned[text] = []string{}
-			c.warnOrder = append(c.warnOrder, text)
+			c.warned[key] = []string{id}
+			c.warnOrder = append(c.warnOrder, key)
 		}
 	}
 	c.println("warning: %s", msg)
 }
 
+// pidRe matches a process id in a warning ("for pid 4561").
+var pidRe = regexp.MustCompile(`\bpid \d+`)
+
 // repeatedWarnings prints, once at the end of the run, which trials gave a
 // warning already printed for an earlier trial.
 func (c *Console) repeatedWarnings() {
 	for _, text := range c.warnOrder {
-		ids := c.warned[text]
+		ids := c.warned[text][1:] // the first trial's was printed
 		if len(ids) == 0 {
 			continue
 		}

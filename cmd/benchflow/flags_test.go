@@ -44,7 +44,11 @@ func TestWarningsOncePerRun(t *testing.T) {
 	var b strings.Builder
 	c := &Console{W: &b}
 	for i := 1; i <= 12; i++ {
-		c.Warnf("trial %s: %s", fmt.Sprintf("c%02d-r1", i), "setting rlimit nofile=65535 for pid 1: operation not permitted (needs root) (optional, skipped)")
+		// three processes per trial, each its own pid, as a service
+		// with workers gives
+		for j := 0; j < 3; j++ {
+			c.Warnf("trial %s: %s", fmt.Sprintf("c%02d-r1", i), fmt.Sprintf("setting rlimit nofile=65535 for pid %d: operation not permitted (needs root) (optional, skipped)", 4000+10*i+j))
+		}
 	}
 	c.Warnf("trial c01-r1: busy start: 120%% of a core")
 	c.Warnf("trial c02-r1: busy start: 90%% of a core")
