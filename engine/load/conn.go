@@ -18,11 +18,13 @@ const (
 	classWrite
 	classParse
 	classHTTP
+	classReset  // HTTP/2 RST_STREAM from the server
+	classGoaway // HTTP/2 streams refused by GOAWAY
 	numClasses
 )
 
 // ErrorClasses are the keys of Result.ErrorsBy, in report order.
-var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http"}
+var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http", "reset", "goaway"}
 
 // maxStatus bounds the status codes counted per code; others (600-999)
 // are counted under 599.
