@@ -74,6 +74,9 @@ type conn struct {
 	sumBehind  time.Duration
 	lateSends  int64
 	reconnects int64
+	maxStreams int // HTTP/2: most streams in flight at once
+	goaways    int64
+	retry      []h2Retry // HTTP/2: streams refused by a graceful GOAWAY
 }
 
 // outcome of one exchange.

@@ -120,6 +120,12 @@ type h2Stream struct {
 	body     []byte // request body not sent yet
 }
 
+// h2Retry is a request refused by a graceful GOAWAY, to send again.
+type h2Retry struct {
+	req      *request
+	intended time.Duration
+}
+
 // h2Session is one HTTP/2 connection of a slot.
 type h2Session struct {
 	c  *conn
@@ -165,7 +171,7 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 	defer c.closeAll()
 	r := c.r
 	for !r.stop.Load() {
-		if r.bounded && c.quota == 0 && r.remaining.Load() <= 0 {
+		if r.bounded && c.quota == 0 && r.remaining.Load() <= 0 && len(c.retry) == 0 {
 			return
 		}
 		if r.openLoop && r.hasEnd && c.next >= r.endOff {
@@ -437,8 +443,15 @@ func (s *h2Session) handle(f http2.Frame) error {
 			if !hasMaxStreams(f) {
 				s.limit = r.opts.Streams
 			}
+			free := s.limit
+			for len(c.retry) > 0 && len(s.streams) < s.limit {
+				rt := c.retry[len(c.retry)-1]
+				c.retry = c.retry[:len(c.retry)-1]
+				s.send(rt.req, rt.intended, time.Since(r.start))
+				free--
+			}
 			if s.tokens != nil {
-				for range s.limit {
+				for range free {
 					s.tokens <- struct{}{}
 				}
 			}
@@ -489,16 +502,27 @@ func (s *h2Session) handle(f http2.Frame) error {
 		}
 	case *http2.GoAwayFrame:
 		s.goaway = true
-		for i := len(s.streams) - 1; i >= 0; i-- {
-			if s.streams[i].id > f.LastStreamID {
-				s.complete(i, outcome{class: classGoaway, err: fmt.Errorf("GOAWAY from the server (%v, last stream %d)", f.ErrCode, f.LastStreamID)})
-			}
-		}
 		c.mu.Lock()
-		if c.errSample[classGoaway] == "" {
-			c.errSample[classGoaway] = fmt.Sprintf("GOAWAY from the server (%v)", f.ErrCode)
-		}
+		c.goaways++
 		c.mu.Unlock()
+		for i := len(s.streams) - 1; i >= 0; i-- {
+			st := s.streams[i]
+			if st.id <= f.LastStreamID {
+				continue
+			}
+			if f.ErrCode == http2.ErrCodeNo {
+				// A graceful GOAWAY (nginx after keepalive_requests):
+				// the server did not process the stream, so it is sent
+				// again on the next connection, keeping its intended
+				// time (its latency includes the reconnect).
+				last := len(s.streams) - 1
+				s.streams[i] = s.streams[last]
+				s.streams = s.streams[:last]
+				c.retry = append(c.retry, h2Retry{req: st.req, intended: st.intended})
+				continue
+			}
+			s.complete(i, outcome{class: classGoaway, err: fmt.Errorf("GOAWAY from the server (%v, last stream %d)", f.ErrCode, f.LastStreamID)})
+		}
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			s.write(s.fr.WritePing(true, f.Data))
@@ -638,6 +662,12 @@ func (s *h2Session) send(req *request, intended, now time.Duration) {
 	}))
 	if len(h2r.body) > 0 {
 		s.pump()
+	}
+	if n := len(s.streams); n > s.c.maxStreams {
+		c := s.c
+		c.mu.Lock()
+		c.maxStreams = n
+		c.mu.Unlock()
 	}
 }
 

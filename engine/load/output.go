@@ -46,7 +46,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	b.WriteString("\n")
 	switch r.Protocol {
 	case ProtoH2, ProtoH2C:
-		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection\n", r.Protocol, r.Streams)
+		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, r.MaxInFlight)
 	}
 	if r.TLSVersion != "" {
 		fmt.Fprintf(&b, "  %s, %s, ALPN %s\n", r.TLSVersion, r.TLSCipher, cmp.Or(r.ALPN, "none"))
@@ -243,6 +243,8 @@ type JSONResult struct {
 	Engine      string            `json:"engine"`
 	Protocol    string            `json:"protocol"`
 	Streams     int               `json:"streams"`
+	MaxInFlight int               `json:"max_in_flight,omitempty"`
+	Goaways     int64             `json:"goaways,omitempty"`
 	TLSVersion  string            `json:"tls_version,omitempty"`
 	TLSCipher   string            `json:"tls_cipher,omitempty"`
 	ALPN        string            `json:"alpn,omitempty"`
@@ -300,7 +302,7 @@ func ToJSON(r *Result) *JSONResult {
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes,
 		Latency: Summarize(r.Latency), Status: map[string]int64{}, ErrorsBy: map[string]int64{},
 		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects, Engine: r.Engine,
-		Protocol: r.Protocol, Streams: r.Streams, TLSVersion: r.TLSVersion, TLSCipher: r.TLSCipher, ALPN: r.ALPN,
+		Protocol: r.Protocol, Streams: r.Streams, MaxInFlight: r.MaxInFlight, Goaways: r.Goaways, TLSVersion: r.TLSVersion, TLSCipher: r.TLSCipher, ALPN: r.ALPN,
 		Warning: r.Warning, Intervals: []JSONInterval{},
 	}
 	if j.Targets == nil {

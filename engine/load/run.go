@@ -530,6 +530,8 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		sends += c.requests
 		res.LateSends += c.lateSends
 		res.Reconnects += c.reconnects
+		res.MaxInFlight = max(res.MaxInFlight, c.maxStreams)
+		res.Goaways += c.goaways
 		c.mu.Unlock()
 	}
 	if sends > 0 {

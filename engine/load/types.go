@@ -137,6 +137,15 @@ type Result struct {
 	// per connection asked for (1 for HTTP/1.1).
 	Protocol string
 	Streams  int
+	// MaxInFlight is the most HTTP/2 streams seen in flight at once on
+	// one connection (at most Streams and the server's limit); 0 for
+	// HTTP/1.1.
+	MaxInFlight int
+	// Goaways counts HTTP/2 GOAWAY frames received. After a graceful one
+	// (NO_ERROR, e.g. nginx's keepalive_requests) the streams the server
+	// did not process are sent again on a new connection, not counted as
+	// errors; after any other, they count as "goaway" errors.
+	Goaways int64
 	// TLSVersion, TLSCipher and ALPN describe the first TLS handshake
 	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256", "h2"); empty without TLS.
 	TLSVersion string
