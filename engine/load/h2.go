@@ -174,7 +174,7 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		if r.bounded && c.quota == 0 && r.remaining.Load() <= 0 && len(c.retry) == 0 {
 			return
 		}
-		if r.openLoop && r.hasEnd && c.next >= r.endOff {
+		if r.openLoop && r.hasEnd && c.next >= r.endOff && (len(c.retry) == 0 || time.Since(r.start) >= r.endOff) {
 			return
 		}
 		start := time.Since(r.start)
@@ -197,20 +197,28 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 			if isTimeout(err) {
 				o.class = classTimeout
 			}
-			if r.bounded {
-				if c.quota == 0 {
-					c.quota = r.claim()
+			if n := len(c.retry); n > 0 {
+				// A request refused by a graceful GOAWAY fails with the
+				// connect: it was claimed from the budget already.
+				rt := c.retry[n-1]
+				c.retry = c.retry[:n-1]
+				c.record(rt.req, o, rt.intended, start, now)
+			} else {
+				if r.bounded {
+					if c.quota == 0 {
+						c.quota = r.claim()
+					}
+					if c.quota > 0 {
+						c.quota--
+					}
 				}
-				if c.quota > 0 {
-					c.quota--
+				intended := start
+				if r.openLoop {
+					intended = c.next
+					c.next += c.period
 				}
+				c.record(&r.reqs[0], o, intended, start, now)
 			}
-			intended := start
-			if r.openLoop {
-				intended = c.next
-				c.next += c.period
-			}
-			c.record(&r.reqs[0], o, intended, start, now)
 			if d := c.backoff(o); d > 0 && !c.sleep(d) {
 				return
 			}
@@ -329,7 +337,7 @@ func (s *h2Session) run() (finished bool) {
 			if s.goaway && len(s.streams) == 0 {
 				err = errGoaway
 			}
-			if s.done && len(s.streams) == 0 {
+			if s.done && len(s.streams) == 0 && len(c.retry) == 0 {
 				s.dead = true
 				s.mu.Unlock()
 				finished = true
@@ -369,7 +377,7 @@ func (s *h2Session) run() (finished bool) {
 		close(s.tokens) // wakes a sender waiting for a stream
 		<-senderDone
 		s.mu.Lock()
-		finished = finished || s.done && s.sendFinished
+		finished = finished || s.done && s.sendFinished && len(c.retry) == 0
 		s.mu.Unlock()
 	}
 	c.flush()
@@ -443,15 +451,8 @@ func (s *h2Session) handle(f http2.Frame) error {
 			if !hasMaxStreams(f) {
 				s.limit = r.opts.Streams
 			}
-			free := s.limit
-			for len(c.retry) > 0 && len(s.streams) < s.limit {
-				rt := c.retry[len(c.retry)-1]
-				c.retry = c.retry[:len(c.retry)-1]
-				s.send(rt.req, rt.intended, time.Since(r.start))
-				free--
-			}
 			if s.tokens != nil {
-				for range free {
+				for range s.limit {
 					s.tokens <- struct{}{}
 				}
 			}
@@ -510,11 +511,14 @@ func (s *h2Session) handle(f http2.Frame) error {
 			if st.id <= f.LastStreamID {
 				continue
 			}
-			if f.ErrCode == http2.ErrCodeNo {
+			if f.ErrCode == http2.ErrCodeNo && f.LastStreamID > 0 {
 				// A graceful GOAWAY (nginx after keepalive_requests):
 				// the server did not process the stream, so it is sent
 				// again on the next connection, keeping its intended
-				// time (its latency includes the reconnect).
+				// time (its latency includes the reconnect). One that
+				// names no stream (last 0) processed nothing on the
+				// connection: its streams count as errors, lest a
+				// server that refuses everything be retried forever.
 				last := len(s.streams) - 1
 				s.streams[i] = s.streams[last]
 				s.streams = s.streams[:last]
@@ -627,6 +631,15 @@ func (s *h2Session) fill() {
 			s.done = true
 			return
 		}
+		if n := len(c.retry); n > 0 {
+			// Refused by a graceful GOAWAY on the previous connection:
+			// sent again before any new request, outside the budget
+			// (claimed already), keeping its intended time.
+			rt := c.retry[n-1]
+			c.retry = c.retry[:n-1]
+			s.send(rt.req, rt.intended, time.Since(r.start))
+			continue
+		}
 		if r.bounded {
 			if c.quota == 0 {
 				if c.quota = r.claim(); c.quota == 0 {
@@ -710,6 +723,31 @@ func (s *h2Session) sender(done chan struct{}) {
 		if r.stop.Load() {
 			return
 		}
+		// Requests refused by a graceful GOAWAY on the previous
+		// connection go first, each as soon as a stream is free, outside
+		// the schedule and the budget (they had their turn), keeping
+		// their intended time. Only this goroutine takes from c.retry
+		// while the session lives; a GOAWAY adds to it and ends sending.
+		s.mu.Lock()
+		retrying := len(c.retry) > 0
+		s.mu.Unlock()
+		if retrying {
+			if _, ok := <-s.tokens; !ok {
+				return
+			}
+			s.mu.Lock()
+			if s.dead || s.goaway {
+				s.mu.Unlock()
+				return
+			}
+			if n := len(c.retry); n > 0 {
+				rt := c.retry[n-1]
+				c.retry = c.retry[:n-1]
+				s.sendNow(rt.req, rt.intended)
+			}
+			s.mu.Unlock()
+			continue
+		}
 		if r.bounded && c.quota == 0 {
 			if c.quota = r.claim(); c.quota == 0 {
 				finish()
@@ -736,17 +774,23 @@ func (s *h2Session) sender(done chan struct{}) {
 		if r.bounded {
 			c.quota--
 		}
-		wasIdle := len(s.streams) == 0
-		s.send(&r.reqs[c.pick()], intended, time.Since(r.start))
-		if s.werr == nil {
-			s.write(s.bw.Flush())
-		}
-		if s.werr != nil {
-			s.nc.SetReadDeadline(time.Unix(1, 0)) // the reader ends the connection
-		} else if wasIdle {
-			s.setReadDeadline()
-		}
+		s.sendNow(&r.reqs[c.pick()], intended)
 		s.mu.Unlock()
+	}
+}
+
+// sendNow opens a stream from the open-loop sender and flushes it
+// (s.mu held).
+func (s *h2Session) sendNow(req *request, intended time.Duration) {
+	wasIdle := len(s.streams) == 0
+	s.send(req, intended, time.Since(s.c.r.start))
+	if s.werr == nil {
+		s.write(s.bw.Flush())
+	}
+	if s.werr != nil {
+		s.nc.SetReadDeadline(time.Unix(1, 0)) // the reader ends the connection
+	} else if wasIdle {
+		s.setReadDeadline()
 	}
 }
 

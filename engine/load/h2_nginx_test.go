@@ -1,3 +1,5 @@
+//go:build unix
+
 package load
 
 import (
@@ -64,8 +66,9 @@ func freePort(t *testing.T) int {
 }
 
 // startNginxH2 runs Debian's nginx with TLS + HTTP/2 on two ports: the
-// first with the default stream limit (128), the second allowing one
-// stream per connection. It serves a 6-byte file and a 1 MiB one.
+// first with the default stream limit (128) and a graceful GOAWAY after
+// 100 requests per connection (keepalive_requests), the second allowing
+// one stream per connection. It serves a 6-byte file and a 1 MiB one.
 func startNginxH2(t *testing.T) (dir string, port, port1 int) {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
@@ -96,7 +99,7 @@ http {
   client_body_temp_path %[1]s/tmp; proxy_temp_path %[1]s/tmp; fastcgi_temp_path %[1]s/tmp;
   uwsgi_temp_path %[1]s/tmp; scgi_temp_path %[1]s/tmp;
   ssl_certificate %[1]s/cert.pem; ssl_certificate_key %[1]s/key.pem;
-  server { listen 127.0.0.1:%[2]d ssl http2; root %[1]s/www; }
+  server { listen 127.0.0.1:%[2]d ssl http2; keepalive_requests 100; root %[1]s/www; }
   server { listen 127.0.0.1:%[3]d ssl http2; http2_max_concurrent_streams 1; root %[1]s/www; }
 }
 `, dir, port, port1)
@@ -110,11 +113,25 @@ http {
 	}
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
+	// A process group of its own: nginx and its workers, nothing else.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// SIGQUIT: nginx's graceful stop, which takes its workers with it.
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGQUIT); cmd.Wait() })
+	// Should it hang, its process group is killed, workers included.
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			t.Errorf("nginx did not stop within 10 s of SIGQUIT; its process group was killed")
+		}
+	})
 	for i := 0; i < 100; i++ {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port1)); err == nil {
 			c.Close()
@@ -148,7 +165,12 @@ func TestH2Nginx(t *testing.T) {
 	if res.MaxInFlight <= 1 {
 		t.Errorf("at most %d streams in flight per connection with --streams 10: not multiplexed", res.MaxInFlight)
 	}
-	t.Logf("nginx h2: %.0f req/s, up to %d streams in flight", res.RPS(), res.MaxInFlight)
+	// keepalive_requests 100: nginx ends each connection with a graceful
+	// GOAWAY, the refused streams are sent again, and none is an error.
+	if res.Goaways == 0 || res.Reconnects == 0 {
+		t.Errorf("goaways %d reconnects %d after 2000 requests with keepalive_requests 100", res.Goaways, res.Reconnects)
+	}
+	t.Logf("nginx h2: %.0f req/s, up to %d streams in flight, %d GOAWAYs, %d reconnects", res.RPS(), res.MaxInFlight, res.Goaways, res.Reconnects)
 
 	// The wrong name fails verification.
 	res, err = Run(context.Background(), Options{Targets: []Target{{URL: url}}, Protocol: ProtoH2,

@@ -182,9 +182,11 @@ func TestH2ResetCounted(t *testing.T) {
 }
 
 // goawayServer answers the first request of each connection and then
-// sends GOAWAY naming it as the last stream it processes: the other
-// streams in flight are refused.
-func goawayServer(t *testing.T) *rawServer {
+// sends GOAWAY with code, naming that request as the last stream it
+// processes: the other streams in flight are refused. It counts the
+// requests it answers. With refuseAll it answers none: GOAWAY names
+// stream 0.
+func goawayServer(t *testing.T, code http2.ErrCode, refuseAll bool, answered *atomic.Int64) *rawServer {
 	return newRawServer(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		preface := make([]byte, len(http2.ClientPreface))
@@ -213,8 +215,14 @@ func goawayServer(t *testing.T) *rawServer {
 				first = h.StreamID
 				// let the other streams arrive, then refuse them
 				time.Sleep(5 * time.Millisecond)
-				fr.WriteGoAway(first, http2.ErrCodeNo, nil)
+				if refuseAll {
+					fr.WriteGoAway(0, code, nil)
+					bw.Flush()
+					continue
+				}
+				fr.WriteGoAway(first, code, nil)
 				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: first, BlockFragment: block, EndHeaders: true})
+				answered.Add(1) // before the client can see the answer
 				fr.WriteData(first, true, []byte("hello\n"))
 				bw.Flush()
 			}
@@ -222,18 +230,74 @@ func goawayServer(t *testing.T) *rawServer {
 	})
 }
 
-func TestH2GoawayCounted(t *testing.T) {
-	s := goawayServer(t)
+// A GOAWAY with an error code: the streams above the server's last one
+// count as "goaway" errors, and every request of -n is accounted for once.
+func TestH2GoawayErrorCounted(t *testing.T) {
+	var answered atomic.Int64
+	s := goawayServer(t, http2.ErrCodeEnhanceYourCalm, false, &answered)
 	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
 		Connections: 1, Streams: 4, Requests: 40, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ErrorsBy["goaway"] == 0 || res.Requests == 0 || res.Reconnects == 0 {
-		t.Fatalf("requests %d errors %v reconnects %d", res.Requests, res.ErrorsBy, res.Reconnects)
+	if res.ErrorsBy["goaway"] == 0 || res.Requests == 0 || res.Reconnects == 0 || res.Goaways == 0 {
+		t.Fatalf("requests %d errors %v reconnects %d goaways %d", res.Requests, res.ErrorsBy, res.Reconnects, res.Goaways)
 	}
-	if res.Requests+res.Errors != 40 {
-		t.Errorf("requests %d + errors %d != 40", res.Requests, res.Errors)
+	if res.Requests+res.Errors != 40 || res.Errors != res.ErrorsBy["goaway"] {
+		t.Errorf("requests %d + errors %d != 40 (%v)", res.Requests, res.Errors, res.ErrorsBy)
+	}
+	if res.Requests != answered.Load() {
+		t.Errorf("%d requests counted, the server answered %d", res.Requests, answered.Load())
+	}
+	if !strings.Contains(res.ErrorSample["goaway"], "ENHANCE_YOUR_CALM") {
+		t.Errorf("goaway sample %q", res.ErrorSample["goaway"])
+	}
+}
+
+// A graceful GOAWAY (NO_ERROR, as nginx sends after keepalive_requests):
+// the refused streams are sent again on a new connection, none is an
+// error, and exactly -n requests complete, in closed and open loop.
+func TestH2GoawayGracefulRetried(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rate float64
+	}{{"closed", 0}, {"open", 400}} {
+		t.Run(c.name, func(t *testing.T) {
+			var answered atomic.Int64
+			s := goawayServer(t, http2.ErrCodeNo, false, &answered)
+			res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+				Connections: 1, Streams: 4, Requests: 40, Rate: c.rate, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 40 || res.Errors != 0 || res.Status[200] != 40 {
+				t.Fatalf("requests %d errors %v status %v (%s)", res.Requests, res.ErrorsBy, res.Status, res.ErrorSummary())
+			}
+			if n := answered.Load(); n != 40 {
+				t.Errorf("the server answered %d requests, want 40", n)
+			}
+			if res.Goaways == 0 || res.Reconnects == 0 {
+				t.Errorf("goaways %d reconnects %d, want both > 0", res.Goaways, res.Reconnects)
+			}
+			if res.MaxInFlight < 2 {
+				t.Errorf("at most %d streams in flight: nothing was refused to retry", res.MaxInFlight)
+			}
+		})
+	}
+}
+
+// A graceful GOAWAY that names no stream: the server processed nothing,
+// so its streams are errors, not retried without end.
+func TestH2GoawayGracefulNothingProcessed(t *testing.T) {
+	var answered atomic.Int64
+	s := goawayServer(t, http2.ErrCodeNo, true, &answered)
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 4, Requests: 12, Timeout: 5 * time.Second})
+	if err == nil {
+		t.Error("no error with every request refused")
+	}
+	if res.Requests != 0 || res.Errors != 12 || res.ErrorsBy["goaway"] != 12 || res.Goaways == 0 {
+		t.Fatalf("requests %d errors %v goaways %d, want 12 goaway errors", res.Requests, res.ErrorsBy, res.Goaways)
 	}
 }
 
