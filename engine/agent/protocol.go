@@ -150,6 +150,7 @@ type Result struct {
 	TLSCipher    string            `json:"tls_cipher,omitempty"`
 	ALPN         string            `json:"alpn,omitempty"`
 	MaxInFlight  int               `json:"max_in_flight,omitempty"`
+	Goaways      int64             `json:"goaways,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
@@ -200,7 +201,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		TimeLimitNS: int64(res.TimeLimit), MaxBehindNS: int64(res.MaxBehind), MeanBehindNS: int64(res.MeanBehind),
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
 		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
-		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight,
+		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
 	}
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
@@ -240,7 +241,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		MaxBehind: time.Duration(w.MaxBehindNS), MeanBehind: time.Duration(w.MeanBehindNS), LateSends: w.LateSends,
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
 		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
-		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight,
+		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
 	}
 	if res.Status == nil {
 		res.Status = map[int]int64{}

@@ -178,8 +178,8 @@ func (r *Result) RPS() float64 {
 func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }
 
 // AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
-// late sends, the status and error-class counts, and the error samples r
-// lacks (r's own first sample of a class wins). Histograms, durations
+// HTTP/2 GOAWAYs, late sends, the status and error-class counts, and the
+// error samples r lacks (r's own first sample of a class wins). Histograms, durations
 // and intervals are left to the caller, whose time semantics differ
 // (windows one after another, or agents side by side).
 func (r *Result) AddCounts(o *Result) {
@@ -187,6 +187,7 @@ func (r *Result) AddCounts(o *Result) {
 	r.Errors += o.Errors
 	r.Bytes += o.Bytes
 	r.Reconnects += o.Reconnects
+	r.Goaways += o.Goaways
 	r.LateSends += o.LateSends
 	if r.Status == nil {
 		r.Status = map[int]int64{}
