@@ -27,6 +27,7 @@ func init() {
 		headers                      []string
 		method, body, bodyFile, out  string
 		latency, jsonOut, closeConns bool
+		h2                           bool
 		scriptFile                   string
 		findMax                      findMaxFlags
 	)
@@ -49,8 +50,13 @@ Connections are kept alive unless --close (or -H 'Connection: close') asks
 for a new connection per request; connect time is then part of the latency
 and is also reported on its own.
 
-URLs are http://, https:// (certificates are not verified) or
-unix:/path/to.sock:/request-path. Several URLs are picked at random by weight:
+--h2 speaks HTTP/2 instead: over TLS negotiated by ALPN for https:// URLs,
+cleartext with prior knowledge (h2c) for http:// URLs, with up to --streams
+requests in flight per connection (bounded by the server's
+SETTINGS_MAX_CONCURRENT_STREAMS).
+
+URLs are http://, https:// (certificates are not verified unless --cacert
+gives a CA) or unix:/path/to.sock:/request-path. Several URLs are picked at random by weight:
 append @N to a URL to give it weight N (default 1).
 
 --find-max searches for capacity instead of running one load: open-loop
@@ -71,6 +77,7 @@ failed (with the reason) or a flag is wrong.`,
   benchflow load -c 4 -n 10000 --close http://127.0.0.1:8080/big.jpg      # new connection per request
   benchflow load -m POST -H 'Content-Type: application/json' --body '{"a":1}' http://127.0.0.1:8080/api
   benchflow load http://127.0.0.1:8080/a@3 http://127.0.0.1:8080/b@1      # 75% /a, 25% /b
+  benchflow load --h2 -c 4 --streams 16 -d 10s https://127.0.0.1:8443/    # HTTP/2 over TLS, 64 streams in flight
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
   benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
   benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests
@@ -83,6 +90,9 @@ failed (with the reason) or a flag is wrong.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
+			if h2 {
+				opts.Protocol = load.ProtoH2
+			}
 			if cmd.Flags().Changed("duration") || opts.Requests == 0 {
 				if opts.Duration, err = pipeline.ParseDuration(duration); err != nil {
 					return fmt.Errorf("-d/--duration: %w", err)
@@ -228,6 +238,11 @@ failed (with the reason) or a flag is wrong.`,
 	f.StringVar(&body, "body", "", "request body (`TEXT`)")
 	f.StringVar(&bodyFile, "body-file", "", "request body read from `FILE`")
 	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
+	f.BoolVar(&h2, "h2", false, "HTTP/2: over TLS by ALPN for https://, cleartext with prior knowledge (h2c) for http://")
+	f.IntVar(&opts.Streams, "streams", 1, "with --h2: concurrent streams per connection (`N`), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS")
+	f.StringVar(&opts.CACert, "cacert", "", "verify https:// certificates against the CA certificates in `FILE` (PEM); default: no verification")
+	f.StringVar(&opts.SNI, "sni", "", "TLS server `NAME` to send (default: the URL's host)")
+	f.BoolVar(&opts.TLSResume, "tls-resume", false, "resume TLS sessions on new connections (abbreviated handshakes); default: a full handshake per connection")
 	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
 	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
@@ -250,6 +265,9 @@ var loadFlags = map[string]string{
 	"timeout":     "--timeout",
 	"busy_poll":   "--busy-poll",
 	"engine":      "--engine",
+	"protocol":    "--h2",
+	"streams":     "--streams",
+	"cacert":      "--cacert",
 }
 
 // validateLoadFlags applies load.Options.Validate, the rule load and warm

@@ -66,7 +66,16 @@ SIGINT or SIGTERM.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not a loopback address: anyone who can reach this host can load this server\n", cfg.Addr)
 			}
 			out := cmd.OutOrStdout()
-			cfg.Ready = func(a net.Addr) { fmt.Fprintf(out, "listening on http://%s\n", a) }
+			cfg.Ready = func(a net.Addr) {
+				if cfg.TLS {
+					fmt.Fprintf(out, "listening on https://%s (HTTP/2 and HTTP/1.1, self-signed certificate)\n", a)
+					return
+				}
+				fmt.Fprintf(out, "listening on http://%s (HTTP/1.1 and h2c)\n", a)
+			}
+			if cfg.MaxStreams < 0 {
+				return fmt.Errorf("--max-streams %d: must be at least 1 (0: the default, 250)", cfg.MaxStreams)
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve.ListenAndServe(ctx, cfg)
@@ -81,6 +90,8 @@ SIGINT or SIGTERM.`,
 	f.Var(units.NewDurationFlag(&cfg.Stall, 0), "stall", "stall every request for up to `DUR` once per --stall-every period")
 	f.Var(units.NewDurationFlag(&cfg.StallEvery, 0), "stall-every", "stall once every `DUR` (with --stall)")
 	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")
+	f.BoolVar(&cfg.TLS, "tls", false, "serve HTTPS (HTTP/2 by ALPN, and HTTP/1.1) with a self-signed certificate made at start")
+	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "allow at most `N` concurrent HTTP/2 streams per connection (0: 250)")
 	f.DurationVar(&idle, "idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle for `DUR` (0: never)")
 	rootCmd.AddCommand(cmd)
 }

@@ -169,6 +169,9 @@ func (s *Session) Load(ctx context.Context, options load.Options) (*Outcome, err
 	if opts.Requester != nil || opts.OnResponse != nil {
 		return nil, errors.New("request scripts cannot run on agents")
 	}
+	if opts.CACert != "" {
+		return nil, fmt.Errorf("cacert %s: a CA file is read on this machine and is not sent to agents; agents load https targets without verifying certificates", opts.CACert)
+	}
 	if err := load.Validate(opts); err != nil {
 		return nil, err
 	}

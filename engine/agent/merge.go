@@ -70,6 +70,11 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		if len(m.Targets) == 0 {
 			m.Targets = r.Targets
 		}
+		m.MaxInFlight = max(m.MaxInFlight, r.MaxInFlight)
+		if m.Protocol == "" {
+			m.Protocol, m.Streams = r.Protocol, r.Streams
+			m.TLSVersion, m.TLSCipher, m.ALPN = r.TLSVersion, r.TLSCipher, r.ALPN
+		}
 		// The engine that ran: the agents', or "mixed" when they differ.
 		switch {
 		case m.Engine == "":

@@ -75,6 +75,10 @@ type WireOptions struct {
 	IntervalNS  int64        `json:"interval_ns,omitempty"`
 	Tag         string       `json:"tag,omitempty"`
 	Engine      string       `json:"engine,omitempty"`
+	Protocol    string       `json:"protocol,omitempty"`
+	Streams     int          `json:"streams,omitempty"`
+	SNI         string       `json:"sni,omitempty"`
+	TLSResume   bool         `json:"tls_resume,omitempty"`
 }
 
 // StartRequest asks an agent to run its share of a load from StartNS, an
@@ -140,6 +144,13 @@ type Result struct {
 	Targets      []string          `json:"targets,omitempty"`
 	Close        bool              `json:"close,omitempty"`
 	Engine       string            `json:"engine,omitempty"`
+	Protocol     string            `json:"protocol,omitempty"`
+	Streams      int               `json:"streams,omitempty"`
+	TLSVersion   string            `json:"tls_version,omitempty"`
+	TLSCipher    string            `json:"tls_cipher,omitempty"`
+	ALPN         string            `json:"alpn,omitempty"`
+	MaxInFlight  int               `json:"max_in_flight,omitempty"`
+	Goaways      int64             `json:"goaways,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
@@ -152,6 +163,7 @@ func ToWire(o load.Options) WireOptions {
 		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
 		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll),
 		IntervalNS: int64(o.Interval), Tag: o.Tag, Engine: o.Engine,
+		Protocol: o.Protocol, Streams: o.Streams, SNI: o.SNI, TLSResume: o.TLSResume,
 	}
 	for _, t := range o.Targets {
 		w.Targets = append(w.Targets, WireTarget{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -165,6 +177,7 @@ func (w WireOptions) Options() load.Options {
 		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
 		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS),
 		Interval: time.Duration(w.IntervalNS), Tag: w.Tag, Engine: w.Engine,
+		Protocol: w.Protocol, Streams: w.Streams, SNI: w.SNI, TLSResume: w.TLSResume,
 	}
 	for _, t := range w.Targets {
 		o.Targets = append(o.Targets, load.Target{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -188,6 +201,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		TimeLimitNS: int64(res.TimeLimit), MaxBehindNS: int64(res.MaxBehind), MeanBehindNS: int64(res.MeanBehind),
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
 		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
+		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
 	}
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
@@ -227,6 +241,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		MaxBehind: time.Duration(w.MaxBehindNS), MeanBehind: time.Duration(w.MeanBehindNS), LateSends: w.LateSends,
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
 		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
+		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
 	}
 	if res.Status == nil {
 		res.Status = map[int]int64{}

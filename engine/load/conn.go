@@ -18,11 +18,13 @@ const (
 	classWrite
 	classParse
 	classHTTP
+	classReset  // HTTP/2 RST_STREAM from the server
+	classGoaway // HTTP/2 streams refused by GOAWAY
 	numClasses
 )
 
 // ErrorClasses are the keys of Result.ErrorsBy, in report order.
-var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http"}
+var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http", "reset", "goaway"}
 
 // maxStatus bounds the status codes counted per code; others (600-999)
 // are counted under 599.
@@ -72,6 +74,9 @@ type conn struct {
 	sumBehind  time.Duration
 	lateSends  int64
 	reconnects int64
+	maxStreams int // HTTP/2: most streams in flight at once
+	goaways    int64
+	retry      []h2Retry // HTTP/2: streams refused by a graceful GOAWAY
 }
 
 // outcome of one exchange.

@@ -32,6 +32,9 @@ func Defaults(o Options) Options {
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
+	if o.Streams == 0 {
+		o.Streams = 1
+	}
 	ts := make([]Target, len(o.Targets))
 	for i, t := range o.Targets {
 		if t.Method == "" {
@@ -234,6 +237,36 @@ func (o Options) Validate() error {
 	case "", "auto", EngineUring, EngineEpoll, EngineGoroutines:
 	default:
 		bad("engine", o.Engine, "want auto, uring, epoll or goroutines")
+	}
+	h2 := o.Protocol == ProtoH2
+	switch o.Protocol {
+	case "", ProtoHTTP1, ProtoH2:
+	default:
+		bad("protocol", o.Protocol, `want "http/1.1" or "h2" (HTTP/2: over TLS by ALPN for https, h2c for http)`)
+	}
+	switch {
+	case o.Streams < 0:
+		bad("streams", strconv.Itoa(o.Streams), "must be at least 1")
+	case o.Streams > MaxStreams:
+		bad("streams", strconv.Itoa(o.Streams), fmt.Sprintf("must be at most %d", MaxStreams))
+	case o.Streams > 1 && !h2:
+		bad("streams", strconv.Itoa(o.Streams), `concurrent streams need protocol "h2" (HTTP/1.1 sends one request at a time per connection)`)
+	}
+	if h2 {
+		if Defaults(o).Close {
+			bad("protocol", o.Protocol, "a new connection per request (close) is not supported with HTTP/2: use HTTP/1.1 to measure connection setup")
+		}
+		if o.Engine == EngineUring || o.Engine == EngineEpoll {
+			bad("engine", o.Engine, "HTTP/2 runs on the goroutine engine only")
+		}
+		if err := sameEndpoint(o.Targets); err != nil {
+			bad("protocol", o.Protocol, err.Error())
+		}
+	}
+	if o.CACert != "" {
+		if _, err := loadCAs(o.CACert); err != nil {
+			bad("cacert", o.CACert, err.Error())
+		}
 	}
 	return errors.Join(errs...)
 }

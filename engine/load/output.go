@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,6 +58,13 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		fmt.Fprintf(&b, ", target rate %g req/s", r.TargetRate)
 	}
 	b.WriteString("\n")
+	switch r.Protocol {
+	case ProtoH2, ProtoH2C:
+		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, r.MaxInFlight)
+	}
+	if r.TLSVersion != "" {
+		fmt.Fprintf(&b, "  %s, %s, ALPN %s\n", r.TLSVersion, r.TLSCipher, cmp.Or(r.ALPN, "none"))
+	}
 	b.WriteString("  Thread Stats   Avg      Stdev     Max   +/- Stdev\n")
 	if h := r.Latency; h != nil && h.TotalCount() > 0 {
 		mean, sd := h.Mean(), h.StdDev()
@@ -247,6 +255,13 @@ type JSONResult struct {
 	LateSends   int64             `json:"late_sends,omitempty"`
 	Reconnects  int64             `json:"reconnects"`
 	Engine      string            `json:"engine"`
+	Protocol    string            `json:"protocol"`
+	Streams     int               `json:"streams"`
+	MaxInFlight int               `json:"max_in_flight,omitempty"`
+	Goaways     int64             `json:"goaways,omitempty"`
+	TLSVersion  string            `json:"tls_version,omitempty"`
+	TLSCipher   string            `json:"tls_cipher,omitempty"`
+	ALPN        string            `json:"alpn,omitempty"`
 	Warning     string            `json:"warning,omitempty"`
 	Intervals   []JSONInterval    `json:"intervals"`
 }
@@ -301,6 +316,7 @@ func ToJSON(r *Result) *JSONResult {
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes,
 		Latency: Summarize(r.Latency), Status: map[string]int64{}, ErrorsBy: map[string]int64{},
 		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects, Engine: r.Engine,
+		Protocol: r.Protocol, Streams: r.Streams, MaxInFlight: r.MaxInFlight, Goaways: r.Goaways, TLSVersion: r.TLSVersion, TLSCipher: r.TLSCipher, ALPN: r.ALPN,
 		Warning: r.Warning, Intervals: []JSONInterval{},
 	}
 	if j.Targets == nil {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,9 @@ type runner struct {
 	// wake interrupts the event loops' waits (nil on the goroutine
 	// engine).
 	wake func()
+	// The first TLS handshake's outcome, for the result.
+	tlsOnce                     sync.Once
+	tlsVersion, tlsCipher, alpn string
 }
 
 // Run drives one load and returns what it measured. It returns an error
@@ -103,6 +107,21 @@ func newRunner(opts Options) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building request for %q: %w", redactURL(t.URL), err)
 		}
+		var h2r h2Request
+		if opts.Protocol == ProtoH2 {
+			scheme := "http"
+			if ep.tls != nil {
+				scheme = "https"
+			}
+			if h2r, err = buildH2Request(t, scheme, host, path); err != nil {
+				return nil, fmt.Errorf("building request for %q: %w", redactURL(t.URL), err)
+			}
+		}
+		if ep.tls != nil {
+			if err := configureTLS(ep.tls, opts); err != nil {
+				return nil, err
+			}
+		}
 		key := ep.network + " " + ep.addr
 		if ep.tls != nil {
 			key += " tls"
@@ -116,7 +135,10 @@ func newRunner(opts Options) (*runner, error) {
 		r.urls = append(r.urls, redactURL(t.URL))
 		r.totalWeight += t.Weight
 		r.cum = append(r.cum, r.totalWeight)
-		r.reqs = append(r.reqs, request{raw: raw, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
+		r.reqs = append(r.reqs, request{raw: raw, h2: h2r, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
+	}
+	if opts.Protocol == ProtoH2 && len(r.endpoints) > 1 {
+		return nil, errors.New("protocol h2: every request must go to the same scheme, host and port (one HTTP/2 connection per slot carries all its streams)")
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
@@ -196,7 +218,14 @@ func (r *runner) dial(e int) (net.Conn, error) {
 		return nil, err
 	}
 	if ep.tls != nil {
-		return dialTLS(nc, ep.tls, deadline)
+		tc, err := dialTLS(nc, ep.tls, deadline)
+		if err == nil {
+			r.tlsOnce.Do(func() {
+				st := tc.(*tls.Conn).ConnectionState()
+				r.tlsVersion, r.tlsCipher, r.alpn = tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol
+			})
+		}
+		return tc, err
 	}
 	return nc, nil
 }
@@ -340,7 +369,7 @@ func wantedEngine(opt string) (string, error) {
 // http:// and unix: targets on Linux, unless the goroutine engine is
 // asked for. Request scripts' targets count as their first URL's.
 func EventLoops(opts Options) bool {
-	if runtime.GOOS != "linux" {
+	if runtime.GOOS != "linux" || opts.Protocol == ProtoH2 {
 		return false
 	}
 	if e, err := wantedEngine(opts.Engine); err != nil || e == EngineGoroutines {
@@ -357,6 +386,14 @@ func EventLoops(opts Options) bool {
 // startSlots runs the slots on the event loops where they can serve the
 // load (uring_linux.go, poll_linux.go), else one goroutine per slot.
 func (r *runner) startSlots(wg *sync.WaitGroup) {
+	if r.opts.Protocol == ProtoH2 {
+		r.engine = EngineGoroutines
+		wg.Add(len(r.conns))
+		for _, c := range r.conns {
+			go c.h2Loop(wg)
+		}
+		return
+	}
 	if eps, ok := r.resolveForPoll(); ok {
 		if engine, wake, ok := r.startPoll(eps, wg); ok {
 			r.engine, r.wake = engine, wake
@@ -441,6 +478,17 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		Threads:     opts.Threads,
 		Close:       opts.Close,
 		Engine:      r.engine,
+		Protocol:    ProtoHTTP1,
+		Streams:     1,
+		TLSVersion:  r.tlsVersion,
+		TLSCipher:   r.tlsCipher,
+		ALPN:        r.alpn,
+	}
+	if opts.Protocol == ProtoH2 {
+		res.Protocol, res.Streams = ProtoH2C, opts.Streams
+		if len(r.endpoints) > 0 && r.endpoints[0].tls != nil {
+			res.Protocol = ProtoH2
+		}
 	}
 	res.Targets = r.urls
 	if r.openLoop {
@@ -482,6 +530,8 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		sends += c.requests
 		res.LateSends += c.lateSends
 		res.Reconnects += c.reconnects
+		res.MaxInFlight = max(res.MaxInFlight, c.maxStreams)
+		res.Goaways += c.goaways
 		c.mu.Unlock()
 	}
 	if sends > 0 {

@@ -38,6 +38,22 @@ type Options struct {
 	// request scripts' response() hook. Its time is added to every
 	// exchange; nil costs one comparison.
 	OnResponse func(status int)
+	// Protocol is "" or "http/1.1" (HTTP/1.1), or "h2": HTTP/2, over TLS
+	// negotiated by ALPN for https:// targets, cleartext with prior
+	// knowledge (h2c) for http:// and unix: targets. See h2.go.
+	Protocol string
+	// Streams is the number of concurrent HTTP/2 streams per connection
+	// (default 1), bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+	Streams int
+	// CACert, when set, is a PEM file of CA certificates: https targets'
+	// certificates are then verified against it (by default they are
+	// not, as in wrk). SNI overrides the TLS server name (default: the
+	// target's host). TLSResume lets new connections resume earlier TLS
+	// sessions (abbreviated handshakes); off by default, so --close loads
+	// measure full handshakes.
+	CACert    string
+	SNI       string
+	TLSResume bool
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
 	Tag string
@@ -116,6 +132,25 @@ type Result struct {
 	// Engine is the load engine that ran: "uring", "epoll" or
 	// "goroutines" (see Options.Engine).
 	Engine string
+	// Protocol is the protocol spoken: "http/1.1", "h2" (HTTP/2 over
+	// TLS) or "h2c" (cleartext HTTP/2); Streams the concurrent streams
+	// per connection asked for (1 for HTTP/1.1).
+	Protocol string
+	Streams  int
+	// MaxInFlight is the most HTTP/2 streams seen in flight at once on
+	// one connection (at most Streams and the server's limit); 0 for
+	// HTTP/1.1.
+	MaxInFlight int
+	// Goaways counts HTTP/2 GOAWAY frames received. After a graceful one
+	// (NO_ERROR, e.g. nginx's keepalive_requests) the streams the server
+	// did not process are sent again on a new connection, not counted as
+	// errors; after any other, they count as "goaway" errors.
+	Goaways int64
+	// TLSVersion, TLSCipher and ALPN describe the first TLS handshake
+	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256", "h2"); empty without TLS.
+	TLSVersion string
+	TLSCipher  string
+	ALPN       string
 }
 
 // Interval is one timeseries row.
@@ -143,8 +178,8 @@ func (r *Result) RPS() float64 {
 func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }
 
 // AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
-// late sends, the status and error-class counts, and the error samples r
-// lacks (r's own first sample of a class wins). Histograms, durations
+// HTTP/2 GOAWAYs, late sends, the status and error-class counts, and the
+// error samples r lacks (r's own first sample of a class wins). Histograms, durations
 // and intervals are left to the caller, whose time semantics differ
 // (windows one after another, or agents side by side).
 func (r *Result) AddCounts(o *Result) {
@@ -152,6 +187,7 @@ func (r *Result) AddCounts(o *Result) {
 	r.Errors += o.Errors
 	r.Bytes += o.Bytes
 	r.Reconnects += o.Reconnects
+	r.Goaways += o.Goaways
 	r.LateSends += o.LateSends
 	if r.Status == nil {
 		r.Status = map[int]int64{}

@@ -43,6 +43,9 @@ func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
 	row.Connections = int64(res.Connections)
 	row.Threads = int64(res.Threads)
 	row.LoadEngine = res.Engine
+	row.Protocol, row.Streams = res.Protocol, int64(res.Streams)
+	row.TLSVersion, row.TLSCipher, row.ALPN = res.TLSVersion, res.TLSCipher, res.ALPN
+	row.ErrorsReset, row.ErrorsGoaway = res.ErrorsBy["reset"], res.ErrorsBy["goaway"]
 	row.ErrorsConnect = res.ErrorsBy["connect"]
 	row.ErrorsTimeout = res.ErrorsBy["timeout"]
 	row.ErrorsRead = res.ErrorsBy["read"]

@@ -26,6 +26,8 @@ func synthResult(rng *rand.Rand, rps float64, medianUS float64, seconds int, sam
 		Connections: 16,
 		Threads:     2,
 		Engine:      load.EngineUring,
+		Protocol:    load.ProtoH2C,
+		Streams:     4,
 	}
 	for s := 0; s < seconds; s++ {
 		n := int64(rps * (1 + 0.01*rng.NormFloat64()))

@@ -103,6 +103,19 @@ type TrialRow struct {
 	// (load.Result.Engine: "uring", "epoll" or "goroutines"); empty in
 	// runs written before the column existed.
 	LoadEngine string
+	// Protocol is the protocol the load spoke ("http/1.1", "h2" over TLS,
+	// "h2c" cleartext HTTP/2), Streams the concurrent streams per
+	// connection (1 for HTTP/1.1); TLSVersion, TLSCipher and ALPN what the
+	// first TLS handshake negotiated (empty without TLS). ErrorsReset and
+	// ErrorsGoaway count HTTP/2 streams reset by the server and refused
+	// by GOAWAY. All empty in runs written before the columns existed.
+	Protocol     string
+	Streams      int64
+	TLSVersion   string
+	TLSCipher    string
+	ALPN         string
+	ErrorsReset  int64
+	ErrorsGoaway int64
 	// Agents is the number of agents that ran the step (its agents
 	// block); 0 when it ran in the benchflow process.
 	Agents int64
@@ -418,6 +431,13 @@ var trialColumnsTail = []column[TrialRow]{
 	str("load_engine", func(r *TrialRow) *string { return &r.LoadEngine }),
 	i64("agents", func(r *TrialRow) *int64 { return &r.Agents }),
 	f64("capacity_first_failing_rps", func(r *TrialRow) *float64 { return &r.CapacityFailRPS }),
+	str("protocol", func(r *TrialRow) *string { return &r.Protocol }),
+	i64("streams", func(r *TrialRow) *int64 { return &r.Streams }),
+	str("tls_version", func(r *TrialRow) *string { return &r.TLSVersion }),
+	str("tls_cipher", func(r *TrialRow) *string { return &r.TLSCipher }),
+	str("alpn", func(r *TrialRow) *string { return &r.ALPN }),
+	i64("errors_reset", func(r *TrialRow) *int64 { return &r.ErrorsReset }),
+	i64("errors_goaway", func(r *TrialRow) *int64 { return &r.ErrorsGoaway }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search

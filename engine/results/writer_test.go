@@ -105,6 +105,9 @@ func TestRoundTrip(t *testing.T) {
 				if row.LoadEngine != res.Engine || row.LoadEngine == "" {
 					t.Errorf("%s: load_engine = %q, want %q", row.TrialID, row.LoadEngine, res.Engine)
 				}
+				if row.Protocol != "h2c" || row.Streams != 4 {
+					t.Errorf("%s: protocol = %q streams %d, want h2c 4", row.TrialID, row.Protocol, row.Streams)
+				}
 				// The histogram read back gives the same percentiles as HDR.
 				h := run.Histogram(rec.TrialID, "wrk")
 				for _, q := range []float64{50, 90, 99, 99.9, 100} {

@@ -160,6 +160,7 @@ func mergeResults(a, b *load.Result) *load.Result {
 	offset := a.Duration
 	a.Duration += b.Duration
 	a.AddCounts(b)
+	a.MaxInFlight = max(a.MaxInFlight, b.MaxInFlight)
 	if a.Latency != nil && b.Latency != nil {
 		a.Latency.Merge(b.Latency)
 	}

@@ -2,9 +2,16 @@ package serve
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
 	"mime"
 	"net"
 	"net/http"
@@ -75,6 +82,14 @@ type Config struct {
 	// the server's descriptors for good. A connection that has not sent
 	// its first request's headers is closed after HeaderTimeout.
 	IdleTimeout time.Duration
+	// TLS serves HTTPS with a self-signed certificate for localhost and
+	// 127.0.0.1 made at start, HTTP/2 negotiated by ALPN (and HTTP/1.1).
+	// Without it the server speaks HTTP/1.1 and cleartext HTTP/2 with
+	// prior knowledge (h2c) on the same port.
+	TLS bool
+	// MaxStreams bounds the concurrent HTTP/2 streams per connection
+	// (SETTINGS_MAX_CONCURRENT_STREAMS; 250 when 0).
+	MaxStreams int
 }
 
 // DefaultIdleTimeout is Config.IdleTimeout when 0 (--idle-timeout): longer
@@ -398,7 +413,7 @@ func ListenAndServe(ctx context.Context, cfg Config) error {
 	return Serve(ctx, ln, cfg)
 }
 
-// Serve serves HTTP/1.1 on ln until ctx ends, then shuts down gracefully:
+// Serve serves HTTP/1.1 and HTTP/2 (h2c, or h2 with cfg.TLS) on ln until ctx ends, then shuts down gracefully:
 // it stops accepting, ends delayed and stalled requests with 503, waits up
 // to cfg.ShutdownTimeout for the requests in flight and closes the rest.
 // It closes ln. cfg.Addr is ignored. It returns nil after a shutdown caused
@@ -411,6 +426,15 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		return err
 	}
 	srv := newServer(cfg, h)
+	if cfg.TLS {
+		cert, err := SelfSigned()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if cfg.Ready != nil {
@@ -446,7 +470,43 @@ func newServer(cfg Config, h http.Handler) *http.Server {
 	case idle < 0:
 		idle = 0 // with ReadTimeout 0: never
 	}
-	return &http.Server{Handler: h, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: idle}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: idle}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	if cfg.TLS {
+		srv.Protocols.SetHTTP2(true)
+	} else {
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: cfg.MaxStreams}
+	return srv
+}
+
+// SelfSigned makes a self-signed ECDSA certificate for localhost,
+// 127.0.0.1 and ::1, valid for a day.
+func SelfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "benchflow serve"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("making a self-signed certificate: %w", err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 // IsLoopback reports whether addr (host:port) binds only loopback

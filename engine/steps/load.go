@@ -58,11 +58,15 @@ type LoadConfig struct {
 	Headers     map[string]string `hcl:"headers,optional"`
 	Body        string            `hcl:"body,optional"`
 	BodyFile    string            `hcl:"body_file,optional"`
-	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
-	Script      string            `hcl:"script,optional"`    // Starlark request script
-	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
-	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
-	Engine      string            `hcl:"engine,optional"`    // --engine: auto (default), uring, epoll, goroutines
+	KeepAlive   *bool             `hcl:"keepalive,optional"`  // default true
+	Script      string            `hcl:"script,optional"`     // Starlark request script
+	Interval    string            `hcl:"interval,optional"`   // timeseries interval, default "1s"
+	BusyPoll    string            `hcl:"busy_poll,optional"`  // --busy-poll, default off
+	Engine      string            `hcl:"engine,optional"`     // --engine: auto (default), uring, epoll, goroutines
+	Protocol    string            `hcl:"protocol,optional"`   // "http/1.1" (default) or "h2" (--h2)
+	Streams     int               `hcl:"streams,optional"`    // --streams, HTTP/2 streams per connection
+	SNI         string            `hcl:"sni,optional"`        // --sni
+	TLSResume   bool              `hcl:"tls_resume,optional"` // --tls-resume
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -206,6 +210,7 @@ func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []erro
 	o.Interval = duration("interval", c.Interval)
 	o.BusyPoll = duration("busy_poll", c.BusyPoll)
 	o.Engine = c.Engine
+	o.Protocol, o.Streams, o.SNI, o.TLSResume = c.Protocol, c.Streams, c.SNI, c.TLSResume
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true
 	}

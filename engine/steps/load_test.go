@@ -32,7 +32,7 @@ func TestFromConfig(t *testing.T) {
 			{URL: "http://127.0.0.1:8080/b", Method: "POST", Headers: append(hdr, [2]string{"X-C", "3"}), Body: body, Weight: 3},
 		},
 		Connections: 64, Threads: 4, Duration: 30 * time.Second, Rate: 1000, Timeout: time.Second,
-		Close: true, Interval: time.Second, Tag: "load",
+		Close: true, Interval: time.Second, Tag: "load", Streams: 1,
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b func(load.Progress)) bool { return a == nil && b == nil })); d != "" {
 		t.Errorf("LoadOptions (-want +got):\n%s", d)
@@ -69,5 +69,22 @@ func TestFromConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadOptions("tune", &LoadConfig{Target: "http://h/"}, nil); err == nil {
 		t.Error("LoadOptions accepted a tune step")
+	}
+}
+
+func TestLoadOptionsHTTP2(t *testing.T) {
+	got, err := LoadOptions(pipeline.KindLoad, &LoadConfig{Target: "https://127.0.0.1:8443/", Protocol: "h2", Streams: 10, SNI: "example.test", TLSResume: true}, fstest.MapFS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Protocol != load.ProtoH2 || got.Streams != 10 || got.SNI != "example.test" || !got.TLSResume {
+		t.Errorf("options %+v", got)
+	}
+	no := false
+	if _, err := LoadOptions(pipeline.KindLoad, &LoadConfig{Target: "http://127.0.0.1:8080/", Protocol: "h2", KeepAlive: &no}, fstest.MapFS{}); err == nil || !strings.Contains(err.Error(), "not supported with HTTP/2") {
+		t.Errorf("keepalive = false with h2: %v", err)
+	}
+	if _, err := LoadOptions(pipeline.KindLoad, &LoadConfig{Target: "http://127.0.0.1:8080/", Streams: 4}, fstest.MapFS{}); err == nil || !strings.Contains(err.Error(), "streams") {
+		t.Errorf("streams without h2: %v", err)
 	}
 }

@@ -1,0 +1,851 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// HTTP/2 (Options.Protocol "h2"): each connection slot is one HTTP/2
+// connection carrying up to Options.Streams concurrent streams, bounded
+// by the server's SETTINGS_MAX_CONCURRENT_STREAMS. Framing and HPACK are
+// golang.org/x/net/http2's; the measurement is the slot's own, as over
+// HTTP/1.1: latency per stream from its send (or, in open loop, from its
+// intended send time), the same histograms and error classes, plus
+// "reset" (RST_STREAM from the server) and "goaway" (streams the server
+// refused with GOAWAY).
+//
+// One goroutine per connection reads frames and, in closed loop, sends
+// the next request as soon as a stream completes; in open loop a second
+// goroutine sends on the schedule. The request header blocks are encoded
+// once (HPACK without the dynamic table, so a block is the same bytes on
+// every connection and every send).
+
+// Protocol names, as in Options.Protocol and Result.Protocol.
+const (
+	ProtoHTTP1 = "http/1.1"
+	ProtoH2    = "h2"  // HTTP/2 over TLS (ALPN)
+	ProtoH2C   = "h2c" // HTTP/2 over cleartext TCP, prior knowledge
+)
+
+// MaxStreams bounds Options.Streams.
+const MaxStreams = 1 << 16
+
+// h2RecvWindow is the flow-control window the client grants per stream
+// and per connection; WINDOW_UPDATE frames top it up as data arrives, so
+// large bodies never stall.
+const h2RecvWindow = 16 << 20
+
+// h2Request is the HTTP/2 form of a request: its HPACK header block.
+type h2Request struct {
+	block []byte
+	body  []byte
+}
+
+// buildH2Request encodes a target's request as an HPACK header block.
+func buildH2Request(t Target, scheme, host, path string) (h2Request, error) {
+	method := t.Method
+	if method == "" {
+		method = "GET"
+	}
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	// No dynamic table: the block starts with a table size update to 0
+	// and holds literals only, so it can be sent as is on every stream.
+	enc.SetMaxDynamicTableSizeLimit(0)
+	authority := host
+	var extra []hpack.HeaderField
+	hasLength := false
+	for _, h := range t.Headers {
+		k, v := strings.ToLower(strings.TrimSpace(h[0])), strings.TrimSpace(h[1])
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return h2Request{}, fmt.Errorf("invalid header name %q", h[0])
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return h2Request{}, fmt.Errorf("header %q: value contains a line break", k)
+		}
+		switch k {
+		case "host":
+			authority = v
+			continue
+		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+			continue // connection-specific: not allowed in HTTP/2
+		case "content-length":
+			hasLength = true
+		}
+		extra = append(extra, hpack.HeaderField{Name: k, Value: v})
+	}
+	fields := []hpack.HeaderField{
+		{Name: ":method", Value: method},
+		{Name: ":scheme", Value: scheme},
+		{Name: ":authority", Value: authority},
+		{Name: ":path", Value: path},
+	}
+	fields = append(fields, extra...)
+	if !hasLength && (len(t.Body) > 0 || method == "POST" || method == "PUT" || method == "PATCH") {
+		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(t.Body))})
+	}
+	for _, f := range fields {
+		if err := enc.WriteField(f); err != nil {
+			return h2Request{}, err
+		}
+	}
+	return h2Request{block: buf.Bytes(), body: t.Body}, nil
+}
+
+// h2Stream is one request in flight.
+type h2Stream struct {
+	id       uint32
+	req      *request
+	intended time.Duration
+	sent     time.Duration
+	deadline time.Duration
+	status   int
+	bytes    int64
+	recv     int64  // DATA bytes not yet returned by WINDOW_UPDATE
+	sendWin  int64  // what the server lets us send on the stream
+	body     []byte // request body not sent yet
+}
+
+// h2Retry is a request refused by a graceful GOAWAY, to send again.
+type h2Retry struct {
+	req      *request
+	intended time.Duration
+}
+
+// h2Session is one HTTP/2 connection of a slot.
+type h2Session struct {
+	c  *conn
+	e  int
+	nc net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+	fr *http2.Framer
+
+	dec       *hpack.Decoder
+	status    int    // :status of the header block being decoded
+	hdrStream uint32 // stream whose header block is being decoded
+
+	// mu guards the fields below and every write (the open-loop sender
+	// writes too).
+	mu       sync.Mutex
+	streams  []h2Stream
+	nextID   uint32
+	limit    int   // concurrent streams: min(Options.Streams, the server's)
+	peerInit int64 // server's SETTINGS_INITIAL_WINDOW_SIZE
+	maxFrame int
+	connSend int64
+	connRecv int64
+	settled  bool // the server's first SETTINGS arrived
+	goaway   bool
+	done     bool // no more sends (budget spent or load over)
+	dead     bool
+	readDL   time.Duration // read deadline in force (offset), 0 none
+	tokens   chan struct{} // open loop: free streams
+	werr     error
+	// started: the open-loop sender runs; sendFinished: it has sent
+	// everything the schedule or budget holds.
+	started, sendFinished bool
+}
+
+var errGoaway = errors.New("connection closed by GOAWAY")
+
+// h2Loop is the slot loop for HTTP/2: connect, run a session until the
+// connection ends, reconnect, until the load ends.
+func (c *conn) h2Loop(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer c.flush()
+	defer c.closeAll()
+	r := c.r
+	for !r.stop.Load() {
+		if r.bounded && c.quota == 0 && r.remaining.Load() <= 0 && len(c.retry) == 0 {
+			return
+		}
+		if r.openLoop && r.hasEnd && c.next >= r.endOff && (len(c.retry) == 0 || time.Since(r.start) >= r.endOff) {
+			return
+		}
+		start := time.Since(r.start)
+		e := r.reqs[0].endpoint
+		nc, err := r.dial(e)
+		now := time.Since(r.start)
+		if err == nil {
+			err = r.checkALPN(nc)
+			if err != nil {
+				nc.Close()
+			}
+		} else if strings.Contains(err.Error(), "no application protocol") {
+			err = fmt.Errorf("the server did not negotiate HTTP/2 by ALPN (%w): does it enable http2 on this port?", err)
+		}
+		if err != nil {
+			if r.stop.Load() || (r.hasEnd && now >= r.endOff) {
+				return
+			}
+			o := outcome{class: classConnect, err: err}
+			if isTimeout(err) {
+				o.class = classTimeout
+			}
+			if n := len(c.retry); n > 0 {
+				// A request refused by a graceful GOAWAY fails with the
+				// connect: it was claimed from the budget already.
+				rt := c.retry[n-1]
+				c.retry = c.retry[:n-1]
+				c.record(rt.req, o, rt.intended, start, now)
+			} else {
+				if r.bounded {
+					if c.quota == 0 {
+						c.quota = r.claim()
+					}
+					if c.quota > 0 {
+						c.quota--
+					}
+				}
+				intended := start
+				if r.openLoop {
+					intended = c.next
+					c.next += c.period
+				}
+				c.record(&r.reqs[0], o, intended, start, now)
+			}
+			if d := c.backoff(o); d > 0 && !c.sleep(d) {
+				return
+			}
+			if r.openLoop {
+				if d := c.next - time.Since(r.start); d > 0 && !c.sleep(d) {
+					return
+				}
+			}
+			continue
+		}
+		c.connFails = 0
+		c.mu.Lock()
+		c.active = nc
+		c.connect.RecordValue(r.clamp(now - start))
+		if c.dialed[e] && !r.opts.Close {
+			c.reconnects++
+		}
+		c.mu.Unlock()
+		c.dialed[e] = true
+		c.ncs[e] = nc
+		s := newH2Session(c, e, nc)
+		finished := s.run()
+		c.drop(e)
+		if finished {
+			return
+		}
+	}
+}
+
+// checkALPN verifies that a TLS connection negotiated h2 and notes the
+// negotiated protocol and cipher for the result.
+func (r *runner) checkALPN(nc net.Conn) error {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	st := tc.ConnectionState()
+	if r.opts.Protocol == ProtoH2 && st.NegotiatedProtocol != "h2" {
+		got := st.NegotiatedProtocol
+		if got == "" {
+			got = "none"
+		}
+		return fmt.Errorf("the server did not negotiate HTTP/2 by ALPN (got %s): does it enable http2 on this port?", got)
+	}
+	return nil
+}
+
+func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
+	s := &h2Session{
+		c: c, e: e, nc: nc,
+		br:       bufio.NewReaderSize(nc, 32<<10),
+		bw:       bufio.NewWriterSize(nc, 16<<10),
+		nextID:   1,
+		limit:    1,
+		peerInit: 65535,
+		maxFrame: 16384,
+		connSend: 65535,
+		streams:  make([]h2Stream, 0, c.r.opts.Streams),
+	}
+	s.fr = http2.NewFramer(s.bw, s.br)
+	s.fr.SetReuseFrames()
+	s.dec = hpack.NewDecoder(4096, s.onField)
+	return s
+}
+
+// onField receives the decoded response headers; only :status matters,
+// so the rest of the block is decoded without building strings.
+func (s *h2Session) onField(f hpack.HeaderField) {
+	if f.Name == ":status" {
+		s.status, _ = strconv.Atoi(f.Value)
+	}
+	s.dec.SetEmitEnabled(false)
+}
+
+// run drives the session; it returns true when the slot is finished (the
+// load is over or the request budget spent), false to reconnect.
+func (s *h2Session) run() (finished bool) {
+	c, r := s.c, s.c.r
+	s.mu.Lock()
+	s.bw.WriteString(http2.ClientPreface)
+	s.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2RecvWindow},
+	)
+	s.fr.WriteWindowUpdate(0, h2RecvWindow-65535)
+	err := s.bw.Flush()
+	s.setReadDeadline()
+	s.mu.Unlock()
+	var senderDone chan struct{}
+	if err == nil && r.openLoop {
+		s.tokens = make(chan struct{}, r.opts.Streams)
+		senderDone = make(chan struct{})
+	}
+	for err == nil {
+		var f http2.Frame
+		f, err = s.fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		err = s.handle(f)
+		if err == nil {
+			s.expire()
+			if !s.settled {
+				// wait for the server's SETTINGS before the first send
+			} else if !r.openLoop {
+				s.fill()
+			} else if !s.started {
+				s.startSender(senderDone)
+			}
+			if s.werr != nil {
+				err = s.werr
+			} else if s.br.Buffered() == 0 && s.bw.Buffered() > 0 {
+				err = s.bw.Flush()
+			}
+			if s.goaway && len(s.streams) == 0 {
+				err = errGoaway
+			}
+			if s.done && len(s.streams) == 0 && len(c.retry) == 0 {
+				s.dead = true
+				s.mu.Unlock()
+				finished = true
+				break
+			}
+			s.setReadDeadline()
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.dead = true
+	stopped := r.stop.Load()
+	now := time.Since(r.start)
+	if !finished && !stopped && !(r.hasEnd && now >= r.endOff) {
+		// The connection failed: every stream in flight failed with it.
+		class := classRead
+		switch {
+		case errors.Is(err, errGoaway):
+			class = -1 // streams the server will not process were counted already
+		case isTimeout(err):
+			class = classTimeout
+		case isFrameError(err):
+			class = classParse
+		}
+		if class >= 0 {
+			for i := range s.streams {
+				st := &s.streams[i]
+				c.rd.nread = st.bytes
+				c.record(st.req, outcome{class: class, err: err}, st.intended, st.sent, now)
+			}
+		}
+	}
+	s.streams = s.streams[:0]
+	s.mu.Unlock()
+	s.nc.Close()
+	if senderDone != nil && s.started {
+		close(s.tokens) // wakes a sender waiting for a stream
+		<-senderDone
+		s.mu.Lock()
+		finished = finished || s.done && s.sendFinished && len(c.retry) == 0
+		s.mu.Unlock()
+	}
+	c.flush()
+	if stopped || (r.hasEnd && time.Since(r.start) >= r.endOff) {
+		return true
+	}
+	return finished
+}
+
+func isFrameError(err error) bool {
+	var ce http2.ConnectionError
+	var se http2.StreamError
+	return errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, http2.ErrFrameTooLarge) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// setReadDeadline bounds the next read by the oldest stream's deadline
+// (a server that sends nothing at all), else by the end of the load.
+func (s *h2Session) setReadDeadline() {
+	r := s.c.r
+	var dl time.Duration
+	for i := range s.streams {
+		if d := s.streams[i].deadline; dl == 0 || d < dl {
+			dl = d
+		}
+	}
+	if dl == 0 {
+		if !r.hasEnd {
+			dl = time.Since(r.start) + time.Hour
+		} else {
+			dl = r.endOff
+		}
+	}
+	if r.hasEnd && dl > r.endOff {
+		dl = r.endOff
+	}
+	if dl != s.readDL {
+		s.readDL = dl
+		s.nc.SetReadDeadline(r.startWall.Add(dl))
+	}
+}
+
+// handle processes one frame (s.mu held).
+func (s *h2Session) handle(f http2.Frame) error {
+	c, r := s.c, s.c.r
+	h := f.Header()
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		err := f.ForeachSetting(func(st http2.Setting) error {
+			switch st.ID {
+			case http2.SettingMaxConcurrentStreams:
+				s.limit = int(min(st.Val, uint32(r.opts.Streams)))
+			case http2.SettingInitialWindowSize:
+				delta := int64(st.Val) - s.peerInit
+				s.peerInit = int64(st.Val)
+				for i := range s.streams {
+					s.streams[i].sendWin += delta
+				}
+			case http2.SettingMaxFrameSize:
+				s.maxFrame = int(st.Val)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !s.settled {
+			s.settled = true
+			if !hasMaxStreams(f) {
+				s.limit = r.opts.Streams
+			}
+			if s.tokens != nil {
+				for range s.limit {
+					s.tokens <- struct{}{}
+				}
+			}
+		}
+		s.write(s.fr.WriteSettingsAck())
+		s.pump()
+	case *http2.HeadersFrame:
+		s.status, s.hdrStream = 0, h.StreamID
+		s.dec.SetEmitEnabled(true)
+		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
+			return http2.ConnectionError(http2.ErrCodeCompression)
+		}
+		if f.HeadersEnded() {
+			return s.headersDone(h, f.StreamEnded())
+		}
+	case *http2.ContinuationFrame:
+		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
+			return http2.ConnectionError(http2.ErrCodeCompression)
+		}
+		if f.HeadersEnded() {
+			return s.headersDone(h, false)
+		}
+	case *http2.DataFrame:
+		n := int64(h.Length)
+		s.connRecv += n
+		if s.connRecv >= h2RecvWindow/2 {
+			s.write(s.fr.WriteWindowUpdate(0, uint32(s.connRecv)))
+			s.connRecv = 0
+		}
+		i := s.find(h.StreamID)
+		if i < 0 {
+			return nil
+		}
+		st := &s.streams[i]
+		st.bytes += n + 9
+		if f.StreamEnded() {
+			s.complete(i, outcome{status: st.status})
+			return nil
+		}
+		st.recv += n
+		if st.recv >= h2RecvWindow/2 {
+			s.write(s.fr.WriteWindowUpdate(st.id, uint32(st.recv)))
+			st.recv = 0
+		}
+	case *http2.RSTStreamFrame:
+		if i := s.find(h.StreamID); i >= 0 {
+			s.complete(i, outcome{class: classReset, err: fmt.Errorf("stream reset by the server: %v", f.ErrCode)})
+		}
+	case *http2.GoAwayFrame:
+		s.goaway = true
+		c.mu.Lock()
+		c.goaways++
+		c.mu.Unlock()
+		for i := len(s.streams) - 1; i >= 0; i-- {
+			st := s.streams[i]
+			if st.id <= f.LastStreamID {
+				continue
+			}
+			if f.ErrCode == http2.ErrCodeNo && f.LastStreamID > 0 {
+				// A graceful GOAWAY (nginx after keepalive_requests):
+				// the server did not process the stream, so it is sent
+				// again on the next connection, keeping its intended
+				// time (its latency includes the reconnect). One that
+				// names no stream (last 0) processed nothing on the
+				// connection: its streams count as errors, lest a
+				// server that refuses everything be retried forever.
+				last := len(s.streams) - 1
+				s.streams[i] = s.streams[last]
+				s.streams = s.streams[:last]
+				c.retry = append(c.retry, h2Retry{req: st.req, intended: st.intended})
+				continue
+			}
+			s.complete(i, outcome{class: classGoaway, err: fmt.Errorf("GOAWAY from the server (%v, last stream %d)", f.ErrCode, f.LastStreamID)})
+		}
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			s.write(s.fr.WritePing(true, f.Data))
+		}
+	case *http2.WindowUpdateFrame:
+		if h.StreamID == 0 {
+			s.connSend += int64(f.Increment)
+		} else if i := s.find(h.StreamID); i >= 0 {
+			s.streams[i].sendWin += int64(f.Increment)
+		}
+		s.pump()
+	}
+	return nil
+}
+
+func hasMaxStreams(f *http2.SettingsFrame) bool {
+	_, ok := f.Value(http2.SettingMaxConcurrentStreams)
+	return ok
+}
+
+// headersDone ends a header block.
+func (s *h2Session) headersDone(h http2.FrameHeader, endStream bool) error {
+	if err := s.dec.Close(); err != nil {
+		return http2.ConnectionError(http2.ErrCodeCompression)
+	}
+	i := s.find(s.hdrStream)
+	if i < 0 {
+		return nil
+	}
+	st := &s.streams[i]
+	st.bytes += int64(h.Length) + 9
+	if s.status >= 100 && s.status < 200 {
+		return nil // interim response: the final one follows
+	}
+	if s.status == 0 {
+		s.complete(i, outcome{class: classParse, err: errors.New("response without :status")})
+		return nil
+	}
+	st.status = s.status
+	if endStream {
+		s.complete(i, outcome{status: st.status})
+	}
+	return nil
+}
+
+func (s *h2Session) find(id uint32) int {
+	for i := range s.streams {
+		if s.streams[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *h2Session) write(err error) {
+	if err != nil && s.werr == nil {
+		s.werr = err
+	}
+}
+
+// complete records stream i and removes it (s.mu held).
+func (s *h2Session) complete(i int, o outcome) {
+	c, r := s.c, s.c.r
+	st := s.streams[i]
+	last := len(s.streams) - 1
+	s.streams[i] = s.streams[last]
+	s.streams = s.streams[:last]
+	if s.tokens != nil && !s.dead {
+		select {
+		case s.tokens <- struct{}{}:
+		default:
+		}
+	}
+	done := time.Since(r.start)
+	if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
+		return // in flight when the load ended: not measured
+	}
+	c.rd.nread = st.bytes
+	c.record(st.req, o, st.intended, st.sent, done)
+}
+
+// expire resets streams past their deadline (s.mu held).
+func (s *h2Session) expire() {
+	r := s.c.r
+	if len(s.streams) == 0 {
+		return
+	}
+	now := time.Since(r.start)
+	for i := len(s.streams) - 1; i >= 0; i-- {
+		if st := &s.streams[i]; now >= st.deadline {
+			s.write(s.fr.WriteRSTStream(st.id, http2.ErrCodeCancel))
+			s.complete(i, outcome{class: classTimeout, err: fmt.Errorf("stream timed out after %s", r.opts.Timeout)})
+		}
+	}
+}
+
+// fill sends requests while streams are free (closed loop; s.mu held).
+func (s *h2Session) fill() {
+	c, r := s.c, s.c.r
+	for len(s.streams) < s.limit && !s.goaway && !s.done && s.werr == nil {
+		if r.stop.Load() {
+			s.done = true
+			return
+		}
+		if n := len(c.retry); n > 0 {
+			// Refused by a graceful GOAWAY on the previous connection:
+			// sent again before any new request, outside the budget
+			// (claimed already), keeping its intended time.
+			rt := c.retry[n-1]
+			c.retry = c.retry[:n-1]
+			s.send(rt.req, rt.intended, time.Since(r.start))
+			continue
+		}
+		if r.bounded {
+			if c.quota == 0 {
+				if c.quota = r.claim(); c.quota == 0 {
+					s.done = true
+					return
+				}
+			}
+			c.quota--
+		}
+		now := time.Since(r.start)
+		s.send(&r.reqs[c.pick()], now, now)
+	}
+}
+
+// send opens a stream for req (s.mu held).
+func (s *h2Session) send(req *request, intended, now time.Duration) {
+	id := s.nextID
+	s.nextID += 2
+	if s.nextID > 1<<31-1 {
+		s.goaway = true // stream IDs exhausted: the next connection takes over
+	}
+	h2r := &req.h2
+	s.streams = append(s.streams, h2Stream{
+		id: id, req: req, intended: intended, sent: now,
+		deadline: now + s.c.r.opts.Timeout,
+		sendWin:  s.peerInit, body: h2r.body,
+	})
+	s.write(s.fr.WriteHeaders(http2.HeadersFrameParam{
+		StreamID:      id,
+		BlockFragment: h2r.block,
+		EndStream:     len(h2r.body) == 0,
+		EndHeaders:    true,
+	}))
+	if len(h2r.body) > 0 {
+		s.pump()
+	}
+	if n := len(s.streams); n > s.c.maxStreams {
+		c := s.c
+		c.mu.Lock()
+		c.maxStreams = n
+		c.mu.Unlock()
+	}
+}
+
+// pump sends request bodies as far as the flow-control windows allow
+// (s.mu held).
+func (s *h2Session) pump() {
+	for i := range s.streams {
+		st := &s.streams[i]
+		for len(st.body) > 0 && s.connSend > 0 && st.sendWin > 0 {
+			n := min(int64(len(st.body)), s.connSend, st.sendWin, int64(s.maxFrame))
+			s.write(s.fr.WriteData(st.id, n == int64(len(st.body)), st.body[:n]))
+			st.body = st.body[n:]
+			s.connSend -= n
+			st.sendWin -= n
+		}
+	}
+}
+
+// startSender starts the open-loop sender of the session (s.mu held).
+func (s *h2Session) startSender(done chan struct{}) {
+	s.started = true
+	go s.sender(done)
+}
+
+// sender sends on the open-loop schedule: each request at its intended
+// time, or as soon as a stream is free after it (its latency still counts
+// from the intended time).
+func (s *h2Session) sender(done chan struct{}) {
+	defer close(done)
+	c, r := s.c, s.c.r
+	finish := func() {
+		s.mu.Lock()
+		s.done, s.sendFinished = true, true
+		if len(s.streams) == 0 && !s.dead {
+			s.nc.SetReadDeadline(time.Unix(1, 0)) // wake the reader: nothing left
+		}
+		s.mu.Unlock()
+	}
+	for {
+		if r.stop.Load() {
+			return
+		}
+		// Requests refused by a graceful GOAWAY on the previous
+		// connection go first, each as soon as a stream is free, outside
+		// the schedule and the budget (they had their turn), keeping
+		// their intended time. Only this goroutine takes from c.retry
+		// while the session lives; a GOAWAY adds to it and ends sending.
+		s.mu.Lock()
+		retrying := len(c.retry) > 0
+		s.mu.Unlock()
+		if retrying {
+			if _, ok := <-s.tokens; !ok {
+				return
+			}
+			s.mu.Lock()
+			if s.dead || s.goaway {
+				s.mu.Unlock()
+				return
+			}
+			if n := len(c.retry); n > 0 {
+				rt := c.retry[n-1]
+				c.retry = c.retry[:n-1]
+				s.sendNow(rt.req, rt.intended)
+			}
+			s.mu.Unlock()
+			continue
+		}
+		if r.bounded && c.quota == 0 {
+			if c.quota = r.claim(); c.quota == 0 {
+				finish()
+				return
+			}
+		}
+		intended := c.next
+		if r.hasEnd && intended >= r.endOff {
+			finish()
+			return
+		}
+		if d := intended - time.Since(r.start); d > 0 && !c.sleep(d) {
+			return
+		}
+		if _, ok := <-s.tokens; !ok {
+			return // the connection ended; the next one sends this request
+		}
+		s.mu.Lock()
+		if s.dead || s.goaway {
+			s.mu.Unlock()
+			return
+		}
+		c.next += c.period
+		if r.bounded {
+			c.quota--
+		}
+		s.sendNow(&r.reqs[c.pick()], intended)
+		s.mu.Unlock()
+	}
+}
+
+// sendNow opens a stream from the open-loop sender and flushes it
+// (s.mu held).
+func (s *h2Session) sendNow(req *request, intended time.Duration) {
+	wasIdle := len(s.streams) == 0
+	s.send(req, intended, time.Since(s.c.r.start))
+	if s.werr == nil {
+		s.write(s.bw.Flush())
+	}
+	if s.werr != nil {
+		s.nc.SetReadDeadline(time.Unix(1, 0)) // the reader ends the connection
+	} else if wasIdle {
+		s.setReadDeadline()
+	}
+}
+
+// sameEndpoint checks that targets share one endpoint: an HTTP/2 slot is
+// one connection.
+func sameEndpoint(ts []Target) error {
+	var first string
+	for i, t := range ts {
+		ep, _, _, err := parseTarget(t.URL)
+		if err != nil {
+			continue // reported as the target's own error
+		}
+		key := ep.network + " " + ep.addr + " " + strconv.FormatBool(ep.tls != nil)
+		if i == 0 {
+			first = key
+		} else if key != first {
+			return fmt.Errorf("every target must be on the same scheme, host and port with HTTP/2 (one connection per slot carries all its streams); target %d differs", i+1)
+		}
+	}
+	return nil
+}
+
+// loadCAs reads a PEM file of CA certificates.
+func loadCAs(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("no PEM certificate in %s", file)
+	}
+	return pool, nil
+}
+
+// configureTLS applies the TLS options to a target's client config: ALPN
+// for the protocol, verification against a CA file, SNI, resumption.
+func configureTLS(cfg *tls.Config, o Options) error {
+	if o.Protocol == ProtoH2 {
+		cfg.NextProtos = []string{"h2"}
+	}
+	if o.SNI != "" {
+		cfg.ServerName = o.SNI
+	}
+	if o.CACert != "" {
+		pool, err := loadCAs(o.CACert)
+		if err != nil {
+			return fmt.Errorf("cacert %s: %w", o.CACert, err)
+		}
+		cfg.RootCAs, cfg.InsecureSkipVerify = pool, false
+	}
+	if o.TLSResume {
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1024)
+	} else {
+		cfg.SessionTicketsDisabled = true
+	}
+	return nil
+}

@@ -1,0 +1,380 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/benchflow/benchflow/engine/serve"
+)
+
+// h2TestServer is a net/http server speaking h2c (or h2 over TLS) that
+// counts the requests in flight and the connections.
+type h2TestServer struct {
+	url      string
+	inflight atomic.Int64
+	maxIn    atomic.Int64
+	conns    atomic.Int64
+}
+
+func newH2TestServer(t *testing.T, useTLS bool, maxStreams int, handle func(w http.ResponseWriter, r *http.Request)) *h2TestServer {
+	t.Helper()
+	s := &h2TestServer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor != 2 {
+				http.Error(w, "HTTP/2 expected", http.StatusHTTPVersionNotSupported)
+				return
+			}
+			n := s.inflight.Add(1)
+			defer s.inflight.Add(-1)
+			for {
+				m := s.maxIn.Load()
+				if n <= m || s.maxIn.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			handle(w, r)
+		}),
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.conns.Add(1)
+			}
+		},
+	}
+	srv.Protocols = new(http.Protocols)
+	scheme := "http"
+	if useTLS {
+		cert, err := serve.SelfSigned()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Protocols.SetHTTP2(true)
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+	} else {
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	s.url = scheme + "://" + ln.Addr().String() + "/"
+	return s
+}
+
+func slowHello(d time.Duration) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(d)
+		w.Write([]byte("hello\n"))
+	}
+}
+
+func TestH2CMultiplexes(t *testing.T) {
+	s := newH2TestServer(t, false, 0, slowHello(2*time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 2, Threads: 1, Streams: 8, Requests: 400, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 400 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if res.Protocol != ProtoH2C || res.Streams != 8 {
+		t.Errorf("protocol %q streams %d, want h2c 8", res.Protocol, res.Streams)
+	}
+	if c := s.conns.Load(); c != 2 {
+		t.Errorf("server saw %d connections, want 2", c)
+	}
+	if m := s.maxIn.Load(); m <= 2 {
+		t.Errorf("at most %d requests in flight on 2 connections: streams not multiplexed", m)
+	}
+	t.Logf("max in flight %d on 2 connections; %.0f req/s", s.maxIn.Load(), res.RPS())
+}
+
+func TestH2TLS(t *testing.T) {
+	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 2, Threads: 1, Streams: 4, Requests: 200, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 200 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if res.Protocol != ProtoH2 || res.ALPN != "h2" || res.TLSCipher == "" || res.TLSVersion != "TLS 1.3" {
+		t.Errorf("protocol %q alpn %q cipher %q version %q", res.Protocol, res.ALPN, res.TLSCipher, res.TLSVersion)
+	}
+	if m := s.maxIn.Load(); m <= 2 {
+		t.Errorf("at most %d requests in flight on 2 connections", m)
+	}
+}
+
+// A server without HTTP/2 on its TLS port: a connect error that says so.
+func TestH2RefusedWithoutALPN(t *testing.T) {
+	s := newH2TestServer(t, true, 0, slowHello(0))
+	// HTTP/1.1 only over TLS.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := serve.SelfSigned()
+	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(slowHello(0)), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}}
+	go srv.Serve(tls.NewListener(ln, srv.TLSConfig))
+	defer srv.Close()
+	_ = s
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "https://" + ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+		Connections: 1, Requests: 3})
+	if err == nil || !strings.Contains(res.ErrorSample["connect"], "did not negotiate HTTP/2") {
+		t.Fatalf("err %v, sample %q", err, res.ErrorSample["connect"])
+	}
+}
+
+func TestH2MaxStreamsHonoured(t *testing.T) {
+	s := newH2TestServer(t, false, 1, slowHello(time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 10, Requests: 100, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 100 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if m := s.maxIn.Load(); m != 1 {
+		t.Errorf("%d requests in flight on a server allowing 1 stream", m)
+	}
+}
+
+func TestH2ResetCounted(t *testing.T) {
+	var n atomic.Int64
+	s := newH2TestServer(t, false, 0, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 0 {
+			panic(http.ErrAbortHandler) // the server resets the stream
+		}
+		w.Write([]byte("hello\n"))
+	})
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 4, Requests: 100, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ErrorsBy["reset"] < 40 || res.Requests < 40 || res.Requests+res.Errors != 100 {
+		t.Fatalf("requests %d errors %v", res.Requests, res.ErrorsBy)
+	}
+	if !strings.Contains(res.ErrorSample["reset"], "INTERNAL_ERROR") {
+		t.Errorf("reset sample %q", res.ErrorSample["reset"])
+	}
+}
+
+// goawayServer answers the first request of each connection and then
+// sends GOAWAY with code, naming that request as the last stream it
+// processes: the other streams in flight are refused. It counts the
+// requests it answers. With refuseAll it answers none: GOAWAY names
+// stream 0.
+func goawayServer(t *testing.T, code http2.ErrCode, refuseAll bool, answered *atomic.Int64) *rawServer {
+	return newRawServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(br, preface); err != nil {
+			return
+		}
+		bw := bufio.NewWriter(c)
+		fr := http2.NewFramer(bw, br)
+		fr.WriteSettings()
+		bw.Flush()
+		var hb strings.Builder
+		enc := hpack.NewEncoder(&hb)
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		block := []byte(hb.String())
+		first := uint32(0)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			h, ok := f.(*http2.HeadersFrame)
+			if !ok {
+				continue
+			}
+			if first == 0 {
+				first = h.StreamID
+				// let the other streams arrive, then refuse them
+				time.Sleep(5 * time.Millisecond)
+				if refuseAll {
+					fr.WriteGoAway(0, code, nil)
+					bw.Flush()
+					continue
+				}
+				fr.WriteGoAway(first, code, nil)
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: first, BlockFragment: block, EndHeaders: true})
+				answered.Add(1) // before the client can see the answer
+				fr.WriteData(first, true, []byte("hello\n"))
+				bw.Flush()
+			}
+		}
+	})
+}
+
+// A GOAWAY with an error code: the streams above the server's last one
+// count as "goaway" errors, and every request of -n is accounted for once.
+func TestH2GoawayErrorCounted(t *testing.T) {
+	var answered atomic.Int64
+	s := goawayServer(t, http2.ErrCodeEnhanceYourCalm, false, &answered)
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 4, Requests: 40, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ErrorsBy["goaway"] == 0 || res.Requests == 0 || res.Reconnects == 0 || res.Goaways == 0 {
+		t.Fatalf("requests %d errors %v reconnects %d goaways %d", res.Requests, res.ErrorsBy, res.Reconnects, res.Goaways)
+	}
+	if res.Requests+res.Errors != 40 || res.Errors != res.ErrorsBy["goaway"] {
+		t.Errorf("requests %d + errors %d != 40 (%v)", res.Requests, res.Errors, res.ErrorsBy)
+	}
+	if res.Requests != answered.Load() {
+		t.Errorf("%d requests counted, the server answered %d", res.Requests, answered.Load())
+	}
+	if !strings.Contains(res.ErrorSample["goaway"], "ENHANCE_YOUR_CALM") {
+		t.Errorf("goaway sample %q", res.ErrorSample["goaway"])
+	}
+}
+
+// A graceful GOAWAY (NO_ERROR, as nginx sends after keepalive_requests):
+// the refused streams are sent again on a new connection, none is an
+// error, and exactly -n requests complete, in closed and open loop.
+func TestH2GoawayGracefulRetried(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rate float64
+	}{{"closed", 0}, {"open", 400}} {
+		t.Run(c.name, func(t *testing.T) {
+			var answered atomic.Int64
+			s := goawayServer(t, http2.ErrCodeNo, false, &answered)
+			res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+				Connections: 1, Streams: 4, Requests: 40, Rate: c.rate, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 40 || res.Errors != 0 || res.Status[200] != 40 {
+				t.Fatalf("requests %d errors %v status %v (%s)", res.Requests, res.ErrorsBy, res.Status, res.ErrorSummary())
+			}
+			if n := answered.Load(); n != 40 {
+				t.Errorf("the server answered %d requests, want 40", n)
+			}
+			if res.Goaways == 0 || res.Reconnects == 0 {
+				t.Errorf("goaways %d reconnects %d, want both > 0", res.Goaways, res.Reconnects)
+			}
+			if res.MaxInFlight < 2 {
+				t.Errorf("at most %d streams in flight: nothing was refused to retry", res.MaxInFlight)
+			}
+		})
+	}
+}
+
+// A graceful GOAWAY that names no stream: the server processed nothing,
+// so its streams are errors, not retried without end.
+func TestH2GoawayGracefulNothingProcessed(t *testing.T) {
+	var answered atomic.Int64
+	s := goawayServer(t, http2.ErrCodeNo, true, &answered)
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + s.ln.Addr().String() + "/"}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 4, Requests: 12, Timeout: 5 * time.Second})
+	if err == nil {
+		t.Error("no error with every request refused")
+	}
+	if res.Requests != 0 || res.Errors != 12 || res.ErrorsBy["goaway"] != 12 || res.Goaways == 0 {
+		t.Fatalf("requests %d errors %v goaways %d, want 12 goaway errors", res.Requests, res.ErrorsBy, res.Goaways)
+	}
+}
+
+func TestH2OpenLoop(t *testing.T) {
+	s := newH2TestServer(t, false, 0, slowHello(0))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 2, Streams: 4, Rate: 400, Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests < 150 || res.Requests > 210 || res.Errors != 0 || res.Uncorrected == nil {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+}
+
+func TestH2LargeBodyAndTimeout(t *testing.T) {
+	body := strings.Repeat("x", 3<<20)
+	s := newH2TestServer(t, false, 0, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(400 * time.Millisecond)
+		}
+		w.Write([]byte(body))
+	})
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 2, Requests: 20, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 20 || res.Errors != 0 || res.Bytes < 20*int64(len(body)) {
+		t.Fatalf("requests %d errors %d bytes %d (%s)", res.Requests, res.Errors, res.Bytes, res.ErrorSummary())
+	}
+	res, _ = Run(context.Background(), Options{Targets: []Target{{URL: s.url + "slow"}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 2, Requests: 4, Timeout: 100 * time.Millisecond})
+	if res.ErrorsBy["timeout"] != 4 {
+		t.Fatalf("errors %v, want 4 timeouts", res.ErrorsBy)
+	}
+}
+
+func TestH2PostBody(t *testing.T) {
+	var got atomic.Int64
+	s := newH2TestServer(t, false, 0, func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 1<<20)
+		n := 0
+		for {
+			m, err := r.Body.Read(b[n:])
+			n += m
+			if err != nil {
+				break
+			}
+		}
+		got.Add(int64(n))
+	})
+	body := []byte(strings.Repeat("y", 200<<10)) // beyond the initial 64 KiB windows
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url, Method: "POST", Body: body}}, Protocol: ProtoH2,
+		Connections: 1, Streams: 3, Requests: 9, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 9 || res.Errors != 0 || got.Load() != 9*int64(len(body)) {
+		t.Fatalf("requests %d errors %d; server read %d bytes", res.Requests, res.Errors, got.Load())
+	}
+}
+
+func TestH2Validate(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Targets: []Target{{URL: "http://a/"}}, Streams: 4}, `concurrent streams need protocol "h2"`},
+		{Options{Targets: []Target{{URL: "http://a/"}}, Protocol: "h3"}, "want"},
+		{Options{Targets: []Target{{URL: "http://a/"}}, Protocol: ProtoH2, Close: true}, "not supported with HTTP/2"},
+		{Options{Targets: []Target{{URL: "http://a/"}, {URL: "http://b/"}}, Protocol: ProtoH2}, "same scheme, host and port"},
+		{Options{Targets: []Target{{URL: "http://a/"}}, CACert: "/nonexistent.pem"}, "cacert"},
+	} {
+		err := Validate(c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
+		}
+	}
+}
