@@ -38,8 +38,8 @@ for "benchflow load --find-max".
 A keep-alive connection idle for --idle-timeout (60s) is closed, so clients
 that leave connections open cannot hold the server's descriptors for good.
 
-It prints "listening on http://ADDR" once ready and stops gracefully on
-SIGINT or SIGTERM.`,
+It prints "listening on http://ADDR" (https://ADDR with --tls) once ready,
+what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 		Example: `  benchflow serve
   benchflow serve --addr 127.0.0.1:0 --size 4KiB
   benchflow serve --dir ./www
@@ -67,11 +67,16 @@ SIGINT or SIGTERM.`,
 			}
 			out := cmd.OutOrStdout()
 			cfg.Ready = func(a net.Addr) {
+				// The first line is exactly "listening on URL": scripts
+				// and tests read the address from it; what the server
+				// speaks goes to stderr.
 				if cfg.TLS {
-					fmt.Fprintf(out, "listening on https://%s (HTTP/2 and HTTP/1.1, self-signed certificate)\n", a)
+					fmt.Fprintf(out, "listening on https://%s\n", a)
+					fmt.Fprintln(cmd.ErrOrStderr(), "serving HTTP/2 (ALPN h2) and HTTP/1.1 over TLS with a self-signed certificate made at start")
 					return
 				}
-				fmt.Fprintf(out, "listening on http://%s (HTTP/1.1 and h2c)\n", a)
+				fmt.Fprintf(out, "listening on http://%s\n", a)
+				fmt.Fprintln(cmd.ErrOrStderr(), "serving HTTP/1.1 and HTTP/2 with prior knowledge (h2c) on one port")
 			}
 			if cfg.MaxStreams < 0 {
 				return fmt.Errorf("--max-streams %d: must be at least 1 (0: the default, 250)", cfg.MaxStreams)
