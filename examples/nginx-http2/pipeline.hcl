@@ -99,10 +99,11 @@ service "nginx" {
   health { http = "/hello" }
 }
 
-# The measured port speaks HTTP/1.1 only in the h1 cells, so the check
-# runs there (the check's client verifies certificates: only cleartext).
-# Every load reports what it negotiated: protocol, tls_version, tls_cipher
-# and alpn in trials.parquet.
+# The check reads the file from the health port, plain HTTP/1.1 in every
+# cell: the measured port speaks h2c in one cell, and the check's client
+# verifies certificates, which a self-signed one does not pass. Every load
+# reports what it negotiated instead: protocol, streams, tls_version,
+# tls_cipher and alpn in trials.parquet.
 step "check" "hello" {
   url       = "http://127.0.0.1:${service.nginx.ports.health}/hello"
   body_size = 6
