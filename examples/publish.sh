@@ -33,6 +33,7 @@ examples=(
   "nginx-vs-httpd|examples/nginx-vs-httpd/pipeline.hcl|--var requests=2000||"
   "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000||--baseline deploy=host"
   "nginx-long-short|examples/nginx-long-short/study.hcl|--var duration=3s||"
+  "nginx-http2|examples/nginx-http2/pipeline.hcl|--var duration=3s||--baseline tls=off"
 )
 
 field() { local IFS='|'; local a=($1); echo "${a[$2]:-}"; }

@@ -396,7 +396,11 @@ func (c *conn) interrupt() {
 	c.mu.Unlock()
 }
 
-// dialTLS wraps a TCP connection in TLS and completes the handshake.
+// dialTLS wraps a TCP connection in TLS and completes the handshake
+// within deadline, then lifts the deadline: the connection's users set
+// their own (HTTP/1.1 per request, HTTP/2 read deadlines per session), and
+// a write deadline left from the handshake would fail an HTTP/2
+// connection's writes once the handshake's timeout had passed.
 func dialTLS(nc net.Conn, cfg *tls.Config, deadline time.Time) (net.Conn, error) {
 	tc := tls.Client(nc, cfg)
 	tc.SetDeadline(deadline)
@@ -404,5 +408,6 @@ func dialTLS(nc net.Conn, cfg *tls.Config, deadline time.Time) (net.Conn, error)
 		nc.Close()
 		return nil, err
 	}
+	tc.SetDeadline(time.Time{})
 	return tc, nil
 }

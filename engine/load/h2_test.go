@@ -125,6 +125,26 @@ func TestH2TLS(t *testing.T) {
 	}
 }
 
+// A TLS connection outlives the handshake's deadline: a load that keeps one
+// HTTP/2 connection open for longer than --timeout (1 s here, 15 requests of
+// 100 ms each in a row) sends and receives on it to the end, without a
+// write timing out at dial time + timeout (every stream in flight then
+// failed as a timeout and the connection was reopened).
+func TestH2TLSConnectionOutlivesTimeout(t *testing.T) {
+	s := newH2TestServer(t, true, 0, slowHello(100*time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Threads: 1, Streams: 1, Requests: 15, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 15 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if c := s.conns.Load(); c != 1 {
+		t.Errorf("server saw %d connections, want 1 (the connection was reopened)", c)
+	}
+}
+
 // A server without HTTP/2 on its TLS port: a connect error that says so.
 func TestH2RefusedWithoutALPN(t *testing.T) {
 	s := newH2TestServer(t, true, 0, slowHello(0))
