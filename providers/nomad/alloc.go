@@ -211,7 +211,7 @@ func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationList
 		return
 	}
 	for _, a := range allocs {
-		if a.CreateIndex < d.regIndex {
+		if !d.ours(a) {
 			continue // an earlier trial's allocation (same job id)
 		}
 		idx := allocIndex(a.Name)
