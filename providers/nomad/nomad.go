@@ -59,6 +59,10 @@ type Provider struct {
 	// envVar, for agents, is the Nomad variable a template reads into
 	// the task's environment (agents.go).
 	envVar string
+	// agentStep, for agents, is the step whose load agents the job runs:
+	// their logs are named like every provider's agent logs
+	// (providers.AgentName) and their processes are the loader's.
+	agentStep string
 }
 
 // defaultPoll paces the waits that cannot block on an index.
@@ -146,6 +150,8 @@ type Deployment struct {
 	// log files.
 	logDir      string
 	serviceName string
+	// agentStep is set for a job of load agents (Provider.agentStep).
+	agentStep string
 	// registered is set once the job may exist in Nomad; regIndex is the
 	// registration's index: this trial's allocations were created after
 	// it, the earlier trials' (same job id, purged) before.
@@ -223,7 +229,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		}
 	}
 	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf,
-		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name}
+		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name, agentStep: p.agentStep}
 	if p.s.Gateway {
 		if d.admin, err = apisix.New(p.s.APISIXAdmin, p.s.adminKey, nil); err != nil {
 			return nil, err
