@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -157,6 +158,11 @@ type Deployment struct {
 	// it, the earlier trials' (same job id, purged) before.
 	registered bool
 	regIndex   uint64
+	// allocs are the trial's running allocations (Processes), procMu
+	// guards nodeLocal: which client nodes run on this machine.
+	allocs    []allocAddr
+	procMu    sync.Mutex
+	nodeLocal map[string]bool
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,
@@ -275,6 +281,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		return d, err
 	}
 
+	d.allocs = allocs
 	primary := primaryPort(&req.Service)
 	first := allocs[0]
 	ep := providers.Endpoint{Scheme: "http", Host: first.host, Port: first.ports[primary], Ports: first.ports,
@@ -409,6 +416,7 @@ func placementHint(failed map[string]*napi.AllocationMetric) string {
 
 type allocAddr struct {
 	id    string
+	node  string // the client node's id
 	host  string
 	ports map[string]int
 }
@@ -462,7 +470,7 @@ func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, er
 // allocAddress reads an allocation's host address and port values from
 // AllocatedResources.Shared.Ports (Nomad ≥ 0.12), else from its network.
 func allocAddress(a *napi.Allocation) (allocAddr, error) {
-	ad := allocAddr{id: a.ID, ports: map[string]int{}}
+	ad := allocAddr{id: a.ID, node: a.NodeID, ports: map[string]int{}}
 	if ar := a.AllocatedResources; ar != nil {
 		for _, pm := range ar.Shared.Ports {
 			ad.ports[pm.Label] = pm.Value

@@ -1,0 +1,183 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	napi "github.com/hashicorp/nomad/api"
+
+	"github.com/benchflow/benchflow/providers"
+)
+
+var (
+	_ providers.ProcessReporter = (*Deployment)(nil)
+	_ providers.ProcessReporter = (*agentJob)(nil)
+)
+
+// Roles of the processes Processes reports (providers.Process.Role).
+const (
+	roleService = "service"
+	roleInfra   = "infra"
+	roleLoader  = "loader"
+)
+
+// statsTimeout bounds each client call of Processes (the engine calls it
+// at every sample).
+const statsTimeout = 2 * time.Second
+
+// procRoot is the /proc Processes reads (tests use a synthetic one).
+var procRoot = "/proc"
+
+// Processes reports, when the Nomad client running the job's allocations
+// is this machine, the processes of their tasks — role "service" (role
+// "loader" for a job of load agents) — and the Nomad executor that runs
+// each task, role "infra". The task processes are what the client lists
+// per task in GET /v1/client/allocation/:id/stats (TaskResourceUsage.Pids:
+// the raw_exec and exec drivers' executor lists the task's cgroup); the
+// docker driver lists none, so its tasks are not reported. A client is
+// this machine when its node's unique.hostname attribute is this host's
+// name (asked once per node, GET /v1/node/:id); allocations on other
+// nodes are skipped, as their pids are another machine's. The executor
+// is the parent of a task's processes (named "nomad", like the client
+// agent and its logmon, which engine/collect counts as infrastructure by
+// name, as it does consul).
+func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error) {
+	role := roleService
+	if d.agentStep != "" {
+		role = roleLoader
+	}
+	var pids []int
+	var errs []error
+	for _, a := range d.allocs {
+		local, err := d.localNode(ctx, a.node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !local {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+		st, err := d.nomad.Allocations().Stats(&napi.Allocation{ID: a.id}, (&napi.QueryOptions{}).WithContext(sctx))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the processes of allocation %s: %w", short(a.id), err))
+			continue
+		}
+		for _, tu := range st.Tasks {
+			if tu == nil {
+				continue
+			}
+			for s := range tu.Pids {
+				if pid, err := strconv.Atoi(s); err == nil && pid > 0 {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 && len(pids) == 0 {
+		// Nothing could be read: say why. A partial answer is returned
+		// without error: it is worth more to the accounting than none.
+		return nil, errors.Join(errs...)
+	}
+	return taskProcesses(procRoot, pids, role, os.Getpid()), nil
+}
+
+// taskProcesses turns the task pids the client listed into processes
+// with their names, leaving out those that are not on this machine, and
+// adds the parent of each task's top process — the Nomad executor — as
+// infrastructure, unless it is self (a client embedded in this process,
+// as the fake is) or init.
+func taskProcesses(root string, pids []int, role string, self int) []providers.Process {
+	in := map[int]bool{}
+	for _, p := range pids {
+		in[p] = true
+	}
+	var out []providers.Process
+	parents := map[int]bool{}
+	for p := range in {
+		comm, ppid, ok := readStat(root, p)
+		if !ok {
+			continue // ended, or not a process of this machine
+		}
+		out = append(out, providers.Process{PID: p, Name: comm, Role: role})
+		if !in[ppid] && ppid > 1 && ppid != self {
+			parents[ppid] = true
+		}
+	}
+	for p := range parents {
+		if comm, _, ok := readStat(root, p); ok {
+			out = append(out, providers.Process{PID: p, Name: comm, Role: roleInfra})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// readStat reads a process's comm and parent from root/PID/stat.
+func readStat(root string, pid int) (comm string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return "", 0, false
+	}
+	f := strings.Fields(s[j+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return "", 0, false
+	}
+	return s[i+1 : j], ppid, true
+}
+
+// localNode reports whether the client node id runs on this machine: its
+// unique.hostname attribute (Nomad's fingerprint of os.Hostname) is this
+// host's name. The answer is kept for the deployment's life.
+func (d *Deployment) localNode(ctx context.Context, id string) (bool, error) {
+	d.procMu.Lock()
+	defer d.procMu.Unlock()
+	if v, ok := d.nodeLocal[id]; ok {
+		return v, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return false, fmt.Errorf("reading this host's name: %w", err)
+	}
+	nctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	node, _, err := d.nomad.Nodes().Info(id, (&napi.QueryOptions{}).WithContext(nctx))
+	if err != nil {
+		return false, fmt.Errorf("reading Nomad node %s: %w", short(id), err)
+	}
+	local := node.Attributes["unique.hostname"] == host
+	if d.nodeLocal == nil {
+		d.nodeLocal = map[string]bool{}
+	}
+	d.nodeLocal[id] = local
+	if !local {
+		d.logf("nomad: allocations on node %s (%s) run on another machine: collect steps do not count their processes as the service's", node.Name, node.Attributes["unique.hostname"])
+	}
+	return local, nil
+}
+
+// Processes are the agents' processes (role "loader": they are the load
+// generator), for collect steps: Deployment.Processes.
+func (g *agentJob) Processes(ctx context.Context) ([]providers.Process, error) {
+	if pr, ok := g.dep.(providers.ProcessReporter); ok {
+		return pr.Processes(ctx)
+	}
+	return nil, nil
+}

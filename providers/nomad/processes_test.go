@@ -1,0 +1,165 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchflow/benchflow/engine/collect"
+	"github.com/benchflow/benchflow/providers"
+)
+
+// burnerRequest is a service whose task burns a core: /bin/sh under the
+// name nomadburner (its comm), spinning; its health check is TCP, which
+// the Consul fake passes without connecting.
+func burnerRequest(t *testing.T) (*providers.ProvisionRequest, string) {
+	t.Helper()
+	burner := filepath.Join(t.TempDir(), "nomadburner")
+	if err := os.Symlink("/bin/sh", burner); err != nil {
+		t.Fatal(err)
+	}
+	return &providers.ProvisionRequest{
+		RunID: testRunID, TrialID: "t0001",
+		Service: providers.ServiceSpec{
+			Name:    "web",
+			Command: []string{burner, "-c", "while :; do :; done"},
+			Ports:   []providers.Port{{Name: "http"}},
+			Health:  providers.Health{TCP: true, PortName: "http", Interval: time.Second},
+		},
+		Logf: t.Logf,
+	}, "nomadburner"
+}
+
+// TestProcessesAreTheService: on a one-host Nomad (the fake's client is
+// this machine and runs raw_exec tasks for real) the task's process is
+// reported as the service, so a collect step's whole-machine accounting
+// counts its CPU as the service's — not as another process's, which made
+// every trial "noisy" and its start busy.
+func TestProcessesAreTheService(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.RunRawExec = true
+	c := gatewayConfig(st)
+	c.Gateway, c.Count = false, 1
+	req, name := burnerRequest(t)
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	pr, ok := dep.(providers.ProcessReporter)
+	if !ok {
+		t.Fatal("a nomad deployment reports no processes (providers.ProcessReporter)")
+	}
+	ps, err := pr.Processes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake's task is a child of this process: no executor between.
+	if len(ps) != 1 || ps[0].Name != name || ps[0].Role != "service" {
+		t.Fatalf("processes %+v, want the task's %s alone, role service", ps, name)
+	}
+	burnPID := ps[0].PID
+	s, err := collect.Start(context.Background(), collect.Config{
+		Step: "load", Interval: 200 * time.Millisecond, Machine: true, Quiet: 300 * time.Millisecond,
+		Procs: func(ctx context.Context) []providers.Process {
+			ps, _ := pr.Processes(ctx)
+			return ps
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	rows, _, _ := s.Stop()
+	ex := s.Explain()
+	t.Logf("quiet %+v; budget %+v", ex.Quiet, ex.Budget)
+	if ex.Quiet == nil || strings.Contains(ex.Quiet.Top, name) {
+		t.Errorf("the quiet check counted the service's task as outside the run: %+v", ex.Quiet)
+	}
+	n := 0
+	for _, r := range rows {
+		if r.PID == burnPID {
+			n++
+			if r.Role != "service" {
+				t.Errorf("row of the task at %.1f s has role %q, want service", r.T, r.Role)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no row of the task (pid %d)", burnPID)
+	}
+	for _, p := range ex.Procs {
+		if p.PID == burnPID && p.Role != "service" {
+			t.Errorf("the task in the budget: %+v, want role service", p)
+		}
+	}
+	if ex.Budget == nil || ex.Budget.ServicePct < 5 {
+		t.Errorf("budget %+v: the task's CPU is not the service's", ex.Budget)
+	}
+}
+
+// TestProcessesOfAnotherMachine: allocations whose client node is another
+// machine (its unique.hostname is not this host's) are not reported: their
+// pids are that machine's.
+func TestProcessesOfAnotherMachine(t *testing.T) {
+	st := newStack(t)
+	st.Nomad.RunRawExec = true
+	st.Nomad.NodeHostname = "client-elsewhere"
+	c := gatewayConfig(st)
+	c.Gateway, c.Count = false, 1
+	req, _ := burnerRequest(t)
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	ps, err := dep.(providers.ProcessReporter).Processes(context.Background())
+	if err != nil || len(ps) != 0 {
+		t.Errorf("processes of a remote client: %+v, %v; want none", ps, err)
+	}
+}
+
+// TestTaskProcessesAddTheExecutor: a task's top process's parent is the
+// Nomad executor that runs it (role infra); the task's own children are
+// the service's; pids not on this machine, init and benchflow itself are
+// left out.
+func TestTaskProcessesAddTheExecutor(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []struct {
+		pid, ppid int
+		comm      string
+	}{
+		{1, 0, "systemd"}, {40, 1, "nomad"}, {41, 40, "nomad"}, {42, 41, "nginx"}, {43, 42, "nginx"},
+		{50, 1, "benchflow"}, {51, 50, "benchflow"}, {60, 1, "nomad"}, {61, 60, "my server"},
+	} {
+		dir := filepath.Join(root, fmt.Sprint(p.pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 100 1000 10\n", p.pid, p.comm, p.ppid, p.pid, p.pid)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 42 and 43: a task run by executor 41; 51: a task whose parent is
+	// benchflow (self); 61: a task whose executor 60 is also a task
+	// pid's parent; 99: gone.
+	got := taskProcesses(root, []int{43, 42, 51, 61, 99}, "service", 50)
+	want := []providers.Process{
+		{PID: 41, Name: "nomad", Role: "infra"},
+		{PID: 42, Name: "nginx", Role: "service"},
+		{PID: 43, Name: "nginx", Role: "service"},
+		{PID: 51, Name: "benchflow", Role: "service"},
+		{PID: 60, Name: "nomad", Role: "infra"},
+		{PID: 61, Name: "my server", Role: "service"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("processes (-want +got):\n%s", d)
+	}
+}
