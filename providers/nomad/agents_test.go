@@ -71,6 +71,14 @@ func TestLaunchAgentsJob(t *testing.T) {
 			t.Errorf("job: count %d, driver %s, meta %v", *tg.Count, tg.Tasks[0].Driver, job.Meta)
 		}
 	}
+	// The client is this machine: the agents' processes are the
+	// loader's, for collect steps.
+	if pr, ok := g.(providers.ProcessReporter); !ok {
+		t.Error("the agents' group reports no processes")
+	} else if ps, err := pr.Processes(context.Background()); err != nil || len(ps) != 2 ||
+		ps[0].Role != "loader" || ps[1].Role != "loader" || ps[0].Name != filepath.Base(bin) || ps[0].PID == ps[1].PID {
+		t.Errorf("agents' processes %+v, %v: want the two agents, role loader", ps, err)
+	}
 	out, err := agent.Run(context.Background(), agent.Config{Agents: g.URLs(), Logf: t.Logf, Token: token,
 		Options: load.Options{Targets: []load.Target{{URL: target.URL + "/"}}, Connections: 4, Threads: 2, Requests: 1000}})
 	if err != nil {

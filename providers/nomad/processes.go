@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,10 +175,14 @@ func (d *Deployment) localNode(ctx context.Context, id string) (bool, error) {
 }
 
 // Processes are the agents' processes (role "loader": they are the load
-// generator), for collect steps: Deployment.Processes.
+// generator), for collect steps: Deployment.Processes without the
+// executors, since the engine counts every process an agent group reports
+// as the loader's (the executors count as infrastructure by their name).
 func (g *agentJob) Processes(ctx context.Context) ([]providers.Process, error) {
-	if pr, ok := g.dep.(providers.ProcessReporter); ok {
-		return pr.Processes(ctx)
+	pr, ok := g.dep.(providers.ProcessReporter)
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
+	ps, err := pr.Processes(ctx)
+	return slices.DeleteFunc(ps, func(p providers.Process) bool { return p.Role != roleLoader }), err
 }
