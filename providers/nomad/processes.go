@@ -44,8 +44,9 @@ var procRoot = "/proc"
 // the raw_exec and exec drivers' executor lists the task's cgroup); the
 // docker driver lists none, so its tasks are not reported. A client is
 // this machine when its node's unique.hostname attribute is this host's
-// name (asked once per node, GET /v1/node/:id); allocations on other
-// nodes are skipped, as their pids are another machine's. The executor
+// name (asked once per node, GET /v1/node/:id, which needs node:read with
+// Nomad ACLs); allocations on other nodes, or on a node that cannot be
+// read, are skipped, as their pids may be another machine's. The executor
 // is the parent of a task's processes (named "nomad", like the client
 // agent and its logmon, which engine/collect counts as infrastructure by
 // name, as it does consul).
@@ -160,13 +161,20 @@ func (d *Deployment) localNode(ctx context.Context, id string) (bool, error) {
 	nctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	node, _, err := d.nomad.Nodes().Info(id, (&napi.QueryOptions{}).WithContext(nctx))
-	if err != nil {
-		return false, fmt.Errorf("reading Nomad node %s: %w", short(id), err)
-	}
-	local := node.Attributes["unique.hostname"] == host
 	if d.nodeLocal == nil {
 		d.nodeLocal = map[string]bool{}
 	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		// Asked once: a token without node:read would fail at every
+		// sample.
+		d.nodeLocal[id] = false
+		d.logf("nomad: cannot tell whether node %s is this machine (reading it: %v): collect steps do not count its allocations' processes as the service's", short(id), err)
+		return false, nil
+	}
+	local := node.Attributes["unique.hostname"] == host
 	d.nodeLocal[id] = local
 	if !local {
 		d.logf("nomad: allocations on node %s (%s) run on another machine: collect steps do not count their processes as the service's", node.Name, node.Attributes["unique.hostname"])
