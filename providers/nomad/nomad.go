@@ -159,10 +159,12 @@ type Deployment struct {
 	registered bool
 	regIndex   uint64
 	// allocs are the trial's running allocations (Processes), procMu
-	// guards nodeLocal: which client nodes run on this machine.
-	allocs    []allocAddr
-	procMu    sync.Mutex
-	nodeLocal map[string]bool
+	// guards nodeLocal (which client nodes run on this machine) and
+	// allocContainer (the container id of a docker task, by allocation).
+	allocs         []allocAddr
+	procMu         sync.Mutex
+	nodeLocal      map[string]bool
+	allocContainer map[string]string
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,

@@ -1,11 +1,13 @@
 package nomad
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,8 +43,9 @@ var procRoot = "/proc"
 // "loader" for a job of load agents) — and the Nomad executor that runs
 // each task, role "infra". The task processes are what the client lists
 // per task in GET /v1/client/allocation/:id/stats (TaskResourceUsage.Pids:
-// the raw_exec and exec drivers' executor lists the task's cgroup); the
-// docker driver lists none, so its tasks are not reported. A client is
+// the raw_exec and exec drivers' executor lists the task's cgroup). The
+// docker driver lists none: an allocation without pids is then found by
+// its container (containerPIDs). A client is
 // this machine when its node's unique.hostname attribute is this host's
 // name (asked once per node, GET /v1/node/:id, which needs node:read with
 // Nomad ACLs); allocations on other nodes, or on a node that cannot be
@@ -73,6 +76,7 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 			errs = append(errs, fmt.Errorf("reading the processes of allocation %s: %w", short(a.id), err))
 			continue
 		}
+		listed := 0
 		for _, tu := range st.Tasks {
 			if tu == nil {
 				continue
@@ -80,8 +84,12 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 			for s := range tu.Pids {
 				if pid, err := strconv.Atoi(s); err == nil && pid > 0 {
 					pids = append(pids, pid)
+					listed++
 				}
 			}
+		}
+		if listed == 0 && len(st.Tasks) > 0 {
+			pids = append(pids, d.containerPIDs(procRoot, a.id)...)
 		}
 	}
 	if len(errs) > 0 && len(pids) == 0 {
@@ -193,4 +201,75 @@ func (g *agentJob) Processes(ctx context.Context) ([]providers.Process, error) {
 	}
 	ps, err := pr.Processes(ctx)
 	return slices.DeleteFunc(ps, func(p providers.Process) bool { return p.Role != roleLoader }), err
+}
+
+// containerIDRe finds a container id (64 hex digits) in a cgroup path:
+// /docker/<id>, …/docker-<id>.scope, the nomad.slice/docker-<id>.scope
+// Nomad's docker driver uses with cgroups v2.
+var containerIDRe = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// containerPIDs lists the processes of the container that runs an
+// allocation's task, for drivers whose stats list no pids (docker). Nomad
+// sets NOMAD_ALLOC_ID in every task's environment: the container is the
+// one (named in /proc/PID/cgroup) with a process whose environ holds the
+// allocation's id — readable by root or the user the tasks run as;
+// otherwise nothing is found. The container's id is kept once found; its
+// processes are then those whose cgroup names it.
+func (d *Deployment) containerPIDs(root, allocID string) []int {
+	d.procMu.Lock()
+	cid := d.allocContainer[allocID]
+	d.procMu.Unlock()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	// benchflow's own container (benchflow and the client in one
+	// container) is not the task's: the whole machine would be the
+	// service.
+	selfCG, _ := os.ReadFile(filepath.Join(root, "self", "cgroup"))
+	self := containerIDRe.FindString(string(selfCG))
+	type proc struct {
+		pid int
+		cid string
+	}
+	var procs []proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join(root, e.Name(), "cgroup"))
+		if err != nil {
+			continue
+		}
+		if id := containerIDRe.FindString(string(cg)); id != "" && id != self {
+			procs = append(procs, proc{pid, id})
+		}
+	}
+	if cid == "" {
+		want := []byte("NOMAD_ALLOC_ID=" + allocID + "\x00")
+		for _, p := range procs {
+			env, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.pid), "environ"))
+			if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+				cid = p.cid
+				break
+			}
+		}
+		if cid == "" {
+			return nil
+		}
+		d.procMu.Lock()
+		if d.allocContainer == nil {
+			d.allocContainer = map[string]string{}
+		}
+		d.allocContainer[allocID] = cid
+		d.procMu.Unlock()
+	}
+	var out []int
+	for _, p := range procs {
+		if p.cid == cid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
 }

@@ -208,3 +208,79 @@ func TestProcessesOfAnUnreadableNode(t *testing.T) {
 		t.Errorf("logged %q, want one line saying the node could not be read", logged)
 	}
 }
+
+// TestProcessesOfDockerTasks: the docker driver lists no pids in the
+// allocation stats (the fake's in-process tasks list none either), so the
+// task is found by its container: the one holding a process whose
+// environment has the allocation's NOMAD_ALLOC_ID. Its processes are the
+// service's, the containerd-shim above them infrastructure; benchflow's
+// own container, another allocation's, and a variable that merely ends
+// in NOMAD_ALLOC_ID are not it. Once found, the container is kept.
+func TestProcessesOfDockerTasks(t *testing.T) {
+	st := newStack(t)
+	c := gatewayConfig(st)
+	c.Gateway, c.Count, c.Driver = false, 1, "docker"
+	req := request(t)
+	req.Service.Image, req.Service.Command = "nginx:1.27", nil
+	dep, err := newProvider(t, c).Provision(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	d := dep.(*Deployment)
+	alloc := d.allocs[0].id
+	const (
+		self  = "1111111111111111111111111111111111111111111111111111111111111111"
+		ours  = "96b3e2583d6e37e1a394929d11951e261383b21e46ba979dcc08d7fa1bdb1c8c"
+		other = "2222222222222222222222222222222222222222222222222222222222222222"
+	)
+	root := t.TempDir()
+	write := func(pid, name, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("self", "cgroup", "0::/docker/"+self+"\n")
+	for _, p := range []struct {
+		pid, ppid             int
+		comm, cgroup, environ string
+	}{
+		// Listed first (directory order), so a wrong match would win.
+		{10, 1, "benchflow", "/docker/" + self, "NOMAD_ALLOC_ID=" + alloc + "\x00"},
+		{20, 1, "containerd-shim", "/system.slice/containerd.service", ""},
+		{21, 20, "nginx", "/nomad.slice/docker-" + ours + ".scope", "PATH=/usr/bin\x00NOMAD_ALLOC_ID=" + alloc + "\x00NOMAD_TASK_NAME=web\x00"},
+		{22, 21, "nginx", "/nomad.slice/docker-" + ours + ".scope", ""}, // environ unreadable
+		{15, 20, "redis", "/nomad.slice/docker-" + other + ".scope", "XNOMAD_ALLOC_ID=" + alloc + "\x00NOMAD_ALLOC_ID=5d2c0000-0000-4000-8000-000000000001\x00"},
+	} {
+		write(fmt.Sprint(p.pid), "stat", fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 100 1000 10\n", p.pid, p.comm, p.ppid, p.pid, p.pid))
+		write(fmt.Sprint(p.pid), "cgroup", "0::"+p.cgroup+"\n")
+		if p.environ != "" {
+			write(fmt.Sprint(p.pid), "environ", p.environ)
+		}
+	}
+	old := procRoot
+	procRoot = root
+	defer func() { procRoot = old }()
+	want := []providers.Process{
+		{PID: 20, Name: "containerd-shim", Role: "infra"},
+		{PID: 21, Name: "nginx", Role: "service"},
+		{PID: 22, Name: "nginx", Role: "service"},
+	}
+	for i := range 2 {
+		ps, err := d.Processes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, ps); d != "" {
+			t.Errorf("call %d: processes (-want +got):\n%s", i+1, d)
+		}
+		// Found once: the master's environment is no longer needed.
+		if err := os.Remove(filepath.Join(root, "21", "environ")); err != nil && i == 0 {
+			t.Fatal(err)
+		}
+	}
+}
