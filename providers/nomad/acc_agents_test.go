@@ -73,16 +73,24 @@ func TestAccNomadAgents(t *testing.T) {
 		}
 		t.Logf("agent %d: host %s pid %d, %d requests, clock offset %.6fs ± %.6fs, late %.6fs", a.Agent, a.Host, a.PID, a.Requests, a.ClockOffsetS, a.BoundS, a.LateS)
 	}
-	// The allocations' stdout (with each agent's "listening on" line) was kept.
-	logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*", "agent-wrk*stdout*"))
+	// The allocations' stdout (with each agent's "listening on" line) was
+	// kept as agent-wrk-1.stdout.log and agent-wrk-2.stdout.log, the names
+	// every provider gives agent logs.
+	logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*", "agent-wrk*"))
 	found := 0
 	for _, f := range logs {
-		if b, _ := os.ReadFile(f); strings.Contains(string(b), "listening on") {
-			found++
+		switch filepath.Base(f) {
+		case "agent-wrk-1.stdout.log", "agent-wrk-2.stdout.log":
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), "listening on") {
+				found++
+			}
+		case "agent-wrk-1.stderr.log", "agent-wrk-2.stderr.log", "agent-wrk-1.events.log", "agent-wrk-2.events.log":
+		default:
+			t.Errorf("agent log %s: not named agent-wrk-<n>.{stdout,stderr,events}.log", f)
 		}
 	}
 	if found != 2 {
-		t.Errorf("%d kept agent logs with their address (%v), want 2", found, logs)
+		t.Errorf("%d kept agent logs agent-wrk-<n>.stdout.log with their address (%v), want 2", found, logs)
 	}
 	// The agents' allocations ended "complete" (stopped with the job), not
 	// "failed": a Nomad service task that ends on its own fails, so the

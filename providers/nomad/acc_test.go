@@ -95,6 +95,24 @@ func liveAllocs(t *testing.T, job string) []string {
 	return out
 }
 
+// clientIsHere reports whether a Nomad client node runs on this machine
+// (its unique.hostname is this host's name).
+func clientIsHere(t *testing.T) bool {
+	t.Helper()
+	host, _ := os.Hostname()
+	nc := nomadAPI(t)
+	nodes, _, err := nc.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if node, _, err := nc.Nodes().Info(n.ID, nil); err == nil && node.Attributes["unique.hostname"] == host {
+			return true
+		}
+	}
+	return false
+}
+
 // accNomadEnv skips unless acceptance tests are enabled against a real
 // Nomad; Consul is not needed (service_provider = "nomad").
 func accNomadEnv(t *testing.T) {
@@ -219,11 +237,58 @@ func TestAccProvision(t *testing.T) {
 			t.Errorf("GET %s: %d", u, resp.StatusCode)
 		}
 	}
+	// On a client that is this machine, the tasks (benchflow serve) are the
+	// service's processes and their executors ("nomad") infrastructure.
+	ps, err := dep.(providers.ProcessReporter).Processes(context.Background())
+	t.Logf("processes: %+v (%v)", ps, err)
+	if clientIsHere(t) {
+		svc, infra := 0, 0
+		for _, pr := range ps {
+			switch {
+			case pr.Role == "service" && pr.Name == filepath.Base(bin):
+				svc++
+			case pr.Role == "infra" && pr.Name == "nomad":
+				infra++
+			}
+		}
+		if err != nil || svc != 2 || infra != 2 {
+			t.Errorf("processes %+v (%v): want the 2 tasks (service) and their 2 executors (infra)", ps, err)
+		}
+	} else if len(ps) > 0 {
+		t.Errorf("processes %+v of a client on another machine", ps)
+	}
 	if err := dep.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if live := liveAllocs(t, ep.Attrs["job"]); len(live) > 0 {
 		t.Errorf("allocations still live after Teardown: %v", live)
+	}
+	// A second trial of the same job with one allocation: Nomad still
+	// lists the first trial's two under the job id, but the teardown
+	// counts its own alone.
+	var stopped atomic.Value
+	req2 := *req
+	req2.TrialID, req2.LogDir = "t2", filepath.Join(t.TempDir(), "logs2")
+	req2.Logf = func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		t.Log(line)
+		if strings.Contains(line, " stopped") {
+			stopped.Store(line)
+		}
+	}
+	p1, err := nomad.New(&providers.NewRequest{Name: "acc", Config: &nomad.Config{Driver: "raw_exec", Count: 1, ReadyTimeout: "3m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep2, err := p1.Provision(context.Background(), &req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep2.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "nomad: 1 allocation of " + ep.Attrs["job"] + " stopped"; stopped.Load() != want {
+		t.Errorf("second teardown logged %v, want %q", stopped.Load(), want)
 	}
 	cc, err := capi.NewClient(capi.DefaultConfig())
 	if err != nil {

@@ -24,15 +24,16 @@ var _ providers.AgentLauncher = (*Provider)(nil)
 // with a TCP check (the agents refuse HTTP requests without their token),
 // reads its token and targets from the job's Nomad variable through a
 // template, and is waited for, torn down (purged,
-// logs copied to the trial's logs folder) and collected by gc exactly like
-// a service's job.
+// logs copied to the trial's logs folder as agent-<step>-<n>.stdout.log,
+// .stderr.log and .events.log, n from 1 as providers.AgentName numbers
+// agents everywhere) and collected by gc exactly like a service's job.
 func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest) (providers.AgentGroup, error) {
 	if req.Binary == "" {
 		return nil, errors.New("starting agents: no benchflow binary to run")
 	}
 	s := *p.s
 	s.Driver, s.Count, s.JobName, s.Gateway, s.gatewayErr = "raw_exec", req.Count, "", false, nil
-	ap := &Provider{name: p.name, s: &s, pollInterval: p.pollInterval, stopTimeout: p.stopTimeout}
+	ap := &Provider{name: p.name, s: &s, pollInterval: p.pollInterval, stopTimeout: p.stopTimeout, agentStep: req.Step}
 	// --linger: an agent the controller stops keeps running until the
 	// job is stopped, because Nomad counts a service task that ends on its
 	// own as failed (real Nomad 1.6.5: "Not Restarting", allocation

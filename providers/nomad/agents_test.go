@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,14 @@ func TestLaunchAgentsJob(t *testing.T) {
 			t.Errorf("job: count %d, driver %s, meta %v", *tg.Count, tg.Tasks[0].Driver, job.Meta)
 		}
 	}
+	// The client is this machine: the agents' processes are the
+	// loader's, for collect steps.
+	if pr, ok := g.(providers.ProcessReporter); !ok {
+		t.Error("the agents' group reports no processes")
+	} else if ps, err := pr.Processes(context.Background()); err != nil || len(ps) != 2 ||
+		ps[0].Role != "loader" || ps[1].Role != "loader" || ps[0].Name != filepath.Base(bin) || ps[0].PID == ps[1].PID {
+		t.Errorf("agents' processes %+v, %v: want the two agents, role loader", ps, err)
+	}
 	out, err := agent.Run(context.Background(), agent.Config{Agents: g.URLs(), Logf: t.Logf, Token: token,
 		Options: load.Options{Targets: []load.Target{{URL: target.URL + "/"}}, Connections: 4, Threads: 2, Requests: 1000}})
 	if err != nil {
@@ -92,27 +101,43 @@ func TestLaunchAgentsJob(t *testing.T) {
 	if _, ok := st.Nomad.Variable("", "nomad/jobs/"+jobID); ok {
 		t.Error("the agents' variable is still there after teardown")
 	}
-	found := 0
-	files, _ := filepath.Glob(filepath.Join(logs, "agent-wrk.*stdout*"))
-	for _, f := range files {
-		if b, _ := os.ReadFile(f); strings.Contains(string(b), "agent listening on") {
-			found++
-		}
+	// The logs are named like every provider's agent logs,
+	// agent-<step>-<n> with n from 1 (providers.AgentName), and nothing
+	// else is in the folder.
+	entries, err := os.ReadDir(logs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if found != 2 {
-		t.Errorf("%d agent logs with their address in %s (%v), want 2", found, logs, files)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{
+		"agent-wrk-1.events.log", "agent-wrk-1.stderr.log", "agent-wrk-1.stdout.log",
+		"agent-wrk-2.events.log", "agent-wrk-2.stderr.log", "agent-wrk-2.stdout.log",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("agent logs %q, want %q", names, want)
+	}
+	// Agent n's log holds the address of the n-th URL (allocation index
+	// n-1).
+	for i, u := range g.URLs() {
+		f := filepath.Join(logs, providers.AgentName("wrk", i)+".stdout.log")
+		b, _ := os.ReadFile(f)
+		if want := "agent listening on " + strings.TrimPrefix(u, "http://"); !strings.Contains(string(b), want) {
+			t.Errorf("%s = %q, want %q", f, b, want)
+		}
 	}
 	// The agents outlived the controller's stop (--linger) and ended when
 	// the job was stopped: a task ending on its own fails its allocation.
 	lingered := 0
-	errs, _ := filepath.Glob(filepath.Join(logs, "agent-wrk.*stderr*"))
-	for _, f := range errs {
-		b, _ := os.ReadFile(f)
+	for i := range 2 {
+		b, _ := os.ReadFile(filepath.Join(logs, providers.AgentName("wrk", i)+".stderr.log"))
 		if strings.Contains(string(b), "waiting to be stopped (--linger)") && strings.Contains(string(b), "exiting: interrupted") {
 			lingered++
 		}
 	}
 	if lingered != 2 {
-		t.Errorf("%d agents lingered after the controller's stop and ended on the job's stop (%v), want 2", lingered, errs)
+		t.Errorf("%d agents lingered after the controller's stop and ended on the job's stop, want 2", lingered)
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	napi "github.com/hashicorp/nomad/api"
+
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Task event types that follow a failure instead of explaining it: Nomad
@@ -198,8 +201,7 @@ func lastLines(s string, n int) string {
 const maxLogBytes = 16 << 20
 
 // saveLogs copies every allocation's task stdout and stderr, and its task
-// events, into the trial's logs folder:
-// <service>.<alloc index>.<task>.{stdout,stderr,events}.log. Nothing is
+// events, into the trial's logs folder (see logBase). Nothing is
 // written without a LogDir. Errors are logged, not returned: logs must
 // never fail a teardown.
 func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationListStub) {
@@ -211,7 +213,7 @@ func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationList
 		return
 	}
 	for _, a := range allocs {
-		if a.CreateIndex < d.regIndex {
+		if !d.ours(a) {
 			continue // an earlier trial's allocation (same job id)
 		}
 		idx := allocIndex(a.Name)
@@ -221,7 +223,7 @@ func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationList
 		}
 		sort.Strings(tasks)
 		for _, t := range tasks {
-			base := filepath.Join(d.logDir, fmt.Sprintf("%s.%s.%s", d.serviceName, idx, t))
+			base := filepath.Join(d.logDir, d.logBase(idx, t))
 			for _, typ := range []string{"stdout", "stderr"} {
 				text := d.readLog(ctx, a.ID, t, typ, 0)
 				if err := os.WriteFile(base+"."+typ+".log", []byte(text), 0o644); err != nil {
@@ -238,6 +240,20 @@ func (d *Deployment) saveLogs(ctx context.Context, allocs []*napi.AllocationList
 			}
 		}
 	}
+}
+
+// logBase names an allocation's task logs (before .stdout.log, .stderr.log
+// and .events.log): <service>.<alloc index>.<task> for a service
+// ("web.0.web"); for load agents, whose job has one task, the name every
+// provider gives an agent's logs, agent-<step>-<n> with n = alloc index + 1
+// ("agent-wrk-1"), the agent's number in agents.parquet.
+func (d *Deployment) logBase(idx, task string) string {
+	if d.agentStep != "" {
+		if i, err := strconv.Atoi(idx); err == nil {
+			return providers.AgentName(d.agentStep, i)
+		}
+	}
+	return fmt.Sprintf("%s.%s.%s", d.serviceName, idx, task)
 }
 
 // allocIndex is the index in an allocation name: "job.group[2]" → "2".

@@ -19,6 +19,12 @@
 // Consul (or Nomad) forgot the service. GC (gc.go) removes leftovers
 // labelled dev.benchflow.managed whose owning run is gone.
 //
+// Deployment.Processes (processes.go) reports, for collect and tune
+// steps, the processes of the allocations' tasks (the pids of the
+// client's allocation stats; for docker tasks, their container's) when
+// the Nomad client is this machine, and their executors (or
+// containerd-shims) as infrastructure.
+//
 // The endpoint is the first allocation's address; Endpoint.Attrs carry
 // gateway_url (service.<name>.gateway_url in pipelines), job, group, task,
 // allocations, service and consul_service.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,6 +60,10 @@ type Provider struct {
 	// envVar, for agents, is the Nomad variable a template reads into
 	// the task's environment (agents.go).
 	envVar string
+	// agentStep, for agents, is the step whose load agents the job runs:
+	// their logs are named like every provider's agent logs
+	// (providers.AgentName) and their processes are the loader's.
+	agentStep string
 }
 
 // defaultPoll paces the waits that cannot block on an index.
@@ -146,11 +151,20 @@ type Deployment struct {
 	// log files.
 	logDir      string
 	serviceName string
+	// agentStep is set for a job of load agents (Provider.agentStep).
+	agentStep string
 	// registered is set once the job may exist in Nomad; regIndex is the
 	// registration's index: this trial's allocations were created after
 	// it, the earlier trials' (same job id, purged) before.
 	registered bool
 	regIndex   uint64
+	// allocs are the trial's running allocations (Processes), procMu
+	// guards nodeLocal (which client nodes run on this machine) and
+	// allocContainer (the container id of a docker task, by allocation).
+	allocs         []allocAddr
+	procMu         sync.Mutex
+	nodeLocal      map[string]bool
+	allocContainer map[string]string
 }
 
 // Endpoint is the first allocation's address; Attrs carry gateway_url,
@@ -223,7 +237,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		}
 	}
 	d := &Deployment{p: p, nomad: nc, consul: cc, service: js.service, jobID: js.jobID, logf: logf,
-		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name}
+		objectID: apisixID(js.jobID), logDir: req.LogDir, serviceName: req.Service.Name, agentStep: p.agentStep}
 	if p.s.Gateway {
 		if d.admin, err = apisix.New(p.s.APISIXAdmin, p.s.adminKey, nil); err != nil {
 			return nil, err
@@ -269,6 +283,7 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 		return d, err
 	}
 
+	d.allocs = allocs
 	primary := primaryPort(&req.Service)
 	first := allocs[0]
 	ep := providers.Endpoint{Scheme: "http", Host: first.host, Port: first.ports[primary], Ports: first.ports,
@@ -403,6 +418,7 @@ func placementHint(failed map[string]*napi.AllocationMetric) string {
 
 type allocAddr struct {
 	id    string
+	node  string // the client node's id
 	host  string
 	ports map[string]int
 }
@@ -456,7 +472,7 @@ func (d *Deployment) waitAllocs(ctx context.Context, count int) ([]allocAddr, er
 // allocAddress reads an allocation's host address and port values from
 // AllocatedResources.Shared.Ports (Nomad ≥ 0.12), else from its network.
 func allocAddress(a *napi.Allocation) (allocAddr, error) {
-	ad := allocAddr{id: a.ID, ports: map[string]int{}}
+	ad := allocAddr{id: a.ID, node: a.NodeID, ports: map[string]int{}}
 	if ar := a.AllocatedResources; ar != nil {
 		for _, pm := range ar.Shared.Ports {
 			ad.ports[pm.Label] = pm.Value

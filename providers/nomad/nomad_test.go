@@ -343,10 +343,19 @@ func TestTeardownWaitsForAllocations(t *testing.T) {
 		t.Errorf("allocations still live after Teardown: %v", live)
 	}
 	assertEmpty(t, st)
-	// A second trial with one allocation (same job id): its logs folder
-	// gets its own allocation only, not the first trial's.
+	// A second trial with one allocation (same job id): Nomad still lists
+	// the first trial's two (terminal) allocations under the job id after
+	// the purge, but the teardown counts and keeps the logs of its own
+	// allocation only.
 	req2 := request(t)
 	req2.TrialID, req2.LogDir = "t0002", filepath.Join(t.TempDir(), "logs2")
+	var mu sync.Mutex
+	var lines []string
+	req2.Logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
 	c.Count = 1
 	dep2, err := newProvider(t, c).Provision(context.Background(), req2)
 	if err != nil {
@@ -354,6 +363,12 @@ func TestTeardownWaitsForAllocations(t *testing.T) {
 	}
 	if err := dep2.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	mu.Lock()
+	stopped := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.Contains(l, " stopped") })
+	mu.Unlock()
+	if want := "nomad: 1 allocation of " + dep2.Endpoint().Attrs["job"] + " stopped"; len(stopped) != 1 || stopped[0] != want {
+		t.Errorf("second teardown logged %q, want %q", stopped, want)
 	}
 	if files, _ := filepath.Glob(filepath.Join(req2.LogDir, "*.stdout.log")); len(files) != 1 {
 		t.Errorf("second trial's logs: %v, want web.0.web.stdout.log alone", files)

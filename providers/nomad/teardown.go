@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -152,10 +153,13 @@ func (d *Deployment) deleteUpstream(ctx context.Context) error {
 	}
 }
 
-// waitStopped waits until every allocation of the job is terminal
+// waitStopped waits until every allocation of this trial is terminal
 // (complete, failed or lost), with blocking queries, for at most
-// stopTimeout. After a purge Nomad still lists the job's allocations
-// under its id until they are garbage-collected. It returns the last list.
+// stopTimeout, and returns them. After a purge Nomad lists under the job's
+// id every allocation it has not garbage-collected yet, those of the
+// earlier trials that registered the same job id included (terminal
+// since their own teardown): only those created after this trial's
+// registration (ours) are waited for, counted and returned.
 func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStub, error) {
 	wctx, cancel := context.WithTimeout(ctx, d.p.stopTimeout)
 	defer cancel()
@@ -171,6 +175,7 @@ func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStu
 			}
 			return nil, fmt.Errorf("waiting for the allocations of job %q to stop: %w", d.jobID, err)
 		}
+		stubs = slices.DeleteFunc(stubs, func(a *napi.AllocationListStub) bool { return !d.ours(a) })
 		live = live[:0]
 		for _, a := range stubs {
 			switch a.ClientStatus {
@@ -180,7 +185,11 @@ func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStu
 			}
 		}
 		if len(live) == 0 {
-			if len(stubs) > 0 {
+			switch len(stubs) {
+			case 0:
+			case 1:
+				d.logf("nomad: 1 allocation of %s stopped", d.jobID)
+			default:
 				d.logf("nomad: %d allocations of %s stopped", len(stubs), d.jobID)
 			}
 			return stubs, nil
@@ -190,4 +199,12 @@ func (d *Deployment) waitStopped(ctx context.Context) ([]*napi.AllocationListStu
 			return nil, fmt.Errorf("waiting for the allocations of job %q to stop: %w", d.jobID, err)
 		}
 	}
+}
+
+// ours reports whether an allocation of the job belongs to this trial:
+// created after its registration. An earlier trial's allocations (same job
+// id, purged at its teardown) were created before. Without a registration
+// index (the registration never answered) every allocation counts.
+func (d *Deployment) ours(a *napi.AllocationListStub) bool {
+	return a.CreateIndex >= d.regIndex
 }

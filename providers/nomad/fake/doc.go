@@ -18,7 +18,10 @@
 // They replay what real agents do, not only what the documentation says:
 // the Nomad fake is asynchronous like Nomad 1.6.5 (pending evaluations and
 // allocations, allocations that stop after the deregistration answered,
-// task events that end with "Not Restarting"), and the APISIX fake follows
+// task events that end with "Not Restarting", purged jobs' allocations
+// still listed under their id, a client node on this machine whose
+// allocation stats list the pids of the raw_exec tasks it runs for real:
+// stats.go), and the APISIX fake follows
 // APISIX's schema (apisix/schema_def.lua) and can lag like its worker
 // caches (RouteCacheLag, DiscoveryLag).
 //

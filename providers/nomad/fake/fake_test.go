@@ -5,11 +5,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	napi "github.com/hashicorp/nomad/api"
 
 	"github.com/benchflow/benchflow/providers/nomad/fake"
 )
@@ -636,5 +639,52 @@ func TestNomadTaskExitFailsAllocation(t *testing.T) {
 	joined := strings.Join(types, "; ")
 	if !st.Failed || allocs[0].DesiredStatus != "run" || !strings.Contains(joined, "Terminated: Exit Code: 0") || !strings.Contains(joined, "Not Restarting") {
 		t.Errorf("task state failed=%v desired=%s events %s", st.Failed, allocs[0].DesiredStatus, joined)
+	}
+}
+
+// TestNomadAllocStats: the client's allocation stats list, per running
+// task, the pids of the raw_exec task's processes (its shell and the
+// child it forked), in Nomad's AllocResourceUsage shape; the allocation's
+// node is this machine; an unknown allocation is a 404.
+func TestNomadAllocStats(t *testing.T) {
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	n.RunRawExec = true
+	job := `{"Job": {"ID": "sleeper", "Name": "sleeper", "Type": "service", "Datacenters": ["dc1"],
+	 "TaskGroups": [{"Name": "g", "Count": 1,
+	   "Tasks": [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "/bin/sh", "args": ["-c", "sleep 30 & wait"]},
+	     "Resources": {"CPU": 100, "MemoryMB": 64}}]}]}}`
+	if a := do(t, "PUT", n.URL()+"/v1/jobs", job, nil); a.code != 200 {
+		t.Fatalf("register: %d %q", a.code, a.body)
+	}
+	var allocs []struct{ ID, NodeID, ClientStatus string }
+	eventually(t, "a running allocation", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/sleeper/allocations", "", nil).body, &allocs)
+		return len(allocs) == 1 && allocs[0].ClientStatus == "running"
+	})
+	var usage napi.AllocResourceUsage
+	eventually(t, "the task's shell and its sleep in the stats", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/client/allocation/"+allocs[0].ID+"/stats", "", nil).body, &usage)
+		tu := usage.Tasks["t"]
+		if tu == nil || len(tu.Pids) != 2 {
+			return false
+		}
+		comms := map[string]bool{}
+		for pid := range tu.Pids {
+			b, _ := os.ReadFile("/proc/" + pid + "/comm")
+			comms[strings.TrimSpace(string(b))] = true
+		}
+		return comms["sh"] && comms["sleep"]
+	})
+	if usage.ResourceUsage == nil || usage.Tasks["t"].ResourceUsage.MemoryStats.RSS == 0 {
+		t.Errorf("usage %+v: want the tasks' memory", usage.ResourceUsage)
+	}
+	var node napi.Node
+	decode(t, do(t, "GET", n.URL()+"/v1/node/"+allocs[0].NodeID, "", nil).body, &node)
+	if host, _ := os.Hostname(); node.ID != allocs[0].NodeID || node.Attributes["unique.hostname"] != host {
+		t.Errorf("node %s: unique.hostname %q, want this host's %q", node.ID, node.Attributes["unique.hostname"], host)
+	}
+	if a := do(t, "GET", n.URL()+"/v1/client/allocation/nope/stats", "", nil); a.code != 404 {
+		t.Errorf("stats of an unknown allocation: %d %q", a.code, a.body)
 	}
 }

@@ -82,6 +82,11 @@ type Nomad struct {
 	// ScheduleDelay (default 20ms), StartDelay (default 30ms) and
 	// StopDelay (default 150ms) pace the asynchronous steps above.
 	ScheduleDelay, StartDelay, StopDelay time.Duration
+	// NodeHostname is the unique.hostname attribute of the client node
+	// (GET /v1/node/:id); default os.Hostname(), as Nomad fingerprints
+	// it: the client runs on this machine. Set it to simulate a client on
+	// another machine.
+	NodeHostname string
 	// ServiceSyncDelay (default 10ms) is how long the client's RPC to the
 	// servers takes to add a nomad-provider service registration once its
 	// task runs, and to remove it once the allocation is told to stop.
@@ -415,6 +420,10 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		n.logs(w, r, strings.TrimPrefix(p, "/v1/client/fs/logs/"))
 	case strings.HasPrefix(p, "/v1/client/allocation/") && strings.HasSuffix(p, "/checks") && r.Method == http.MethodGet:
 		n.allocChecks(w, strings.TrimSuffix(strings.TrimPrefix(p, "/v1/client/allocation/"), "/checks"))
+	case strings.HasPrefix(p, "/v1/client/allocation/") && strings.HasSuffix(p, "/stats") && r.Method == http.MethodGet:
+		n.allocStats(w, strings.TrimSuffix(strings.TrimPrefix(p, "/v1/client/allocation/"), "/stats"))
+	case strings.HasPrefix(p, "/v1/node/") && r.Method == http.MethodGet:
+		n.node(w, strings.TrimPrefix(p, "/v1/node/"))
 	case p == "/v1/services" && r.Method == http.MethodGet:
 		n.query(w, r, tableServices, func() (any, error) { return n.listServicesLocked(ns), nil })
 	case strings.HasPrefix(p, "/v1/service/") && r.Method == http.MethodGet:
@@ -872,7 +881,7 @@ func (n *Nomad) placeAllocLocked(job *napi.Job, fj *fakeJob, tg *napi.TaskGroup,
 	now := time.Now().UnixNano()
 	fa := &fakeAlloc{jobCreate: fj.createIndex, logs: map[string]string{}, a: &napi.Allocation{
 		ID: id, EvalID: evalID, Namespace: *job.Namespace, Name: fmt.Sprintf("%s.%s[%d]", *job.ID, *tg.Name, i),
-		NodeID: "3d7f3ab5-0000-4000-8000-000000000001", NodeName: "fake-node-1",
+		NodeID: nodeID, NodeName: nodeName,
 		JobID: *job.ID, TaskGroup: *tg.Name,
 		AllocatedResources: &napi.AllocatedResources{Tasks: tasks},
 		DesiredStatus:      "run", ClientStatus: napi.AllocClientStatusPending,

@@ -1,0 +1,275 @@
+package nomad
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	napi "github.com/hashicorp/nomad/api"
+
+	"github.com/benchflow/benchflow/providers"
+)
+
+var (
+	_ providers.ProcessReporter = (*Deployment)(nil)
+	_ providers.ProcessReporter = (*agentJob)(nil)
+)
+
+// Roles of the processes Processes reports (providers.Process.Role).
+const (
+	roleService = "service"
+	roleInfra   = "infra"
+	roleLoader  = "loader"
+)
+
+// statsTimeout bounds each client call of Processes (the engine calls it
+// at every sample).
+const statsTimeout = 2 * time.Second
+
+// procRoot is the /proc Processes reads (tests use a synthetic one).
+var procRoot = "/proc"
+
+// Processes reports, when the Nomad client running the job's allocations
+// is this machine, the processes of their tasks — role "service" (role
+// "loader" for a job of load agents) — and the Nomad executor that runs
+// each task, role "infra". The task processes are what the client lists
+// per task in GET /v1/client/allocation/:id/stats (TaskResourceUsage.Pids:
+// the raw_exec and exec drivers' executor lists the task's cgroup). The
+// docker driver lists none: an allocation without pids is then found by
+// its container (containerPIDs). A client is
+// this machine when its node's unique.hostname attribute is this host's
+// name (asked once per node, GET /v1/node/:id, which needs node:read with
+// Nomad ACLs); allocations on other nodes, or on a node that cannot be
+// read, are skipped, as their pids may be another machine's. The executor
+// is the parent of a task's processes (named "nomad", like the client
+// agent and its logmon, which engine/collect counts as infrastructure by
+// name, as it does consul).
+func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error) {
+	role := roleService
+	if d.agentStep != "" {
+		role = roleLoader
+	}
+	var pids []int
+	var errs []error
+	for _, a := range d.allocs {
+		local, err := d.localNode(ctx, a.node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !local {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
+		st, err := d.nomad.Allocations().Stats(&napi.Allocation{ID: a.id}, (&napi.QueryOptions{}).WithContext(sctx))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the processes of allocation %s: %w", short(a.id), err))
+			continue
+		}
+		listed := 0
+		for _, tu := range st.Tasks {
+			if tu == nil {
+				continue
+			}
+			for s := range tu.Pids {
+				if pid, err := strconv.Atoi(s); err == nil && pid > 0 {
+					pids = append(pids, pid)
+					listed++
+				}
+			}
+		}
+		if listed == 0 && len(st.Tasks) > 0 {
+			pids = append(pids, d.containerPIDs(procRoot, a.id)...)
+		}
+	}
+	if len(errs) > 0 && len(pids) == 0 {
+		// Nothing could be read: say why. A partial answer is returned
+		// without error: it is worth more to the accounting than none.
+		return nil, errors.Join(errs...)
+	}
+	return taskProcesses(procRoot, pids, role, os.Getpid()), nil
+}
+
+// taskProcesses turns the task pids the client listed into processes
+// with their names, leaving out those that are not on this machine, and
+// adds the parent of each task's top process — the Nomad executor — as
+// infrastructure, unless it is self (a client embedded in this process,
+// as the fake is) or init.
+func taskProcesses(root string, pids []int, role string, self int) []providers.Process {
+	in := map[int]bool{}
+	for _, p := range pids {
+		in[p] = true
+	}
+	var out []providers.Process
+	parents := map[int]bool{}
+	for p := range in {
+		comm, ppid, ok := readStat(root, p)
+		if !ok {
+			continue // ended, or not a process of this machine
+		}
+		out = append(out, providers.Process{PID: p, Name: comm, Role: role})
+		if !in[ppid] && ppid > 1 && ppid != self {
+			parents[ppid] = true
+		}
+	}
+	for p := range parents {
+		if comm, _, ok := readStat(root, p); ok {
+			out = append(out, providers.Process{PID: p, Name: comm, Role: roleInfra})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// readStat reads a process's comm and parent from root/PID/stat.
+func readStat(root string, pid int) (comm string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return "", 0, false
+	}
+	f := strings.Fields(s[j+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return "", 0, false
+	}
+	return s[i+1 : j], ppid, true
+}
+
+// localNode reports whether the client node id runs on this machine: its
+// unique.hostname attribute (Nomad's fingerprint of os.Hostname) is this
+// host's name. The answer is kept for the deployment's life.
+func (d *Deployment) localNode(ctx context.Context, id string) (bool, error) {
+	d.procMu.Lock()
+	defer d.procMu.Unlock()
+	if v, ok := d.nodeLocal[id]; ok {
+		return v, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return false, fmt.Errorf("reading this host's name: %w", err)
+	}
+	nctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	node, _, err := d.nomad.Nodes().Info(id, (&napi.QueryOptions{}).WithContext(nctx))
+	if d.nodeLocal == nil {
+		d.nodeLocal = map[string]bool{}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		// Asked once: a token without node:read would fail at every
+		// sample.
+		d.nodeLocal[id] = false
+		d.logf("nomad: cannot tell whether node %s is this machine (reading it: %v): collect steps do not count its allocations' processes as the service's", short(id), err)
+		return false, nil
+	}
+	local := node.Attributes["unique.hostname"] == host
+	d.nodeLocal[id] = local
+	if !local {
+		d.logf("nomad: allocations on node %s (%s) run on another machine: collect steps do not count their processes as the service's", node.Name, node.Attributes["unique.hostname"])
+	}
+	return local, nil
+}
+
+// Processes are the agents' processes (role "loader": they are the load
+// generator), for collect steps: Deployment.Processes without the
+// executors, since the engine counts every process an agent group reports
+// as the loader's (the executors count as infrastructure by their name).
+func (g *agentJob) Processes(ctx context.Context) ([]providers.Process, error) {
+	pr, ok := g.dep.(providers.ProcessReporter)
+	if !ok {
+		return nil, nil
+	}
+	ps, err := pr.Processes(ctx)
+	return slices.DeleteFunc(ps, func(p providers.Process) bool { return p.Role != roleLoader }), err
+}
+
+// containerIDRe finds a container id (64 hex digits) in a cgroup path:
+// /docker/<id>, …/docker-<id>.scope, the nomad.slice/docker-<id>.scope
+// Nomad's docker driver uses with cgroups v2.
+var containerIDRe = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// containerPIDs lists the processes of the container that runs an
+// allocation's task, for drivers whose stats list no pids (docker). Nomad
+// sets NOMAD_ALLOC_ID in every task's environment: the container is the
+// one (named in /proc/PID/cgroup) with a process whose environ holds the
+// allocation's id — readable by root or the user the tasks run as;
+// otherwise nothing is found. The container's id is kept once found; its
+// processes are then those whose cgroup names it.
+func (d *Deployment) containerPIDs(root, allocID string) []int {
+	d.procMu.Lock()
+	cid := d.allocContainer[allocID]
+	d.procMu.Unlock()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	// benchflow's own container (benchflow and the client in one
+	// container) is not the task's: the whole machine would be the
+	// service.
+	selfCG, _ := os.ReadFile(filepath.Join(root, "self", "cgroup"))
+	self := containerIDRe.FindString(string(selfCG))
+	type proc struct {
+		pid int
+		cid string
+	}
+	var procs []proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join(root, e.Name(), "cgroup"))
+		if err != nil {
+			continue
+		}
+		if id := containerIDRe.FindString(string(cg)); id != "" && id != self {
+			procs = append(procs, proc{pid, id})
+		}
+	}
+	if cid == "" {
+		want := []byte("NOMAD_ALLOC_ID=" + allocID + "\x00")
+		for _, p := range procs {
+			env, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.pid), "environ"))
+			if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+				cid = p.cid
+				break
+			}
+		}
+		if cid == "" {
+			return nil
+		}
+		d.procMu.Lock()
+		if d.allocContainer == nil {
+			d.allocContainer = map[string]string{}
+		}
+		d.allocContainer[allocID] = cid
+		d.procMu.Unlock()
+	}
+	var out []int
+	for _, p := range procs {
+		if p.cid == cid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
