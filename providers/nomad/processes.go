@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 	napi "github.com/hashicorp/nomad/api"
 
 	"github.com/benchflow/benchflow/providers"
+	"github.com/benchflow/benchflow/providers/hostproc"
 )
 
 var (
@@ -92,12 +95,57 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 			pids = append(pids, d.containerPIDs(procRoot, a.id)...)
 		}
 	}
-	if len(errs) > 0 && len(pids) == 0 {
+	gw := d.gatewayProcesses()
+	if len(errs) > 0 && len(pids) == 0 && len(gw) == 0 {
 		// Nothing could be read: say why. A partial answer is returned
 		// without error: it is worth more to the accounting than none.
 		return nil, errors.Join(errs...)
 	}
-	return taskProcesses(procRoot, pids, role, os.Getpid()), nil
+	return append(taskProcesses(procRoot, pids, role, os.Getpid()), gw...), nil
+}
+
+// gatewayProcesses reports, with gateway = true and a gateway_url on a
+// loopback address, the processes listening on its port — APISIX's nginx
+// master and workers — as infrastructure. APISIX on a plain nginx shows
+// as "nginx", the name a service under test may have too, so it is found
+// by its listening socket rather than by name. A gateway on another
+// address is another machine's (or unknown) and is left out.
+func (d *Deployment) gatewayProcesses() []providers.Process {
+	if d.p == nil || !d.p.s.Gateway || d.p.s.GatewayURL == "" {
+		return nil
+	}
+	u, err := url.Parse(d.p.s.GatewayURL)
+	if err != nil {
+		return nil
+	}
+	ip := net.ParseIP(u.Hostname())
+	if u.Hostname() == "localhost" {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	if ip == nil || !ip.IsLoopback() {
+		return nil
+	}
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		port = 80
+		if u.Scheme == "https" {
+			port = 443
+		}
+	}
+	pids, err := hostproc.Listeners(ip, port)
+	if err != nil {
+		return nil
+	}
+	var out []providers.Process
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			continue // a gateway served by this process (the fake's)
+		}
+		if name := hostproc.Comm(pid); name != "" {
+			out = append(out, providers.Process{PID: pid, Name: name, Role: roleInfra})
+		}
+	}
+	return out
 }
 
 // taskProcesses turns the task pids the client listed into processes

@@ -1,9 +1,11 @@
 package nomad
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -282,5 +284,44 @@ func TestProcessesOfDockerTasks(t *testing.T) {
 		if err := os.Remove(filepath.Join(root, "21", "environ")); err != nil && i == 0 {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The gateway on this machine (APISIX on a plain nginx is named "nginx",
+// like a service under test) is reported as infrastructure by the socket
+// it listens on; one on another address is left out.
+func TestGatewayProcessesByListeningSocket(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found")
+	}
+	gw := exec.Command("python3", "-c", `
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True)
+sys.stdin.read()
+`)
+	stdin, _ := gw.StdinPipe()
+	out, _ := gw.StdoutPipe()
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); gw.Wait() }()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	port := strings.TrimSpace(line)
+
+	d := &Deployment{p: &Provider{s: &settings{Config: Config{Gateway: true, GatewayURL: "http://127.0.0.1:" + port}}}}
+	ps := d.gatewayProcesses()
+	if len(ps) != 1 || ps[0].PID != gw.Process.Pid || ps[0].Role != roleInfra || ps[0].Name == "" {
+		t.Fatalf("gatewayProcesses = %+v, want the listener pid %d as infra", ps, gw.Process.Pid)
+	}
+	for _, u := range []string{"http://10.1.2.3:" + port, "http://example.invalid:" + port} {
+		d.p.s.GatewayURL = u
+		if ps := d.gatewayProcesses(); len(ps) != 0 {
+			t.Errorf("gateway %s (not this machine's loopback) reported %+v", u, ps)
+		}
+	}
+	d.p.s.Gateway, d.p.s.GatewayURL = false, "http://127.0.0.1:"+port
+	if ps := d.gatewayProcesses(); len(ps) != 0 {
+		t.Errorf("without gateway = true: %+v", ps)
 	}
 }
