@@ -135,9 +135,12 @@ type h2Session struct {
 	bw *bufio.Writer
 	fr *http2.Framer
 
-	dec       *hpack.Decoder
-	status    int    // :status of the header block being decoded
-	hdrStream uint32 // stream whose header block is being decoded
+	dec       *statusDecoder
+	payload   []byte // the HEADERS or CONTINUATION frame being read
+	block     []byte // a header block split over CONTINUATION frames
+	hdrStream uint32 // stream whose header block is being read
+	hdrEnd    bool   // its HEADERS frame ends the stream
+	hdrBytes  int64  // its frames' bytes, headers included
 
 	// mu guards the fields below and every write (the open-loop sender
 	// writes too).
@@ -280,17 +283,8 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 	}
 	s.fr = http2.NewFramer(s.bw, s.br)
 	s.fr.SetReuseFrames()
-	s.dec = hpack.NewDecoder(4096, s.onField)
+	s.dec = newStatusDecoder()
 	return s
-}
-
-// onField receives the decoded response headers; only :status matters,
-// so the rest of the block is decoded without building strings.
-func (s *h2Session) onField(f hpack.HeaderField) {
-	if f.Name == ":status" {
-		s.status, _ = strconv.Atoi(f.Value)
-	}
-	s.dec.SetEmitEnabled(false)
 }
 
 // run drives the session; it returns true when the slot is finished (the
@@ -313,13 +307,33 @@ func (s *h2Session) run() (finished bool) {
 		senderDone = make(chan struct{})
 	}
 	for err == nil {
-		var f http2.Frame
-		f, err = s.fr.ReadFrame()
+		// Header blocks are read here, not by the Framer (which allocates
+		// a frame per HEADERS), into buffers reused for the session; the
+		// Framer still checks the frame size and that CONTINUATION frames
+		// follow their HEADERS.
+		var fh http2.FrameHeader
+		fh, err = s.fr.ReadFrameHeader()
 		if err != nil {
 			break
 		}
+		var f http2.Frame
+		if fh.Type == http2.FrameHeaders || fh.Type == http2.FrameContinuation {
+			if cap(s.payload) < int(fh.Length) {
+				s.payload = make([]byte, fh.Length)
+			}
+			s.payload = s.payload[:fh.Length]
+			if _, err = io.ReadFull(s.br, s.payload); err != nil {
+				break
+			}
+		} else if f, err = s.fr.ReadFrameForHeader(fh); err != nil {
+			break
+		}
 		s.mu.Lock()
-		err = s.handle(f)
+		if f != nil {
+			err = s.handle(f)
+		} else {
+			err = s.headers(fh)
+		}
 		if err == nil {
 			s.expire()
 			if !s.settled {
@@ -459,22 +473,6 @@ func (s *h2Session) handle(f http2.Frame) error {
 		}
 		s.write(s.fr.WriteSettingsAck())
 		s.pump()
-	case *http2.HeadersFrame:
-		s.status, s.hdrStream = 0, h.StreamID
-		s.dec.SetEmitEnabled(true)
-		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
-		}
-		if f.HeadersEnded() {
-			return s.headersDone(h, f.StreamEnded())
-		}
-	case *http2.ContinuationFrame:
-		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
-		}
-		if f.HeadersEnded() {
-			return s.headersDone(h, false)
-		}
 	case *http2.DataFrame:
 		n := int64(h.Length)
 		s.connRecv += n
@@ -547,9 +545,54 @@ func hasMaxStreams(f *http2.SettingsFrame) bool {
 	return ok
 }
 
-// headersDone ends a header block.
-func (s *h2Session) headersDone(h http2.FrameHeader, endStream bool) error {
-	if err := s.dec.Close(); err != nil {
+// headers processes a HEADERS or CONTINUATION frame whose payload is in
+// s.payload (s.mu held).
+func (s *h2Session) headers(fh http2.FrameHeader) error {
+	p := s.payload
+	if fh.Type == http2.FrameContinuation {
+		// The Framer checked it continues the block of s.hdrStream.
+		s.hdrBytes += int64(fh.Length) + 9
+		s.block = append(s.block, p...)
+		if fh.Flags.Has(http2.FlagContinuationEndHeaders) {
+			return s.headerBlock(s.block)
+		}
+		return nil
+	}
+	if fh.StreamID == 0 {
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	pad := 0
+	if fh.Flags.Has(http2.FlagHeadersPadded) {
+		if len(p) < 1 {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		pad, p = int(p[0]), p[1:]
+	}
+	if fh.Flags.Has(http2.FlagHeadersPriority) {
+		if len(p) < 5 {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		p = p[5:]
+	}
+	if len(p) < pad {
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	p = p[:len(p)-pad]
+	s.hdrStream, s.hdrEnd, s.hdrBytes = fh.StreamID, fh.Flags.Has(http2.FlagHeadersEndStream), int64(fh.Length)+9
+	if !fh.Flags.Has(http2.FlagHeadersEndHeaders) {
+		s.block = append(s.block[:0], p...)
+		return nil
+	}
+	return s.headerBlock(p)
+}
+
+// headerBlock decodes a complete header block of s.hdrStream: a final
+// response's headers, an interim (1xx) response's, or trailers (s.mu
+// held). Every block is decoded, for a stream in flight or not, to keep
+// the HPACK table in step.
+func (s *h2Session) headerBlock(block []byte) error {
+	status, err := s.dec.decode(block)
+	if err != nil {
 		return http2.ConnectionError(http2.ErrCodeCompression)
 	}
 	i := s.find(s.hdrStream)
@@ -557,16 +600,19 @@ func (s *h2Session) headersDone(h http2.FrameHeader, endStream bool) error {
 		return nil
 	}
 	st := &s.streams[i]
-	st.bytes += int64(h.Length) + 9
-	if s.status >= 100 && s.status < 200 {
+	st.bytes += s.hdrBytes
+	switch {
+	case st.status != 0:
+		// trailers, after the final response's headers
+	case status >= 100 && status < 200:
 		return nil // interim response: the final one follows
-	}
-	if s.status == 0 {
+	case status == 0:
 		s.complete(i, outcome{class: classParse, err: errors.New("response without :status")})
 		return nil
+	default:
+		st.status = status
 	}
-	st.status = s.status
-	if endStream {
+	if s.hdrEnd {
 		s.complete(i, outcome{status: st.status})
 	}
 	return nil
