@@ -14,8 +14,9 @@
 # TLS 1.3 cipher (printed in the header): OpenSSL's and Go's preferences
 # differ.
 #
-# Errors of either client are counted per case (h2load: failed requests and
-# 4xx/5xx responses; benchflow: every error class of its JSON summary) and
+# Errors of either client are counted per case (h2load: failed requests,
+# 4xx/5xx responses included; benchflow: every error class of its JSON
+# summary; either: a run that exits non-zero or completes nothing) and
 # shown in the last column; the first error output of a client goes to
 # stderr. A row with errors does not measure what it says.
 #
@@ -116,12 +117,17 @@ measure_h2load() {
 		"$H2LOAD" -t"$THREADS" -c"$CONNS" -m"$streams" -D "$DURATION" "$url" >"$DIR/out" 2>&1 || rc=$?
 	awk -v rc="$rc" '
 		/^finished in/ {rps=$4}
-		/^requests:/ {done=$6; failed=($10 > $12+$14 ? $10 : $12+$14)}
+		/^requests:/ {done=$6; failed=$10; errored=$12+$14}
 		/^status codes:/ {bad=$7+$9}
 		/Cipher:/ {cipher=$NF}
-		FNR == 1 && FILENAME ~ /time$/ {cpu=$2+$3}
+		/^CPUSECS/ {cpu=$2+$3}
 		END {
-			err = failed + bad + (rc != 0 || done == 0)
+			# "failed" counts error responses (4xx, 5xx) as well as
+			# errored and timed-out requests: the largest of them.
+			err = failed
+			if (errored > err) err = errored
+			if (bad > err) err = bad
+			err += (rc != 0 || done == 0)
 			printf "%s %.3f %d %s\n", rps+0, (done > 0 ? cpu*1e6/done : 0), err, (cipher == "" ? "?" : cipher)
 		}' "$DIR/out" "$DIR/time"
 	if [ "$rc" != 0 ] || ! awk '/^requests:/ {f=$10+$12+$14} /^status codes:/ {f+=$7+$9; n++} END {exit !(n == 1 && f == 0)}' "$DIR/out"; then
@@ -134,7 +140,7 @@ measure_bf() {
 	/usr/bin/time -o "$DIR/time" -f 'CPUSECS %U %S' \
 		"$BF" load --json --h2 -t"$THREADS" -c"$CONNS" --streams "$streams" -d"$DURATION" "${BFFLAGS[@]}" "$url" >"$DIR/out" 2>"$DIR/err" || rc=$?
 	local cpu
-	cpu=$(awk '{print $2+$3}' "$DIR/time")
+	cpu=$(awk '/^CPUSECS/ {print $2+$3}' "$DIR/time")
 	if ! jq -r --arg cpu "$cpu" --arg rc "$rc" '
 		"\(.rps) \(if .requests > 0 then ($cpu|tonumber)*1e6/.requests else 0 end) \(.errors + (if $rc != "0" or .requests == 0 then 1 else 0 end)) \(.tls_cipher // "?" | gsub(" "; "_"))"' "$DIR/out" 2>/dev/null; then
 		echo "0 0 1 ?"
