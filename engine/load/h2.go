@@ -157,6 +157,7 @@ type h2Session struct {
 	done     bool // no more sends (budget spent or load over)
 	dead     bool
 	readDL   time.Duration // read deadline in force (offset), 0 none
+	writeDL  time.Duration // write deadline in force (offset)
 	tokens   chan struct{} // open loop: free streams
 	werr     error
 	// started: the open-loop sender runs; sendFinished: it has sent
@@ -292,6 +293,7 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 func (s *h2Session) run() (finished bool) {
 	c, r := s.c, s.c.r
 	s.mu.Lock()
+	s.armWrite(time.Since(r.start))
 	s.bw.WriteString(http2.ClientPreface)
 	s.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
@@ -329,6 +331,7 @@ func (s *h2Session) run() (finished bool) {
 			break
 		}
 		s.mu.Lock()
+		s.armWrite(time.Since(r.start))
 		if f != nil {
 			err = s.handle(f)
 		} else {
@@ -399,6 +402,20 @@ func (s *h2Session) run() (finished bool) {
 		return true
 	}
 	return finished
+}
+
+// armWrite keeps the write deadline at least half of Options.Timeout
+// ahead, so that a server that stops reading fails the connection instead
+// of blocking the slot; it replaces the TLS handshake's deadline, and is
+// moved only when less than half of the timeout is left, not per write
+// (s.mu held).
+func (s *h2Session) armWrite(now time.Duration) {
+	r := s.c.r
+	if s.writeDL != 0 && now+r.opts.Timeout/2 < s.writeDL {
+		return
+	}
+	s.writeDL = now + r.opts.Timeout
+	s.nc.SetWriteDeadline(r.startWall.Add(s.writeDL))
 }
 
 func isFrameError(err error) bool {
@@ -829,7 +846,9 @@ func (s *h2Session) sender(done chan struct{}) {
 // (s.mu held).
 func (s *h2Session) sendNow(req *request, intended time.Duration) {
 	wasIdle := len(s.streams) == 0
-	s.send(req, intended, time.Since(s.c.r.start))
+	now := time.Since(s.c.r.start)
+	s.armWrite(now)
+	s.send(req, intended, now)
 	if s.werr == nil {
 		s.write(s.bw.Flush())
 	}

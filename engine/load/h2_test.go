@@ -125,9 +125,27 @@ func TestH2TLS(t *testing.T) {
 	}
 }
 
+// TestH2TLSOutlivesTimeout: a TLS connection's writes are not bounded by
+// its handshake's deadline (connect + Timeout): a load several timeouts
+// long goes on without errors.
+func TestH2TLSOutlivesTimeout(t *testing.T) {
+	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Threads: 1, Streams: 2, Duration: 2 * time.Second, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if c := s.conns.Load(); c != 1 {
+		t.Errorf("%d connections, want 1 (the first one failed)", c)
+	}
+}
+
 // A server without HTTP/2 on its TLS port: a connect error that says so.
 func TestH2RefusedWithoutALPN(t *testing.T) {
-	s := newH2TestServer(t, true, 0, slowHello(0))
+	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
 	// HTTP/1.1 only over TLS.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
