@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -183,7 +184,8 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		}
 		start := time.Since(r.start)
 		e := r.reqs[0].endpoint
-		nc, err := r.dial(e)
+		wire := &h2Wire{}
+		nc, err := r.dialVia(e, wire.wrap)
 		now := time.Since(r.start)
 		if err == nil {
 			err = r.checkALPN(nc)
@@ -244,12 +246,40 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		c.dialed[e] = true
 		c.ncs[e] = nc
 		s := newH2Session(c, e, nc)
+		wire.s.Store(s)
 		finished := s.run()
 		c.drop(e)
 		if finished {
 			return
 		}
 	}
+}
+
+// h2Wire is the socket under an HTTP/2 session (and under TLS, if any):
+// before each read from it, which may block, it sends what the session
+// has written since (new requests, WINDOW_UPDATE, acks). So requests
+// leave in one write per batch of frames read from the socket, not per
+// frame nor per TLS record (crypto/tls returns one record per Read, and
+// nginx sends about one per response).
+type h2Wire struct {
+	net.Conn
+	s atomic.Pointer[h2Session] // nil during the TLS handshake
+}
+
+func (w *h2Wire) wrap(nc net.Conn) net.Conn {
+	w.Conn = nc
+	return w
+}
+
+func (w *h2Wire) Read(p []byte) (int, error) {
+	if s := w.s.Load(); s != nil {
+		s.mu.Lock()
+		if s.werr == nil && s.bw.Buffered() > 0 {
+			s.write(s.bw.Flush())
+		}
+		s.mu.Unlock()
+	}
+	return w.Conn.Read(p)
 }
 
 // checkALPN verifies that a TLS connection negotiated h2 and notes the
@@ -348,8 +378,6 @@ func (s *h2Session) run() (finished bool) {
 			}
 			if s.werr != nil {
 				err = s.werr
-			} else if s.br.Buffered() == 0 && s.bw.Buffered() > 0 {
-				err = s.bw.Flush()
 			}
 			if s.goaway && len(s.streams) == 0 {
 				err = errGoaway
@@ -425,7 +453,11 @@ func isFrameError(err error) bool {
 }
 
 // setReadDeadline bounds the next read by the oldest stream's deadline
-// (a server that sends nothing at all), else by the end of the load.
+// (a server that sends nothing at all), else by the end of the load. The
+// deadline in force may be up to Options.Timeout/16 later than that: it
+// is moved when it falls outside, not every time the oldest stream
+// changes (streams that time out while others are answered are reset by
+// expire, on time).
 func (s *h2Session) setReadDeadline() {
 	r := s.c.r
 	var dl time.Duration
@@ -441,6 +473,11 @@ func (s *h2Session) setReadDeadline() {
 			dl = r.endOff
 		}
 	}
+	slack := r.opts.Timeout / 16
+	if s.readDL >= dl && s.readDL <= dl+slack {
+		return
+	}
+	dl += slack
 	if r.hasEnd && dl > r.endOff {
 		dl = r.endOff
 	}

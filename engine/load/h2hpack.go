@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -20,7 +21,26 @@ type statusDecoder struct {
 	size    int                         // their sizes summed (RFC 7541 §4.1)
 	maxSize int                         // the encoder's current maximum
 	huff    bytes.Buffer                // a Huffman-decoded string
+	lens    [hpackLenCache][2]huffLen   // decoded lengths of recent strings
+	seed    maphash.Seed                // for the index in lens
 }
+
+// huffLen caches the decoded length of a Huffman-coded string: a server
+// sends the same values again and again (nginx: server, content-type,
+// etag, last-modified, a date that changes once a second), each added to
+// the table, whose size needs their decoded length; decoding them every
+// time was most of the cost of a response.
+type huffLen struct {
+	enc []byte // the string as sent
+	n   int    // its decoded length
+}
+
+// hpackLenCache is the number of sets of two cached lengths (the most
+// recent first), and hpackLenMax the longest string cached.
+const (
+	hpackLenCache = 32
+	hpackLenMax   = 128
+)
 
 // hpackTableLimit is SETTINGS_HEADER_TABLE_SIZE, the client's default
 // (it never sends another): the largest table the server may use.
@@ -41,7 +61,7 @@ type hpackEntry struct {
 var errHpack = errors.New("hpack: invalid header block")
 
 func newStatusDecoder() *statusDecoder {
-	return &statusDecoder{maxSize: hpackTableLimit}
+	return &statusDecoder{maxSize: hpackTableLimit, seed: maphash.MakeSeed()}
 }
 
 // staticStatus is the :status of static table entries 8 to 14.
@@ -101,25 +121,36 @@ func (d *statusDecoder) decode(p []byte) (status int, err error) {
 					nameLen = d.nameLen(i)
 				}
 			} else {
-				var name []byte
-				if name, p, err = d.str(p); err != nil {
+				st = -1
+				if nameLen, _, err = d.strLen(p); err != nil {
 					return 0, err
 				}
-				nameLen = len(name)
-				st = -1
+				var name []byte
+				if name, p, err = d.str(p, nameLen == len(":status")); err != nil {
+					return 0, err
+				}
 				if string(name) == ":status" {
 					st = 0
 				}
 			}
-			var value []byte
-			if value, p, err = d.str(p); err != nil {
+			// The value is needed only for :status; its decoded
+			// length only for a new table entry.
+			valueLen := 0
+			if st >= 0 {
+				var value []byte
+				if value, p, err = d.str(p, true); err != nil {
+					return 0, err
+				}
+				st, valueLen = statusValue(value), len(value)
+			} else if prefix == 6 {
+				if valueLen, p, err = d.strLen(p); err != nil {
+					return 0, err
+				}
+			} else if _, p, err = d.str(p, false); err != nil {
 				return 0, err
 			}
-			if st >= 0 {
-				st = statusValue(value)
-			}
 			if prefix == 6 {
-				d.add(hpackEntry{size: nameLen + len(value) + 32, nameLen: nameLen, status: st})
+				d.add(hpackEntry{size: nameLen + valueLen + 32, nameLen: nameLen, status: st})
 			}
 		}
 		if first {
@@ -184,29 +215,66 @@ func (d *statusDecoder) evict(limit int) {
 	}
 }
 
-// str reads a string literal; a Huffman-coded one is decoded into d.huff
-// (valid until the next call).
-func (d *statusDecoder) str(p []byte) (s, rest []byte, err error) {
-	if len(p) == 0 {
+// str reads a string literal; with decode, a Huffman-coded one is
+// decoded into d.huff (valid until the next call), else returned as sent.
+func (d *statusDecoder) str(p []byte, decode bool) (s, rest []byte, err error) {
+	s, huffman, rest, err := hpackStr(p)
+	if err != nil || !huffman || !decode {
+		return s, rest, err
+	}
+	d.huff.Reset()
+	if _, err := hpack.HuffmanDecode(&d.huff, s); err != nil {
 		return nil, nil, errHpack
 	}
-	huffman := p[0]&0x80 != 0
+	return d.huff.Bytes(), rest, nil
+}
+
+// strLen reads a string literal and returns its decoded length, from the
+// cache of recent Huffman-coded strings when it is there.
+func (d *statusDecoder) strLen(p []byte) (n int, rest []byte, err error) {
+	s, huffman, rest, err := hpackStr(p)
+	if err != nil || !huffman || len(s) == 0 {
+		return len(s), rest, err
+	}
+	var set *[2]huffLen
+	if len(s) <= hpackLenMax {
+		// A hash of the whole string: nginx's date and last-modified
+		// have the same length, start and end.
+		set = &d.lens[maphash.Bytes(d.seed, s)%hpackLenCache]
+		if bytes.Equal(set[0].enc, s) {
+			return set[0].n, rest, nil
+		}
+		if bytes.Equal(set[1].enc, s) {
+			set[0], set[1] = set[1], set[0]
+			return set[0].n, rest, nil
+		}
+	}
+	d.huff.Reset()
+	if _, err := hpack.HuffmanDecode(&d.huff, s); err != nil {
+		return 0, nil, errHpack
+	}
+	if set != nil {
+		// The older entry's storage takes the new string.
+		set[0], set[1] = set[1], set[0]
+		set[0].enc, set[0].n = append(set[0].enc[:0], s...), d.huff.Len()
+	}
+	return d.huff.Len(), rest, nil
+}
+
+// hpackStr reads a string literal (§5.2) as sent.
+func hpackStr(p []byte) (s []byte, huffman bool, rest []byte, err error) {
+	if len(p) == 0 {
+		return nil, false, nil, errHpack
+	}
+	huffman = p[0]&0x80 != 0
 	n, p, err := hpackInt(p, 7)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	if uint64(len(p)) < n {
-		return nil, nil, errHpack
+		return nil, false, nil, errHpack
 	}
-	s, rest = p[:n], p[n:]
-	if huffman {
-		d.huff.Reset()
-		if _, err := hpack.HuffmanDecode(&d.huff, s); err != nil {
-			return nil, nil, errHpack
-		}
-		s = d.huff.Bytes()
-	}
-	return s, rest, nil
+	return p[:n], huffman, p[n:], nil
 }
 
 // hpackInt reads an integer with an n-bit prefix (§5.1).
