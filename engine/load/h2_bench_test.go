@@ -23,18 +23,11 @@ import (
 // against it are the client's.
 type rawH2Server struct {
 	ln   net.Listener
-	resp []byte // HEADERS + DATA frames, stream ID at respIDs
+	resp []byte // the response's frames, for stream 1
 }
-
-// respIDs are the offsets of the stream IDs in rawH2Server.resp.
-var respIDs [2]int
 
 func newRawH2Server(tb testing.TB, body []byte) *rawH2Server {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var blk bytes.Buffer
 	enc := hpack.NewEncoder(&blk)
 	for _, f := range [][2]string{
@@ -44,12 +37,22 @@ func newRawH2Server(tb testing.TB, body []byte) *rawH2Server {
 	} {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
+	return newRawH2ServerFrames(tb, func(fr *http2.Framer) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true})
+		fr.WriteData(1, true, body)
+	})
+}
+
+// newRawH2ServerFrames answers every request with the frames that write
+// puts out for stream 1, sent with the request's stream ID.
+func newRawH2ServerFrames(tb testing.TB, write func(fr *http2.Framer)) *rawH2Server {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	var resp bytes.Buffer
-	fr := http2.NewFramer(&resp, nil)
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true})
-	second := resp.Len()
-	fr.WriteData(1, true, body)
-	respIDs = [2]int{5, second + 5}
+	write(http2.NewFramer(&resp, nil))
 	s := &rawH2Server{ln: ln, resp: resp.Bytes()}
 	go func() {
 		for {
@@ -77,6 +80,10 @@ func (s *rawH2Server) serve(nc net.Conn) {
 	fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 128})
 	bw.Flush()
 	resp := bytes.Clone(s.resp)
+	var ids []int // offsets of the stream IDs in resp
+	for off := 0; off < len(resp); off += 9 + (int(resp[off])<<16 | int(resp[off+1])<<8 | int(resp[off+2])) {
+		ids = append(ids, off+5)
+	}
 	var hdr [9]byte
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
@@ -89,8 +96,9 @@ func (s *rawH2Server) serve(nc net.Conn) {
 		}
 		switch {
 		case typ == http2.FrameHeaders && flags.Has(http2.FlagHeadersEndStream):
-			binary.BigEndian.PutUint32(resp[respIDs[0]:], id)
-			binary.BigEndian.PutUint32(resp[respIDs[1]:], id)
+			for _, off := range ids {
+				binary.BigEndian.PutUint32(resp[off:], id)
+			}
 			bw.Write(resp)
 		case typ == http2.FrameSettings && !flags.Has(http2.FlagSettingsAck):
 			fr.WriteSettingsAck()
