@@ -33,7 +33,10 @@ import (
 // the next request as soon as a stream completes; in open loop a second
 // goroutine sends on the schedule. The request header blocks are encoded
 // once (HPACK without the dynamic table, so a block is the same bytes on
-// every connection and every send).
+// every connection and every send); response header blocks are decoded
+// for their :status only, without allocating (statusDecoder, h2hpack.go);
+// what a session writes leaves when it next reads from the socket
+// (h2Wire).
 
 // Protocol names, as in Options.Protocol and Result.Protocol.
 const (
