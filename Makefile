@@ -56,7 +56,7 @@ bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scri
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \
 	./engine/load:FuzzParseResponse ./engine/collect:FuzzParseStat ./engine/collect:FuzzParseNetDev \
-	./engine/tune:FuzzParseCPUList
+	./engine/tune:FuzzParseCPUList ./engine/load:FuzzStatusDecoder
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s); corpora live in testdata/fuzz
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
