@@ -53,6 +53,11 @@ const MaxStreams = 1 << 16
 // large bodies never stall.
 const h2RecvWindow = 16 << 20
 
+// h2MaxHeaderBlock bounds a response header block split over
+// CONTINUATION frames (a server that never ends one fails the connection
+// instead of growing the client's memory).
+const h2MaxHeaderBlock = 1 << 20
+
 // h2Request is the HTTP/2 form of a request: its HPACK header block.
 type h2Request struct {
 	block []byte
@@ -609,6 +614,9 @@ func (s *h2Session) headers(fh http2.FrameHeader) error {
 	if fh.Type == http2.FrameContinuation {
 		// The Framer checked it continues the block of s.hdrStream.
 		s.hdrBytes += int64(fh.Length) + 9
+		if len(s.block)+len(p) > h2MaxHeaderBlock {
+			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+		}
 		s.block = append(s.block, p...)
 		if fh.Flags.Has(http2.FlagContinuationEndHeaders) {
 			return s.headerBlock(s.block)

@@ -195,6 +195,22 @@ func TestH2HeaderBlocks(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a block past 1 MiB fails the connection", func(t *testing.T) {
+		s := newRawH2ServerFrames(t, func(fr *http2.Framer) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndStream: true})
+			for range 70 { // 70 × 16 KiB
+				fr.WriteContinuation(1, false, make([]byte, 16<<10))
+			}
+		})
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL()}}, Protocol: ProtoH2,
+			Connections: 1, Threads: 1, Requests: 1, Timeout: 5 * time.Second})
+		if err == nil {
+			t.Error("no error with every request failed")
+		}
+		if res.ErrorsBy["parse"] != 1 {
+			t.Errorf("errors %v (%s), want 1 parse error", res.ErrorsBy, res.ErrorSummary())
+		}
+	})
 }
 
 // A server without HTTP/2 on its TLS port: a connect error that says so.
