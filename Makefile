@@ -46,16 +46,17 @@ testacc-k8s: build ## The k8s acceptance tests against the local cluster (after 
 	set -a && . $(CLUSTER_STATE)/env && set +a && \
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run 'Acc' -v ./providers/k8s/...
 
-bench: build ## Benchmarks: Go benchmarks and the wrk comparison script
+bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scripts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) build -o bin/floor ./engine/load/bench/floor
 	FLOOR=bin/floor ENGINES="uring epoll" ./engine/load/bench/compare-wrk.sh $(BIN)
 	ENGINES="uring epoll" BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
+	./engine/load/bench/compare-h2load.sh $(BIN)
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \
 	./engine/load:FuzzParseResponse ./engine/collect:FuzzParseStat ./engine/collect:FuzzParseNetDev \
-	./engine/tune:FuzzParseCPUList
+	./engine/tune:FuzzParseCPUList ./engine/load:FuzzStatusDecoder
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s); corpora live in testdata/fuzz
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

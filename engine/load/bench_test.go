@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -126,17 +127,30 @@ func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil
 // BenchmarkExternal loads the URL in BENCHFLOW_BENCH_URL (e.g. a local
 // nginx) with 64 connections for b.N requests, for profiling the generator
 // against a real server: go test -bench External -cpuprofile cpu.out.
-// BENCHFLOW_BENCH_CLOSE=1 opens a new connection per request.
+// BENCHFLOW_BENCH_CLOSE=1 opens a new connection per request;
+// BENCHFLOW_BENCH_STREAMS=N speaks HTTP/2 instead, over 16 connections of
+// N streams each (as compare-h2load.sh).
 func BenchmarkExternal(b *testing.B) {
 	url := os.Getenv("BENCHFLOW_BENCH_URL")
 	if url == "" {
 		b.Skip("set BENCHFLOW_BENCH_URL to a loopback server to run")
 	}
+	opts := Options{Targets: []Target{{URL: url}}, Connections: 64, Requests: int64(b.N),
+		Close: os.Getenv("BENCHFLOW_BENCH_CLOSE") == "1"}
+	if v := os.Getenv("BENCHFLOW_BENCH_STREAMS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("BENCHFLOW_BENCH_STREAMS=%q: want a number of streams, 1 or more", v)
+		}
+		opts.Protocol, opts.Streams, opts.Connections = ProtoH2, n, 16
+	}
 	b.ReportAllocs()
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: url}}, Connections: 64, Requests: int64(b.N),
-		Close: os.Getenv("BENCHFLOW_BENCH_CLOSE") == "1"})
+	res, err := Run(context.Background(), opts)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if res.Errors > 0 {
+		b.Fatalf("%d errors: %v", res.Errors, res.ErrorSample)
 	}
 	b.ReportMetric(res.RPS(), "req/s")
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -32,7 +33,10 @@ import (
 // the next request as soon as a stream completes; in open loop a second
 // goroutine sends on the schedule. The request header blocks are encoded
 // once (HPACK without the dynamic table, so a block is the same bytes on
-// every connection and every send).
+// every connection and every send); response header blocks are decoded
+// for their :status only, without allocating (statusDecoder, h2hpack.go);
+// what a session writes leaves when it next reads from the socket
+// (h2Wire).
 
 // Protocol names, as in Options.Protocol and Result.Protocol.
 const (
@@ -48,6 +52,11 @@ const MaxStreams = 1 << 16
 // and per connection; WINDOW_UPDATE frames top it up as data arrives, so
 // large bodies never stall.
 const h2RecvWindow = 16 << 20
+
+// h2MaxHeaderBlock bounds a response header block split over
+// CONTINUATION frames (a server that never ends one fails the connection
+// instead of growing the client's memory).
+const h2MaxHeaderBlock = 1 << 20
 
 // h2Request is the HTTP/2 form of a request: its HPACK header block.
 type h2Request struct {
@@ -135,9 +144,12 @@ type h2Session struct {
 	bw *bufio.Writer
 	fr *http2.Framer
 
-	dec       *hpack.Decoder
-	status    int    // :status of the header block being decoded
-	hdrStream uint32 // stream whose header block is being decoded
+	dec       *statusDecoder
+	payload   []byte // the HEADERS or CONTINUATION frame being read
+	block     []byte // a header block split over CONTINUATION frames
+	hdrStream uint32 // stream whose header block is being read
+	hdrEnd    bool   // its HEADERS frame ends the stream
+	hdrBytes  int64  // its frames' bytes, headers included
 
 	// mu guards the fields below and every write (the open-loop sender
 	// writes too).
@@ -154,6 +166,7 @@ type h2Session struct {
 	done     bool // no more sends (budget spent or load over)
 	dead     bool
 	readDL   time.Duration // read deadline in force (offset), 0 none
+	writeDL  time.Duration // write deadline in force (offset)
 	tokens   chan struct{} // open loop: free streams
 	werr     error
 	// started: the open-loop sender runs; sendFinished: it has sent
@@ -179,7 +192,8 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		}
 		start := time.Since(r.start)
 		e := r.reqs[0].endpoint
-		nc, err := r.dial(e)
+		wire := &h2Wire{}
+		nc, err := r.dialVia(e, wire.wrap)
 		now := time.Since(r.start)
 		if err == nil {
 			err = r.checkALPN(nc)
@@ -240,12 +254,40 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		c.dialed[e] = true
 		c.ncs[e] = nc
 		s := newH2Session(c, e, nc)
+		wire.s.Store(s)
 		finished := s.run()
 		c.drop(e)
 		if finished {
 			return
 		}
 	}
+}
+
+// h2Wire is the socket under an HTTP/2 session (and under TLS, if any):
+// before each read from it, which may block, it sends what the session
+// has written since (new requests, WINDOW_UPDATE, acks). So requests
+// leave in one write per batch of frames read from the socket, not per
+// frame nor per TLS record (crypto/tls returns one record per Read, and
+// nginx sends about one per response).
+type h2Wire struct {
+	net.Conn
+	s atomic.Pointer[h2Session] // nil during the TLS handshake
+}
+
+func (w *h2Wire) wrap(nc net.Conn) net.Conn {
+	w.Conn = nc
+	return w
+}
+
+func (w *h2Wire) Read(p []byte) (int, error) {
+	if s := w.s.Load(); s != nil {
+		s.mu.Lock()
+		if s.werr == nil && s.bw.Buffered() > 0 {
+			s.write(s.bw.Flush())
+		}
+		s.mu.Unlock()
+	}
+	return w.Conn.Read(p)
 }
 
 // checkALPN verifies that a TLS connection negotiated h2 and notes the
@@ -280,17 +322,8 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 	}
 	s.fr = http2.NewFramer(s.bw, s.br)
 	s.fr.SetReuseFrames()
-	s.dec = hpack.NewDecoder(4096, s.onField)
+	s.dec = newStatusDecoder()
 	return s
-}
-
-// onField receives the decoded response headers; only :status matters,
-// so the rest of the block is decoded without building strings.
-func (s *h2Session) onField(f hpack.HeaderField) {
-	if f.Name == ":status" {
-		s.status, _ = strconv.Atoi(f.Value)
-	}
-	s.dec.SetEmitEnabled(false)
 }
 
 // run drives the session; it returns true when the slot is finished (the
@@ -298,6 +331,7 @@ func (s *h2Session) onField(f hpack.HeaderField) {
 func (s *h2Session) run() (finished bool) {
 	c, r := s.c, s.c.r
 	s.mu.Lock()
+	s.armWrite(time.Since(r.start))
 	s.bw.WriteString(http2.ClientPreface)
 	s.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
@@ -313,13 +347,34 @@ func (s *h2Session) run() (finished bool) {
 		senderDone = make(chan struct{})
 	}
 	for err == nil {
-		var f http2.Frame
-		f, err = s.fr.ReadFrame()
+		// Header blocks are read here, not by the Framer (which allocates
+		// a frame per HEADERS), into buffers reused for the session; the
+		// Framer still checks the frame size and that CONTINUATION frames
+		// follow their HEADERS.
+		var fh http2.FrameHeader
+		fh, err = s.fr.ReadFrameHeader()
 		if err != nil {
 			break
 		}
+		var f http2.Frame
+		if fh.Type == http2.FrameHeaders || fh.Type == http2.FrameContinuation {
+			if cap(s.payload) < int(fh.Length) {
+				s.payload = make([]byte, fh.Length)
+			}
+			s.payload = s.payload[:fh.Length]
+			if _, err = io.ReadFull(s.br, s.payload); err != nil {
+				break
+			}
+		} else if f, err = s.fr.ReadFrameForHeader(fh); err != nil {
+			break
+		}
 		s.mu.Lock()
-		err = s.handle(f)
+		s.armWrite(time.Since(r.start))
+		if f != nil {
+			err = s.handle(f)
+		} else {
+			err = s.headers(fh)
+		}
 		if err == nil {
 			s.expire()
 			if !s.settled {
@@ -331,8 +386,6 @@ func (s *h2Session) run() (finished bool) {
 			}
 			if s.werr != nil {
 				err = s.werr
-			} else if s.br.Buffered() == 0 && s.bw.Buffered() > 0 {
-				err = s.bw.Flush()
 			}
 			if s.goaway && len(s.streams) == 0 {
 				err = errGoaway
@@ -387,6 +440,20 @@ func (s *h2Session) run() (finished bool) {
 	return finished
 }
 
+// armWrite keeps the write deadline at least half of Options.Timeout
+// ahead, so that a server that stops reading fails the connection instead
+// of blocking the slot; it replaces the TLS handshake's deadline, and is
+// moved only when less than half of the timeout is left, not per write
+// (s.mu held).
+func (s *h2Session) armWrite(now time.Duration) {
+	r := s.c.r
+	if s.writeDL != 0 && now+r.opts.Timeout/2 < s.writeDL {
+		return
+	}
+	s.writeDL = now + r.opts.Timeout
+	s.nc.SetWriteDeadline(r.startWall.Add(s.writeDL))
+}
+
 func isFrameError(err error) bool {
 	var ce http2.ConnectionError
 	var se http2.StreamError
@@ -394,7 +461,11 @@ func isFrameError(err error) bool {
 }
 
 // setReadDeadline bounds the next read by the oldest stream's deadline
-// (a server that sends nothing at all), else by the end of the load.
+// (a server that sends nothing at all), else by the end of the load. The
+// deadline in force may be up to Options.Timeout/16 later than that: it
+// is moved when it falls outside, not every time the oldest stream
+// changes (streams that time out while others are answered are reset by
+// expire, on time).
 func (s *h2Session) setReadDeadline() {
 	r := s.c.r
 	var dl time.Duration
@@ -410,6 +481,11 @@ func (s *h2Session) setReadDeadline() {
 			dl = r.endOff
 		}
 	}
+	slack := r.opts.Timeout / 16
+	if s.readDL >= dl && s.readDL <= dl+slack {
+		return
+	}
+	dl += slack
 	if r.hasEnd && dl > r.endOff {
 		dl = r.endOff
 	}
@@ -459,22 +535,6 @@ func (s *h2Session) handle(f http2.Frame) error {
 		}
 		s.write(s.fr.WriteSettingsAck())
 		s.pump()
-	case *http2.HeadersFrame:
-		s.status, s.hdrStream = 0, h.StreamID
-		s.dec.SetEmitEnabled(true)
-		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
-		}
-		if f.HeadersEnded() {
-			return s.headersDone(h, f.StreamEnded())
-		}
-	case *http2.ContinuationFrame:
-		if _, err := s.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
-		}
-		if f.HeadersEnded() {
-			return s.headersDone(h, false)
-		}
 	case *http2.DataFrame:
 		n := int64(h.Length)
 		s.connRecv += n
@@ -547,9 +607,57 @@ func hasMaxStreams(f *http2.SettingsFrame) bool {
 	return ok
 }
 
-// headersDone ends a header block.
-func (s *h2Session) headersDone(h http2.FrameHeader, endStream bool) error {
-	if err := s.dec.Close(); err != nil {
+// headers processes a HEADERS or CONTINUATION frame whose payload is in
+// s.payload (s.mu held).
+func (s *h2Session) headers(fh http2.FrameHeader) error {
+	p := s.payload
+	if fh.Type == http2.FrameContinuation {
+		// The Framer checked it continues the block of s.hdrStream.
+		s.hdrBytes += int64(fh.Length) + 9
+		if len(s.block)+len(p) > h2MaxHeaderBlock {
+			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+		}
+		s.block = append(s.block, p...)
+		if fh.Flags.Has(http2.FlagContinuationEndHeaders) {
+			return s.headerBlock(s.block)
+		}
+		return nil
+	}
+	if fh.StreamID == 0 {
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	pad := 0
+	if fh.Flags.Has(http2.FlagHeadersPadded) {
+		if len(p) < 1 {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		pad, p = int(p[0]), p[1:]
+	}
+	if fh.Flags.Has(http2.FlagHeadersPriority) {
+		if len(p) < 5 {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		p = p[5:]
+	}
+	if len(p) < pad {
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	p = p[:len(p)-pad]
+	s.hdrStream, s.hdrEnd, s.hdrBytes = fh.StreamID, fh.Flags.Has(http2.FlagHeadersEndStream), int64(fh.Length)+9
+	if !fh.Flags.Has(http2.FlagHeadersEndHeaders) {
+		s.block = append(s.block[:0], p...)
+		return nil
+	}
+	return s.headerBlock(p)
+}
+
+// headerBlock decodes a complete header block of s.hdrStream: a final
+// response's headers, an interim (1xx) response's, or trailers (s.mu
+// held). Every block is decoded, for a stream in flight or not, to keep
+// the HPACK table in step.
+func (s *h2Session) headerBlock(block []byte) error {
+	status, err := s.dec.decode(block)
+	if err != nil {
 		return http2.ConnectionError(http2.ErrCodeCompression)
 	}
 	i := s.find(s.hdrStream)
@@ -557,16 +665,19 @@ func (s *h2Session) headersDone(h http2.FrameHeader, endStream bool) error {
 		return nil
 	}
 	st := &s.streams[i]
-	st.bytes += int64(h.Length) + 9
-	if s.status >= 100 && s.status < 200 {
+	st.bytes += s.hdrBytes
+	switch {
+	case st.status != 0:
+		// trailers, after the final response's headers
+	case status >= 100 && status < 200:
 		return nil // interim response: the final one follows
-	}
-	if s.status == 0 {
+	case status == 0:
 		s.complete(i, outcome{class: classParse, err: errors.New("response without :status")})
 		return nil
+	default:
+		st.status = status
 	}
-	st.status = s.status
-	if endStream {
+	if s.hdrEnd {
 		s.complete(i, outcome{status: st.status})
 	}
 	return nil
@@ -783,7 +894,9 @@ func (s *h2Session) sender(done chan struct{}) {
 // (s.mu held).
 func (s *h2Session) sendNow(req *request, intended time.Duration) {
 	wasIdle := len(s.streams) == 0
-	s.send(req, intended, time.Since(s.c.r.start))
+	now := time.Since(s.c.r.start)
+	s.armWrite(now)
+	s.send(req, intended, now)
 	if s.werr == nil {
 		s.write(s.bw.Flush())
 	}

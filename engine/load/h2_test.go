@@ -2,8 +2,10 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -145,9 +147,95 @@ func TestH2TLSConnectionOutlivesTimeout(t *testing.T) {
 	}
 }
 
+// TestH2TLSOutlivesTimeout: a TLS connection's writes are not bounded by
+// its handshake's deadline (connect + Timeout): a load several timeouts
+// long goes on without errors.
+func TestH2TLSOutlivesTimeout(t *testing.T) {
+	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+		Connections: 1, Threads: 1, Streams: 2, Duration: 2 * time.Second, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+	}
+	if c := s.conns.Load(); c != 1 {
+		t.Errorf("%d connections, want 1 (the first one failed)", c)
+	}
+}
+
+// TestH2HeaderBlocks: responses whose headers come in a HEADERS frame
+// that ends the stream and a CONTINUATION, after an interim 103, or with
+// trailers after the body, each complete with the final status.
+func TestH2HeaderBlocks(t *testing.T) {
+	block := func(fields ...string) []byte {
+		var b bytes.Buffer
+		enc := hpack.NewEncoder(&b)
+		for i := 0; i < len(fields); i += 2 {
+			enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+		}
+		return b.Bytes()
+	}
+	cases := []struct {
+		name   string
+		write  func(fr *http2.Framer)
+		status string
+	}{
+		{"continuation ends the block of a HEADERS that ends the stream", func(fr *http2.Framer) {
+			b := block(":status", "204", "server", "test", "x-long", strings.Repeat("v", 100))
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:5], EndStream: true})
+			fr.WriteContinuation(1, false, b[5:20])
+			fr.WriteContinuation(1, true, b[20:])
+		}, "204"},
+		{"interim then final", func(fr *http2.Framer) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "103", "link", "</a>"), EndHeaders: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "201"), EndHeaders: true})
+			fr.WriteData(1, true, []byte("hello\n"))
+		}, "201"},
+		{"trailers", func(fr *http2.Framer) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200"), EndHeaders: true})
+			fr.WriteData(1, false, []byte("hello\n"))
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("grpc-status", "0"), EndHeaders: true, EndStream: true})
+		}, "200"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newRawH2ServerFrames(t, c.write)
+			res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL()}}, Protocol: ProtoH2,
+				Connections: 1, Threads: 1, Streams: 4, Requests: 50, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 50 || res.Errors != 0 {
+				t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+			}
+			if st := fmt.Sprint(res.Status); st != "map["+c.status+":50]" {
+				t.Errorf("status counts %s, want %s: 50", st, c.status)
+			}
+		})
+	}
+	t.Run("a block past 1 MiB fails the connection", func(t *testing.T) {
+		s := newRawH2ServerFrames(t, func(fr *http2.Framer) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndStream: true})
+			for range 70 { // 70 × 16 KiB
+				fr.WriteContinuation(1, false, make([]byte, 16<<10))
+			}
+		})
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.URL()}}, Protocol: ProtoH2,
+			Connections: 1, Threads: 1, Requests: 1, Timeout: 5 * time.Second})
+		if err == nil {
+			t.Error("no error with every request failed")
+		}
+		if res.ErrorsBy["parse"] != 1 {
+			t.Errorf("errors %v (%s), want 1 parse error", res.ErrorsBy, res.ErrorSummary())
+		}
+	})
+}
+
 // A server without HTTP/2 on its TLS port: a connect error that says so.
 func TestH2RefusedWithoutALPN(t *testing.T) {
-	s := newH2TestServer(t, true, 0, slowHello(0))
+	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
 	// HTTP/1.1 only over TLS.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

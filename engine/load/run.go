@@ -203,7 +203,11 @@ func (r *runner) claim() int64 {
 	}
 }
 
-func (r *runner) dial(e int) (net.Conn, error) {
+func (r *runner) dial(e int) (net.Conn, error) { return r.dialVia(e, nil) }
+
+// dialVia dials endpoint e; wrap, if not nil, wraps the socket before TLS
+// (if any) is layered on it.
+func (r *runner) dialVia(e int, wrap func(net.Conn) net.Conn) (net.Conn, error) {
 	ep := r.endpoints[e]
 	deadline := time.Now().Add(r.opts.Timeout)
 	if r.hasEnd && deadline.After(r.endWall) {
@@ -216,6 +220,9 @@ func (r *runner) dial(e int) (net.Conn, error) {
 	nc, err := r.dialer.DialContext(&deadlineCtx{deadline: deadline}, ep.network, ep.addr)
 	if err != nil {
 		return nil, err
+	}
+	if wrap != nil {
+		nc = wrap(nc)
 	}
 	if ep.tls != nil {
 		tc, err := dialTLS(nc, ep.tls, deadline)
