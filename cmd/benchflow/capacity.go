@@ -163,6 +163,7 @@ type probeJSON struct {
 	LoaderCPU        float64 `json:"loader_cpu"`
 	Busy             float64 `json:"busy"`
 	Connections      int     `json:"connections"`
+	Streams          int     `json:"streams"`
 	Pass             bool    `json:"pass"`
 	GeneratorLimited bool    `json:"generator_limited"`
 	Cause            string  `json:"cause,omitempty"`
@@ -181,7 +182,7 @@ func writeCapacityJSON(w io.Writer, c *load.Capacity) error {
 	}{SLO: c.SLO.String(), Capacity: c.Rate, Upper: c.Upper, Limit: c.Limit, Cause: c.Cause, Verdict: c.Verdict()}
 	for _, p := range c.Probes {
 		out.Probes = append(out.Probes, probeJSON{p.Rate, p.Achieved, p.Requests, p.Errors, p.P50, p.P99, p.P999, p.UncorrectedP99,
-			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Busy, p.Connections, p.Pass, p.GeneratorLimited, p.Cause, p.Reason})
+			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Busy, p.Connections, max(p.Streams, 1), p.Pass, p.GeneratorLimited, p.Cause, p.Reason})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

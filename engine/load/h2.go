@@ -457,6 +457,11 @@ func (s *h2Session) handle(f http2.Frame) error {
 				}
 			}
 		}
+		c.mu.Lock()
+		if c.streamLimit == 0 || s.limit < c.streamLimit {
+			c.streamLimit = s.limit
+		}
+		c.mu.Unlock()
 		s.write(s.fr.WriteSettingsAck())
 		s.pump()
 	case *http2.HeadersFrame:

@@ -141,6 +141,12 @@ type Result struct {
 	// one connection (at most Streams and the server's limit); 0 for
 	// HTTP/1.1.
 	MaxInFlight int
+	// StreamLimit is the number of concurrent streams per connection the
+	// load could use: Streams, lowered to the smallest
+	// SETTINGS_MAX_CONCURRENT_STREAMS the server announced (1 for
+	// HTTP/1.1). Connections × StreamLimit requests can be in flight at
+	// once; a capacity search judges the generator's occupancy by it.
+	StreamLimit int
 	// Goaways counts HTTP/2 GOAWAY frames received. After a graceful one
 	// (NO_ERROR, e.g. nginx's keepalive_requests) the streams the server
 	// did not process are sent again on a new connection, not counted as
