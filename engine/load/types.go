@@ -51,7 +51,12 @@ type Options struct {
 	// target's host). TLSResume lets new connections resume earlier TLS
 	// sessions (abbreviated handshakes); off by default, so --close loads
 	// measure full handshakes.
-	CACert    string
+	CACert string
+	// CACertPEM, when set, holds the CA certificates themselves, read by
+	// a front end that resolves files itself (a pipeline reads cacert
+	// through its folder, so that the run keeps the file): they are used
+	// instead of reading CACert, which then only names them in messages.
+	CACertPEM []byte
 	SNI       string
 	TLSResume bool
 	// Tag labels the result ("warm" or "load"); it is copied to
