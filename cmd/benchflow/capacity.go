@@ -90,8 +90,12 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 	}
 	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
 	if !jsonOut {
-		fmt.Fprintf(stdout, "Searching the highest rate under %s: %d connections, %d threads, %s probes, from %.0f req/s\n",
-			so.SLO, opts.Connections, opts.Threads, so.Probe, so.Start)
+		conns := fmt.Sprintf("%d connections", opts.Connections)
+		if opts.Protocol == load.ProtoH2 {
+			conns += fmt.Sprintf(" × %d HTTP/2 streams", opts.Streams)
+		}
+		fmt.Fprintf(stdout, "Searching the highest rate under %s: %s, %d threads, %s probes, from %.0f req/s\n",
+			so.SLO, conns, opts.Threads, so.Probe, so.Start)
 	}
 	so.OnProbe = func(p load.Probe) {
 		if !jsonOut && isTerminal(stderr) {
