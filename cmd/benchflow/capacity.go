@@ -90,8 +90,12 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 	}
 	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
 	if !jsonOut {
-		fmt.Fprintf(stdout, "Searching the highest rate under %s: %d connections, %d threads, %s probes, from %.0f req/s\n",
-			so.SLO, opts.Connections, opts.Threads, so.Probe, so.Start)
+		conns := fmt.Sprintf("%d connections", opts.Connections)
+		if opts.Protocol == load.ProtoH2 {
+			conns += fmt.Sprintf(" × %d HTTP/2 streams", opts.Streams)
+		}
+		fmt.Fprintf(stdout, "Searching the highest rate under %s: %s, %d threads, %s probes, from %.0f req/s\n",
+			so.SLO, conns, opts.Threads, so.Probe, so.Start)
 	}
 	so.OnProbe = func(p load.Probe) {
 		if !jsonOut && isTerminal(stderr) {
@@ -163,6 +167,7 @@ type probeJSON struct {
 	LoaderCPU        float64 `json:"loader_cpu"`
 	Busy             float64 `json:"busy"`
 	Connections      int     `json:"connections"`
+	Streams          int     `json:"streams"`
 	Pass             bool    `json:"pass"`
 	GeneratorLimited bool    `json:"generator_limited"`
 	Cause            string  `json:"cause,omitempty"`
@@ -181,7 +186,7 @@ func writeCapacityJSON(w io.Writer, c *load.Capacity) error {
 	}{SLO: c.SLO.String(), Capacity: c.Rate, Upper: c.Upper, Limit: c.Limit, Cause: c.Cause, Verdict: c.Verdict()}
 	for _, p := range c.Probes {
 		out.Probes = append(out.Probes, probeJSON{p.Rate, p.Achieved, p.Requests, p.Errors, p.P50, p.P99, p.P999, p.UncorrectedP99,
-			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Busy, p.Connections, p.Pass, p.GeneratorLimited, p.Cause, p.Reason})
+			float64(p.MeanBehind) / 1e3, p.LoaderCPU, p.Busy, p.Connections, max(p.Streams, 1), p.Pass, p.GeneratorLimited, p.Cause, p.Reason})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

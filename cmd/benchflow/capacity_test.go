@@ -4,10 +4,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -202,5 +205,51 @@ func TestApplyCapacityBelowLowestRate(t *testing.T) {
 	csv, err := exec.Command(bin, "report", "--format", "csv", latest).CombinedOutput()
 	if err != nil || !strings.Contains(string(csv), ",0,25,upper-bound,none,") {
 		t.Errorf("report --format csv: want capacity_rps empty, bounds 0 and 25, method upper-bound: %v\n%s", err, csv)
+	}
+}
+
+// TestFindMaxJSONOverH2 runs a short search (2 probes) with --h2 against
+// an h2c server: every probe's requests arrive as HTTP/2, and the JSON
+// gives each probe's streams per connection.
+func TestFindMaxJSONOverH2(t *testing.T) {
+	var h2, other atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			h2.Add(1)
+		} else {
+			other.Add(1)
+		}
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	out, errOut, code := runLoad(t, "--find-max", "--json", "--h2", "--streams", "4", "--slo", "p99<5s,errors<1%", "--start-rate", "50",
+		"--probe", "2s", "--max-probes", "2", "-c", "2", "-t", "1", srv.URL+"/")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Probes []struct {
+			Rate        float64 `json:"rate"`
+			Requests    int64   `json:"requests"`
+			Errors      int64   `json:"errors"`
+			Connections int     `json:"connections"`
+			Streams     int     `json:"streams"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got.Probes) != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	for _, p := range got.Probes {
+		if p.Requests == 0 || p.Errors != 0 || p.Connections != 2 || p.Streams != 4 {
+			t.Errorf("probe %+v: want requests without errors over 2 connections × 4 streams", p)
+		}
+	}
+	if h2.Load() < 150 || other.Load() != 0 {
+		t.Errorf("server saw %d HTTP/2 requests and %d others, want about 300 and 0", h2.Load(), other.Load())
 	}
 }

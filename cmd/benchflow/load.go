@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/benchflow/benchflow/engine/load"
@@ -20,21 +21,22 @@ import (
 	"github.com/benchflow/benchflow/engine/starconf/script"
 )
 
-func init() {
-	var (
-		opts                         load.Options
-		duration, timeout, busyPoll  string
-		headers                      []string
-		method, body, bodyFile, out  string
-		latency, jsonOut, closeConns bool
-		h2                           bool
-		scriptFile                   string
-		findMax                      findMaxFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "load URL[@WEIGHT]...",
-		Short: "Drive HTTP load at a URL, like wrk (closed loop) or wrk2 (-R, open loop)",
-		Long: `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
+func init() { rootCmd.AddCommand(newLoadCmd()) }
+
+// loadCmd holds the flags of `benchflow load` that are not load.Options
+// fields themselves, and the options the flags fill.
+type loadCmd struct {
+	opts                         load.Options
+	duration, timeout, busyPoll  string
+	headers                      []string
+	method, body, bodyFile, out  string
+	latency, jsonOut, closeConns bool
+	h2                           bool
+	scriptFile                   string
+	findMax                      findMaxFlags
+}
+
+const loadLong = `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
 in wrk's shape ("Requests/sec:", and with --latency the percentile lines).
 
 Closed loop (default, like wrk and ab): -c connections each send a request as
@@ -70,8 +72,9 @@ as the server's capacity. Every probe and the verdict are printed (--json:
 one object with every probe).
 
 Exit status is 0 when at least one request succeeded, 1 when every request
-failed (with the reason) or a flag is wrong.`,
-		Example: `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
+failed (with the reason) or a flag is wrong.`
+
+const loadExample = `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
   benchflow load -t 2 -c 100 -d 30s --latency http://127.0.0.1:8080/index.html
   benchflow load -c 16 -R 2000 -d 20s --latency http://127.0.0.1:8080/   # open loop, corrected latency
   benchflow load -c 4 -n 10000 --close http://127.0.0.1:8080/big.jpg      # new connection per request
@@ -81,177 +84,264 @@ failed (with the reason) or a flag is wrong.`,
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
   benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
   benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests
-  benchflow load --find-max --slo 'p99<10ms,errors<0.1%' -c 64 http://127.0.0.1:8080/   # capacity under an SLO`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("load needs at least one URL (e.g. benchflow load -c 64 -d 10s http://127.0.0.1:8080/)")
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if h2 {
-				opts.Protocol = load.ProtoH2
-			}
-			if cmd.Flags().Changed("duration") || opts.Requests == 0 {
-				if opts.Duration, err = pipeline.ParseDuration(duration); err != nil {
-					return fmt.Errorf("-d/--duration: %w", err)
-				}
-				if opts.Duration <= 0 {
-					// As wrk: a load of no time is a mistake, not "forever".
-					return fmt.Errorf("-d/--duration %s: must be more than 0 (or leave -d out and bound the load with -n)", duration)
-				}
-			}
-			if opts.Timeout, err = pipeline.ParseDuration(timeout); err != nil {
-				return fmt.Errorf("--timeout: %w", err)
-			}
-			if opts.BusyPoll, err = pipeline.ParseDuration(busyPoll); err != nil {
-				return fmt.Errorf("--busy-poll: %w", err)
-			}
-			// The settings first, as given (the URLs are read below).
-			if err := validateLoadFlags(opts, false); err != nil {
-				return err
-			}
-			if body != "" && bodyFile != "" {
-				return errors.New("--body and --body-file are mutually exclusive")
-			}
-			var hs [][2]string
-			for _, h := range headers {
-				k, v, ok := strings.Cut(h, ":")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("-H %q: want 'Name: value'", h)
-				}
-				hs = append(hs, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
-			}
-			var payload []byte
-			if body != "" {
-				payload = []byte(body)
-			}
-			if bodyFile != "" {
-				if payload, err = pipeline.ReadLocalFile(bodyFile); err != nil {
-					return fmt.Errorf("--body-file: %w", err)
-				}
-			}
-			for _, a := range args {
-				u, w, err := load.ParseWeightedURL(a)
-				if err != nil {
-					return err
-				}
-				opts.Targets = append(opts.Targets, load.Target{URL: u, Method: strings.ToUpper(method), Headers: hs, Body: payload, Weight: w})
-			}
-			var reqScript *script.Script
-			if scriptFile != "" {
-				const starlarkOnly = "request scripts are Starlark, not Lua: a wrk script's request(), response() and done() become Starlark functions returning dicts (docs/starlark.md, \"Request scripts\")"
-				if strings.HasSuffix(scriptFile, ".lua") {
-					return fmt.Errorf("-s/--script %s: %s", scriptFile, starlarkOnly)
-				}
-				reqScript, err = script.Load(cmd.Context(), os.DirFS(filepath.Dir(scriptFile)), filepath.Base(scriptFile), opts.Targets[0].URL, script.Options{})
-				if err != nil {
-					if strings.Contains(err.Error(), "undefined: wrk") {
-						return fmt.Errorf("-s/--script %s: %w; %s", scriptFile, err, starlarkOnly)
-					}
-					return fmt.Errorf("-s/--script %s: %w", scriptFile, err)
-				}
-				opts.Requester = reqScript
-				opts.OnResponse = reqScript.ResponseHook()
-			}
-			opts.Close = opts.Close || closeConns
-			opts.Tag = "load"
-			if err := validateLoadFlags(opts, true); err != nil {
-				return err
-			}
-			opts = load.Defaults(opts)
-			// -t means what it means in wrk: the number of threads doing
-			// the work, so the generator leaves the other cores to the
-			// server when both share a machine. This is the command's
-			// own policy, not a limit of load.Options: a pipeline's
-			// process also runs samplers, result writers and other steps,
-			// so its load steps size only their event loops.
-			// Event loops get one more Go processor, idle but for the
-			// once-a-second collector, so they can sleep without handing
-			// theirs back (see rawWait in engine/load/poll_linux.go).
-			if n := min(opts.Threads, opts.Connections); n < runtime.NumCPU() {
-				if load.EventLoops(opts) {
-					n++
-				}
-				runtime.GOMAXPROCS(n)
-			}
-			if findMax.on {
-				return runFindMax(cmd, &findMax, opts, jsonOut)
-			}
-			stderr := cmd.ErrOrStderr()
-			live := !jsonOut && isTerminal(stderr)
-			if live {
-				opts.Progress = func(p load.Progress) {
-					fmt.Fprintf(stderr, "\r  %5.0fs  %d requests  %d errors  %.0f req/s   ", p.Elapsed.Seconds(), p.Requests, p.Errors, p.RPS)
-				}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, runErr := load.Run(ctx, opts)
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
-			if res == nil {
-				return runErr
-			}
-			if reqScript != nil {
-				if err := reqScript.Err(); err != nil {
-					return fmt.Errorf("-s/--script: %w", err)
-				}
-				if err := reqScript.Done(res); err != nil {
-					return fmt.Errorf("-s/--script: %w", err)
-				}
-			}
-			stdout := cmd.OutOrStdout()
-			if jsonOut {
-				err = load.WriteJSON(stdout, res)
-			} else {
-				err = load.WriteText(stdout, res, latency)
-			}
-			if err != nil {
-				return err
-			}
-			if out != "" && runErr == nil {
-				if err := results.WriteLoadFile(out, "load", res); err != nil {
-					return fmt.Errorf("writing %s: %w", out, err)
-				}
-			}
-			if runErr != nil {
-				return runErr
-			}
-			if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
-				return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400", res.Requests)}
-			}
-			return nil
-		},
+  benchflow load --find-max --slo 'p99<10ms,errors<0.1%' -c 64 http://127.0.0.1:8080/   # capacity under an SLO`
+
+// newLoadCmd builds `benchflow load`. Its flags are registered by group, in
+// the order --help lists them.
+func newLoadCmd() *cobra.Command {
+	l := &loadCmd{}
+	cmd := &cobra.Command{
+		Use:     "load URL[@WEIGHT]...",
+		Short:   "Drive HTTP load at a URL, like wrk (closed loop) or wrk2 (-R, open loop)",
+		Long:    loadLong,
+		Example: loadExample,
+		Args:    loadArgs,
+		RunE:    l.run,
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
-	f.IntVarP(&opts.Connections, "connections", "c", 10, "connections to keep open (`N`)")
-	f.IntVarP(&opts.Threads, "threads", "t", 2, "worker threads (`N`, at most -c)")
-	f.StringVarP(&duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
-	f.Int64VarP(&opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
-	f.Float64VarP(&opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
-	f.StringArrayVarP(&headers, "header", "H", nil, "add a request header ('Name: value'; repeatable)")
-	f.StringVarP(&method, "method", "m", "GET", "request `METHOD`")
-	f.StringVar(&body, "body", "", "request body (`TEXT`)")
-	f.StringVar(&bodyFile, "body-file", "", "request body read from `FILE`")
-	f.BoolVar(&closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
-	f.BoolVar(&h2, "h2", false, "HTTP/2: over TLS by ALPN for https://, cleartext with prior knowledge (h2c) for http://")
-	f.IntVar(&opts.Streams, "streams", 1, "with --h2: concurrent streams per connection (`N`), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS")
-	f.StringVar(&opts.CACert, "cacert", "", "verify https:// certificates against the CA certificates in `FILE` (PEM); default: no verification")
-	f.StringVar(&opts.SNI, "sni", "", "TLS server `NAME` to send (default: the URL's host)")
-	f.BoolVar(&opts.TLSResume, "tls-resume", false, "resume TLS sessions on new connections (abbreviated handshakes); default: a full handshake per connection")
-	f.StringVar(&timeout, "timeout", "2s", "per-request timeout (`DUR`)")
-	f.StringVar(&busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
-	f.StringVar(&opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
-	f.BoolVar(&latency, "latency", false, "print the latency percentiles")
-	f.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
-	f.StringVarP(&scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
-	f.StringVar(&out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
-	findMax.register(f)
-	rootCmd.AddCommand(cmd)
+	l.registerShapeFlags(f)
+	l.registerRequestFlags(f)
+	l.registerConnectionFlags(f)
+	l.registerGeneratorFlags(f)
+	l.registerOutputFlags(f)
+	l.findMax.register(f)
+	return cmd
+}
+
+func loadArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return errors.New("load needs at least one URL (e.g. benchflow load -c 64 -d 10s http://127.0.0.1:8080/)")
+	}
+	return nil
+}
+
+// registerShapeFlags registers how much load: connections, threads,
+// duration, request count and rate.
+func (l *loadCmd) registerShapeFlags(f *pflag.FlagSet) {
+	f.IntVarP(&l.opts.Connections, "connections", "c", 10, "connections to keep open (`N`)")
+	f.IntVarP(&l.opts.Threads, "threads", "t", 2, "worker threads (`N`, at most -c)")
+	f.StringVarP(&l.duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
+	f.Int64VarP(&l.opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
+	f.Float64VarP(&l.opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
+}
+
+// registerRequestFlags registers what each request is: headers, method,
+// body.
+func (l *loadCmd) registerRequestFlags(f *pflag.FlagSet) {
+	f.StringArrayVarP(&l.headers, "header", "H", nil, "add a request header ('Name: value'; repeatable)")
+	f.StringVarP(&l.method, "method", "m", "GET", "request `METHOD`")
+	f.StringVar(&l.body, "body", "", "request body (`TEXT`)")
+	f.StringVar(&l.bodyFile, "body-file", "", "request body read from `FILE`")
+}
+
+// registerConnectionFlags registers how connections are made: new
+// connections per request, HTTP/2 and its streams, TLS verification, SNI
+// and resumption.
+func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
+	f.BoolVar(&l.closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
+	f.BoolVar(&l.h2, "h2", false, "HTTP/2: over TLS by ALPN for https://, cleartext with prior knowledge (h2c) for http://")
+	f.IntVar(&l.opts.Streams, "streams", 1, "with --h2: concurrent streams per connection (`N`), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS")
+	f.StringVar(&l.opts.CACert, "cacert", "", "verify https:// certificates against the CA certificates in `FILE` (PEM); default: no verification")
+	f.StringVar(&l.opts.SNI, "sni", "", "TLS server `NAME` to send (default: the URL's host)")
+	f.BoolVar(&l.opts.TLSResume, "tls-resume", false, "resume TLS sessions on new connections (abbreviated handshakes); default: a full handshake per connection")
+}
+
+// registerGeneratorFlags registers the per-request timeout and how the
+// generator waits: busy polling and the load engine.
+func (l *loadCmd) registerGeneratorFlags(f *pflag.FlagSet) {
+	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`)")
+	f.StringVar(&l.busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
+	f.StringVar(&l.opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
+}
+
+// registerOutputFlags registers what is printed and written, and the
+// request script (whose done() reports the totals), where --help has
+// always listed it.
+func (l *loadCmd) registerOutputFlags(f *pflag.FlagSet) {
+	f.BoolVar(&l.latency, "latency", false, "print the latency percentiles")
+	f.BoolVar(&l.jsonOut, "json", false, "print one JSON object instead of text")
+	f.StringVarP(&l.scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
+	f.StringVar(&l.out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
+}
+
+// run is the command: one load, or with --find-max a capacity search.
+func (l *loadCmd) run(cmd *cobra.Command, args []string) error {
+	opts, reqScript, err := l.options(cmd, args)
+	if err != nil {
+		return err
+	}
+	limitProcs(opts)
+	if l.findMax.on {
+		return runFindMax(cmd, &l.findMax, opts, l.jsonOut)
+	}
+	return l.runOnce(cmd, opts, reqScript)
+}
+
+// options turns the flags and URLs into validated load options (with the
+// defaults applied) and loads the request script, if any. The settings as
+// given are checked before the URLs are read.
+func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *script.Script, error) {
+	opts := l.opts
+	var err error
+	if l.h2 {
+		opts.Protocol = load.ProtoH2
+	}
+	if cmd.Flags().Changed("duration") || opts.Requests == 0 {
+		if opts.Duration, err = pipeline.ParseDuration(l.duration); err != nil {
+			return opts, nil, fmt.Errorf("-d/--duration: %w", err)
+		}
+		if opts.Duration <= 0 {
+			// As wrk: a load of no time is a mistake, not "forever".
+			return opts, nil, fmt.Errorf("-d/--duration %s: must be more than 0 (or leave -d out and bound the load with -n)", l.duration)
+		}
+	}
+	if opts.Timeout, err = pipeline.ParseDuration(l.timeout); err != nil {
+		return opts, nil, fmt.Errorf("--timeout: %w", err)
+	}
+	if opts.BusyPoll, err = pipeline.ParseDuration(l.busyPoll); err != nil {
+		return opts, nil, fmt.Errorf("--busy-poll: %w", err)
+	}
+	if err := validateLoadFlags(opts, false); err != nil {
+		return opts, nil, err
+	}
+	if opts.Targets, err = l.targets(args); err != nil {
+		return opts, nil, err
+	}
+	var reqScript *script.Script
+	if l.scriptFile != "" {
+		if reqScript, err = l.loadScript(cmd, opts.Targets[0].URL); err != nil {
+			return opts, nil, err
+		}
+		opts.Requester = reqScript
+		opts.OnResponse = reqScript.ResponseHook()
+	}
+	opts.Close = opts.Close || l.closeConns
+	opts.Tag = "load"
+	if err := validateLoadFlags(opts, true); err != nil {
+		return opts, nil, err
+	}
+	return load.Defaults(opts), reqScript, nil
+}
+
+// targets builds one target per URL argument from the request flags
+// (method, headers, body).
+func (l *loadCmd) targets(args []string) ([]load.Target, error) {
+	if l.body != "" && l.bodyFile != "" {
+		return nil, errors.New("--body and --body-file are mutually exclusive")
+	}
+	var hs [][2]string
+	for _, h := range l.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("-H %q: want 'Name: value'", h)
+		}
+		hs = append(hs, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+	}
+	var payload []byte
+	if l.body != "" {
+		payload = []byte(l.body)
+	}
+	if l.bodyFile != "" {
+		var err error
+		if payload, err = pipeline.ReadLocalFile(l.bodyFile); err != nil {
+			return nil, fmt.Errorf("--body-file: %w", err)
+		}
+	}
+	var ts []load.Target
+	for _, a := range args {
+		u, w, err := load.ParseWeightedURL(a)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, load.Target{URL: u, Method: strings.ToUpper(l.method), Headers: hs, Body: payload, Weight: w})
+	}
+	return ts, nil
+}
+
+// loadScript loads the -s request script, its paths relative to base.
+func (l *loadCmd) loadScript(cmd *cobra.Command, base string) (*script.Script, error) {
+	const starlarkOnly = "request scripts are Starlark, not Lua: a wrk script's request(), response() and done() become Starlark functions returning dicts (docs/starlark.md, \"Request scripts\")"
+	file := l.scriptFile
+	if strings.HasSuffix(file, ".lua") {
+		return nil, fmt.Errorf("-s/--script %s: %s", file, starlarkOnly)
+	}
+	s, err := script.Load(cmd.Context(), os.DirFS(filepath.Dir(file)), filepath.Base(file), base, script.Options{})
+	if err != nil {
+		if strings.Contains(err.Error(), "undefined: wrk") {
+			return nil, fmt.Errorf("-s/--script %s: %w; %s", file, err, starlarkOnly)
+		}
+		return nil, fmt.Errorf("-s/--script %s: %w", file, err)
+	}
+	return s, nil
+}
+
+// limitProcs sizes the Go runtime to the load. -t means what it means in
+// wrk: the number of threads doing the work, so the generator leaves the
+// other cores to the server when both share a machine. This is the
+// command's own policy, not a limit of load.Options: a pipeline's process
+// also runs samplers, result writers and other steps, so its load steps
+// size only their event loops. Event loops get one more Go processor,
+// idle but for the once-a-second collector, so they can sleep without
+// handing theirs back (see rawWait in engine/load/poll_linux.go).
+func limitProcs(opts load.Options) {
+	if n := min(opts.Threads, opts.Connections); n < runtime.NumCPU() {
+		if load.EventLoops(opts) {
+			n++
+		}
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// runOnce drives one load, prints its summary (text or JSON), writes
+// --out, and turns a load where every response failed into exit status 1.
+func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *script.Script) error {
+	stderr := cmd.ErrOrStderr()
+	live := !l.jsonOut && isTerminal(stderr)
+	if live {
+		opts.Progress = func(p load.Progress) {
+			fmt.Fprintf(stderr, "\r  %5.0fs  %d requests  %d errors  %.0f req/s   ", p.Elapsed.Seconds(), p.Requests, p.Errors, p.RPS)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, runErr := load.Run(ctx, opts)
+	if live {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if res == nil {
+		return runErr
+	}
+	if reqScript != nil {
+		if err := reqScript.Err(); err != nil {
+			return fmt.Errorf("-s/--script: %w", err)
+		}
+		if err := reqScript.Done(res); err != nil {
+			return fmt.Errorf("-s/--script: %w", err)
+		}
+	}
+	stdout := cmd.OutOrStdout()
+	var err error
+	if l.jsonOut {
+		err = load.WriteJSON(stdout, res)
+	} else {
+		err = load.WriteText(stdout, res, l.latency)
+	}
+	if err != nil {
+		return err
+	}
+	if l.out != "" && runErr == nil {
+		if err := results.WriteLoadFile(l.out, "load", res); err != nil {
+			return fmt.Errorf("writing %s: %w", l.out, err)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400", res.Requests)}
+	}
+	return nil
 }
 
 // loadFlags names each load.Options setting (load.FieldError.Field) by

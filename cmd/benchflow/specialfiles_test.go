@@ -42,7 +42,7 @@ func specialFile(t *testing.T, dir, name, kind string) {
 // TestSpecialFilesRefused uses a FIFO, a character device and a 20 GB
 // sparse file as every file a pipeline reads — the pipeline file itself,
 // load(), file(), templatefile(), a file block's source, body_file,
-// script and --var-file — and as benchflow load's --body-file and
+// script, cacert and --var-file — and as benchflow load's --body-file and
 // --script. Each is refused with a located error, promptly (a FIFO must
 // not block, a device must not be read without end).
 func TestSpecialFilesRefused(t *testing.T) {
@@ -61,6 +61,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{name: "source", file: "sp", src: head + strings.Replace(svc, "%s", "  file \"f\" {\n    source = \"sp\"\n  }\n", 1), want: `p\.hcl:4,`},
 		{name: "body_file", file: "sp", src: head + "step \"load\" \"l\" {\n  target = \"http://127.0.0.1:9/\"\n  requests = 1\n  body_file = \"sp\"\n}\n", want: `p\.hcl:5,`},
 		{name: "script", file: "sp.star", src: head + "step \"load\" \"l\" {\n  target = \"http://127.0.0.1:9/\"\n  requests = 1\n  script = \"sp.star\"\n}\n", want: `p\.hcl:5,`},
+		{name: "cacert", file: "sp", src: head + "step \"load\" \"l\" {\n  target = \"https://127.0.0.1:9/\"\n  requests = 1\n  cacert = \"sp\"\n}\n", want: `p\.hcl:5,`},
 		{name: "--var-file", file: "sp", src: head + "variable \"v\" {\n  default = 1\n}\n", args: []string{"validate", "--var-file", "sp", "p.hcl"}},
 		{name: "load --body-file", file: "sp", args: []string{"load", "-n", "1", "-c", "1", "--body-file", "sp", "http://127.0.0.1:9/"}},
 		{name: "load --script", file: "sp.star", args: []string{"load", "-n", "1", "-c", "1", "-s", "sp.star", "http://127.0.0.1:9/"}},

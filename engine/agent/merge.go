@@ -71,6 +71,9 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 			m.Targets = r.Targets
 		}
 		m.MaxInFlight = max(m.MaxInFlight, r.MaxInFlight)
+		if r.StreamLimit > 0 && (m.StreamLimit == 0 || r.StreamLimit < m.StreamLimit) {
+			m.StreamLimit = r.StreamLimit
+		}
 		if m.Protocol == "" {
 			m.Protocol, m.Streams = r.Protocol, r.Streams
 			m.TLSVersion, m.TLSCipher, m.ALPN = r.TLSVersion, r.TLSCipher, r.ALPN

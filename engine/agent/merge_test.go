@@ -118,3 +118,34 @@ func TestMergeWarnsBelowRate(t *testing.T) {
 		t.Error("500 req/s against a 1000 req/s target gave no warning")
 	}
 }
+
+// TestStreamLimitTravels: an agent's HTTP/2 stream limit crosses the wire,
+// and the merged result keeps the smallest (the occupancy a capacity
+// search judges by).
+func TestStreamLimitTravels(t *testing.T) {
+	var parts []Part
+	for _, limit := range []int{32, 8} {
+		res := &load.Result{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
+			Protocol: load.ProtoH2C, Streams: 32, StreamLimit: limit, Connections: 2}
+		res.Latency.RecordValue(100)
+		w, err := resultToWire(len(parts), res, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := w.LoadResult()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.StreamLimit != limit {
+			t.Fatalf("stream limit %d after the wire, want %d", back.StreamLimit, limit)
+		}
+		parts = append(parts, Part{Result: back})
+	}
+	m, err := Merge(parts, time.Unix(0, 0), time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.StreamLimit != 8 || m.Connections != 4 {
+		t.Errorf("merged stream limit %d over %d connections, want 8 over 4", m.StreamLimit, m.Connections)
+	}
+}

@@ -150,6 +150,7 @@ type Result struct {
 	TLSCipher    string            `json:"tls_cipher,omitempty"`
 	ALPN         string            `json:"alpn,omitempty"`
 	MaxInFlight  int               `json:"max_in_flight,omitempty"`
+	StreamLimit  int               `json:"stream_limit,omitempty"`
 	Goaways      int64             `json:"goaways,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
@@ -202,6 +203,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
 		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
 		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
+		StreamLimit: res.StreamLimit,
 	}
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
@@ -242,6 +244,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
 		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
 		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
+		StreamLimit: w.StreamLimit,
 	}
 	if res.Status == nil {
 		res.Status = map[int]int64{}

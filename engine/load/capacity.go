@@ -160,14 +160,19 @@ type Probe struct {
 	Result *Result `json:"-"`
 	// Busy is the share of the connections' time the offered rate needs
 	// at the response time measured (Little's law: rate × mean
-	// uncorrected latency ÷ connections). Near 1 or above, every
-	// connection is in use and a send that comes due waits for one: the
-	// queue forms in the client. Well below 1 the connections had room,
-	// so late sends are the generator's own delay (a catch-up after a
-	// stall fills the connections too, but does not raise Busy).
+	// uncorrected latency ÷ the requests that can be in flight at once,
+	// connections × streams per connection over HTTP/2). Near 1 or
+	// above, every connection (or stream) is in use and a send that comes
+	// due waits for one: the queue forms in the client. Well below 1 the
+	// connections had room, so late sends are the generator's own delay
+	// (a catch-up after a stall fills the connections too, but does not
+	// raise Busy).
 	Busy float64
-	// Connections is the number of connections the probe used.
+	// Connections is the number of connections the probe used, Streams
+	// the concurrent streams each could carry (Result.StreamLimit: 1 over
+	// HTTP/1.1).
 	Connections int
+	Streams     int
 	// GeneratorLimited marks a failure the generator caused; Cause says
 	// what it was short of (CauseCPU, CauseConnections, CauseClock). A
 	// failure is the generator's only then: a probe that failed on errors,
@@ -255,8 +260,11 @@ func (c *Capacity) Verdict() string {
 		case CauseCPU:
 			short, advice = " (CPU)", "add threads (-t) if cores are free, or load from another machine"
 		case CauseConnections:
-			n := c.connections()
+			n, streams := c.connections()
 			short, advice = " (connections)", fmt.Sprintf("all %d connections (-c) were busy: search again with more, e.g. -c %d", n, 2*n)
+			if streams > 1 {
+				advice = fmt.Sprintf("all %d streams (%d connections (-c) × %d streams) were busy: search again with more connections or streams (--streams, up to the server's limit), e.g. -c %d", n*streams, n, streams, 2*n)
+			}
 		case CauseClock:
 			short, advice = " (clock)", "its process was not given the CPU in time: search again on a quieter machine"
 		}
@@ -282,14 +290,15 @@ func (c *Capacity) At() *Probe {
 	return nil
 }
 
-// connections is the number of connections of the generator-limited probe.
-func (c *Capacity) connections() int {
+// connections is the number of connections of the generator-limited probe
+// and the streams each could carry.
+func (c *Capacity) connections() (conns, streams int) {
 	for _, p := range c.Probes {
 		if p.GeneratorLimited && p.Connections > 0 {
-			return p.Connections
+			return p.Connections, max(p.Streams, 1)
 		}
 	}
-	return Defaults(Options{}).Connections
+	return Defaults(Options{}).Connections, 1
 }
 
 // failReason quotes the probe that bounded the search: the last failure
@@ -659,9 +668,9 @@ func judge(slo SLO, rate float64, res *Result, settle time.Duration) Probe {
 		p.UncorrectedP50 = float64(unc.ValueAtQuantile(50))
 		p.UncorrectedP99 = float64(unc.ValueAtQuantile(99))
 	}
-	p.Connections = res.Connections
+	p.Connections, p.Streams = res.Connections, max(res.StreamLimit, 1)
 	if whole := res.Uncorrected; whole != nil && whole.TotalCount() > 0 && res.Connections > 0 {
-		p.Busy = rate * whole.Mean() / 1e6 / float64(res.Connections)
+		p.Busy = rate * whole.Mean() / 1e6 / float64(res.Connections*p.Streams)
 	}
 	var fails []string
 	stalled := 0 // latency failures the uncorrected latency meets
@@ -743,6 +752,9 @@ func lateCause(p *Probe, base *Probe) string {
 }
 
 func connCount(p *Probe) string {
+	if p.Connections > 0 && p.Streams > 1 {
+		return fmt.Sprintf("%d streams of the %d", p.Connections*p.Streams, p.Connections)
+	}
 	if p.Connections > 0 {
 		return strconv.Itoa(p.Connections)
 	}

@@ -135,6 +135,53 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestJudgeCountsStreams: over HTTP/2 a connection carries several
+// requests at once, so the occupancy (Busy) divides by connections ×
+// streams. 100 req/s at 20 ms need 2 requests in flight: all of 2
+// HTTP/1.1 connections, a sixteenth of 2 × 16 streams.
+func TestJudgeCountsStreams(t *testing.T) {
+	slo, _ := ParseSLO("p99<10ms")
+	lat := make([]int64, 100)
+	for i := range lat {
+		lat[i] = 2000
+	}
+	lat[99], lat[98] = 30_000, 30_000
+	base := judge(slo, 50, judgedResult(2000, lat[:98], 2000, 0), time.Second)
+	for _, c := range []struct {
+		limit int
+		busy  float64
+		cause string
+		words string
+	}{
+		{1, 1, CauseConnections, "all 2 connections busy"},
+		{16, 1.0 / 16, CauseClock, "6% of the connections busy"},
+	} {
+		res := judgedResult(2000, lat, 20_000, 20*time.Millisecond)
+		res.Connections, res.StreamLimit = 2, c.limit
+		p := judge(slo, 100, res, time.Second)
+		if math.Abs(p.Busy-c.busy) > 0.01 || p.Streams != c.limit {
+			t.Errorf("%d streams per connection: busy %g, streams %d; want %g, %d", c.limit, p.Busy, p.Streams, c.busy, c.limit)
+		}
+		p.UncorrectedP50 = 2000 // the server as fast as at base
+		if cause := lateCause(&p, &base); cause != c.cause || !strings.Contains(p.Reason, c.words) {
+			t.Errorf("%d streams per connection: cause %q, %q; want %q, %q", c.limit, cause, p.Reason, c.cause, c.words)
+		}
+	}
+	// Every stream busy: the advice names them.
+	res := judgedResult(2000, lat, 20_000, 20*time.Millisecond)
+	res.Connections, res.StreamLimit = 2, 1
+	p := judge(slo, 100, res, time.Second)
+	p.Streams, p.Busy, p.UncorrectedP50 = 4, 1, 2000
+	if cause := lateCause(&p, &base); cause != CauseConnections || !strings.Contains(p.Reason, "all 8 streams of the 2 connections busy") {
+		t.Errorf("busy streams: cause %q, %q", cause, p.Reason)
+	}
+	p.GeneratorLimited, p.Cause = true, CauseConnections
+	c := &Capacity{SLO: slo, Limit: "generator", Cause: CauseConnections, Probes: []Probe{p}}
+	if v := c.Verdict(); !strings.Contains(v, "all 8 streams (2 connections (-c) × 4 streams) were busy") || !strings.Contains(v, "--streams") {
+		t.Errorf("verdict %q: want the streams named", v)
+	}
+}
+
 // queueModel is a server of capacity c req/s (service time svc) behind a
 // generator that can send at most gen req/s, probed for judged seconds: the
 // fluid approximation of a D/D/N queue. Above capacity the queue grows

@@ -75,8 +75,12 @@ type conn struct {
 	lateSends  int64
 	reconnects int64
 	maxStreams int // HTTP/2: most streams in flight at once
-	goaways    int64
-	retry      []h2Retry // HTTP/2: streams refused by a graceful GOAWAY
+	// streamLimit is the smallest stream limit of the slot's HTTP/2
+	// sessions (Options.Streams lowered by the server's
+	// SETTINGS_MAX_CONCURRENT_STREAMS); 0 before the first SETTINGS.
+	streamLimit int
+	goaways     int64
+	retry       []h2Retry // HTTP/2: streams refused by a graceful GOAWAY
 }
 
 // outcome of one exchange.

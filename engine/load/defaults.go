@@ -263,8 +263,8 @@ func (o Options) Validate() error {
 			bad("protocol", o.Protocol, err.Error())
 		}
 	}
-	if o.CACert != "" {
-		if _, err := loadCAs(o.CACert); err != nil {
+	if o.CACert != "" || o.CACertPEM != nil {
+		if _, err := loadCAs(o); err != nil {
 			bad("cacert", o.CACert, err.Error())
 		}
 	}

@@ -533,6 +533,11 @@ func (s *h2Session) handle(f http2.Frame) error {
 				}
 			}
 		}
+		c.mu.Lock()
+		if c.streamLimit == 0 || s.limit < c.streamLimit {
+			c.streamLimit = s.limit
+		}
+		c.mu.Unlock()
 		s.write(s.fr.WriteSettingsAck())
 		s.pump()
 	case *http2.DataFrame:
@@ -926,15 +931,25 @@ func sameEndpoint(ts []Target) error {
 	return nil
 }
 
-// loadCAs reads a PEM file of CA certificates.
-func loadCAs(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
+// loadCAs reads the CA certificates of o: CACertPEM when set, else the
+// PEM file CACert.
+func loadCAs(o Options) (*x509.CertPool, error) {
+	b := o.CACertPEM
+	if b == nil {
+		var err error
+		if b, err = os.ReadFile(o.CACert); err != nil {
+			return nil, err
+		}
 	}
+	return ParseCACerts(o.CACert, b)
+}
+
+// ParseCACerts reads CA certificates from PEM data (name names the file
+// in the error): at least one certificate must parse.
+func ParseCACerts(name string, pem []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("no PEM certificate in %s", file)
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no PEM certificate in %s (want one or more -----BEGIN CERTIFICATE----- blocks)", name)
 	}
 	return pool, nil
 }
@@ -948,8 +963,8 @@ func configureTLS(cfg *tls.Config, o Options) error {
 	if o.SNI != "" {
 		cfg.ServerName = o.SNI
 	}
-	if o.CACert != "" {
-		pool, err := loadCAs(o.CACert)
+	if o.CACert != "" || o.CACertPEM != nil {
+		pool, err := loadCAs(o)
 		if err != nil {
 			return fmt.Errorf("cacert %s: %w", o.CACert, err)
 		}

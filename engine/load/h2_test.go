@@ -266,6 +266,9 @@ func TestH2MaxStreamsHonoured(t *testing.T) {
 	if m := s.maxIn.Load(); m != 1 {
 		t.Errorf("%d requests in flight on a server allowing 1 stream", m)
 	}
+	if res.StreamLimit != 1 || res.Streams != 10 {
+		t.Errorf("stream limit %d of %d asked, want the server's 1", res.StreamLimit, res.Streams)
+	}
 }
 
 func TestH2ResetCounted(t *testing.T) {
@@ -484,5 +487,85 @@ func TestH2Validate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestH2StreamLimit: the streams a load could use are those asked for,
+// unless the server allows fewer.
+func TestH2StreamLimit(t *testing.T) {
+	for _, c := range []struct{ server, asked, want int }{{0, 6, 6}, {3, 6, 3}} {
+		s := newH2TestServer(t, false, c.server, slowHello(0))
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+			Connections: 2, Streams: c.asked, Requests: 40, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StreamLimit != c.want {
+			t.Errorf("server allowing %d (0: 250), %d asked: stream limit %d, want %d", c.server, c.asked, res.StreamLimit, c.want)
+		}
+	}
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: okServer(t).URL("/")}}, Connections: 1, Requests: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StreamLimit != 1 {
+		t.Errorf("HTTP/1.1: stream limit %d, want 1", res.StreamLimit)
+	}
+}
+
+// TestFindMaxH2RealServer is TestFindMaxRealServer over h2c: the built-in
+// server as a queue of known capacity (4 workers busy exactly 5 ms per
+// request: 800 req/s), driven by 2 connections of 32 streams each (the 64
+// requests in flight the HTTP/1.1 search gets from 64 connections). Every
+// probe speaks HTTP/2 (the server answers anything else with 505), the
+// probes bracket the result, and it never exceeds the capacity by more
+// than the SLO's slack.
+func TestFindMaxH2RealServer(t *testing.T) {
+	h, err := serve.New(serve.Config{Workers: 4, Delay: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newH2TestServer(t, false, 0, h.ServeHTTP)
+	slo, _ := ParseSLO("p99<500ms,errors<1%")
+	c, err := FindMax(context.Background(), SearchOptions{
+		Load: Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2, Connections: 2, Streams: 32, Threads: 1},
+		SLO:  slo, Start: 200, Probe: 3 * time.Second, Settle: time.Second, Pause: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(c.Verdict())
+	if c.Limit != "server" && c.Limit != "generator" {
+		t.Fatalf("limit %q: %s", c.Limit, c.Verdict())
+	}
+	if c.Rate > 800*1.05 {
+		t.Errorf("found %.0f req/s, more than the server's 800 can be", c.Rate)
+	}
+	var passed, failed bool
+	for _, p := range c.Probes {
+		if p.Requests == 0 || p.Achieved <= 0 || p.P99 <= 0 {
+			t.Errorf("probe %+v measured nothing", p)
+		}
+		if p.Result.Protocol != ProtoH2C || p.Result.Status[http.StatusHTTPVersionNotSupported] != 0 {
+			t.Errorf("probe at %.0f: protocol %q, statuses %v: not HTTP/2", p.Rate, p.Result.Protocol, p.Result.Status)
+		}
+		if p.Connections != 2 || p.Streams != 32 {
+			t.Errorf("probe at %.0f: %d connections × %d streams, want 2 × 32", p.Rate, p.Connections, p.Streams)
+		}
+		if p.Rate == c.Rate && p.Pass {
+			passed = true
+		}
+		if p.Rate == c.Upper && !p.Pass {
+			failed = true
+		}
+		if p.Pass && p.Rate > c.Rate {
+			t.Errorf("probe at %.0f passed, above the reported %.0f", p.Rate, c.Rate)
+		}
+	}
+	if (c.Rate > 0 && !passed) || !failed {
+		t.Errorf("the probes do not bracket %.0f–%.0f: %+v", c.Rate, c.Upper, c.Probes)
+	}
+	if c.Limit == "generator" && c.Cause == CauseConnections {
+		t.Errorf("64 streams in flight judged too few for 800 req/s at 5 ms: %s", c.Verdict())
 	}
 }

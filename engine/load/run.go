@@ -138,7 +138,7 @@ func newRunner(opts Options) (*runner, error) {
 		r.reqs = append(r.reqs, request{raw: raw, h2: h2r, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
 	}
 	if opts.Protocol == ProtoH2 && len(r.endpoints) > 1 {
-		return nil, errors.New("protocol h2: every request must go to the same scheme, host and port (one HTTP/2 connection per slot carries all its streams)")
+		return nil, r.mixedEndpoints(opts.Requester != nil)
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
@@ -167,6 +167,23 @@ func newRunner(opts Options) (*runner, error) {
 	ceiling = min(ceiling, time.Hour.Seconds())
 	r.highest = max(int64(ceiling*1e6), 1000)
 	return r, nil
+}
+
+// mixedEndpoints words the error of HTTP/2 requests to more than one
+// endpoint, naming the first request that leaves the first one's (Validate
+// catches targets; a request script's requests are known only here).
+func (r *runner) mixedEndpoints(scripted bool) error {
+	const why = "one HTTP/2 connection per slot carries all its streams, so every request must go to the same scheme, host and port"
+	for i, q := range r.reqs {
+		if q.endpoint != 0 {
+			what := fmt.Sprintf("targets 1 and %d", i+1)
+			if scripted {
+				what = "the request script's requests"
+			}
+			return fmt.Errorf("protocol h2: %s go to more than one scheme, host and port (%s, %s): %s", what, r.urls[0], r.urls[i], why)
+		}
+	}
+	return errors.New("protocol h2: " + why)
 }
 
 func (r *runner) newHist() *hdrhistogram.Histogram {
@@ -487,12 +504,13 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		Engine:      r.engine,
 		Protocol:    ProtoHTTP1,
 		Streams:     1,
+		StreamLimit: 1,
 		TLSVersion:  r.tlsVersion,
 		TLSCipher:   r.tlsCipher,
 		ALPN:        r.alpn,
 	}
 	if opts.Protocol == ProtoH2 {
-		res.Protocol, res.Streams = ProtoH2C, opts.Streams
+		res.Protocol, res.Streams, res.StreamLimit = ProtoH2C, opts.Streams, opts.Streams
 		if len(r.endpoints) > 0 && r.endpoints[0].tls != nil {
 			res.Protocol = ProtoH2
 		}
@@ -538,6 +556,9 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		res.LateSends += c.lateSends
 		res.Reconnects += c.reconnects
 		res.MaxInFlight = max(res.MaxInFlight, c.maxStreams)
+		if c.streamLimit > 0 {
+			res.StreamLimit = min(res.StreamLimit, c.streamLimit)
+		}
 		res.Goaways += c.goaways
 		c.mu.Unlock()
 	}

@@ -51,7 +51,12 @@ type Options struct {
 	// target's host). TLSResume lets new connections resume earlier TLS
 	// sessions (abbreviated handshakes); off by default, so --close loads
 	// measure full handshakes.
-	CACert    string
+	CACert string
+	// CACertPEM, when set, holds the CA certificates themselves, read by
+	// a front end that resolves files itself (a pipeline reads cacert
+	// through its folder, so that the run keeps the file): they are used
+	// instead of reading CACert, which then only names them in messages.
+	CACertPEM []byte
 	SNI       string
 	TLSResume bool
 	// Tag labels the result ("warm" or "load"); it is copied to
@@ -141,6 +146,12 @@ type Result struct {
 	// one connection (at most Streams and the server's limit); 0 for
 	// HTTP/1.1.
 	MaxInFlight int
+	// StreamLimit is the number of concurrent streams per connection the
+	// load could use: Streams, lowered to the smallest
+	// SETTINGS_MAX_CONCURRENT_STREAMS the server announced (1 for
+	// HTTP/1.1). Connections × StreamLimit requests can be in flight at
+	// once; a capacity search judges the generator's occupancy by it.
+	StreamLimit int
 	// Goaways counts HTTP/2 GOAWAY frames received. After a graceful one
 	// (NO_ERROR, e.g. nginx's keepalive_requests) the streams the server
 	// did not process are sent again on a new connection, not counted as

@@ -484,7 +484,8 @@ func (te *TrialEval) dropServiceDependent(body hcl.Body, diags hcl.Diagnostics) 
 }
 
 // checkStepRefs checks what a step names outside itself: services, and the
-// files it reads (body_file, script), so that what validates also runs.
+// files it reads (body_file, script, cacert) with their content's rule
+// (a CA file's PEM), so that what validates also runs.
 func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var refs steps.Refs
@@ -500,6 +501,19 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 			if errors.Is(err, pipeline.ErrNotRegular) || errors.Is(err, pipeline.ErrTooLarge) {
 				summary = "Unreadable file"
 			}
+			diags = append(diags, attrErr(st.Body, f.Attr, summary,
+				fmt.Sprintf("%s %q: %s.", f.Attr, f.Path, strings.TrimSuffix(err.Error(), "."))))
+			continue
+		}
+		if f.Check == nil {
+			continue
+		}
+		summary := "Unreadable file"
+		data, err := readFile(te.plan.Pipeline.FS, f.Path)
+		if err == nil {
+			summary, err = "Invalid file", f.Check(data)
+		}
+		if err != nil {
 			diags = append(diags, attrErr(st.Body, f.Attr, summary,
 				fmt.Sprintf("%s %q: %s.", f.Attr, f.Path, strings.TrimSuffix(err.Error(), "."))))
 		}

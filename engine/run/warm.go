@@ -161,6 +161,9 @@ func mergeResults(a, b *load.Result) *load.Result {
 	a.Duration += b.Duration
 	a.AddCounts(b)
 	a.MaxInFlight = max(a.MaxInFlight, b.MaxInFlight)
+	if b.StreamLimit > 0 && (a.StreamLimit == 0 || b.StreamLimit < a.StreamLimit) {
+		a.StreamLimit = b.StreamLimit
+	}
 	if a.Latency != nil && b.Latency != nil {
 		a.Latency.Merge(b.Latency)
 	}

@@ -89,6 +89,7 @@ func validateAgents(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		attr, reason string
 	}{
 		{c.Script != "", "script", "a request script runs in the controller's Starlark interpreter"},
+		{c.CACert != "", "cacert", "a CA file is read on this machine and is not sent to agents (they load https targets without verifying certificates)"},
 	} {
 		if x.set {
 			add(AttrErr(st.Body, x.attr, "Unsupported with agents", fmt.Sprintf("Step %s runs on agents, and %s: %s cannot be combined with an agents block. Drop one of them.", st.Addr(), x.reason, x.attr)))

@@ -58,15 +58,19 @@ type LoadConfig struct {
 	Headers     map[string]string `hcl:"headers,optional"`
 	Body        string            `hcl:"body,optional"`
 	BodyFile    string            `hcl:"body_file,optional"`
-	KeepAlive   *bool             `hcl:"keepalive,optional"`  // default true
-	Script      string            `hcl:"script,optional"`     // Starlark request script
-	Interval    string            `hcl:"interval,optional"`   // timeseries interval, default "1s"
-	BusyPoll    string            `hcl:"busy_poll,optional"`  // --busy-poll, default off
-	Engine      string            `hcl:"engine,optional"`     // --engine: auto (default), uring, epoll, goroutines
-	Protocol    string            `hcl:"protocol,optional"`   // "http/1.1" (default) or "h2" (--h2)
-	Streams     int               `hcl:"streams,optional"`    // --streams, HTTP/2 streams per connection
-	SNI         string            `hcl:"sni,optional"`        // --sni
-	TLSResume   bool              `hcl:"tls_resume,optional"` // --tls-resume
+	KeepAlive   *bool             `hcl:"keepalive,optional"` // default true
+	Script      string            `hcl:"script,optional"`    // Starlark request script
+	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
+	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	Engine      string            `hcl:"engine,optional"`    // --engine: auto (default), uring, epoll, goroutines
+	Protocol    string            `hcl:"protocol,optional"`  // "http/1.1" (default) or "h2" (--h2)
+	Streams     int               `hcl:"streams,optional"`   // --streams, HTTP/2 streams per connection
+	SNI         string            `hcl:"sni,optional"`       // --sni
+	// CACert is a PEM file of CA certificates, relative to the pipeline's
+	// folder like body_file (--cacert): https targets are verified
+	// against it. The run keeps it in sources/.
+	CACert    string `hcl:"cacert,optional"`
+	TLSResume bool   `hcl:"tls_resume,optional"` // --tls-resume
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -118,7 +122,11 @@ var loadBlocks = []Block{{Keyword: "urls", Type: "url", Many: true}, {Keyword: "
 
 func loadRefs(c *LoadConfig) Refs {
 	var r Refs
-	for _, f := range []FileRef{{"body_file", c.BodyFile}, {"script", c.Script}} {
+	checkCA := func(data []byte) error {
+		_, err := load.ParseCACerts(c.CACert, data)
+		return err
+	}
+	for _, f := range []FileRef{{"body_file", c.BodyFile, nil}, {"script", c.Script, nil}, {"cacert", c.CACert, checkCA}} {
 		if f.Path != "" {
 			r.Files = append(r.Files, f)
 		}
@@ -138,9 +146,9 @@ func runLoad(ctx context.Context, t Trial, st *pipeline.Step, c *LoadConfig) err
 // LoadOptions turns the body of a `step "load"` or `step "warm"` (kind is
 // pipeline.KindLoad or pipeline.KindWarm) into load.Options. A warm step
 // defaults to 5s instead of 10s; its result is tagged "warm" and a load's
-// "load". body_file is read from fsys (the pipeline's folder; nil means the
-// current directory). A request script (c.Script) is not read here: the
-// caller sets Options.Requester. Errors name the attribute.
+// "load". body_file and cacert are read from fsys (the pipeline's folder;
+// nil means the current directory). A request script (c.Script) is not
+// read here: the caller sets Options.Requester. Errors name the attribute.
 func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 	var o load.Options
 	if c == nil {
@@ -165,6 +173,16 @@ func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 	o, errs := loadSettings(kind, c, body)
 	if len(errs) > 0 {
 		return o, errs[0]
+	}
+	if c.CACert != "" {
+		if fsys == nil {
+			fsys = os.DirFS(".")
+		}
+		pem, err := pipeline.ReadFile(fsys, path.Clean(c.CACert))
+		if err != nil {
+			return o, fmt.Errorf("cacert: %w", err)
+		}
+		o.CACert, o.CACertPEM = c.CACert, pem
 	}
 	if len(o.Targets) == 0 && c.Script == "" {
 		return o, fmt.Errorf("target: a %s step needs a target, url blocks or a script", kind)

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"encoding/pem"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/serve"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -86,5 +88,41 @@ func TestLoadOptionsHTTP2(t *testing.T) {
 	}
 	if _, err := LoadOptions(pipeline.KindLoad, &LoadConfig{Target: "http://127.0.0.1:8080/", Streams: 4}, fstest.MapFS{}); err == nil || !strings.Contains(err.Error(), "streams") {
 		t.Errorf("streams without h2: %v", err)
+	}
+}
+
+// TestLoadOptionsCACert: cacert is read from the pipeline's folder (the
+// fs.FS), not the current directory, and its certificates travel in the
+// options; a missing file or one without a certificate names the
+// attribute.
+func TestLoadOptionsCACert(t *testing.T) {
+	cert, err := serve.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Leaf.Raw})
+	fsys := fstest.MapFS{"certs/ca.pem": {Data: ca}, "key.pem": {Data: []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")}}
+	got, err := LoadOptions(pipeline.KindWarm, &LoadConfig{Target: "https://127.0.0.1:8443/", CACert: "certs/ca.pem"}, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CACert != "certs/ca.pem" || string(got.CACertPEM) != string(ca) {
+		t.Errorf("cacert %q with %d bytes, want certs/ca.pem with the file's %d", got.CACert, len(got.CACertPEM), len(ca))
+	}
+	for _, c := range []struct{ file, want string }{{"missing.pem", "cacert: "}, {"key.pem", "no PEM certificate in key.pem"}} {
+		if _, err := LoadOptions(pipeline.KindLoad, &LoadConfig{Target: "https://127.0.0.1:8443/", CACert: c.file}, fsys); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("cacert %s: %v, want %q", c.file, err, c.want)
+		}
+	}
+	// The rule validation applies to the file's content.
+	refs := loadRefs(&LoadConfig{CACert: "certs/ca.pem"})
+	if len(refs.Files) != 1 || refs.Files[0].Attr != "cacert" || refs.Files[0].Check == nil {
+		t.Fatalf("refs %+v, want cacert with a content check", refs.Files)
+	}
+	if err := refs.Files[0].Check(ca); err != nil {
+		t.Errorf("a PEM certificate: %v", err)
+	}
+	if err := refs.Files[0].Check([]byte("not a certificate")); err == nil {
+		t.Error("text without a certificate passed the check")
 	}
 }

@@ -108,8 +108,13 @@ type Refs struct {
 	Files    []FileRef // files read from the pipeline's folder
 }
 
-// FileRef is a file an attribute names.
-type FileRef struct{ Attr, Path string }
+// FileRef is a file an attribute names. Check, when set, is the rule its
+// content must meet (engine/plan applies it when the pipeline is
+// validated, so that a file that would fail the run fails validation).
+type FileRef struct {
+	Attr, Path string
+	Check      func(data []byte) error
+}
 
 // Trial is what a running trial offers its steps (engine/run implements
 // it).

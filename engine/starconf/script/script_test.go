@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -299,5 +300,97 @@ def response(status, headers, body):
 	noHook, _ := loadScript(t, "def request():\n    return '/'\n", "http://h")
 	if noHook.ResponseHook() != nil {
 		t.Error("ResponseHook must be nil without response()")
+	}
+}
+
+// h2cServer is an HTTP/2 server with prior knowledge (h2c) that records
+// every request as "PROTO METHOD PATH BODY X-Seq".
+func h2cServer(t *testing.T) (url string, seen func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%s %s %s %s %s", r.Proto, r.Method, r.URL.Path, body, r.Header.Get("X-Seq")))
+		mu.Unlock()
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// TestScriptOverH2 runs a request script over h2c: the server receives
+// the methods, paths, bodies and headers the script built, as HTTP/2, and
+// the response hook sees every response.
+func TestScriptOverH2(t *testing.T) {
+	url, seen := h2cServer(t)
+	s, out := loadScript(t, `
+pool_size = 4
+statuses = {}
+def request(i):
+    if i % 2 == 0:
+        return {"method": "POST", "path": "/form/%d" % i, "body": "n=%d" % i, "headers": {"X-Seq": str(i)}}
+    return {"path": "/page/%d" % i, "headers": {"X-Seq": str(i)}}
+def response(status, headers, body):
+    statuses[status] = statuses.get(status, 0) + 1
+def done(summary):
+    print(statuses, summary["requests"])
+`, url)
+	res, err := load.Run(context.Background(), load.Options{
+		Requester: s, OnResponse: s.ResponseHook(), Protocol: load.ProtoH2, Streams: 4,
+		Connections: 2, Threads: 1, Requests: 40, Duration: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Done(res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 40 || res.Errors != 0 || res.Protocol != load.ProtoH2C {
+		t.Fatalf("requests %d errors %d protocol %q, want 40, 0, h2c", res.Requests, res.Errors, res.Protocol)
+	}
+	count := map[string]int{}
+	for _, r := range seen() {
+		count[r]++
+	}
+	want := []string{"HTTP/2.0 POST /form/0 n=0 0", "HTTP/2.0 GET /page/1  1", "HTTP/2.0 POST /form/2 n=2 2", "HTTP/2.0 GET /page/3  3"}
+	total := 0
+	for _, w := range want {
+		if count[w] == 0 {
+			t.Errorf("the server never received %q; it received %v", w, count)
+		}
+		total += count[w]
+	}
+	if total != 40 || len(count) != len(want) {
+		t.Errorf("the server received %v, want 40 requests of %q", count, want)
+	}
+	if got := out.String(); got != "{200: 40} 40\n" {
+		t.Errorf("done printed %q, want the 40 responses seen by response()", got)
+	}
+}
+
+// TestScriptOverH2OneEndpoint: an HTTP/2 slot is one connection, so a
+// script whose requests go to two servers is refused, naming both.
+func TestScriptOverH2OneEndpoint(t *testing.T) {
+	url, _ := h2cServer(t)
+	other, _ := h2cServer(t)
+	s, _ := loadScript(t, fmt.Sprintf(`
+def request(i):
+    return "/" if i %% 2 else {"url": %q}
+`, other+"/elsewhere"), url)
+	_, err := load.Run(context.Background(), load.Options{Requester: s, Protocol: load.ProtoH2, Connections: 1, Requests: 4})
+	if err == nil || !strings.Contains(err.Error(), "the request script's requests go to more than one scheme, host and port") ||
+		!strings.Contains(err.Error(), other+"/elsewhere") {
+		t.Fatalf("err %v, want the two endpoints named", err)
 	}
 }
