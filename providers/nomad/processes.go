@@ -160,14 +160,33 @@ func taskProcesses(root string, pids []int, role string, self int) []providers.P
 	}
 	var out []providers.Process
 	parents := map[int]bool{}
+	type stat struct {
+		comm string
+		ppid int
+	}
+	st := map[int]stat{}
+	listedParent := map[int]bool{}
 	for p := range in {
 		comm, ppid, ok := readStat(root, p)
 		if !ok {
 			continue // ended, or not a process of this machine
 		}
-		out = append(out, providers.Process{PID: p, Name: comm, Role: role})
-		if !in[ppid] && ppid > 1 && ppid != self {
-			parents[ppid] = true
+		st[p] = stat{comm, ppid}
+		if in[ppid] {
+			listedParent[ppid] = true
+		}
+	}
+	for p, s := range st {
+		r := role
+		// Nomad 1.6 on cgroup v1 lists the executor among the task's
+		// pids (it runs in the task's cgroup): a listed "nomad" that is
+		// the parent of another listed pid is the executor.
+		if s.comm == "nomad" && listedParent[p] {
+			r = roleInfra
+		}
+		out = append(out, providers.Process{PID: p, Name: s.comm, Role: r})
+		if !in[s.ppid] && s.ppid > 1 && s.ppid != self {
+			parents[s.ppid] = true
 		}
 	}
 	for p := range parents {

@@ -161,6 +161,7 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 	}{
 		{1, 0, "systemd"}, {40, 1, "nomad"}, {41, 40, "nomad"}, {42, 41, "nginx"}, {43, 42, "nginx"},
 		{50, 1, "benchflow"}, {51, 50, "benchflow"}, {60, 1, "nomad"}, {61, 60, "my server"},
+		{70, 1, "nomad"}, {71, 70, "nomad"}, {72, 71, "benchflow"},
 	} {
 		dir := filepath.Join(root, fmt.Sprint(p.pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -173,8 +174,9 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 	}
 	// 42 and 43: a task run by executor 41; 51: a task whose parent is
 	// benchflow (self); 61: a task whose executor 60 is also a task
-	// pid's parent; 99: gone.
-	got := taskProcesses(root, []int{43, 42, 51, 61, 99}, "service", 50)
+	// pid's parent; 71 and 72: a task whose executor 71 the client lists
+	// among its pids (Nomad 1.6 on cgroup v1); 99: gone.
+	got := taskProcesses(root, []int{43, 42, 51, 61, 71, 72, 99}, "service", 50)
 	want := []providers.Process{
 		{PID: 41, Name: "nomad", Role: "infra"},
 		{PID: 42, Name: "nginx", Role: "service"},
@@ -182,6 +184,9 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 		{PID: 51, Name: "benchflow", Role: "service"},
 		{PID: 60, Name: "nomad", Role: "infra"},
 		{PID: 61, Name: "my server", Role: "service"},
+		{PID: 70, Name: "nomad", Role: "infra"},
+		{PID: 71, Name: "nomad", Role: "infra"},
+		{PID: 72, Name: "benchflow", Role: "service"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("processes (-want +got):\n%s", d)
