@@ -155,3 +155,22 @@ step "collect" "cpu" {
   loader   = true
   interval = "1s"
 }
+
+# The conclusions this study checks on every run (docs/language.md#claim);
+# with --var 'paths=["direct"]' they have no gateway cells and are
+# inconclusive.
+claim "gateway-costs" {
+  description = "Through APISIX, one instance delivers less than 60% of the req/s it delivers directly: the proxy hop is the dearer half of a request"
+  metric      = "rps"
+  cell        = { path = "gateway", count = 1 }
+  versus      = { path = "direct" }
+  ratio       = "< 0.6"
+}
+
+claim "gateway-cpu" {
+  description = "On the gateway path, APISIX's workers (infrastructure) use at least half as much CPU as the web service they route to"
+  metric        = "cpu_infra_pct"
+  versus_metric = "cpu_service_pct"
+  cell          = { path = "gateway" }
+  ratio         = "> 0.5"
+}
