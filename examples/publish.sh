@@ -34,7 +34,17 @@ examples=(
   "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000||--baseline deploy=host"
   "nginx-long-short|examples/nginx-long-short/study.hcl|--var duration=3s||"
   "nginx-http2|examples/nginx-http2/pipeline.hcl|--var duration=3s||--baseline tls=off"
+  "nomad-gateway|pipelines/gateway.hcl|--repetitions 5 --var duration=2s --var warm=1s||--baseline path=direct"
 )
+
+# Examples that need a stack this machine may not have: name | variables
+# that must be set | what to do otherwise.
+needs_stack() {
+  case "$1" in
+    nomad-gateway) [ -n "${NOMAD_ADDR:-}" ] && [ -n "${APISIX_ADMIN:-}" ] ;;
+    *) true ;;
+  esac
+}
 
 field() { local IFS='|'; local a=($1); echo "${a[$2]:-}"; }
 
@@ -54,8 +64,19 @@ fi
 
 want=("$@")
 if [ ${#want[@]} -eq 0 ]; then
-  for e in "${examples[@]}"; do want+=("$(field "$e" 0)"); done
+  for e in "${examples[@]}"; do
+    n=$(field "$e" 0)
+    if needs_stack "$n"; then want+=("$n"); else
+      echo "publish.sh: skipping $n: it needs a Nomad + Consul + APISIX stack (set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY, APISIX_ADMIN_KEY; docs/gateway.md)" >&2
+    fi
+  done
 fi
+for w in "${want[@]}"; do
+  if ! needs_stack "$w"; then
+    echo "publish.sh: $w needs a Nomad + Consul + APISIX stack: set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY and APISIX_ADMIN_KEY (docs/gateway.md, \"Tested against\")" >&2
+    exit 2
+  fi
+done
 selected=()
 for w in "${want[@]}"; do
   found=""
