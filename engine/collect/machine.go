@@ -842,11 +842,27 @@ type quietPart struct {
 // others used, so the parts add up to the total: "cc1 31%, make 40% (39%
 // in children that ended within the window), 3 more 1.2%".
 func quietTop(parts map[string]*quietPart, n int) string {
-	ps := make([]*quietPart, 0, len(parts))
+	ps := make([]namePart, 0, len(parts))
 	for _, p := range parts {
-		ps = append(ps, p)
+		ps = append(ps, namePart{name: p.name, own: p.own, kids: p.kids, count: p.n})
 	}
-	sort.Slice(ps, func(i, j int) bool {
+	return listParts(ps, n, "within the window")
+}
+
+// namePart is one process name's CPU in a listing (% of one core): its
+// own, that of its children that ended (counted with the parent that
+// reaped them), and how many processes of that name.
+type namePart struct {
+	name      string
+	own, kids float64
+	count     int
+}
+
+// listParts lists the n busiest names, each with its children's share
+// when it is at least 1% of the name's ("make 40% (39% in children that
+// ended <when>)"), and the others as "N more X%", so the parts add up.
+func listParts(ps []namePart, n int, when string) string {
+	sort.SliceStable(ps, func(i, j int) bool {
 		if a, b := ps[i].own+ps[i].kids, ps[j].own+ps[j].kids; a != b {
 			return a > b
 		}
@@ -857,12 +873,12 @@ func quietTop(parts map[string]*quietPart, n int) string {
 	for i, p := range ps {
 		if i >= n {
 			rest += p.own + p.kids
-			restN += p.n
+			restN += p.count
 			continue
 		}
 		s := p.name + " " + fmtPct(p.own+p.kids)
 		if p.kids > 0 && p.kids >= (p.own+p.kids)/100 {
-			s += fmt.Sprintf(" (%s in children that ended within the window)", fmtPct(p.kids))
+			s += fmt.Sprintf(" (%s in children that ended %s)", fmtPct(p.kids), when)
 		}
 		out = append(out, s)
 	}

@@ -221,50 +221,22 @@ func Judge(e Evidence) Verdict {
 // between samples), sh 3.1%, 2 more 1.4%; 0.5% in processes each below
 // the listing threshold".
 func partsOf(ps []ProcCPU, total float64, n int) string {
-	type part struct {
-		name      string
-		own, kids float64
-		count     int
-	}
-	by := map[string]*part{}
-	var parts []*part
+	by := map[string]int{}
+	var parts []namePart
 	listed := 0.0
 	for _, p := range ps {
-		pt := by[p.Process]
-		if pt == nil {
-			pt = &part{name: p.Process}
-			by[p.Process] = pt
-			parts = append(parts, pt)
+		i, ok := by[p.Process]
+		if !ok {
+			i = len(parts)
+			by[p.Process] = i
+			parts = append(parts, namePart{name: p.Process})
 		}
-		pt.own += p.CPUPct
-		pt.kids += p.ChildrenPct
-		pt.count++
+		parts[i].own += p.CPUPct
+		parts[i].kids += p.ChildrenPct
+		parts[i].count++
 		listed += p.CPUPct + p.ChildrenPct
 	}
-	sort.SliceStable(parts, func(i, j int) bool {
-		if a, b := parts[i].own+parts[i].kids, parts[j].own+parts[j].kids; a != b {
-			return a > b
-		}
-		return parts[i].name < parts[j].name
-	})
-	var out []string
-	more, moreN := 0.0, 0
-	for i, p := range parts {
-		if i >= n {
-			more += p.own + p.kids
-			moreN += p.count
-			continue
-		}
-		s := p.name + " " + fmtPct(p.own+p.kids)
-		if p.kids > 0 && p.kids >= (p.own+p.kids)/100 {
-			s += fmt.Sprintf(" (%s in children that ended between samples)", fmtPct(p.kids))
-		}
-		out = append(out, s)
-	}
-	if moreN > 0 {
-		out = append(out, fmt.Sprintf("%d more %s", moreN, fmtPct(more)))
-	}
-	res := strings.Join(out, ", ")
+	res := listParts(parts, n, "between samples")
 	if rest := total - listed; rest >= 0.05 {
 		if res != "" {
 			res += "; "
