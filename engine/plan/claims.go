@@ -101,7 +101,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 				continue
 			}
 			if !on {
-				continue // the axis's values depend on the variables that turned the claim off
+				continue // values are matched only for a claim that is on
 			}
 			want := pipeline.PrimitiveString(prm.Value)
 			var vals []string
