@@ -15,19 +15,24 @@ var claimSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "description"}, {Name: "metric"}, {Name: "step"}, {Name: "cell"},
 		{Name: "versus"}, {Name: "versus_metric"}, {Name: "ratio"}, {Name: "value"}, {Name: "verdict"},
+		{Name: "enabled"},
 	},
 }
 
 // DecodeClaim decodes the body of a claim block (both front ends). Its
-// values are literals: what they match is checked against the matrix by
-// engine/plan.
+// values are literals, but for enabled, an expression of variables kept
+// for engine/plan, which evaluates it and checks what the claim matches
+// against the matrix.
 func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl.Diagnostics) {
-	c := &pipeline.Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at, VersusMetricRange: at}
+	c := &pipeline.Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at, VersusMetricRange: at, EnabledRange: at}
 	content, diags := body.Content(claimSchema)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	attr := func(n string) *hcl.Attribute { return content.Attributes[n] }
+	if a := attr("enabled"); a != nil {
+		c.Enabled, c.EnabledRange = a.Expr, a.Expr.Range()
+	}
 	str := func(n string) (string, hcl.Range, bool) {
 		a := attr(n)
 		if a == nil {

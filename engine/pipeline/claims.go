@@ -46,6 +46,11 @@ type Claim struct {
 	VersusMetric string
 	Bound        Bound  // ClaimRatio and ClaimValue
 	Verdict      string // ClaimVerdict only
+	// Enabled is the claim's enabled = expression (nil without one: the
+	// claim is on). It may use only variables and functions; engine/plan
+	// evaluates it with the plan's variables, and a claim it makes false
+	// is neither matched against the matrix nor judged.
+	Enabled hcl.Expression
 
 	DeclRange   hcl.Range
 	CellRange   hcl.Range
@@ -54,6 +59,8 @@ type Claim struct {
 	MetricRange hcl.Range
 	// VersusMetricRange locates versus_metric (DeclRange without one).
 	VersusMetricRange hcl.Range
+	// EnabledRange locates enabled (DeclRange without one).
+	EnabledRange hcl.Range
 }
 
 // ClaimParam is one axis = value entry of a claim's cell or versus.

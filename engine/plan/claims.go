@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
@@ -23,7 +24,9 @@ type ClaimPlan struct {
 // checkClaims matches every claim's cells against the matrix and its step
 // and metric against the steps: a claim that selects no cell, names an
 // axis or a value the matrix does not have, or a metric no step records
-// is an error here, before anything runs.
+// is an error here, before anything runs. A claim whose enabled is false
+// goes to ClaimsOff: its step, metric and axis names are still checked
+// (they do not depend on variables), not the values it selects.
 func (pl *Plan) checkClaims() hcl.Diagnostics {
 	p := pl.Pipeline
 	var diags hcl.Diagnostics
@@ -46,7 +49,13 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 	for i, a := range pl.Axes {
 		axisNames[i] = a.Name
 	}
+	ectx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(pl.Vars)}, Functions: pl.functions}
 	for _, c := range p.Claims {
+		on, d := claimEnabled(c, ectx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
 		cp := ClaimPlan{Claim: c, Step: c.Step}
 		switch {
 		case c.Step != "":
@@ -91,6 +100,9 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 				ok = false
 				continue
 			}
+			if !on {
+				continue // values are matched only for a claim that is on
+			}
 			want := pipeline.PrimitiveString(prm.Value)
 			var vals []string
 			found := false
@@ -105,6 +117,10 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			}
 		}
 		if !ok {
+			continue
+		}
+		if !on {
+			pl.ClaimsOff = append(pl.ClaimsOff, c)
 			continue
 		}
 		for i, cell := range pl.Cells {
@@ -135,6 +151,46 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 		pl.Claims = append(pl.Claims, cp)
 	}
 	return diags
+}
+
+// claimEnabled evaluates a claim's enabled (true without one) with the
+// plan's variables: the only things known when claims are matched
+// against the matrix.
+func claimEnabled(c *pipeline.Claim, ctx *hcl.EvalContext) (bool, hcl.Diagnostics) {
+	if c.Enabled == nil {
+		return true, nil
+	}
+	var diags hcl.Diagnostics
+	for _, tr := range c.Enabled.Variables() {
+		if tr.RootName() != "var" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference in claim enabled",
+				Detail: fmt.Sprintf("Claim %q: enabled refers to %s; it may only use variables (var.*) and functions, the only things known when claims are matched against the matrix.",
+					c.Name, traversalString(tr)),
+				Subject: tr.SourceRange().Ptr()})
+		}
+	}
+	if diags.HasErrors() {
+		return false, diags
+	}
+	v, d := c.Enabled.Value(ctx)
+	if d.HasErrors() {
+		return false, d
+	}
+	v, _ = v.UnmarkDeep()
+	bad := func(got string) (bool, hcl.Diagnostics) {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid claim enabled",
+			Detail:  fmt.Sprintf("Claim %q: enabled must be true or false, like contains(var.paths, \"gateway\"); got %s.", c.Name, got),
+			Subject: c.EnabledRange.Ptr()}}
+	}
+	switch {
+	case !v.IsKnown():
+		return bad("a value not known before the run")
+	case v.IsNull():
+		return bad("null")
+	case v.Type() != cty.Bool:
+		return bad("a " + v.Type().FriendlyName())
+	}
+	return v.True(), nil
 }
 
 func (pl *Plan) axis(name string) *Axis {
@@ -197,6 +253,9 @@ func cellString(c Cell) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// OffLine is what `plan` says of a claim whose enabled is false.
+const OffLine = "off (enabled = false): not matched against the matrix, not judged, not recorded"
 
 // ClaimLine is a claim in words for `plan`: "rps of deploy=nat / deploy=host < 0.6 (2 cells)".
 func (cp ClaimPlan) ClaimLine() string {

@@ -49,8 +49,13 @@ type Plan struct {
 	Seed     int64
 	Order    string
 	Steps    []*StepNode // topological order (declaration order among peers)
-	// Claims are the pipeline's claims matched against the cells.
+	// Claims are the pipeline's claims matched against the cells: those
+	// that are on (ClaimsOff holds the others).
 	Claims []ClaimPlan
+	// ClaimsOff are the claims whose enabled is false for the plan's
+	// variables, in declaration order: not matched against the matrix,
+	// not judged, not recorded in the run.
+	ClaimsOff []*pipeline.Claim
 	// Adaptive is the pipeline's adaptive repetitions (nil when fixed or
 	// overridden by --repetitions): Trials holds the first Min rounds and
 	// AddRound appends more.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,9 @@ type JSONPlan struct {
 	Adaptive *JSONAdaptive `json:"adaptive,omitempty"`
 	// Claims are the pipeline's claims with the cells they select.
 	Claims []JSONClaim `json:"claims,omitempty"`
+	// ClaimsOff names the claims whose enabled is false for these
+	// variables: not matched, judged or recorded.
+	ClaimsOff []string `json:"claims_off,omitempty"`
 }
 
 // JSONClaim is a claim of the plan.
@@ -150,6 +154,9 @@ func (p *Plan) JSON() *JSONPlan {
 			jc.Versus = claimParamsMap(c.Versus)
 		}
 		jp.Claims = append(jp.Claims, jc)
+	}
+	for _, c := range p.ClaimsOff {
+		jp.ClaimsOff = append(jp.ClaimsOff, c.Name)
 	}
 	if a := p.Adaptive; a != nil {
 		est := p.TrialEstimate().Seconds()
@@ -360,11 +367,22 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "  %-28s %s\n", n.Addr(), rel)
 	}
 	fmt.Fprintln(w, "  teardown   everything provisioned or changed, in reverse order")
-	if len(p.Claims) > 0 {
+	if len(p.Claims)+len(p.ClaimsOff) > 0 {
 		fmt.Fprintln(w, "\nClaims (checked after the run; report shows holds, fails or inconclusive):")
+		on := map[*pipeline.Claim]ClaimPlan{}
 		for _, cp := range p.Claims {
-			fmt.Fprintf(w, "  %-28s %s\n", cp.Claim.Name, cp.ClaimLine())
-			if d := cp.Claim.Description; d != "" {
+			on[cp.Claim] = cp
+		}
+		for _, c := range p.Pipeline.Claims {
+			cp, ok := on[c]
+			if !ok {
+				if slices.Contains(p.ClaimsOff, c) {
+					fmt.Fprintf(w, "  %-28s %s\n", c.Name, OffLine)
+				}
+				continue
+			}
+			fmt.Fprintf(w, "  %-28s %s\n", c.Name, cp.ClaimLine())
+			if d := c.Description; d != "" {
 				fmt.Fprintf(w, "  %-28s %s\n", "", d)
 			}
 		}
