@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +39,15 @@ sentence of detail and the offending line.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "%s: valid (%d trials, %d steps)\n", args[0], len(pl.Trials), len(pl.Steps))
+			off := ""
+			if len(pl.ClaimsOff) > 0 {
+				var names []string
+				for _, c := range pl.ClaimsOff {
+					names = append(names, c.Name)
+				}
+				off = "; claims off (enabled = false): " + strings.Join(names, ", ")
+			}
+			fmt.Fprintf(out, "%s: valid (%d trials, %d steps%s)\n", args[0], len(pl.Trials), len(pl.Steps), off)
 			return nil
 		},
 	}
