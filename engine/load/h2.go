@@ -60,9 +60,25 @@ const h2MaxHeaderBlock = 1 << 20
 
 // h2Request is the HTTP/2 form of a request: its HPACK header block.
 type h2Request struct {
+	// block holds literals only and starts with a dynamic table size
+	// update to 0, so it can be sent as is on any stream.
 	block []byte
 	body  []byte
+	// first and steady are the request with HPACK's dynamic table, as a
+	// browser or h2load sends it: first (the first request on a
+	// connection) resets the table, sets its size to tableSize and adds
+	// the fields the static table lacks; steady (every later request)
+	// names them all by index, a few bytes the server decodes without
+	// copying strings. Used when a connection sends this one request only
+	// and the server's SETTINGS_HEADER_TABLE_SIZE is at least tableSize;
+	// nil when the fields would not fit a 4,096-byte table.
+	first, steady []byte
+	tableSize     uint32
 }
+
+// h2DefaultTableSize is HPACK's default dynamic table size
+// (SETTINGS_HEADER_TABLE_SIZE until the server says otherwise).
+const h2DefaultTableSize = 4096
 
 // buildH2Request encodes a target's request as an HPACK header block.
 func buildH2Request(t Target, scheme, host, path string) (h2Request, error) {
@@ -112,7 +128,32 @@ func buildH2Request(t Target, scheme, host, path string) (h2Request, error) {
 			return h2Request{}, err
 		}
 	}
-	return h2Request{block: buf.Bytes(), body: t.Body}, nil
+	r := h2Request{block: buf.Bytes(), body: t.Body}
+	need := uint32(0)
+	for _, f := range fields {
+		need += f.Size()
+	}
+	if need <= h2DefaultTableSize {
+		var b bytes.Buffer
+		e := hpack.NewEncoder(&b)
+		e.SetMaxDynamicTableSize(0) // evict whatever the table holds,
+		e.SetMaxDynamicTableSize(need)
+		for _, f := range fields {
+			if err := e.WriteField(f); err != nil {
+				return h2Request{}, err
+			}
+		}
+		r.first = bytes.Clone(b.Bytes())
+		b.Reset()
+		for _, f := range fields {
+			if err := e.WriteField(f); err != nil {
+				return h2Request{}, err
+			}
+		}
+		r.steady = bytes.Clone(b.Bytes())
+		r.tableSize = need
+	}
+	return r, nil
 }
 
 // h2Stream is one request in flight.
@@ -162,13 +203,19 @@ type h2Session struct {
 	connSend int64
 	connRecv int64
 	settled  bool // the server's first SETTINGS arrived
-	goaway   bool
-	done     bool // no more sends (budget spent or load over)
-	dead     bool
-	readDL   time.Duration // read deadline in force (offset), 0 none
-	writeDL  time.Duration // write deadline in force (offset)
-	tokens   chan struct{} // open loop: free streams
-	werr     error
+	// peerTable is the server's SETTINGS_HEADER_TABLE_SIZE; indexed is
+	// set while requests use HPACK's dynamic table (h2Request.first and
+	// steady: one request on this connection, and a table large enough)
+	// and primed once the first of them went out.
+	peerTable       uint32
+	indexed, primed bool
+	goaway          bool
+	done            bool // no more sends (budget spent or load over)
+	dead            bool
+	readDL          time.Duration // read deadline in force (offset), 0 none
+	writeDL         time.Duration // write deadline in force (offset)
+	tokens          chan struct{} // open loop: free streams
+	werr            error
 	// started: the open-loop sender runs; sendFinished: it has sent
 	// everything the schedule or budget holds.
 	started, sendFinished bool
@@ -315,7 +362,7 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 		bw:       bufio.NewWriterSize(nc, 16<<10),
 		nextID:   1,
 		limit:    1,
-		peerInit: 65535,
+		peerInit: 65535, peerTable: h2DefaultTableSize,
 		maxFrame: 16384,
 		connSend: 65535,
 		streams:  make([]h2Stream, 0, c.r.opts.Streams),
@@ -516,6 +563,8 @@ func (s *h2Session) handle(f http2.Frame) error {
 				}
 			case http2.SettingMaxFrameSize:
 				s.maxFrame = int(st.Val)
+			case http2.SettingHeaderTableSize:
+				s.peerTable = st.Val
 			}
 			return nil
 		})
@@ -532,6 +581,13 @@ func (s *h2Session) handle(f http2.Frame) error {
 					s.tokens <- struct{}{}
 				}
 			}
+			s.indexed = len(r.reqs) == 1 && r.reqs[0].h2.steady != nil
+		}
+		if s.indexed && s.peerTable < r.reqs[0].h2.tableSize {
+			// The server's table is (now) too small: literals from here
+			// on (their block sets the table size to 0, as a smaller
+			// SETTINGS_HEADER_TABLE_SIZE requires).
+			s.indexed = false
 		}
 		c.mu.Lock()
 		if c.streamLimit == 0 || s.limit < c.streamLimit {
@@ -778,6 +834,13 @@ func (s *h2Session) send(req *request, intended, now time.Duration) {
 		s.goaway = true // stream IDs exhausted: the next connection takes over
 	}
 	h2r := &req.h2
+	block := h2r.block
+	if s.indexed {
+		block = h2r.steady
+		if !s.primed {
+			block, s.primed = h2r.first, true
+		}
+	}
 	s.streams = append(s.streams, h2Stream{
 		id: id, req: req, intended: intended, sent: now,
 		deadline: now + s.c.r.opts.Timeout,
@@ -785,7 +848,7 @@ func (s *h2Session) send(req *request, intended, now time.Duration) {
 	})
 	s.write(s.fr.WriteHeaders(http2.HeadersFrameParam{
 		StreamID:      id,
-		BlockFragment: h2r.block,
+		BlockFragment: block,
 		EndStream:     len(h2r.body) == 0,
 		EndHeaders:    true,
 	}))

@@ -569,3 +569,80 @@ func TestFindMaxH2RealServer(t *testing.T) {
 		t.Errorf("64 streams in flight judged too few for 800 req/s at 5 ms: %s", c.Verdict())
 	}
 }
+
+// TestH2HeaderTable: one request, sent as browsers and h2load send it —
+// the first block on a connection adds its fields to HPACK's dynamic
+// table, every later one names them by index — decodes to the same fields
+// each time, and is a few bytes.
+func TestH2HeaderTable(t *testing.T) {
+	r, err := buildH2Request(Target{Headers: [][2]string{{"User-Agent", "benchflow-test"}, {"Accept", "*/*"}}},
+		"https", "127.0.0.1:8443", "/6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.first == nil || r.steady == nil {
+		t.Fatal("no indexed form for a small request")
+	}
+	if len(r.steady) >= len(r.block) || len(r.steady) > 8 {
+		t.Errorf("steady block %d bytes, literal %d: want a few bytes of indexes", len(r.steady), len(r.block))
+	}
+	var got [][]string
+	dec := hpack.NewDecoder(h2DefaultTableSize, nil)
+	for _, b := range [][]byte{r.block, r.first, r.steady, r.steady, r.block, r.first, r.steady} {
+		fs, err := dec.DecodeFull(b)
+		if err != nil {
+			t.Fatalf("decoding %x: %v", b, err)
+		}
+		var s []string
+		for _, f := range fs {
+			s = append(s, f.Name+"="+f.Value)
+		}
+		got = append(got, s)
+	}
+	want := []string{":method=GET", ":scheme=https", ":authority=127.0.0.1:8443", ":path=/6b", "user-agent=benchflow-test", "accept=*/*"}
+	for i, g := range got {
+		if fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Errorf("block %d decodes to %v, want %v", i, g, want)
+		}
+	}
+	// Too big for the default table: literals only.
+	big, err := buildH2Request(Target{Headers: [][2]string{{"X-Big", strings.Repeat("v", 5000)}}}, "http", "h", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.first != nil || big.steady != nil {
+		t.Error("an indexed form for fields larger than the default table")
+	}
+}
+
+// TestH2HeaderTableServerLimit: a server whose HPACK table is smaller than
+// the request's fields (SETTINGS_HEADER_TABLE_SIZE) gets literal blocks;
+// one with the default table gets indexes; both answer every request.
+func TestH2HeaderTableServerLimit(t *testing.T) {
+	for _, size := range []int{1, 0} { // 0: the server's default, 4,096
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n atomic.Int64
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n.Add(1)
+				w.Write([]byte("hello\n"))
+			}),
+			HTTP2: &http.HTTP2Config{MaxDecoderHeaderTableSize: size},
+		}
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+		go srv.Serve(ln)
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + ln.Addr().String() + "/"}},
+			Protocol: ProtoH2, Connections: 2, Threads: 1, Streams: 4, Requests: 200, Timeout: 5 * time.Second})
+		srv.Close()
+		if err != nil {
+			t.Fatalf("table %d: %v", size, err)
+		}
+		if res.Requests != 200 || res.Errors != 0 || n.Load() != 200 {
+			t.Errorf("table %d: requests %d errors %d (%s), server saw %d", size, res.Requests, res.Errors, res.ErrorSummary(), n.Load())
+		}
+	}
+}
