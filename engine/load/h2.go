@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -316,25 +317,84 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 // leave in one write per batch of frames read from the socket, not per
 // frame nor per TLS record (crypto/tls returns one record per Read, and
 // nginx sends about one per response).
+//
+// On a socket that gives its file descriptor, the flush waits until the
+// read finds nothing to read (EAGAIN): everything that has arrived is read
+// and answered first, as an event loop (h2load) does, so one write carries
+// the requests that replace every response of that batch. Flushing before
+// every read instead wrote twice as often at 10 streams, and the server
+// paid for the smaller TLS records.
 type h2Wire struct {
 	net.Conn
-	s atomic.Pointer[h2Session] // nil during the TLS handshake
+	raw syscall.RawConn           // nil: flush before every read
+	s   atomic.Pointer[h2Session] // nil during the TLS handshake
+	// The raw read's callback and its arguments and results, made once
+	// so that a read allocates nothing (one reader per connection).
+	readFn func(fd uintptr) bool
+	p      []byte
+	n      int
+	rerr   error
 }
 
 func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 	w.Conn = nc
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			w.raw, w.readFn = rc, w.rawRead
+		}
+	}
 	return w
 }
 
-func (w *h2Wire) Read(p []byte) (int, error) {
-	if s := w.s.Load(); s != nil {
-		s.mu.Lock()
-		if s.werr == nil && s.bw.Buffered() > 0 {
-			s.write(s.bw.Flush())
+// rawRead is the raw read's callback: it reads into w.p, and when nothing
+// has arrived it flushes and waits (returns false) for the socket to be
+// readable.
+func (w *h2Wire) rawRead(fd uintptr) bool {
+	for {
+		w.n, w.rerr = syscall.Read(int(fd), w.p)
+		if w.rerr != syscall.EINTR {
+			break
 		}
-		s.mu.Unlock()
 	}
-	return w.Conn.Read(p)
+	if w.rerr == syscall.EAGAIN {
+		if s := w.s.Load(); s != nil {
+			w.flush(s) // nothing more has arrived: answer what has
+		}
+		return false
+	}
+	return true
+}
+
+// flush sends what the session has written since the last flush.
+func (w *h2Wire) flush(s *h2Session) {
+	s.mu.Lock()
+	if s.werr == nil && s.bw.Buffered() > 0 {
+		s.write(s.bw.Flush())
+	}
+	s.mu.Unlock()
+}
+
+func (w *h2Wire) Read(p []byte) (int, error) {
+	s := w.s.Load()
+	if s == nil || w.raw == nil || len(p) == 0 {
+		if s != nil {
+			w.flush(s)
+		}
+		return w.Conn.Read(p)
+	}
+	w.p = p
+	err := w.raw.Read(w.readFn)
+	n, rerr := w.n, w.rerr
+	w.p, w.rerr = nil, nil
+	switch {
+	case err != nil: // a deadline, or the socket closed
+		return 0, err
+	case rerr != nil:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: w.LocalAddr(), Addr: w.RemoteAddr(), Err: os.NewSyscallError("read", rerr)}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // checkALPN verifies that a TLS connection negotiated h2 and notes the
