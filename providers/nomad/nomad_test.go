@@ -777,6 +777,19 @@ func TestGatewayDiscoveryDown(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// TestGatewayStoreDown: with APISIX's etcd down its admin API answers 503
+// "has no healthy etcd endpoint available" (APISIX 3.9.1): the trial fails
+// with that answer, and the job is purged.
+func TestGatewayStoreDown(t *testing.T) {
+	st := newStack(t)
+	st.APISIX.SetStoreDown(true)
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil || !strings.Contains(err.Error(), "admin API answered 503: has no healthy etcd endpoint available") {
+		t.Fatalf("Provision = %v, want the admin API's 503", err)
+	}
+	assertEmpty(t, st)
+}
+
 func TestNomadACL(t *testing.T) {
 	st := newStack(t)
 	st.Nomad.Token = "7d1c5bd6-nomad-secret"

@@ -44,6 +44,7 @@ type APISIX struct {
 	tr      *http.Transport
 	rr      atomic.Uint64
 	down    atomic.Bool // SetDiscoveryDown
+	noStore atomic.Bool // SetStoreDown
 	proxied atomic.Uint64
 
 	mu        sync.Mutex
@@ -154,6 +155,12 @@ func (a *APISIX) Close() {
 // service and a route to a Consul upstream answers 503.
 func (a *APISIX) SetDiscoveryDown(down bool) { a.down.Store(down) }
 
+// SetStoreDown makes the admin API answer as APISIX 3.9.1 does while its
+// etcd is down: after the key check, every call is 503 {"error_msg":"has
+// no healthy etcd endpoint available"}; the gateway keeps routing with
+// what its workers hold.
+func (a *APISIX) SetStoreDown(down bool) { a.noStore.Store(down) }
+
 // Proxied counts the requests the gateway forwarded to a node.
 func (a *APISIX) Proxied() uint64 { return a.proxied.Load() }
 
@@ -220,6 +227,10 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	// reason (which only its error.log names).
 	if k := r.Header.Get("X-API-KEY"); k != a.Key {
 		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token"})
+		return
+	}
+	if a.noStore.Load() {
+		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"error_msg": "has no healthy etcd endpoint available"})
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apisix/admin/")

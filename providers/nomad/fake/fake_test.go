@@ -777,6 +777,17 @@ func TestAPISIXAsRecorded(t *testing.T) {
 			t.Errorf("%s %s again: %d %q", c.method, c.path, r.code, r.body)
 		}
 	}
+	// etcd down: the key is still checked, then every call is 503.
+	a.SetStoreDown(true)
+	if r := do(t, "GET", admin+"routes", "", nil); r.code != 401 {
+		t.Errorf("etcd down, no key: %d %q", r.code, r.body)
+	}
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		if r := do(t, m, admin+"upstreams/gwfix-x", `{"nodes":{"127.0.0.1:1":1}}`, hdr); r.code != 503 || body(r) != `{"error_msg":"has no healthy etcd endpoint available"}` {
+			t.Errorf("etcd down, %s: %d %q", m, r.code, r.body)
+		}
+	}
+	a.SetStoreDown(false)
 	// The control API: the dump's config as APISIX shows it, and nginx's
 	// 404 page elsewhere.
 	var dump struct {
