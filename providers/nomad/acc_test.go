@@ -17,6 +17,7 @@ import (
 	capi "github.com/hashicorp/consul/api"
 	napi "github.com/hashicorp/nomad/api"
 
+	"github.com/benchflow/benchflow/engine/agent"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 	"github.com/benchflow/benchflow/providers/nomad"
@@ -565,20 +566,34 @@ func TestAccWithoutConsul(t *testing.T) {
 
 	t.Run("agents", func(t *testing.T) {
 		p := newP(t, "2m").(providers.AgentLauncher)
-		g, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{RunID: accRunID(t), TrialID: "t1", Step: "wrk",
-			Count: 2, Binary: bin, Idle: "60s", LogDir: t.TempDir(), Logf: t.Logf})
+		// A fresh token per run and the targets, as the engine gives its
+		// agents (without either they exit 1 at start).
+		token, err := agent.NewToken()
 		if err != nil {
 			t.Fatal(err)
 		}
+		g, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{RunID: accRunID(t), TrialID: "t1", Step: "wrk",
+			Count: 2, Binary: bin, Idle: "60s", LogDir: t.TempDir(), Logf: t.Logf, Token: token,
+			Targets: []string{"http://127.0.0.1:31994/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each agent answers hello with the token and refuses it without.
 		for _, u := range g.URLs() {
-			resp, err := http.Get(u + "/v1/hello")
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Errorf("agent %s: %d", u, resp.StatusCode)
+			for _, auth := range []string{"Bearer " + token, ""} {
+				req, _ := http.NewRequest("GET", u+"/v1/hello", nil)
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				resp.Body.Close()
+				if want := map[bool]int{true: 200, false: 401}[auth != ""]; resp.StatusCode != want {
+					t.Errorf("agent %s, with token %v: %d, want %d", u, auth != "", resp.StatusCode, want)
+				}
 			}
 		}
 		if err := g.Teardown(context.Background()); err != nil {

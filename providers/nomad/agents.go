@@ -31,6 +31,18 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	if req.Binary == "" {
 		return nil, errors.New("starting agents: no benchflow binary to run")
 	}
+	// `benchflow agent` exits 1 at once when $BENCHFLOW_AGENT_TOKEN is
+	// empty ("no token") or $BENCHFLOW_AGENT_TARGETS holds no URL ("no
+	// target"), which real Nomad reports as failed allocations only after
+	// the job is registered: refuse before anything is created.
+	if strings.TrimSpace(req.Token) == "" {
+		return nil, errors.New("starting agents: no token: the agents refuse to start without one " +
+			"(the request's Token, a fresh secret per run as the engine gives; it reaches them as $" + providers.AgentTokenEnv + " through the job's Nomad variable)")
+	}
+	if strings.TrimSpace(strings.Join(req.Targets, "")) == "" {
+		return nil, errors.New("starting agents: no target: the agents refuse to start without the URLs they may load " +
+			"(the request's Targets; they reach them as $" + providers.AgentTargetsEnv + " through the job's Nomad variable)")
+	}
 	s := *p.s
 	s.Driver, s.Count, s.JobName, s.Gateway, s.gatewayErr = "raw_exec", req.Count, "", false, nil
 	ap := &Provider{name: p.name, s: &s, pollInterval: p.pollInterval, stopTimeout: p.stopTimeout, agentStep: req.Step}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,5 +140,43 @@ func TestLaunchAgentsJob(t *testing.T) {
 	}
 	if lingered != 2 {
 		t.Errorf("%d agents lingered after the controller's stop and ended on the job's stop, want 2", lingered)
+	}
+}
+
+// TestLaunchAgentsRefusesNoTokenOrTarget: an agent whose token is empty
+// exits 1 at start ("no token"), as does one without a target ("no
+// target"), so a request without a token (or with blanks only) or without
+// targets is refused before the provider sends Nomad anything: no
+// variable, no job.
+func TestLaunchAgentsRefusesNoTokenOrTarget(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "unexpected request "+r.Method+" "+r.URL.Path, http.StatusTeapot)
+	}))
+	defer srv.Close()
+	p := newProvider(t, &Config{Address: srv.URL, ConsulAddress: srv.URL, Driver: "raw_exec", ReadyTimeout: "5s"})
+	for _, token := range []string{"", " \t\n"} {
+		_, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{
+			RunID: testRunID, TrialID: "t0001", Step: "wrk", Count: 2, Binary: "/usr/local/bin/benchflow",
+			LogDir: t.TempDir(), Logf: t.Logf, Token: token, Targets: []string{"http://127.0.0.1:1/"},
+		})
+		if err == nil || !strings.Contains(err.Error(), "no token") || !strings.Contains(err.Error(), providers.AgentTokenEnv) {
+			t.Errorf("token %q: error %v, want one saying there is no token", token, err)
+		}
+	}
+	// Nor without a target: the agents exit 1 with "no target".
+	for _, targets := range [][]string{nil, {" "}} {
+		token, _ := agent.NewToken()
+		_, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{
+			RunID: testRunID, TrialID: "t0001", Step: "wrk", Count: 2, Binary: "/usr/local/bin/benchflow",
+			LogDir: t.TempDir(), Logf: t.Logf, Token: token, Targets: targets,
+		})
+		if err == nil || !strings.Contains(err.Error(), "no target") || !strings.Contains(err.Error(), providers.AgentTargetsEnv) {
+			t.Errorf("targets %q: error %v, want one saying there is no target", targets, err)
+		}
+	}
+	if n := calls.Load(); n > 0 {
+		t.Errorf("%d requests reached Nomad or Consul, want none", n)
 	}
 }

@@ -582,7 +582,13 @@ func (d *Deployment) gateway(ctx context.Context, runID, service string, insts [
 		}
 		d.logf("apisix: waiting until its Consul discovery holds the %d instances of %s", len(want), service)
 		if err := apisix.WaitDiscovered(ctx, nil, s.APISIXControl, service, want, d.p.pollInterval); err != nil {
-			return "", fmt.Errorf("%w; the control API (apisix_control, APISIX_CONTROL) must be reachable, and discovery.consul in APISIX's config.yaml must point at the same Consul (or set apisix_control = \"off\")", err)
+			hint := ""
+			if errors.Is(err, apisix.ErrNoneDiscovered) {
+				// APISIX 3.9.1 started while Consul was down retries
+				// after 1, 4, 16, 64, 256 s: its dump then holds none.
+				hint = "; if APISIX started before Consul was up, its Consul discovery retries only after 1, 4, 16, 64 then 256 s: start Consul first, or run `apisix reload` once it is up"
+			}
+			return "", fmt.Errorf("%w; the control API (apisix_control, APISIX_CONTROL) must be reachable, and discovery.consul in APISIX's config.yaml must point at the same Consul (or set apisix_control = \"off\")%s", err, hint)
 		}
 	}
 	if err := apisix.WaitRoute(ctx, nil, probe, d.p.pollInterval); err != nil {

@@ -757,6 +757,39 @@ func TestRouteAnswers404(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// TestGatewayDiscoveryDown: APISIX started while Consul was down holds no
+// instance until its next retry (1, 4, 16, 64, 256 s in 3.9.1). The trial
+// fails with what to do about it, and nothing is left behind.
+func TestGatewayDiscoveryDown(t *testing.T) {
+	st := newStack(t)
+	st.APISIX.SetDiscoveryDown(true)
+	c := gatewayConfig(st)
+	c.ReadyTimeout = "3s"
+	_, err := newProvider(t, c).Provision(context.Background(), request(t))
+	if err == nil {
+		t.Fatal("Provision succeeded while APISIX's Consul discovery held nothing")
+	}
+	for _, want := range []string{"holds no instance", "1, 4, 16, 64 then 256 s", "apisix reload", "(ready_timeout 3s)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	assertEmpty(t, st)
+}
+
+// TestGatewayStoreDown: with APISIX's etcd down its admin API answers 503
+// "has no healthy etcd endpoint available" (APISIX 3.9.1): the trial fails
+// with that answer, and the job is purged.
+func TestGatewayStoreDown(t *testing.T) {
+	st := newStack(t)
+	st.APISIX.SetStoreDown(true)
+	_, err := newProvider(t, gatewayConfig(st)).Provision(context.Background(), request(t))
+	if err == nil || !strings.Contains(err.Error(), "admin API answered 503: has no healthy etcd endpoint available") {
+		t.Fatalf("Provision = %v, want the admin API's 503", err)
+	}
+	assertEmpty(t, st)
+}
+
 func TestNomadACL(t *testing.T) {
 	st := newStack(t)
 	st.Nomad.Token = "7d1c5bd6-nomad-secret"

@@ -152,7 +152,11 @@ func (d *Deployment) gatewayProcesses() []providers.Process {
 // with their names, leaving out those that are not on this machine, and
 // adds the parent of each task's top process — the Nomad executor — as
 // infrastructure, unless it is self (a client embedded in this process,
-// as the fake is) or init.
+// as the fake is) or init. An executor listed among the pids is
+// infrastructure too: Nomad 1.6.5 on cgroup v1 starts the executor in the
+// task's cgroup (freezer /nomad/<id>), so the client lists it with the
+// task (`nomad executor {…}`, parent the client agent); its parent, the
+// agent, is then not added (collect counts it by name).
 func taskProcesses(root string, pids []int, role string, self int) []providers.Process {
 	in := map[int]bool{}
 	for _, p := range pids {
@@ -160,33 +164,18 @@ func taskProcesses(root string, pids []int, role string, self int) []providers.P
 	}
 	var out []providers.Process
 	parents := map[int]bool{}
-	type stat struct {
-		comm string
-		ppid int
-	}
-	st := map[int]stat{}
-	listedParent := map[int]bool{}
 	for p := range in {
 		comm, ppid, ok := readStat(root, p)
 		if !ok {
 			continue // ended, or not a process of this machine
 		}
-		st[p] = stat{comm, ppid}
-		if in[ppid] {
-			listedParent[ppid] = true
+		if isExecutor(root, p, comm) {
+			out = append(out, providers.Process{PID: p, Name: comm, Role: roleInfra})
+			continue
 		}
-	}
-	for p, s := range st {
-		r := role
-		// Nomad 1.6 on cgroup v1 lists the executor among the task's
-		// pids (it runs in the task's cgroup): a listed "nomad" that is
-		// the parent of another listed pid is the executor.
-		if s.comm == "nomad" && listedParent[p] {
-			r = roleInfra
-		}
-		out = append(out, providers.Process{PID: p, Name: s.comm, Role: r})
-		if !in[s.ppid] && s.ppid > 1 && s.ppid != self {
-			parents[s.ppid] = true
+		out = append(out, providers.Process{PID: p, Name: comm, Role: role})
+		if !in[ppid] && ppid > 1 && ppid != self {
+			parents[ppid] = true
 		}
 	}
 	for p := range parents {
@@ -196,6 +185,20 @@ func taskProcesses(root string, pids []int, role string, self int) []providers.P
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
+}
+
+// isExecutor reports whether pid is a Nomad executor: named nomad, run as
+// `nomad executor …` (root/PID/cmdline).
+func isExecutor(root string, pid int, comm string) bool {
+	if comm != "nomad" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == "executor"
 }
 
 // readStat reads a process's comm and parent from root/PID/stat.

@@ -161,7 +161,6 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 	}{
 		{1, 0, "systemd"}, {40, 1, "nomad"}, {41, 40, "nomad"}, {42, 41, "nginx"}, {43, 42, "nginx"},
 		{50, 1, "benchflow"}, {51, 50, "benchflow"}, {60, 1, "nomad"}, {61, 60, "my server"},
-		{70, 1, "nomad"}, {71, 70, "nomad"}, {72, 71, "benchflow"},
 	} {
 		dir := filepath.Join(root, fmt.Sprint(p.pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -174,9 +173,8 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 	}
 	// 42 and 43: a task run by executor 41; 51: a task whose parent is
 	// benchflow (self); 61: a task whose executor 60 is also a task
-	// pid's parent; 71 and 72: a task whose executor 71 the client lists
-	// among its pids (Nomad 1.6 on cgroup v1); 99: gone.
-	got := taskProcesses(root, []int{43, 42, 51, 61, 71, 72, 99}, "service", 50)
+	// pid's parent; 99: gone.
+	got := taskProcesses(root, []int{43, 42, 51, 61, 99}, "service", 50)
 	want := []providers.Process{
 		{PID: 41, Name: "nomad", Role: "infra"},
 		{PID: 42, Name: "nginx", Role: "service"},
@@ -184,9 +182,53 @@ func TestTaskProcessesAddTheExecutor(t *testing.T) {
 		{PID: 51, Name: "benchflow", Role: "service"},
 		{PID: 60, Name: "nomad", Role: "infra"},
 		{PID: 61, Name: "my server", Role: "service"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("processes (-want +got):\n%s", d)
+	}
+}
+
+// TestTaskProcessesListedExecutor: Nomad 1.6.5 on cgroup v1 lists the
+// executor among a raw_exec task's pids (it runs in the task's cgroup):
+// as recorded on a real client, pids [executor, sh, sleep] with the
+// executor's parent the client agent. The executor is infrastructure, the
+// task's processes the service's, and the agent is not added; a service
+// that is itself named nomad (not an executor) stays the service's.
+func TestTaskProcessesListedExecutor(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []struct {
+		pid, ppid int
+		comm      string
+		cmdline   []string
+	}{
+		{30259, 1, "nomad", []string{"/opt/nomad", "agent", "-dev"}},
+		{28812, 30259, "nomad", []string{"/opt/nomad", "executor", `{"LogFile":"/x/executor.out"}`}},
+		{28821, 28812, "sh", []string{"/bin/sh", "-c", "sleep 40 & wait"}},
+		{28822, 28821, "sleep", []string{"sleep", "40"}},
+		{70, 30259, "nomad", []string{"/opt/nomad", "executor", "{}"}},
+		{71, 70, "nomad", []string{"/usr/local/bin/nomad", "agent", "-config", "x.hcl"}},
+	} {
+		dir := filepath.Join(root, fmt.Sprint(p.pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 100 1000 10\n", p.pid, p.comm, p.ppid, p.pid, p.pid)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(strings.Join(p.cmdline, "\x00")+"\x00"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One allocation's task (executor 28812 listed), and one whose
+	// service is a nomad agent under test (71), its executor 70 listed.
+	got := taskProcesses(root, []int{28821, 28822, 28812, 70, 71}, "service", 1234)
+	want := []providers.Process{
 		{PID: 70, Name: "nomad", Role: "infra"},
-		{PID: 71, Name: "nomad", Role: "infra"},
-		{PID: 72, Name: "benchflow", Role: "service"},
+		{PID: 71, Name: "nomad", Role: "service"},
+		{PID: 28812, Name: "nomad", Role: "infra"},
+		{PID: 28821, Name: "sh", Role: "service"},
+		{PID: 28822, Name: "sleep", Role: "service"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("processes (-want +got):\n%s", d)

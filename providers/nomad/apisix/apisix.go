@@ -245,9 +245,11 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	return nil, fmt.Errorf("admin API answered %d: %s", resp.StatusCode, msg)
 }
 
-// errorMessage extracts error_msg (with its description, as in APISIX's
-// 401 "failed to check token: wrong apikey") or message from an APISIX
-// error body.
+// errorMessage extracts error_msg (with its description, where an APISIX
+// version gives one) or message from an APISIX error body, or the title
+// of nginx's own HTML page (APISIX 3.9.1's gateway answers a route whose
+// upstream has no node yet with nginx's "503 Service Temporarily
+// Unavailable" page).
 func errorMessage(b []byte) string {
 	var e struct {
 		ErrorMsg    string `json:"error_msg"`
@@ -266,6 +268,11 @@ func errorMessage(b []byte) string {
 		}
 	}
 	s := strings.TrimSpace(string(b))
+	if _, rest, ok := strings.Cut(s, "<title>"); ok && strings.HasPrefix(s, "<") {
+		if title, _, ok := strings.Cut(rest, "</title>"); ok {
+			return strings.TrimSpace(title)
+		}
+	}
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
@@ -358,6 +365,12 @@ func Discovered(ctx context.Context, hc *http.Client, control, service string) (
 	return out, nil
 }
 
+// ErrNoneDiscovered is wrapped by WaitDiscovered's error when the dump
+// answered but never held any node of the service (Consul discovery not
+// configured, pointing at another Consul, or backing off after Consul was
+// unreachable).
+var ErrNoneDiscovered = errors.New("APISIX's Consul discovery holds no instance of it")
+
 // WaitDiscovered polls the control API every interval until APISIX's
 // Consul discovery holds exactly the nodes want (host:port) for service —
 // no fewer, so the load spreads over every instance, and no stale node of
@@ -385,6 +398,10 @@ func WaitDiscovered(ctx context.Context, hc *http.Client, control, service strin
 			t.Stop()
 			if lastErr != nil {
 				return fmt.Errorf("waiting for APISIX to discover the %d instances of %q: %w (%w)", len(want), service, lastErr, ctx.Err())
+			}
+			if len(last) == 0 {
+				return fmt.Errorf("waiting for APISIX to discover the %d instances of %q (%s): %w: %w",
+					len(want), service, strings.Join(want, ", "), ErrNoneDiscovered, ctx.Err())
 			}
 			return fmt.Errorf("waiting for APISIX to discover the %d instances of %q (%s): its Consul discovery holds %d (%s): %w",
 				len(want), service, strings.Join(want, ", "), len(last), strings.Join(last, ", "), ctx.Err())

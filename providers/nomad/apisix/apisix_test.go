@@ -85,6 +85,31 @@ func TestWaitRouteGivesUp(t *testing.T) {
 	}
 }
 
+// TestWaitRouteNoNodeYet: while APISIX's Consul discovery holds no node
+// for the route's service (it has not fetched them yet, or it is backing
+// off after Consul was unreachable), APISIX 3.9.1 answers nginx's HTML
+// "503 Service Temporarily Unavailable" page; the error quotes its title,
+// not the HTML.
+func TestWaitRouteNoNodeYet(t *testing.T) {
+	f := fake.NewAPISIX("k", nil)
+	defer f.Close()
+	c, _ := apisix.New(f.AdminURL(), "k", nil)
+	ctx := context.Background()
+	if err := c.PutUpstream(ctx, &apisix.Upstream{ID: "u", ServiceName: "web", DiscoveryType: "consul"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutRoute(ctx, &apisix.Route{ID: "r", URI: "/*", UpstreamID: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := apisix.WaitRoute(wctx, nil, f.GatewayURL()+"/", 10*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "(last answer HTTP 503: 503 Service Temporarily Unavailable)") ||
+		strings.Contains(err.Error(), "<") {
+		t.Errorf("error = %v", err)
+	}
+}
+
 func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:9180", "ftp://x", "http://"} {
 		if _, err := apisix.New(u, "k", nil); err == nil {
@@ -143,7 +168,14 @@ func TestWaitDiscovered(t *testing.T) {
 	defer c.Close()
 	f := fake.NewAPISIX("k", c)
 	defer f.Close()
+	f.DiscoveryLag = 0 // the dump follows Consul at once here
 	c.Register(fake.Instance{ID: "a", Name: "web", Address: "127.0.0.1", Port: 8001, Status: fake.StatusPassing})
+	// A service the discovery holds nothing of: ErrNoneDiscovered.
+	nctx, ncancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer ncancel()
+	if err := apisix.WaitDiscovered(nctx, nil, f.ControlURL(), "api", []string{"127.0.0.1:8003"}, 20*time.Millisecond); !errors.Is(err, apisix.ErrNoneDiscovered) {
+		t.Errorf("WaitDiscovered of an unknown service = %v, want ErrNoneDiscovered", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := apisix.WaitDiscovered(ctx, nil, f.ControlURL(), "web", []string{"127.0.0.1:8001", "127.0.0.1:8002"}, 20*time.Millisecond)

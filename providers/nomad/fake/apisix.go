@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,9 +27,9 @@ import (
 // Like APISIX, its workers see the configuration through caches that lag
 // behind the admin API: RouteCacheLag for routes (the gateway matches, and
 // the upstream DELETE checks "still in use" against, the routes as they
-// were that long ago), DiscoveryLag for Consul discovery (the gateway and
-// the dump use the instances that were passing that long ago). Both are 0
-// by default.
+// were that long ago; 0 by default), DiscoveryLag for Consul discovery
+// (the gateway and the dump use the instances that were passing that long
+// ago; DefaultDiscoveryLag by default).
 type APISIX struct {
 	// Key is the admin key expected in X-API-KEY.
 	Key string
@@ -42,6 +43,8 @@ type APISIX struct {
 	proxy   *httputil.ReverseProxy
 	tr      *http.Transport
 	rr      atomic.Uint64
+	down    atomic.Bool // SetDiscoveryDown
+	noStore atomic.Bool // SetStoreDown
 	proxied atomic.Uint64
 
 	mu        sync.Mutex
@@ -58,10 +61,18 @@ type adminItem struct {
 	at       time.Time // when it was created
 }
 
+// DefaultDiscoveryLag is how long after Consul lists an instance as
+// passing (or drops it) the fake's Consul discovery follows. APISIX 3.9.1
+// (discovery.consul with keepalive, fetch_interval 3) took 0.1 to 2 s on
+// a loopback stack: a registration seen in the control API's dump after
+// 0.26 and 0.42 s, a deregistration after 0.11 and 0.92 s, the first
+// fetch after `apisix reload` 1.8 s.
+const DefaultDiscoveryLag = 500 * time.Millisecond
+
 // NewAPISIX starts an APISIX fake with the given admin key; consul (may be
 // nil) resolves upstreams with discovery_type "consul".
 func NewAPISIX(key string, consul *Consul) *APISIX {
-	a := &APISIX{Key: key, consul: consul, index: 1,
+	a := &APISIX{Key: key, consul: consul, index: 1, DiscoveryLag: DefaultDiscoveryLag,
 		upstreams: map[string]*adminItem{}, routes: map[string]*adminItem{}}
 	a.tr = &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}
 	a.proxy = &httputil.ReverseProxy{
@@ -73,7 +84,7 @@ func NewAPISIX(key string, consul *Consul) *APISIX {
 		},
 		Transport: a.tr,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeAdminJSON(w, http.StatusBadGateway, map[string]any{"error_msg": "502 Bad Gateway"})
+			writeNginxPage(w, http.StatusBadGateway, "502 Bad Gateway")
 		},
 	}
 	a.admin = httptest.NewServer(http.HandlerFunc(a.serveAdmin))
@@ -91,16 +102,14 @@ func (a *APISIX) ControlURL() string { return a.control.URL }
 // port, weight}]}}.
 func (a *APISIX) serveControl(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/discovery/consul/dump" || r.Method != http.MethodGet {
-		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "404 Not Found"})
+		writeNginxPage(w, http.StatusNotFound, "404 Not Found")
 		return
 	}
 	services := map[string][]map[string]any{}
-	if a.consul != nil {
-		names := map[string]bool{}
-		for _, in := range a.consul.Instances() {
-			names[in.Name] = true
-		}
-		for name := range names {
+	if a.consul != nil && !a.down.Load() {
+		// Names of deregistered services too: the discovery drops
+		// them DiscoveryLag late.
+		for _, name := range a.consul.ServiceNames() {
 			if name == "consul" {
 				continue // skipped by APISIX
 			}
@@ -109,8 +118,16 @@ func (a *APISIX) serveControl(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeAdminJSON(w, http.StatusOK, map[string]any{
-		"config":   map[string]any{"servers": []string{"fake"}, "keepalive": true, "weight": 1, "fetch_interval": 3},
+	servers := []string{}
+	if a.consul != nil {
+		servers = append(servers, a.consul.URL())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Server", "nginx") // the control API's, in APISIX 3.9.1
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"config": map[string]any{"servers": servers, "keepalive": true, "weight": 1, "fetch_interval": 3,
+			"token": "", "sort_type": "origin", "timeout": map[string]any{"connect": 2000, "read": 2000, "wait": 60}},
 		"services": services,
 	})
 }
@@ -130,6 +147,19 @@ func (a *APISIX) Close() {
 	a.admin.Close()
 	a.tr.CloseIdleConnections()
 }
+
+// SetDiscoveryDown makes the Consul discovery hold nothing (down) or
+// follow Consul again, as APISIX 3.9.1 does when Consul was unreachable at
+// its start: it then retries after 1, 4, 16, 64 and 256 s (then 1 s
+// again), and until a retry succeeds its control API's dump lists no
+// service and a route to a Consul upstream answers 503.
+func (a *APISIX) SetDiscoveryDown(down bool) { a.down.Store(down) }
+
+// SetStoreDown makes the admin API answer as APISIX 3.9.1 does while its
+// etcd is down: after the key check, every call is 503 {"error_msg":"has
+// no healthy etcd endpoint available"}; the gateway keeps routing with
+// what its workers hold.
+func (a *APISIX) SetStoreDown(down bool) { a.noStore.Store(down) }
 
 // Proxied counts the requests the gateway forwarded to a node.
 func (a *APISIX) Proxied() uint64 { return a.proxied.Load() }
@@ -166,11 +196,24 @@ func (a *APISIX) ids(m map[string]*adminItem) []string {
 	return out
 }
 
+// apisixServer is the Server header of the admin API and the gateway.
+const apisixServer = "APISIX/3.x-fake"
+
 func writeAdminJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Server", "APISIX/3.x-fake")
+	w.Header().Set("Server", apisixServer)
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// writeNginxPage answers as nginx does where APISIX has no answer of its
+// own (no node to proxy to, a path the admin or control API does not
+// serve): an HTML page titled with the status.
+func writeNginxPage(w http.ResponseWriter, code int, title string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Server", apisixServer)
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", title, title)
 }
 
 var adminIDRE = regexp.MustCompile(`^[a-zA-Z0-9-_.]{1,64}$`)
@@ -180,12 +223,14 @@ var adminIDRE = regexp.MustCompile(`^[a-zA-Z0-9-_.]{1,64}$`)
 var adminMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch}
 
 func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	// APISIX 3.9.1 answers a missing and a wrong key alike, without the
+	// reason (which only its error.log names).
 	if k := r.Header.Get("X-API-KEY"); k != a.Key {
-		desc := "wrong apikey"
-		if k == "" {
-			desc = "missing apikey"
-		}
-		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token", "description": desc})
+		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token"})
+		return
+	}
+	if a.noStore.Load() {
+		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"error_msg": "has no healthy etcd endpoint available"})
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apisix/admin/")
@@ -198,7 +243,17 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "Unsupported resource type: " + kind})
 		return
 	}
-	if !slices.Contains(adminMethods, r.Method) {
+	switch {
+	case r.Method == http.MethodOptions:
+		// The admin API's CORS answer (APISIX 3.9.1).
+		w.Header().Set("Server", apisixServer)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		return
+	case r.Method == http.MethodHead:
+		writeNginxPage(w, http.StatusNotFound, "404 Not Found")
+		return
+	case !slices.Contains(adminMethods, r.Method):
 		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "not found"})
 		return
 	}
@@ -243,8 +298,13 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var v map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&v); err != nil {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "invalid request body: " + err.Error()})
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err := json.Unmarshal(body, &v); err != nil || v == nil {
+			msg := "invalid request body"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"req_body": string(body), "error_msg": msg})
 			return
 		}
 		if bid, ok := v["id"]; ok && fmt.Sprint(bid) != id {
@@ -262,9 +322,9 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if kind == "upstreams" {
-			if _, ok := v["type"]; !ok {
-				v["type"] = "roundrobin" // the schema's default
-			}
+			upstreamDefaults(v)
+		} else {
+			routeDefaults(v)
 		}
 		now := time.Now().Unix()
 		v["id"] = id
@@ -359,6 +419,29 @@ func (a *APISIX) routeValueLocked(id string) map[string]any {
 	return nil
 }
 
+// upstreamDefaults fills in what APISIX 3.9.1 stores for an upstream
+// that leaves them out (the schema's defaults, as its PUT answer shows).
+func upstreamDefaults(v map[string]any) {
+	for k, d := range map[string]any{"type": "roundrobin", "scheme": "http", "pass_host": "pass", "hash_on": "vars"} {
+		if _, ok := v[k]; !ok {
+			v[k] = d
+		}
+	}
+}
+
+// routeDefaults fills in a route's defaults (status 1, priority 0), and
+// an inline upstream's.
+func routeDefaults(v map[string]any) {
+	for k, d := range map[string]any{"status": 1, "priority": 0} {
+		if _, ok := v[k]; !ok {
+			v[k] = d
+		}
+	}
+	if up, ok := v["upstream"].(map[string]any); ok {
+		upstreamDefaults(up)
+	}
+}
+
 // Properties of APISIX's upstream, node and route schemas
 // (apisix/schema_def.lua); the schemas set additionalProperties = false.
 var (
@@ -446,7 +529,7 @@ func checkUpstream(v map[string]any) string {
 	case map[string]any:
 		for hp, wt := range nodes {
 			if _, ok := isInt(wt); !ok {
-				return fmt.Sprintf(`invalid configuration: property "nodes" validation failed: weight of node %q must be an integer`, hp)
+				return `invalid configuration: property "nodes" validation failed: object matches none of the required`
 			}
 			if _, p, err := net.SplitHostPort(hp); err == nil {
 				if n, _ := strconv.Atoi(p); n < 1 || n > 65535 {
@@ -500,16 +583,16 @@ func (a *APISIX) checkRouteLocked(v map[string]any) string {
 		if !ok {
 			return `invalid configuration: property "methods" validation failed: wrong type: expected array`
 		}
-		seen := map[string]bool{}
-		for _, m := range ms {
+		seen := map[string]int{} // method → its item number, from 1
+		for i, m := range ms {
 			s, _ := m.(string)
 			if !slices.Contains(httpMethods, s) {
-				return fmt.Sprintf(`invalid configuration: property "methods" validation failed: failed to validate item %d: matches none of the enum values`, len(seen)+1)
+				return fmt.Sprintf(`invalid configuration: property "methods" validation failed: failed to validate item %d: matches none of the enum values`, i+1)
 			}
-			if seen[s] {
-				return `invalid configuration: property "methods" validation failed: expected unique items but items are duplicated`
+			if j, dup := seen[s]; dup {
+				return fmt.Sprintf(`invalid configuration: property "methods" validation failed: expected unique items but items %d and %d are equal`, j, i+1)
 			}
-			seen[s] = true
+			seen[s] = i + 1
 		}
 	}
 	if up, ok := v["upstream"].(map[string]any); ok {
@@ -540,11 +623,16 @@ func routeMatches(uri, path string) bool {
 func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 	nodes, found := a.resolve(r)
 	if !found {
-		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "404 Route Not Found"})
+		// APISIX 3.9.1: JSON, labelled text/plain.
+		w.Header().Set("Server", apisixServer)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error_msg":"404 Route Not Found"}`+"\n")
 		return
 	}
 	if len(nodes) == 0 {
-		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"error_msg": "503 Service Temporarily Unavailable"})
+		// No node (the discovery holds none yet): nginx's own page.
+		writeNginxPage(w, http.StatusServiceUnavailable, "503 Service Temporarily Unavailable")
 		return
 	}
 	n := nodes[int(a.rr.Add(1)-1)%len(nodes)]
@@ -558,6 +646,7 @@ func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 func (a *APISIX) resolve(r *http.Request) ([]string, bool) {
 	a.mu.Lock()
 	ids := a.cachedRoutesLocked()
+	down := a.down.Load()
 	var up map[string]any
 	found := false
 	for _, id := range ids {
@@ -598,7 +687,7 @@ func (a *APISIX) resolve(r *http.Request) ([]string, bool) {
 	}
 	var nodes []string
 	if svc, _ := up["service_name"].(string); svc != "" {
-		if up["discovery_type"] == "consul" && a.consul != nil {
+		if up["discovery_type"] == "consul" && a.consul != nil && !down {
 			for _, in := range a.consul.PassingAt(svc, time.Now().Add(-a.DiscoveryLag)) {
 				nodes = append(nodes, net.JoinHostPort(in.Address, strconv.Itoa(in.Port)))
 			}

@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,6 +224,21 @@ func (c *Consul) PassingAt(name string, t time.Time) []Instance {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// ServiceNames lists, sorted, the services with an instance registered
+// now or passing in the past (which PassingAt may still return).
+func (c *Consul) ServiceNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	for _, in := range c.instances {
+		seen[in.Name] = true
+	}
+	for _, p := range c.past {
+		seen[p.in.Name] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Instances returns every registered instance, sorted by id.

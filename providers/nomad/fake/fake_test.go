@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -325,12 +326,12 @@ func TestAPISIXAdmin(t *testing.T) {
 	admin := a.AdminURL() + "/apisix/admin/"
 
 	r := do(t, "GET", admin+"routes", "", map[string]string{"X-API-KEY": "wrong"})
-	if r.code != 401 || strings.TrimSpace(r.body) != `{"description":"wrong apikey","error_msg":"failed to check token"}` {
+	if r.code != 401 || strings.TrimSpace(r.body) != `{"error_msg":"failed to check token"}` {
 		t.Errorf("wrong key: %d %q", r.code, r.body)
 	}
 	// A method the admin resources do not implement is "not found".
-	if r = do(t, "OPTIONS", admin+"routes/1", "", hdr); r.code != 404 || strings.TrimSpace(r.body) != `{"error_msg":"not found"}` {
-		t.Errorf("OPTIONS: %d %q", r.code, r.body)
+	if r = do(t, "TRACE", admin+"routes/1", "", hdr); r.code != 404 || strings.TrimSpace(r.body) != `{"error_msg":"not found"}` {
+		t.Errorf("TRACE: %d %q", r.code, r.body)
 	}
 	// APISIX's schema: what it rejects and what it accepts.
 	for _, c := range []struct{ path, body, want string }{
@@ -339,7 +340,7 @@ func TestAPISIXAdmin(t *testing.T) {
 		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}],"labels":{"run":"a b"}}`, `"labels" validation failed`},
 		{"upstreams/s1", `{"type":"roundrobin","nodes":[{"host":"127.0.0.1","port":1,"weight":1}],"labels":{"run":""}}`, `"labels" validation failed`},
 		{"upstreams/s1", `{"service_name":"web","discovery_type":"consul","nodes":[{"host":"127.0.0.1","port":1,"weight":1}]}`, "matches both"},
-		{"routes/r1", `{"uri":"/*","methods":["GET","GET"],"upstream":{"nodes":{"127.0.0.1:1":1}}}`, "duplicated"},
+		{"routes/r1", `{"uri":"/*","methods":["GET","GET"],"upstream":{"nodes":{"127.0.0.1:1":1}}}`, "expected unique items but items 1 and 2 are equal"},
 		{"routes/r1", `{"uri":"/*","upstream":{"nodes":{"127.0.0.1:1":1}},"upstream_ids":"x"}`, "additional properties forbidden"},
 	} {
 		r = do(t, "PUT", admin+c.path, c.body, hdr)
@@ -687,4 +688,184 @@ func TestNomadAllocStats(t *testing.T) {
 	if a := do(t, "GET", n.URL()+"/v1/client/allocation/nope/stats", "", nil); a.code != 404 {
 		t.Errorf("stats of an unknown allocation: %d %q", a.code, a.body)
 	}
+}
+
+// TestAPISIXAsRecorded replays what APISIX 3.9.1 answered on this
+// project's loopback stack (Debian nginx 1.22.1, etcd 3.4.23): the status
+// codes, bodies and content types of the admin API, the gateway and the
+// control API, byte for byte where the provider reads them.
+func TestAPISIXAsRecorded(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	a := fake.NewAPISIX("key", c)
+	defer a.Close()
+	hdr := map[string]string{"X-API-KEY": "key"}
+	admin := a.AdminURL() + "/apisix/admin/"
+	body := func(r answer) string { return strings.TrimSpace(r.body) }
+
+	// A missing and a wrong key get the same 401, without a reason.
+	for _, h := range []map[string]string{nil, {"X-API-KEY": "wrong"}} {
+		if r := do(t, "GET", admin+"routes", "", h); r.code != 401 || body(r) != `{"error_msg":"failed to check token"}` {
+			t.Errorf("key %v: %d %q", h, r.code, r.body)
+		}
+	}
+	// The schema's defaults are stored and answered.
+	r := do(t, "PUT", admin+"upstreams/gwfix-up", `{"service_name":"gwfix-svc","discovery_type":"consul","type":"roundrobin","labels":{"dev.benchflow.managed":"true"}}`, hdr)
+	var up struct {
+		Key   string
+		Value map[string]any
+	}
+	decode(t, r.body, &up)
+	if r.code != 201 || up.Key != "/apisix/upstreams/gwfix-up" || up.Value["scheme"] != "http" || up.Value["pass_host"] != "pass" ||
+		up.Value["hash_on"] != "vars" || up.Value["type"] != "roundrobin" || up.Value["create_time"] == nil {
+		t.Errorf("PUT upstream: %d %s", r.code, r.body)
+	}
+	r = do(t, "PUT", admin+"routes/gwfix-rt", `{"uri":"/gwfix/*","upstream_id":"gwfix-up","methods":["GET","HEAD"]}`, hdr)
+	var rt struct{ Value map[string]any }
+	decode(t, r.body, &rt)
+	if r.code != 201 || rt.Value["status"] != float64(1) || rt.Value["priority"] != float64(0) {
+		t.Errorf("PUT route: %d %s", r.code, r.body)
+	}
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PUT", "upstreams/gwfix-up2", `{"nodes":{"127.0.0.1:1":"x"}}`,
+			`{"error_msg":"invalid configuration: property \"nodes\" validation failed: object matches none of the required"}`},
+		{"PUT", "routes/gwfix-rt4", `{"uri":"/x","upstream_id":"gwfix-up","methods":["GET","GET"]}`,
+			`{"error_msg":"invalid configuration: property \"methods\" validation failed: expected unique items but items 1 and 2 are equal"}`},
+		{"PUT", "routes/gwfix-rt6", `{"id":"other","uri":"/x","upstream_id":"gwfix-up"}`, `{"error_msg":"wrong route id"}`},
+		{"PUT", "routes", `{"uri":"/x","upstream_id":"gwfix-up"}`, `{"error_msg":"missing route id"}`},
+		{"DELETE", "upstreams/gwfix-up", "", `{"error_msg":"can not delete this upstream, route [gwfix-rt] is still using it now"}`},
+	} {
+		if r := do(t, c.method, admin+c.path, c.body, hdr); r.code != 400 || body(r) != c.want {
+			t.Errorf("%s %s %s: %d %q, want 400 %q", c.method, c.path, c.body, r.code, r.body, c.want)
+		}
+	}
+	if r := do(t, "PUT", admin+"routes/gwfix-rt5", "not json", hdr); r.code != 400 ||
+		!strings.HasPrefix(body(r), `{"error_msg":"invalid request body`) || !strings.Contains(r.body, `"req_body":"not json"`) {
+		t.Errorf("PUT a body that is not JSON: %d %q", r.code, r.body)
+	}
+	// OPTIONS is the CORS answer; HEAD is nginx's 404.
+	if r := do(t, "OPTIONS", admin+"routes/gwfix-rt", "", hdr); r.code != 200 || r.body != "" {
+		t.Errorf("OPTIONS: %d %q", r.code, r.body)
+	}
+	if r := do(t, "HEAD", admin+"routes/gwfix-rt", "", hdr); r.code != 404 || r.header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("HEAD: %d %v", r.code, r.header)
+	}
+	// The gateway: a route whose upstream has no node yet answers nginx's
+	// 503 page; a path or method without a route APISIX's 404 JSON,
+	// labelled text/plain.
+	eventually(t, "the route in the gateway", func() bool { return do(t, "GET", a.GatewayURL()+"/gwfix/a", "", nil).code != 404 })
+	r = do(t, "GET", a.GatewayURL()+"/gwfix/a", "", nil)
+	if r.code != 503 || r.header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(r.body, "<head><title>503 Service Temporarily Unavailable</title></head>") {
+		t.Errorf("a route without nodes: %d %v %q", r.code, r.header, r.body)
+	}
+	for _, m := range []string{"POST", "GET"} {
+		path := map[string]string{"POST": "/gwfix/a", "GET": "/gwfix-nothing-here"}[m]
+		r = do(t, m, a.GatewayURL()+path, "", nil)
+		if r.code != 404 || body(r) != `{"error_msg":"404 Route Not Found"}` || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("%s %s: %d %v %q", m, path, r.code, r.header, r.body)
+		}
+	}
+	for _, c := range []struct{ method, path, want string }{
+		{"DELETE", "routes/gwfix-rt", `{"deleted":"1","key":"/apisix/routes/gwfix-rt"}`},
+		{"DELETE", "upstreams/gwfix-up", `{"deleted":"1","key":"/apisix/upstreams/gwfix-up"}`},
+	} {
+		if r := do(t, c.method, admin+c.path, "", hdr); r.code != 200 || body(r) != c.want {
+			t.Errorf("%s %s: %d %q", c.method, c.path, r.code, r.body)
+		}
+		if r := do(t, c.method, admin+c.path, "", hdr); r.code != 404 || body(r) != `{"message":"Key not found"}` {
+			t.Errorf("%s %s again: %d %q", c.method, c.path, r.code, r.body)
+		}
+	}
+	// etcd down: the key is still checked, then every call is 503.
+	a.SetStoreDown(true)
+	if r := do(t, "GET", admin+"routes", "", nil); r.code != 401 {
+		t.Errorf("etcd down, no key: %d %q", r.code, r.body)
+	}
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		if r := do(t, m, admin+"upstreams/gwfix-x", `{"nodes":{"127.0.0.1:1":1}}`, hdr); r.code != 503 || body(r) != `{"error_msg":"has no healthy etcd endpoint available"}` {
+			t.Errorf("etcd down, %s: %d %q", m, r.code, r.body)
+		}
+	}
+	a.SetStoreDown(false)
+	// The control API: the dump's config as APISIX shows it, and nginx's
+	// 404 page elsewhere.
+	var dump struct {
+		Config   map[string]any
+		Services map[string]any
+	}
+	r = do(t, "GET", a.ControlURL()+"/v1/discovery/consul/dump", "", nil)
+	decode(t, r.body, &dump)
+	servers, _ := dump.Config["servers"].([]any)
+	if r.code != 200 || len(servers) != 1 || servers[0] != c.URL() || dump.Config["fetch_interval"] != float64(3) ||
+		dump.Config["keepalive"] != true || dump.Config["sort_type"] != "origin" || dump.Config["timeout"] == nil || dump.Services == nil {
+		t.Errorf("dump: %d %s", r.code, r.body)
+	}
+	if r = do(t, "GET", a.ControlURL()+"/v1/nothing", "", nil); r.code != 404 || !strings.Contains(r.body, "<title>404 Not Found</title>") {
+		t.Errorf("control API, unknown path: %d %q", r.code, r.body)
+	}
+}
+
+// TestAPISIXDiscoveryFollowsConsulLate: by default the fake's Consul
+// discovery lags behind Consul as APISIX 3.9.1's did on a real stack
+// (0.1 to 2 s): an instance that just passed is in neither the control
+// API's dump nor the gateway's nodes at once, and is in both a while
+// later; a deregistered one stays that long too. With the discovery down
+// (Consul unreachable at APISIX's start) it holds nothing.
+func TestAPISIXDiscoveryFollowsConsulLate(t *testing.T) {
+	c := fake.NewConsul()
+	defer c.Close()
+	a := fake.NewAPISIX("key", c)
+	defer a.Close()
+	if a.DiscoveryLag != fake.DefaultDiscoveryLag || a.DiscoveryLag < 100*time.Millisecond || a.DiscoveryLag > 2*time.Second {
+		t.Fatalf("DiscoveryLag %v, want DefaultDiscoveryLag, between 0.1 and 2 s", a.DiscoveryLag)
+	}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer backend.Close()
+	host, port := splitHostPort(t, backend.URL)
+	hdr := map[string]string{"X-API-KEY": "key"}
+	do(t, "PUT", a.AdminURL()+"/apisix/admin/upstreams/u", `{"service_name":"web","discovery_type":"consul"}`, hdr)
+	do(t, "PUT", a.AdminURL()+"/apisix/admin/routes/r", `{"uri":"/*","upstream_id":"u"}`, hdr)
+	held := func() bool {
+		var dump struct{ Services map[string][]map[string]any }
+		decode(t, do(t, "GET", a.ControlURL()+"/v1/discovery/consul/dump", "", nil).body, &dump)
+		return len(dump.Services["web"]) == 1
+	}
+	start := time.Now()
+	c.Register(fake.Instance{ID: "web-1", Name: "web", Address: host, Port: port, Status: "passing"})
+	dumped, code := held(), do(t, "GET", a.GatewayURL()+"/", "", nil).code
+	if time.Since(start) < a.DiscoveryLag && (dumped || code != 503) {
+		t.Errorf("right after the registration: held in the dump %v, gateway %d; want not held, 503", dumped, code)
+	}
+	eventually(t, "the instance in the dump", held)
+	if r := do(t, "GET", a.GatewayURL()+"/", "", nil); r.code != 200 || r.body != "ok" {
+		t.Errorf("through the gateway once discovered: %d %q", r.code, r.body)
+	}
+	start = time.Now()
+	c.Deregister("web-1")
+	if still := held(); time.Since(start) < a.DiscoveryLag && !still {
+		t.Error("the dump dropped the instance at once; APISIX follows a deregistration late too")
+	}
+	eventually(t, "the instance gone from the dump", func() bool { return !held() })
+	c.Register(fake.Instance{ID: "web-2", Name: "web", Address: host, Port: port, Status: "passing"})
+	a.SetDiscoveryDown(true)
+	time.Sleep(a.DiscoveryLag + 100*time.Millisecond)
+	if held() || do(t, "GET", a.GatewayURL()+"/", "", nil).code != 503 {
+		t.Error("with the discovery down, the dump holds the instance or the gateway reaches it")
+	}
+	a.SetDiscoveryDown(false)
+	eventually(t, "the instance in the dump once the discovery is back", held)
+}
+
+func splitHostPort(t *testing.T, u string) (string, int) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, port
 }

@@ -940,6 +940,7 @@ func (n *Nomad) startAllocLocked(fa *fakeAlloc, tg *napi.TaskGroup, dep *napi.De
 		}
 		ev := event("Terminated", fmt.Sprintf("Exit Code: %d", n.TaskExitCode))
 		ev.ExitCode = n.TaskExitCode
+		ev.Details = map[string]string{"exit_code": strconv.Itoa(n.TaskExitCode), "signal": "0", "oom_killed": "false"}
 		n.failAllocLocked(fa, dep, event("Started", "Task started by client"), ev)
 		return
 	}
@@ -1229,7 +1230,11 @@ func (n *Nomad) watchTaskLocked(fa *fakeAlloc, dep *napi.Deployment, p *taskProc
 		}
 		fa.logs[p.task+".stdout"], fa.logs[p.task+".stderr"] = p.stdout.String(), p.stderr.String()
 		n.stopNomadServicesLocked(fa)
-		n.failAllocLocked(fa, dep, event("Terminated", fmt.Sprintf("Exit Code: %d", code)))
+		// Nomad 1.6.5's event carries the code in ExitCode and Details too.
+		ev := event("Terminated", fmt.Sprintf("Exit Code: %d", code))
+		ev.ExitCode = code
+		ev.Details = map[string]string{"exit_code": strconv.Itoa(code), "signal": "0", "oom_killed": "false"}
+		n.failAllocLocked(fa, dep, ev)
 		fa.a.ModifyIndex = n.writeLocked(tableAllocs)
 	}()
 }

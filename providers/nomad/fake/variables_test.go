@@ -2,6 +2,7 @@ package fake_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -76,5 +77,58 @@ func TestNomadVariablesAndEnvTemplate(t *testing.T) {
 	}
 	if _, ok := n.Variable("", "nomad/jobs/tok"); ok {
 		t.Error("Variable still finds the deleted variable")
+	}
+}
+
+// TestNomadAgentEmptyTokenExits: the fake runs raw_exec tasks with the
+// real binary, so an agent whose variable holds an empty token, rendered
+// as BENCHFLOW_AGENT_TOKEN="" by the provider's template, gets an empty
+// variable (not the two quote characters) and exits 1 with "no token",
+// its allocation failed, as on real Nomad 1.6.5.
+func TestNomadAgentEmptyTokenExits(t *testing.T) {
+	bin := os.Getenv("BENCHFLOW_BIN")
+	if bin == "" {
+		t.Skip("needs the benchflow binary: set BENCHFLOW_BIN (make test does)")
+	}
+	n := fake.NewNomad(nil)
+	defer n.Close()
+	n.RunRawExec = true
+	if a := do(t, "PUT", n.URL()+"/v1/var/nomad/jobs/agents", `{"Items": {"token": "", "targets": "http://127.0.0.1:1/"}}`, nil); a.code != 200 {
+		t.Fatalf("PUT variable: %d %s", a.code, a.body)
+	}
+	tmpl := `{{ with nomadVar \"nomad/jobs/agents\" }}BENCHFLOW_AGENT_TOKEN={{ printf \"%q\" .token.Value }}\nBENCHFLOW_AGENT_TARGETS={{ printf \"%q\" .targets.Value }}\n{{ end }}`
+	job := `{"Job": {"ID": "agents", "Name": "agents", "Type": "service", "Datacenters": ["dc1"],
+	 "TaskGroups": [{"Name": "servers", "Count": 1, "Networks": [{"DynamicPorts": [{"Label": "agent"}]}],
+	   "Tasks": [{"Name": "web", "Driver": "raw_exec",
+	     "Config": {"command": "` + bin + `", "args": ["agent", "--listen", "${NOMAD_ADDR_agent}", "--index", "${NOMAD_ALLOC_INDEX}", "--linger"]},
+	     "Templates": [{"EmbeddedTmpl": "` + tmpl + `", "DestPath": "secrets/agent.env", "Envvars": true, "ChangeMode": "noop"}],
+	     "Resources": {"CPU": 100, "MemoryMB": 64}}]}]}}`
+	if a := do(t, "PUT", n.URL()+"/v1/jobs", job, nil); a.code != 200 {
+		t.Fatalf("register: %d %q", a.code, a.body)
+	}
+	var allocs []struct {
+		ID, ClientStatus string
+		TaskStates       map[string]struct {
+			Events []struct {
+				Type     string
+				ExitCode int
+			}
+		}
+	}
+	eventually(t, "the agent's allocation to fail", func() bool {
+		decode(t, do(t, "GET", n.URL()+"/v1/job/agents/allocations", "", nil).body, &allocs)
+		return len(allocs) == 1 && allocs[0].ClientStatus == "failed"
+	})
+	exit := -1
+	for _, e := range allocs[0].TaskStates["web"].Events {
+		if e.Type == "Terminated" {
+			exit = e.ExitCode
+		}
+	}
+	if exit != 1 {
+		t.Errorf("the agent's Terminated event has exit code %d, want 1: %+v", exit, allocs[0].TaskStates)
+	}
+	if out := do(t, "GET", n.URL()+"/v1/client/fs/logs/"+allocs[0].ID+"?task=web&type=stderr&plain=true", "", nil).body; !strings.Contains(out, "Error: no token") {
+		t.Errorf("the agent's stderr %q lacks %q", out, "Error: no token")
 	}
 }
