@@ -108,9 +108,7 @@ func TestClaimsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "claims: ") || !strings.Contains(string(b), "1 fails") {
-		t.Fatalf("apply does not sum the claims up:\n%s", b)
-	}
+	applyOut := string(b)
 	run := filepath.Join(out, "latest")
 	want := map[string]string{"small-beats-big": "holds", "big-beats-small": "fails", "twin-is-slower": "inconclusive", "machine-counted": "holds"}
 	verdict := "" // small-limited-by: any outcome, with its evidence
@@ -156,6 +154,25 @@ func TestClaimsEndToEnd(t *testing.T) {
 		t.Fatalf("claims.parquet has %d rows, want 5", n)
 	}
 	want["small-limited-by"] = verdict
+	// The summaries count the verdict claim with whatever outcome this
+	// machine gave it (a quiet machine may find the 2-connection load not
+	// CPU-bound, and the claim then fails).
+	counts := map[string]int{"holds": 2, "fails": 1, "inconclusive": 1}
+	counts[verdict]++
+	summary := func(out string) bool {
+		if !strings.Contains(out, "claims: ") {
+			return false
+		}
+		for o, k := range counts {
+			if k > 0 && !strings.Contains(out, fmt.Sprintf("%d %s", k, o)) {
+				return false
+			}
+		}
+		return true
+	}
+	if !summary(applyOut) {
+		t.Fatalf("apply does not sum the claims up (want %v):\n%s", counts, applyOut)
+	}
 
 	report := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append([]string{"report", run}, args...)...)
@@ -169,7 +186,7 @@ func TestClaimsEndToEnd(t *testing.T) {
 		return string(b), 0
 	}
 	text, code := report()
-	if code != 0 || !strings.Contains(text, "claims: ") || !strings.Contains(text, "1 fails") {
+	if code != 0 || !summary(text) {
 		t.Errorf("report (exit %d) lacks the claims:\n%s", code, text)
 	}
 	for name, o := range want {
@@ -224,7 +241,11 @@ func TestClaimsEndToEnd(t *testing.T) {
 	}
 
 	msg, code := report("--fail-on-claims")
-	if code != 3 || !strings.Contains(msg, "1 claim(s) fail: big-beats-small") {
+	failing := "1 claim(s) fail: big-beats-small"
+	if verdict == "fails" {
+		failing = "2 claim(s) fail: big-beats-small, small-limited-by"
+	}
+	if code != 3 || !strings.Contains(msg, failing) {
 		t.Errorf("report --fail-on-claims exits %d, want 3 naming the claim:\n%s", code, msg)
 	}
 
