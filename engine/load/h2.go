@@ -33,8 +33,9 @@ import (
 // One goroutine per connection reads frames and, in closed loop, sends
 // the next request as soon as a stream completes; in open loop a second
 // goroutine sends on the schedule. The request header blocks are encoded
-// once (HPACK without the dynamic table, so a block is the same bytes on
-// every connection and every send); response header blocks are decoded
+// once (h2Request: literals that fit any connection, and, for a single
+// request, a first block that fills HPACK's dynamic table and a steady one
+// that names its entries); response header blocks are decoded
 // for their :status only, without allocating (statusDecoder, h2hpack.go);
 // what a session writes leaves when it next reads from the socket
 // (h2Wire).
@@ -312,18 +313,15 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 }
 
 // h2Wire is the socket under an HTTP/2 session (and under TLS, if any):
-// before each read from it, which may block, it sends what the session
-// has written since (new requests, WINDOW_UPDATE, acks). So requests
-// leave in one write per batch of frames read from the socket, not per
-// frame nor per TLS record (crypto/tls returns one record per Read, and
-// nginx sends about one per response).
-//
-// On a socket that gives its file descriptor, the flush waits until the
-// read finds nothing to read (EAGAIN): everything that has arrived is read
-// and answered first, as an event loop (h2load) does, so one write carries
-// the requests that replace every response of that batch. Flushing before
-// every read instead wrote twice as often at 10 streams, and the server
-// paid for the smaller TLS records.
+// it sends what the session has written (new requests, WINDOW_UPDATE,
+// acks) when a read from the socket finds nothing to read (EAGAIN), so
+// everything that has arrived is read and answered first, as an event
+// loop (h2load) does, and one write carries the requests that replace
+// every response of that batch — not one per frame nor per TLS record
+// (crypto/tls returns one record per Read, and nginx sends about one per
+// response). Flushing before every read from the socket instead wrote
+// twice as often at 10 streams. A socket without a file descriptor
+// (SyscallConn) is flushed before every read.
 type h2Wire struct {
 	net.Conn
 	raw syscall.RawConn           // nil: flush before every read
@@ -549,9 +547,8 @@ func (s *h2Session) run() (finished bool) {
 
 // armWrite keeps the write deadline at least half of Options.Timeout
 // ahead, so that a server that stops reading fails the connection instead
-// of blocking the slot; it replaces the TLS handshake's deadline, and is
-// moved only when less than half of the timeout is left, not per write
-// (s.mu held).
+// of blocking the slot; it is moved only when less than half of the
+// timeout is left, not per write (s.mu held).
 func (s *h2Session) armWrite(now time.Duration) {
 	r := s.c.r
 	if s.writeDL != 0 && now+r.opts.Timeout/2 < s.writeDL {
