@@ -332,13 +332,19 @@ type h2Wire struct {
 	p      []byte
 	n      int
 	rerr   error
+	// The same for the raw write (one writer at a time: crypto/tls and
+	// the session's lock serialize them).
+	writeFn func(fd uintptr) bool
+	wp      []byte
+	wn      int
+	werr    error
 }
 
 func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 	w.Conn = nc
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
-			w.raw, w.readFn = rc, w.rawRead
+			w.raw, w.readFn, w.writeFn = rc, w.rawRead, w.rawWrite
 		}
 	}
 	return w
@@ -349,7 +355,7 @@ func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 // readable.
 func (w *h2Wire) rawRead(fd uintptr) bool {
 	for {
-		w.n, w.rerr = syscall.Read(int(fd), w.p)
+		w.n, w.rerr = sockRead(int(fd), w.p)
 		if w.rerr != syscall.EINTR {
 			break
 		}
@@ -361,6 +367,47 @@ func (w *h2Wire) rawRead(fd uintptr) bool {
 		return false
 	}
 	return true
+}
+
+// rawWrite is the raw write's callback: it writes w.wp from w.wn on, and
+// returns false to wait for the socket to be writable.
+func (w *h2Wire) rawWrite(fd uintptr) bool {
+	for w.wn < len(w.wp) {
+		n, err := sockWrite(int(fd), w.wp[w.wn:])
+		switch err {
+		case nil:
+			w.wn += n
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			w.werr = err
+			return true
+		}
+	}
+	return true
+}
+
+// Write writes p whole, as net.Conn's Write does, with sockWrite: on
+// Linux a write(2) that never gives the scheduler's P away (a write to a
+// loopback socket runs the receiver's TCP input too, long enough for the
+// runtime's monitor to hand the P to another thread, which then competes
+// for the cores with the server under test).
+func (w *h2Wire) Write(p []byte) (int, error) {
+	if w.raw == nil {
+		return w.Conn.Write(p)
+	}
+	w.wp, w.wn, w.werr = p, 0, nil
+	err := w.raw.Write(w.writeFn)
+	n, werr := w.wn, w.werr
+	w.wp, w.werr = nil, nil
+	switch {
+	case err != nil: // a deadline, or the socket closed
+		return n, err
+	case werr != nil:
+		return n, &net.OpError{Op: "write", Net: "tcp", Source: w.LocalAddr(), Addr: w.RemoteAddr(), Err: os.NewSyscallError("write", werr)}
+	}
+	return n, nil
 }
 
 // flush sends what the session has written since the last flush.

@@ -865,6 +865,11 @@ func rawRead(fd int, b []byte) (int, error) {
 	return int(n), nil
 }
 
+// sockRead and sockWrite are the HTTP/2 client's socket reads and writes
+// (h2Wire): rawRead and rawWrite here.
+func sockRead(fd int, b []byte) (int, error)  { return rawRead(fd, b) }
+func sockWrite(fd int, b []byte) (int, error) { return rawWrite(fd, b) }
+
 // slotHeap is a min-heap of slots by due time (the open-loop schedule).
 type slotHeap []*pslot
 

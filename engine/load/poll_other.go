@@ -5,7 +5,13 @@ package load
 import (
 	"errors"
 	"sync"
+	"syscall"
 )
+
+// sockRead and sockWrite are the HTTP/2 client's socket reads and writes
+// (h2Wire).
+func sockRead(fd int, b []byte) (int, error)  { return syscall.Read(fd, b) }
+func sockWrite(fd int, b []byte) (int, error) { return syscall.Write(fd, b) }
 
 // Elsewhere than Linux every load runs on the goroutine engine (conn.go).
 
