@@ -127,41 +127,38 @@ func TestH2TLS(t *testing.T) {
 	}
 }
 
-// A TLS connection outlives the handshake's deadline: a load that keeps one
-// HTTP/2 connection open for longer than --timeout (1 s here, 15 requests of
-// 100 ms each in a row) sends and receives on it to the end, without a
-// write timing out at dial time + timeout (every stream in flight then
-// failed as a timeout and the connection was reopened).
-func TestH2TLSConnectionOutlivesTimeout(t *testing.T) {
-	s := newH2TestServer(t, true, 0, slowHello(100*time.Millisecond))
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
-		Connections: 1, Threads: 1, Streams: 1, Requests: 15, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Requests != 15 || res.Errors != 0 {
-		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
-	}
-	if c := s.conns.Load(); c != 1 {
-		t.Errorf("server saw %d connections, want 1 (the connection was reopened)", c)
-	}
-}
-
 // TestH2TLSOutlivesTimeout: a TLS connection's writes are not bounded by
-// its handshake's deadline (connect + Timeout): a load several timeouts
-// long goes on without errors.
+// its handshake's deadline (connect + Timeout). One HTTP/2 connection kept
+// open for longer than --timeout sends and receives on it to the end,
+// bounded by requests (15 of 100 ms in a row, timeout 1 s) or by duration
+// (2 s, timeout 500 ms, 2 streams), without a write timing out at dial
+// time + timeout (every stream in flight then failed as a timeout and the
+// connection was reopened).
 func TestH2TLSOutlivesTimeout(t *testing.T) {
-	s := newH2TestServer(t, true, 0, slowHello(time.Millisecond))
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
-		Connections: 1, Threads: 1, Streams: 2, Duration: 2 * time.Second, Timeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name  string
+		delay time.Duration
+		opts  Options
+	}{
+		{"requests", 100 * time.Millisecond, Options{Streams: 1, Requests: 15, Timeout: time.Second}},
+		{"duration", time.Millisecond, Options{Streams: 2, Duration: 2 * time.Second, Timeout: 500 * time.Millisecond}},
 	}
-	if res.Requests == 0 || res.Errors != 0 {
-		t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
-	}
-	if c := s.conns.Load(); c != 1 {
-		t.Errorf("%d connections, want 1 (the first one failed)", c)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newH2TestServer(t, true, 0, slowHello(tc.delay))
+			o := tc.opts
+			o.Targets, o.Protocol, o.Connections, o.Threads = []Target{{URL: s.url}}, ProtoH2, 1, 1
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests == 0 || (o.Requests > 0 && res.Requests != o.Requests) || res.Errors != 0 {
+				t.Fatalf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
+			}
+			if c := s.conns.Load(); c != 1 {
+				t.Errorf("server saw %d connections, want 1 (the connection was reopened)", c)
+			}
+		})
 	}
 }
 
