@@ -47,21 +47,8 @@ command -v openssl >/dev/null || { echo "compare-h2load: openssl not found (apt-
 command -v jq >/dev/null || { echo "compare-h2load: jq not found (apt-get install jq)" >&2; exit 1; }
 [ -x "$BF" ] || { echo "compare-h2load: $BF is not executable (run make build)" >&2; exit 1; }
 
-DIR=$(mktemp -d /tmp/benchflow-compare-h2.XXXXXX)
-NGINX_PID=
-cleanup() {
-	if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-		kill "$NGINX_PID" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-
-# A free loopback port: bind to 0 and read what the kernel picked.
-PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}
-
-mkdir -p "$DIR/www" "$DIR/logs" "$DIR/tmp"
+NAME=compare-h2load
+. "$(dirname "$0")/lib.sh"
 printf 'hello\n' >"$DIR/www/6b"
 head -c 1024 /dev/urandom >"$DIR/www/1k"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
@@ -70,40 +57,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 	{ echo "compare-h2load: openssl could not make a certificate:" >&2; cat "$DIR/openssl.log" >&2; exit 1; }
 # keepalive_requests also bounds the streams of an HTTP/2 connection
 # (nginx >= 1.19.7): high enough that no GOAWAY ends one mid-run.
-cat >"$DIR/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-master_process off;
-pid $DIR/nginx.pid;
-error_log $DIR/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 100000000;
-    client_body_temp_path $DIR/tmp;
-    proxy_temp_path $DIR/tmp;
-    fastcgi_temp_path $DIR/tmp;
-    uwsgi_temp_path $DIR/tmp;
-    scgi_temp_path $DIR/tmp;
-    default_type application/octet-stream;
-    ssl_certificate $DIR/cert.pem;
+start_nginx https "ssl http2" 100000000 "    ssl_certificate $DIR/cert.pem;
     ssl_certificate_key $DIR/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    server {
-        listen 127.0.0.1:$PORT ssl http2;
-        root $DIR/www;
-    }
-}
-CONF
-"$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-	curl -fsk -o /dev/null "https://127.0.0.1:$PORT/6b" 2>/dev/null && break
-	sleep 0.1
-done
-curl -fsk -o /dev/null "https://127.0.0.1:$PORT/6b" || { echo "compare-h2load: nginx did not start:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
+    ssl_protocols TLSv1.2 TLSv1.3;"
 
 # Each measure_* runs its client under /usr/bin/time and prints
 # "RPS CPU_US_PER_REQUEST ERRORS CIPHER": req/s, the client CPU time
@@ -155,9 +111,6 @@ measure_bf() {
 		shown[benchflow]=1
 	fi
 }
-
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}'; }
 
 echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///') (TLS + HTTP/2), $("$H2LOAD" --version | head -1), $(nproc) cores, -t$THREADS -c$CONNS -D$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %7s %10s %10s %7s   %12s %12s %7s   %s\n' case streams h2load_rps bf_rps ratio h2load_cpu_us bf_cpu_us eff 'errors h2load/bf'

@@ -35,56 +35,12 @@ command -v "$WRK" >/dev/null || { echo "compare-wrk: wrk not found (apt-get inst
 [ -x /usr/bin/time ] || { echo "compare-wrk: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 [ -x "$BF" ] || { echo "compare-wrk: $BF is not executable (run make build)" >&2; exit 1; }
 
-DIR=$(mktemp -d /tmp/benchflow-compare.XXXXXX)
-NGINX_PID=
-cleanup() {
-	if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-		kill "$NGINX_PID" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-
-# A free loopback port: bind to 0 and read what the kernel picked.
-PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}
-
-mkdir -p "$DIR/www" "$DIR/logs"
+NAME=compare-wrk
+. "$(dirname "$0")/lib.sh"
 printf 'hello\n' >"$DIR/www/6b"
 head -c 1024 /dev/urandom >"$DIR/www/1k"
 head -c 1048576 /dev/urandom >"$DIR/www/1m"
-cat >"$DIR/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-master_process off;
-pid $DIR/nginx.pid;
-error_log $DIR/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    client_body_temp_path $DIR/tmp;
-    proxy_temp_path $DIR/tmp;
-    fastcgi_temp_path $DIR/tmp;
-    uwsgi_temp_path $DIR/tmp;
-    scgi_temp_path $DIR/tmp;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $DIR/www;
-    }
-}
-CONF
-mkdir -p "$DIR/tmp"
-"$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-	curl -fs -o /dev/null "http://127.0.0.1:$PORT/6b" 2>/dev/null && break
-	sleep 0.1
-done
-curl -fs -o /dev/null "http://127.0.0.1:$PORT/6b" || { echo "compare-wrk: nginx did not start:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
+start_nginx http "" 1000000
 
 # measure TOOL ARGS… prints "RPS CPU_US_PER_REQUEST": the tool's req/s and
 # the client CPU time (user+system) it spent per completed request.
@@ -94,8 +50,6 @@ measure() {
 	awk '/^Requests\/sec:/ {rps=$2} / requests in / {n=$1} /^CPUSECS/ {cpu=$2+$3}
 		END {if (n > 0) printf "%s %.3f\n", rps, cpu*1e6/n; else printf "%s 0\n", rps}' <<<"$out"
 }
-
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-10s %-10s %10s %10s %7s   %12s %12s %7s\n' case engine wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
@@ -122,15 +76,15 @@ for c in $CASES; do
 			read -r b bc < <(BENCHFLOW_LOAD_ENGINE=$e measure "$BF" load -t"$THREADS" -c"$CONNS" -d"$DURATION" "${bfextra[@]}" "${BFFLAGS[@]}" "$url")
 			b_all[$e]+="$b "
 			bc_all[$e]+="$bc "
-			ratios[$e]+="$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
-			effs[$e]+="$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+			ratios[$e]+="$(ratio "$b" "$w") "
+			effs[$e]+="$(ratio "$wc" "$bc") "
 		done
 		if [ "${rows[-1]}" = floor ]; then
 			read -r b bc < <(measure "$FLOOR" -c "$CONNS" -d "$DURATION" "$url")
 			b_all[floor]+="$b "
 			bc_all[floor]+="$bc "
-			ratios[floor]+="$(awk -v a="$b" -v b="$w" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
-			effs[floor]+="$(awk -v a="$wc" -v b="$bc" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}') "
+			ratios[floor]+="$(ratio "$b" "$w") "
+			effs[floor]+="$(ratio "$wc" "$bc") "
 		fi
 	done
 	for e in "${rows[@]}"; do
