@@ -70,14 +70,21 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	if err != nil {
 		return nil, err
 	}
-	g := &agentJob{nomad: nc, varPath: "nomad/jobs/" + ap.jobSpec(preq).jobID, namespace: s.Namespace}
+	g := &agentJob{nomad: nc, varPath: varPrefix + ap.jobSpec(preq).jobID, namespace: s.Namespace}
 	logf := req.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	logf("nomad: writing variable %s (the agents' token)", g.varPath)
-	v := &napi.Variable{Namespace: s.Namespace, Path: g.varPath,
-		Items: napi.VariableItems{varKeyToken: req.Token, varKeyTargets: strings.Join(req.Targets, " ")}}
+	// Beside them, the job's labels and its owner's (Nomad variables
+	// carry no metadata but their items): gc finds a variable whose job
+	// was never registered (apply killed in between) by its path and
+	// tells a dead run's from a live one's by these.
+	items := napi.VariableItems{varKeyToken: req.Token, varKeyTargets: strings.Join(req.Targets, " "),
+		providers.LabelManaged: "true", providers.LabelRun: req.RunID, providers.LabelTrial: req.TrialID,
+		providers.LabelService: preq.Service.Name}
+	addOwnerLabels(items)
+	v := &napi.Variable{Namespace: s.Namespace, Path: g.varPath, Items: items}
 	if _, _, err := nc.Variables().Create(v, (&napi.WriteOptions{Namespace: s.Namespace}).WithContext(ctx)); err != nil {
 		return nil, fmt.Errorf("starting agents: writing their token to Nomad variable %s: %w", g.varPath, err)
 	}
@@ -99,10 +106,19 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	return g, nil
 }
 
-// The items of the agents' variable.
+// The items of the agents' variable (and the Label* items beside them).
 const (
 	varKeyToken   = "token"
 	varKeyTargets = "targets"
+)
+
+// varPrefix is where a job's own variable lives (nomad/jobs/<job id>),
+// and agentVarPrefix where an agents job's does: its job id is
+// "benchflow-agent-<step>-<run id>" (jobSpec of the service
+// "agent-<step>"), so gc lists benchflow's agent variables by this prefix.
+const (
+	varPrefix      = "nomad/jobs/"
+	agentVarPrefix = varPrefix + "benchflow-agent-"
 )
 
 // agentJob is a running agents job.

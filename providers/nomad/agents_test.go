@@ -3,8 +3,12 @@ package nomad
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	napi "github.com/hashicorp/nomad/api"
 
 	"github.com/benchflow/benchflow/engine/agent"
 	"github.com/benchflow/benchflow/engine/load"
@@ -178,5 +184,95 @@ func TestLaunchAgentsRefusesNoTokenOrTarget(t *testing.T) {
 	}
 	if n := calls.Load(); n > 0 {
 		t.Errorf("%d requests reached Nomad or Consul, want none", n)
+	}
+}
+
+// TestGCAgentVariableWithoutJob: a benchflow killed after LaunchAgents
+// wrote the agents' variable and before it registered their job leaves the
+// variable alone (no job points to it). The kill is a proxy in front of
+// the fake that refuses the job's registration and the variable's delete,
+// so the real LaunchAgents writes the variable and leaves it. gc finds it
+// by benchflow's agent prefix: a dead run's goes, a live run's stays (and
+// is reported), and a variable under the prefix that benchflow did not
+// label, or outside it, is never touched; gc --run removes the live run's.
+func TestGCAgentVariableWithoutJob(t *testing.T) {
+	st := newStack(t)
+	target, _ := url.Parse(st.Nomad.URL())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	killed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.URL.Path == "/v1/jobs" && r.Method != http.MethodGet) || (strings.HasPrefix(r.URL.Path, "/v1/var/") && r.Method == http.MethodDelete) {
+			http.Error(w, "the benchflow process was killed", http.StatusInternalServerError)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer killed.Close()
+	launch := func(runID string) string {
+		t.Helper()
+		p := newProvider(t, &Config{Address: killed.URL, ConsulAddress: st.Consul.URL(), Driver: "raw_exec", ReadyTimeout: "5s"})
+		_, err := p.LaunchAgents(context.Background(), &providers.AgentRequest{
+			RunID: runID, TrialID: "t0001", Step: "wrk", Count: 2, Binary: "/usr/local/bin/benchflow",
+			LogDir: t.TempDir(), Logf: t.Logf, Token: "secret", Targets: []string{"http://127.0.0.1:1/"},
+		})
+		if err == nil {
+			t.Fatal("LaunchAgents succeeded through a Nomad that refuses jobs")
+		}
+		path := "nomad/jobs/benchflow-agent-wrk-" + strings.ToLower(runID)
+		if _, ok := st.Nomad.Variable("", path); !ok {
+			t.Fatalf("no variable %s after the kill: %v", path, err)
+		}
+		return path
+	}
+	dead := deadOwner(t)
+	addOwnerLabels = func(m map[string]string) { maps.Copy(m, dead) }
+	deadVar := launch(testRunID)
+	addOwnerLabels = providers.AddOwnerLabels
+	liveRun := "20261130T050000Z-live"
+	liveVar := launch(liveRun)
+	// Not benchflow's: one under the prefix without the labels, one
+	// elsewhere with them.
+	nc, err := newProvider(t, &Config{Address: st.Nomad.URL()}).nomadClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := map[string]napi.VariableItems{
+		"nomad/jobs/benchflow-agent-by-hand": {"token": "x"},
+		"nomad/jobs/other":                   maps.Collect(maps.All(dead)),
+	}
+	foreign["nomad/jobs/other"][providers.LabelManaged] = "true"
+	for path, items := range foreign {
+		if _, _, err := nc.Variables().Create(&napi.Variable{Path: path, Items: items}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := &Config{Address: st.Nomad.URL(), ConsulAddress: st.Consul.URL()}
+	var kept []string
+	removed, err := GC(context.Background(), &providers.GCRequest{Configs: []any{cfg}, Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"nomad variable " + deadVar + " (run " + testRunID + ", no job)"}; !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	if _, ok := st.Nomad.Variable("", deadVar); ok {
+		t.Errorf("gc left the dead run's variable %s", deadVar)
+	}
+	if _, ok := st.Nomad.Variable("", liveVar); !ok {
+		t.Errorf("gc removed the live run's variable %s", liveVar)
+	}
+	if len(kept) != 2 || !strings.Contains(kept[0], "kept nomad variable nomad/jobs/benchflow-agent-by-hand") ||
+		!strings.Contains(kept[1], "kept nomad variable "+liveVar) || !strings.Contains(kept[1], "is still running") {
+		t.Errorf("kept = %q", kept)
+	}
+	// With the live run's id, its variable goes; nothing else does.
+	removed, err = GC(context.Background(), &providers.GCRequest{RunID: liveRun, Configs: []any{cfg}})
+	if err != nil || len(removed) != 1 || !strings.HasPrefix(removed[0], "nomad variable "+liveVar) {
+		t.Errorf("GC(--run %s) = %q, %v; want its variable removed", liveRun, removed, err)
+	}
+	for path := range foreign {
+		if _, ok := st.Nomad.Variable("", path); !ok {
+			t.Errorf("gc removed %s, which is not an agents' variable of benchflow", path)
+		}
 	}
 }

@@ -20,7 +20,9 @@ import (
 var addOwnerLabels = providers.AddOwnerLabels
 
 // GC removes what crashed runs left behind: Nomad jobs whose meta carries
-// LabelManaged, and APISIX routes and upstreams labelled so, whose owner
+// LabelManaged (with their own variables), agents' variables whose job was
+// never registered and whose items carry LabelManaged, and APISIX routes
+// and upstreams labelled so, whose owner
 // (the benchflow process named by the owner labels every job and object
 // carries) is gone — or, with req.RunID, every object of that run. A job of
 // a run still in progress is kept and reported through req.Keep. Jobs are
@@ -88,6 +90,10 @@ func (p *Provider) gcJobs(ctx context.Context, req *providers.GCRequest) ([]stri
 	sort.Slice(stubs, func(i, j int) bool { return stubs[i].ID < stubs[j].ID })
 	var removed []string
 	var errs []error
+	jobs := map[string]bool{} // namespace/id of every job listed
+	for _, j := range stubs {
+		jobs[j.Namespace+"/"+j.ID] = true
+	}
 	for _, j := range stubs {
 		if j.Meta[providers.LabelManaged] != "true" || (req.RunID != "" && j.Meta[providers.LabelRun] != req.RunID) {
 			continue
@@ -107,7 +113,7 @@ func (p *Provider) gcJobs(ctx context.Context, req *providers.GCRequest) ([]stri
 		}
 		removed = append(removed, what)
 		// The job's own variable: an agents job's token (agents.go).
-		path := "nomad/jobs/" + j.ID
+		path := varPrefix + j.ID
 		wo := (&napi.WriteOptions{Namespace: j.Namespace}).WithContext(ctx)
 		if v, _, err := nc.Variables().Peek(path, (&napi.QueryOptions{Namespace: j.Namespace}).WithContext(ctx)); err == nil && v != nil {
 			if _, err := nc.Variables().Delete(path, wo); err != nil {
@@ -117,10 +123,72 @@ func (p *Provider) gcJobs(ctx context.Context, req *providers.GCRequest) ([]stri
 			}
 		}
 	}
+	r, err := p.gcAgentVars(ctx, nc, req, jobs)
+	removed = append(removed, r...)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("collecting nomad leftovers at %s: %w", p.s.Address, err)
 	}
 	return removed, nil
+}
+
+// gcAgentVars deletes the agents' variables (agents.go) that no job owns:
+// LaunchAgents writes one before it registers the job, so a benchflow
+// killed in between leaves a variable that the job pass never sees. They
+// are listed by benchflow's agent prefix; a variable whose job exists
+// (jobs: namespace/id) is the job pass's business, whoever's the job is.
+// The others are benchflow's only when their items carry LabelManaged,
+// and get the jobs' rule through the owner items beside it: a run in
+// progress (between writing the variable and registering its job) keeps
+// its variable. A variable under the prefix without those items (written
+// by hand, or by a benchflow that did not label them) is kept and
+// reported: nothing tells whose it is.
+func (p *Provider) gcAgentVars(ctx context.Context, nc *napi.Client, req *providers.GCRequest, jobs map[string]bool) ([]string, error) {
+	metas, _, err := nc.Variables().PrefixList(agentVarPrefix, (&napi.QueryOptions{Namespace: p.s.Namespace}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("listing nomad variables %s*: %w", agentVarPrefix, err)
+	}
+	sort.Slice(metas, func(i, j int) bool {
+		return metas[i].Namespace+"/"+metas[i].Path < metas[j].Namespace+"/"+metas[j].Path
+	})
+	var removed []string
+	var errs []error
+	for _, m := range metas {
+		if !strings.HasPrefix(m.Path, agentVarPrefix) || jobs[m.Namespace+"/"+strings.TrimPrefix(m.Path, varPrefix)] {
+			continue
+		}
+		v, _, err := nc.Variables().Peek(m.Path, (&napi.QueryOptions{Namespace: m.Namespace}).WithContext(ctx))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading variable %s: %w", m.Path, err))
+			continue
+		}
+		if v == nil {
+			continue // deleted since the listing
+		}
+		what := "nomad variable " + m.Path
+		if v.Items[providers.LabelManaged] != "true" {
+			if req.RunID == "" {
+				req.Keep(what, "it has no job and no "+providers.LabelManaged+" item: nothing tells it is benchflow's (delete it with `nomad var purge "+m.Path+"` if it is)")
+			}
+			continue
+		}
+		if req.RunID != "" && v.Items[providers.LabelRun] != req.RunID {
+			continue
+		}
+		what += " (run " + v.Items[providers.LabelRun] + ", no job)"
+		if ok, why := providers.GCDecision(v.Items, req.RunID); !ok {
+			req.Keep(what, why)
+			continue
+		}
+		if _, err := nc.Variables().Delete(m.Path, (&napi.WriteOptions{Namespace: m.Namespace}).WithContext(ctx)); err != nil {
+			errs = append(errs, fmt.Errorf("deleting variable %s: %w", m.Path, err))
+			continue
+		}
+		removed = append(removed, what)
+	}
+	return removed, errors.Join(errs...)
 }
 
 // gcAPISIX deletes the managed routes, then upstreams, gc may remove.

@@ -26,6 +26,7 @@ type AgentFigures struct {
 	Requests             int64
 	ClockOffsetS, BoundS float64
 	LateS                float64
+	StartedAtS           float64 // its start on the controller's clock, Unix seconds
 }
 
 // CheckAgentMerge checks step of the run in runDir against the contract of
@@ -82,14 +83,14 @@ func CheckAgentMerge(t testing.TB, runDir, step string, want int) AgentMerge {
 		t.Errorf("step %s: latency.parquet holds buckets of %d agents (%d rows of no agent) with %d values, want %d agents and %d values",
 			step, bucketAgents, others, bucketTotal, want, out.Requests)
 	}
-	rows, err := db.Query(fmt.Sprintf(`SELECT agent, host, pid, requests, clock_offset_s, skew_bound_s, late_s FROM read_parquet('%s') WHERE step = '%s' ORDER BY agent`, agents, step))
+	rows, err := db.Query(fmt.Sprintf(`SELECT agent, host, pid, requests, clock_offset_s, skew_bound_s, late_s, started_at_s FROM read_parquet('%s') WHERE step = '%s' ORDER BY agent`, agents, step))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a AgentFigures
-		if err := rows.Scan(&a.Agent, &a.Host, &a.PID, &a.Requests, &a.ClockOffsetS, &a.BoundS, &a.LateS); err != nil {
+		if err := rows.Scan(&a.Agent, &a.Host, &a.PID, &a.Requests, &a.ClockOffsetS, &a.BoundS, &a.LateS, &a.StartedAtS); err != nil {
 			t.Fatal(err)
 		}
 		out.Agents = append(out.Agents, a)
