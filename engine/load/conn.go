@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -36,9 +37,12 @@ const maxStatus = 600
 // interval collector under mu, which only the slot and the collector take,
 // so it is never contended per request.
 type conn struct {
-	r   *runner
-	id  int
-	ncs []net.Conn // one per endpoint, nil until dialed
+	r  *runner
+	id int
+	// h2wire is the socket of the slot's HTTP/2 session, while one runs
+	// (read by other slots' busy polls: h2spin_linux.go).
+	h2wire atomic.Pointer[h2Wire]
+	ncs    []net.Conn // one per endpoint, nil until dialed
 	// dialed[e] is set once the slot connected to endpoint e; later
 	// connections to it are reconnects.
 	dialed []bool

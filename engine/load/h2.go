@@ -304,7 +304,10 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		c.ncs[e] = nc
 		s := newH2Session(c, e, nc)
 		wire.s.Store(s)
+		r.h2spin.add(wire, c.id)
+		c.h2wire.Store(wire)
 		finished := s.run()
+		c.h2wire.Store(nil)
 		c.drop(e)
 		if finished {
 			return
@@ -338,35 +341,49 @@ type h2Wire struct {
 	wp      []byte
 	wn      int
 	werr    error
+	// fd is the socket (-1 unknown); parked is set while the reader
+	// waits in the netpoller; events is the busy poll's buffer (nil
+	// when the socket is not registered: h2spin_linux.go).
+	fd     int32
+	parked atomic.Bool
+	events []h2Event
 }
 
 func (w *h2Wire) wrap(nc net.Conn) net.Conn {
-	w.Conn = nc
+	w.Conn, w.fd = nc, -1
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			w.raw, w.readFn, w.writeFn = rc, w.rawRead, w.rawWrite
+			rc.Control(func(fd uintptr) { w.fd = int32(fd) })
 		}
 	}
 	return w
 }
 
 // rawRead is the raw read's callback: it reads into w.p, and when nothing
-// has arrived it flushes and waits (returns false) for the socket to be
-// readable.
+// has arrived it flushes and, after the busy poll if any (spin), waits
+// (returns false) for the socket to be readable.
 func (w *h2Wire) rawRead(fd uintptr) bool {
+	w.parked.Store(false)
 	for {
 		w.n, w.rerr = sockRead(int(fd), w.p)
-		if w.rerr != syscall.EINTR {
-			break
-		}
-	}
-	if w.rerr == syscall.EAGAIN {
-		if s := w.s.Load(); s != nil {
+		switch w.rerr {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			s := w.s.Load()
+			if s == nil {
+				return false // the TLS handshake
+			}
 			w.flush(s) // nothing more has arrived: answer what has
+			if w.spin(s.c.r) {
+				continue
+			}
+			w.parked.Store(true)
+			return false
 		}
-		return false
+		return true
 	}
-	return true
 }
 
 // rawWrite is the raw write's callback: it writes w.wp from w.wn on, and
@@ -577,6 +594,9 @@ func (s *h2Session) run() (finished bool) {
 	}
 	s.streams = s.streams[:0]
 	s.mu.Unlock()
+	if w := c.h2wire.Load(); w != nil {
+		r.h2spin.remove(w) // before the socket is closed
+	}
 	s.nc.Close()
 	if senderDone != nil && s.started {
 		close(s.tokens) // wakes a sender waiting for a stream

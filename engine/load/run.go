@@ -61,6 +61,8 @@ type runner struct {
 	// wake interrupts the event loops' waits (nil on the goroutine
 	// engine).
 	wake func()
+	// h2spin is --busy-poll on the HTTP/2 client (nil without it).
+	h2spin *h2Spin
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
@@ -284,6 +286,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.begin()
 	var wg sync.WaitGroup
 	r.startSlots(&wg)
+	defer r.h2spin.close() // after every slot ended: each wait below ends with them
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 
@@ -412,6 +415,7 @@ func EventLoops(opts Options) bool {
 func (r *runner) startSlots(wg *sync.WaitGroup) {
 	if r.opts.Protocol == ProtoH2 {
 		r.engine = EngineGoroutines
+		r.h2spin = newH2Spin(r.opts.BusyPoll)
 		wg.Add(len(r.conns))
 		for _, c := range r.conns {
 			go c.h2Loop(wg)

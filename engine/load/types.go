@@ -21,7 +21,8 @@ type Options struct {
 	// BusyPoll, when > 0, makes each event loop poll for up to this long
 	// before it sleeps in epoll_wait (--busy-poll). It spends client CPU
 	// to spare the wake-ups of a sleeping client, which on one machine the
-	// server under test pays for. The goroutine engine (TLS) ignores it.
+	// server under test pays for. HTTP/2 honours it (h2spin_linux.go);
+	// HTTP/1.1 over TLS (the goroutine engine) ignores it.
 	BusyPoll time.Duration
 	// Engine selects the load engine: "" (automatic, or the environment's
 	// BENCHFLOW_LOAD_ENGINE), "uring", "epoll" or "goroutines"; see doc.go.
