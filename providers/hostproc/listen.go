@@ -2,7 +2,8 @@
 // than by name: which processes hold a listening TCP socket. Providers use
 // it to report a gateway that runs on this machine (APISIX on a plain
 // nginx shows as "nginx", the same name as a service under test) as
-// infrastructure by pid.
+// infrastructure by pid. It also reads the fields of /proc/PID/stat that
+// providers need (ReadStat).
 package hostproc
 
 import (
@@ -123,12 +124,14 @@ func parseHexIP(s string) (net.IP, error) {
 	return ip, nil
 }
 
-// Comm returns a process's name as the kernel shows it (/proc/PID/comm),
-// or "" when the process is gone.
+// Comm returns a process's name as the kernel shows it, without leading
+// or trailing white space, or "" when the process is gone. It is read from
+// /proc/PID/stat (ReadStat), which holds the same bytes as /proc/PID/comm
+// without its final newline.
 func Comm(pid int) string {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "comm"))
+	st, err := ReadStat(procRoot, pid)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(st.Comm)
 }

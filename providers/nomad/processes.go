@@ -201,26 +201,14 @@ func isExecutor(root string, pid int, comm string) bool {
 	return len(args) > 1 && args[1] == "executor"
 }
 
-// readStat reads a process's comm and parent from root/PID/stat.
+// readStat reads a process's comm and parent from root/PID/stat; ok is
+// false when the process is gone or its stat cannot be parsed.
 func readStat(root string, pid int) (comm string, ppid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	st, err := hostproc.ReadStat(root, pid)
 	if err != nil {
 		return "", 0, false
 	}
-	s := string(b)
-	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if i < 0 || j < i {
-		return "", 0, false
-	}
-	f := strings.Fields(s[j+1:])
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	if err != nil {
-		return "", 0, false
-	}
-	return s[i+1 : j], ppid, true
+	return st.Comm, st.PPID, true
 }
 
 // localNode reports whether the client node id runs on this machine: its

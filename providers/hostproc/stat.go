@@ -1,0 +1,57 @@
+package hostproc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Stat holds the fields of /proc/PID/stat that providers use.
+type Stat struct {
+	// Comm is the process's name exactly as the kernel keeps it (up to
+	// 15 bytes): it may hold spaces, parentheses and any other byte.
+	Comm string
+	// PPID is the parent's pid (0 for init and kthreadd).
+	PPID int
+}
+
+// ReadStat reads the process pid's stat file under root, a /proc (tests
+// use a synthetic tree). The error wraps the file's read error when the
+// process is gone or not readable (errors.Is(err, fs.ErrNotExist) for a
+// pid that does not exist) and names the file when it cannot be parsed.
+func ReadStat(root string, pid int) (Stat, error) {
+	path := filepath.Join(root, strconv.Itoa(pid), "stat")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Stat{}, err
+	}
+	st, err := ParseStat(b)
+	if err != nil {
+		return Stat{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// ParseStat parses the contents of a /proc/PID/stat file:
+// "PID (COMM) STATE PPID …". The name is taken between the first '(' and
+// the last ')', since it may itself hold spaces and parentheses; the
+// fields after it are split on white space.
+func ParseStat(b []byte) (Stat, error) {
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return Stat{}, errors.New("no process name in parentheses")
+	}
+	f := strings.Fields(string(b[j+1:]))
+	if len(f) < 2 {
+		return Stat{}, fmt.Errorf("%d fields after the process name, want at least 2 (state, parent pid)", len(f))
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return Stat{}, fmt.Errorf("parent pid %q is not a number", f[1])
+	}
+	return Stat{Comm: string(b[i+1 : j]), PPID: ppid}, nil
+}
