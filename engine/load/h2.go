@@ -326,44 +326,27 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 // twice as often at 10 streams. A socket without a file descriptor
 // (SyscallConn) is flushed before every read.
 type h2Wire struct {
-	net.Conn
-	raw syscall.RawConn           // nil: flush before every read
-	s   atomic.Pointer[h2Session] // nil during the TLS handshake
-	// The raw read's callback and its arguments and results, made once
-	// so that a read allocates nothing (one reader per connection).
-	readFn func(fd uintptr) bool
-	p      []byte
-	n      int
-	rerr   error
-	// The same for the raw write (one writer at a time: crypto/tls and
-	// the session's lock serialize them).
-	writeFn func(fd uintptr) bool
-	wp      []byte
-	wn      int
-	werr    error
-	// fd is the socket (-1 unknown); parked is set while the reader
-	// waits in the netpoller; events is the busy poll's buffer (nil
-	// when the socket is not registered: h2spin_linux.go).
-	fd     int32
+	rawSock
+	s atomic.Pointer[h2Session] // nil during the TLS handshake
+	// parked is set while the reader waits in the netpoller; events is
+	// the busy poll's buffer (nil when the socket is not registered:
+	// h2spin_linux.go).
 	parked atomic.Bool
 	events []h2Event
 }
 
 func (w *h2Wire) wrap(nc net.Conn) net.Conn {
-	w.Conn, w.fd = nc, -1
-	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			w.raw, w.readFn, w.writeFn = rc, w.rawRead, w.rawWrite
-			rc.Control(func(fd uintptr) { w.fd = int32(fd) })
-		}
+	w.init(nc)
+	if w.raw != nil {
+		w.readFn = w.h2Read
 	}
 	return w
 }
 
-// rawRead is the raw read's callback: it reads into w.p, and when nothing
+// h2Read is the raw read's callback: it reads into w.p, and when nothing
 // has arrived it flushes and, after the busy poll if any (spin), waits
 // (returns false) for the socket to be readable.
-func (w *h2Wire) rawRead(fd uintptr) bool {
+func (w *h2Wire) h2Read(fd uintptr) bool {
 	w.parked.Store(false)
 	for {
 		w.n, w.rerr = sockRead(int(fd), w.p)
@@ -386,47 +369,6 @@ func (w *h2Wire) rawRead(fd uintptr) bool {
 	}
 }
 
-// rawWrite is the raw write's callback: it writes w.wp from w.wn on, and
-// returns false to wait for the socket to be writable.
-func (w *h2Wire) rawWrite(fd uintptr) bool {
-	for w.wn < len(w.wp) {
-		n, err := sockWrite(int(fd), w.wp[w.wn:])
-		switch err {
-		case nil:
-			w.wn += n
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
-		default:
-			w.werr = err
-			return true
-		}
-	}
-	return true
-}
-
-// Write writes p whole, as net.Conn's Write does, with sockWrite: on
-// Linux a write(2) that never gives the scheduler's P away (a write to a
-// loopback socket runs the receiver's TCP input too, long enough for the
-// runtime's monitor to hand the P to another thread, which then competes
-// for the cores with the server under test).
-func (w *h2Wire) Write(p []byte) (int, error) {
-	if w.raw == nil {
-		return w.Conn.Write(p)
-	}
-	w.wp, w.wn, w.werr = p, 0, nil
-	err := w.raw.Write(w.writeFn)
-	n, werr := w.wn, w.werr
-	w.wp, w.werr = nil, nil
-	switch {
-	case err != nil: // a deadline, or the socket closed
-		return n, err
-	case werr != nil:
-		return n, &net.OpError{Op: "write", Net: "tcp", Source: w.LocalAddr(), Addr: w.RemoteAddr(), Err: os.NewSyscallError("write", werr)}
-	}
-	return n, nil
-}
-
 // flush sends what the session has written since the last flush.
 func (w *h2Wire) flush(s *h2Session) {
 	s.mu.Lock()
@@ -437,26 +379,12 @@ func (w *h2Wire) flush(s *h2Session) {
 }
 
 func (w *h2Wire) Read(p []byte) (int, error) {
-	s := w.s.Load()
-	if s == nil || w.raw == nil || len(p) == 0 {
-		if s != nil {
-			w.flush(s)
+	if w.raw == nil {
+		if s := w.s.Load(); s != nil {
+			w.flush(s) // no EAGAIN to wait for: flush before every read
 		}
-		return w.Conn.Read(p)
 	}
-	w.p = p
-	err := w.raw.Read(w.readFn)
-	n, rerr := w.n, w.rerr
-	w.p, w.rerr = nil, nil
-	switch {
-	case err != nil: // a deadline, or the socket closed
-		return 0, err
-	case rerr != nil:
-		return 0, &net.OpError{Op: "read", Net: "tcp", Source: w.LocalAddr(), Addr: w.RemoteAddr(), Err: os.NewSyscallError("read", rerr)}
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	return w.rawSock.Read(p)
 }
 
 // checkALPN verifies that a TLS connection negotiated h2 and notes the

@@ -222,7 +222,9 @@ func (r *runner) claim() int64 {
 	}
 }
 
-func (r *runner) dial(e int) (net.Conn, error) { return r.dialVia(e, nil) }
+// dial dials endpoint e for the goroutine engine's HTTP/1.1 loop, its
+// reads and writes raw (rawSock).
+func (r *runner) dial(e int) (net.Conn, error) { return r.dialVia(e, wrapRaw) }
 
 // dialVia dials endpoint e; wrap, if not nil, wraps the socket before TLS
 // (if any) is layered on it.
