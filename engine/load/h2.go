@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -348,25 +347,18 @@ func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 // (returns false) for the socket to be readable.
 func (w *h2Wire) h2Read(fd uintptr) bool {
 	w.parked.Store(false)
-	for {
-		w.n, w.rerr = sockRead(int(fd), w.p)
-		switch w.rerr {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			s := w.s.Load()
-			if s == nil {
-				return false // the TLS handshake
-			}
-			w.flush(s) // nothing more has arrived: answer what has
-			if w.spin(s.c.r) {
-				continue
-			}
+	for !w.rawRead(fd) {
+		s := w.s.Load()
+		if s == nil {
+			return false // the TLS handshake
+		}
+		w.flush(s) // nothing more has arrived: answer what has
+		if !w.spin(s.c.r) {
 			w.parked.Store(true)
 			return false
 		}
-		return true
 	}
+	return true
 }
 
 // flush sends what the session has written since the last flush.

@@ -54,18 +54,14 @@ func wrapRaw(nc net.Conn) net.Conn {
 	return w
 }
 
-// rawRead reads into w.p; it returns false (wait until readable) when
-// nothing has arrived.
+// rawRead reads into w.p (w.n, w.rerr), retrying when interrupted; it
+// returns false (wait until readable) when nothing has arrived.
 func (w *rawSock) rawRead(fd uintptr) bool {
 	for {
 		w.n, w.rerr = sockRead(int(fd), w.p)
-		switch w.rerr {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
+		if w.rerr != syscall.EINTR {
+			return w.rerr != syscall.EAGAIN
 		}
-		return true
 	}
 }
 
