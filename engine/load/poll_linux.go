@@ -865,8 +865,8 @@ func rawRead(fd int, b []byte) (int, error) {
 	return int(n), nil
 }
 
-// sockRead and sockWrite are the HTTP/2 client's socket reads and writes
-// (h2Wire): rawRead and rawWrite here.
+// sockRead and sockWrite are the goroutine engine's socket reads and
+// writes (rawSock): rawRead and rawWrite here.
 func sockRead(fd int, b []byte) (int, error)  { return rawRead(fd, b) }
 func sockWrite(fd int, b []byte) (int, error) { return rawWrite(fd, b) }
 

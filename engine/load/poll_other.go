@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// sockRead and sockWrite are the HTTP/2 client's socket reads and writes
-// (h2Wire).
+// sockRead and sockWrite are the goroutine engine's socket reads and
+// writes (rawSock).
 func sockRead(fd int, b []byte) (int, error)  { return syscall.Read(fd, b) }
 func sockWrite(fd int, b []byte) (int, error) { return syscall.Write(fd, b) }
 
