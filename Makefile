@@ -53,6 +53,7 @@ bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scri
 	ENGINES="uring epoll" BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
 	./engine/load/bench/compare-h2load.sh $(BIN)
 	BFFLAGS="--busy-poll 10us" ./engine/load/bench/compare-h2load.sh $(BIN)
+	STREAMS=10 BFFLAGS="--nap 50us" ./engine/load/bench/compare-h2load.sh $(BIN)
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \

@@ -28,6 +28,7 @@ func init() { rootCmd.AddCommand(newLoadCmd()) }
 type loadCmd struct {
 	opts                         load.Options
 	duration, timeout, busyPoll  string
+	nap                          string
 	headers                      []string
 	method, body, bodyFile, out  string
 	latency, jsonOut, closeConns bool
@@ -152,6 +153,7 @@ func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
 func (l *loadCmd) registerGeneratorFlags(f *pflag.FlagSet) {
 	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`)")
 	f.StringVar(&l.busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
+	f.StringVar(&l.nap, "nap", "0", "HTTP/2 with --streams 2 or more, closed loop: when nothing is ready, sleep `DUR` (e.g. 20us) by the clock and look again before sleeping until woken: fewer wake-ups for a server on the same machine at no client CPU, responses read up to one nap late")
 	f.StringVar(&l.opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
 }
 
@@ -201,6 +203,9 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	}
 	if opts.BusyPoll, err = pipeline.ParseDuration(l.busyPoll); err != nil {
 		return opts, nil, fmt.Errorf("--busy-poll: %w", err)
+	}
+	if opts.Nap, err = pipeline.ParseDuration(l.nap); err != nil {
+		return opts, nil, fmt.Errorf("--nap: %w", err)
 	}
 	if err := validateLoadFlags(opts, false); err != nil {
 		return opts, nil, err
@@ -354,6 +359,7 @@ var loadFlags = map[string]string{
 	"rate":        "-R/--rate",
 	"timeout":     "--timeout",
 	"busy_poll":   "--busy-poll",
+	"nap":         "--nap",
 	"engine":      "--engine",
 	"protocol":    "--h2",
 	"streams":     "--streams",

@@ -178,6 +178,10 @@ func TestLoadBadFlags(t *testing.T) {
 		{[]string{"-R", "-5", "http://127.0.0.1:1/"}, "-R/--rate"},
 		{[]string{"--busy-poll", "soon", "http://127.0.0.1:1/"}, "--busy-poll"},
 		{[]string{"--busy-poll", "1s", "http://127.0.0.1:1/"}, "--busy-poll 1s: at most 10ms"},
+		{[]string{"--nap", "soon", "--h2", "http://127.0.0.1:1/"}, "--nap"},
+		{[]string{"--nap", "20us", "http://127.0.0.1:1/"}, `--nap 20µs: naps need protocol "h2"`},
+		{[]string{"--nap", "20us", "--h2", "http://127.0.0.1:1/"}, "--nap 20µs: naps need streams of 2 or more"},
+		{[]string{"--nap", "20us", "--h2", "--streams", "4", "-R", "10", "http://127.0.0.1:1/"}, "--nap 20µs: naps are for closed loop"},
 		// The limits load and warm steps have (load.Options.Validate).
 		{[]string{"-c", "2000000", "http://127.0.0.1:1/"}, "-c/--connections 2000000: must be at most 1000000"},
 		{[]string{"-c", "5000", "-t", "5000", "http://127.0.0.1:1/"}, "-t/--threads 5000: must be at most 4096"},

@@ -188,6 +188,7 @@ func TestAgentRefusesStarts(t *testing.T) {
 		{"long duration", func(r *StartRequest) { r.Options.DurationNS = int64(1000 * time.Hour) }, 400, "duration 1000h0m0s: must be at most 168h0m0s"},
 		{"timeout", func(r *StartRequest) { r.Options.TimeoutNS = int64(1000 * time.Hour) }, 400, "timeout 1000h0m0s"},
 		{"busy poll", func(r *StartRequest) { r.Options.BusyPollNS = int64(time.Second) }, 400, "busy_poll 1s"},
+		{"nap", func(r *StartRequest) { r.Options.NapNS = int64(time.Millisecond) }, 400, "nap 1ms: naps need protocol"},
 		{"weight", func(r *StartRequest) { r.Options.Targets[0].Weight = -1 }, 400, "weight = -1"},
 		{"engine", func(r *StartRequest) { r.Options.Engine = "x" }, 400, "engine x"},
 		{"tolerance", func(r *StartRequest) { r.ToleranceNS = int64(time.Hour) }, 400, "tolerance 1h0m0s"},

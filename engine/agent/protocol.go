@@ -72,6 +72,7 @@ type WireOptions struct {
 	TimeoutNS   int64        `json:"timeout_ns,omitempty"`
 	Close       bool         `json:"close,omitempty"`
 	BusyPollNS  int64        `json:"busy_poll_ns,omitempty"`
+	NapNS       int64        `json:"nap_ns,omitempty"`
 	IntervalNS  int64        `json:"interval_ns,omitempty"`
 	Tag         string       `json:"tag,omitempty"`
 	Engine      string       `json:"engine,omitempty"`
@@ -152,6 +153,8 @@ type Result struct {
 	MaxInFlight  int               `json:"max_in_flight,omitempty"`
 	StreamLimit  int               `json:"stream_limit,omitempty"`
 	Goaways      int64             `json:"goaways,omitempty"`
+	Naps         int64             `json:"naps,omitempty"`
+	NapTimeNS    int64             `json:"nap_time_ns,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
@@ -162,7 +165,7 @@ type Result struct {
 func ToWire(o load.Options) WireOptions {
 	w := WireOptions{
 		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
-		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll),
+		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll), NapNS: int64(o.Nap),
 		IntervalNS: int64(o.Interval), Tag: o.Tag, Engine: o.Engine,
 		Protocol: o.Protocol, Streams: o.Streams, SNI: o.SNI, TLSResume: o.TLSResume,
 	}
@@ -176,7 +179,7 @@ func ToWire(o load.Options) WireOptions {
 func (w WireOptions) Options() load.Options {
 	o := load.Options{
 		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
-		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS),
+		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS), Nap: time.Duration(w.NapNS),
 		Interval: time.Duration(w.IntervalNS), Tag: w.Tag, Engine: w.Engine,
 		Protocol: w.Protocol, Streams: w.Streams, SNI: w.SNI, TLSResume: w.TLSResume,
 	}
@@ -203,7 +206,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
 		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
 		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
-		StreamLimit: res.StreamLimit,
+		StreamLimit: res.StreamLimit, Naps: res.Naps, NapTimeNS: int64(res.NapTime),
 	}
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
@@ -244,7 +247,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
 		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
 		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
-		StreamLimit: w.StreamLimit,
+		StreamLimit: w.StreamLimit, Naps: w.Naps, NapTime: time.Duration(w.NapTimeNS),
 	}
 	if res.Status == nil {
 		res.Status = map[int]int64{}

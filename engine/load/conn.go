@@ -42,7 +42,11 @@ type conn struct {
 	// h2wire is the socket of the slot's HTTP/2 session, while one runs
 	// (read by other slots' busy polls: h2spin_linux.go).
 	h2wire atomic.Pointer[h2Wire]
-	ncs    []net.Conn // one per endpoint, nil until dialed
+	// naps and napTime count the slot's naps and their length in
+	// nanoseconds (Options.Nap, h2spin_linux.go).
+	naps, napTime atomic.Int64
+
+	ncs []net.Conn // one per endpoint, nil until dialed
 	// dialed[e] is set once the slot connected to endpoint e; later
 	// connections to it are reconnects.
 	dialed []bool

@@ -64,6 +64,9 @@ const (
 	// MaxBusyPoll bounds Options.BusyPoll: polling longer before sleeping
 	// only burns CPU.
 	MaxBusyPoll = 10 * time.Millisecond
+	// MaxNap bounds Options.Nap: each nap delays the responses that
+	// arrive during it.
+	MaxNap = time.Millisecond
 	// MaxRatePerConnection bounds Options.Rate divided by the connections.
 	MaxRatePerConnection = 1e7
 	// MinRate is the lowest open-loop Options.Rate: one request every
@@ -151,7 +154,8 @@ func FieldErrors(err error) []*FieldError {
 //   - duration and timeout 0 (the default) or more, at most MaxDuration
 //     and MaxTimeout; interval 0 (the
 //     default) or from MinInterval, with at most MaxIntervals of them in
-//     the duration; busy poll from 0 to MaxBusyPoll; engine empty or a
+//     the duration; busy poll from 0 to MaxBusyPoll; nap from 0 to
+//     MaxNap, with protocol h2, streams 2 or more and in closed loop; engine empty or a
 //     known name (whether it can run here is Run's to say).
 //
 // Two rules stay with the front ends because Options cannot express them:
@@ -262,6 +266,18 @@ func (o Options) Validate() error {
 		if err := sameEndpoint(o.Targets); err != nil {
 			bad("protocol", o.Protocol, err.Error())
 		}
+	}
+	switch {
+	case o.Nap < 0:
+		bad("nap", o.Nap.String(), "must not be negative")
+	case o.Nap > MaxNap:
+		bad("nap", o.Nap.String(), fmt.Sprintf("at most %s (each nap delays the responses that arrive during it)", MaxNap))
+	case o.Nap > 0 && !h2:
+		bad("nap", o.Nap.String(), `naps need protocol "h2" (HTTP/1.1's event loops wait in epoll_wait; busy polling spares the server their wake-ups)`)
+	case o.Nap > 0 && Defaults(o).Streams < 2:
+		bad("nap", o.Nap.String(), "naps need streams of 2 or more: with one request in flight per connection the server runs out of work while the client naps (use busy_poll)")
+	case o.Nap > 0 && o.Rate > 0:
+		bad("nap", o.Nap.String(), "naps are for closed loop: with a rate they would delay the scheduled sends (busy polling does not)")
 	}
 	if o.CACert != "" || o.CACertPEM != nil {
 		if _, err := loadCAs(o); err != nil {

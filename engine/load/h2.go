@@ -353,7 +353,7 @@ func (w *h2Wire) h2Read(fd uintptr) bool {
 			return false // the TLS handshake
 		}
 		w.flush(s) // nothing more has arrived: answer what has
-		if !w.spin(s.c.r) {
+		if !w.spin(s.c) {
 			w.parked.Store(true)
 			return false
 		}

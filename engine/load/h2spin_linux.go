@@ -10,13 +10,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// h2Spin is --busy-poll (Options.BusyPoll) on the HTTP/2 client, whose
-// connections are goroutines parked in the runtime's netpoller: a
-// connection that finds nothing to read does not park at once but, for up
-// to BusyPoll, lets the other connections run and looks again. A client
-// that keeps running spares the server under test the wake-ups of a
-// sleeping one (on one machine the server's writes pay for them), as the
-// event loops' busy poll does.
+// h2Spin is --busy-poll (Options.BusyPoll) and --nap (Options.Nap) on the
+// HTTP/2 client, whose connections are goroutines parked in the runtime's
+// netpoller: a connection that finds nothing to read does not park at
+// once but, for up to BusyPoll, lets the other connections run and looks
+// again; then, with Nap, it sleeps Nap once by nanosleep and looks again.
+// A client that keeps running, or that sleeps by the clock rather than on
+// its sockets, spares the server under test the wake-ups of a client
+// asleep in epoll_wait: on one machine the server's writes pay for them
+// (docs/performance.md, "Naps"). A busy poll spends the client's CPU to
+// do so; a nap spends none but reads what arrives during it up to one nap
+// late. The nap is a RawSyscall: it keeps the scheduler's P, so nothing
+// else of the client runs meanwhile — which is why naps are refused in
+// open loop, whose sender would be delayed.
 //
 // It looks through an epoll instance of its own in which every socket of
 // the load is registered (level-triggered, so that it reports what is
@@ -26,19 +32,19 @@ import (
 // the netpoller is woken only when the runtime polls, which it does when
 // nothing else is runnable, so a spin that went on would delay it.
 type h2Spin struct {
-	epfd  int
-	limit time.Duration
+	epfd       int
+	limit, nap time.Duration
 }
 
-func newH2Spin(limit time.Duration) *h2Spin {
-	if limit <= 0 {
+func newH2Spin(limit, nap time.Duration) *h2Spin {
+	if limit <= 0 && nap <= 0 {
 		return nil
 	}
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil // no busy poll: connections park as without it
+		return nil // no busy poll nor nap: connections park as without them
 	}
-	return &h2Spin{epfd: fd, limit: limit}
+	return &h2Spin{epfd: fd, limit: limit, nap: nap}
 }
 
 func (sp *h2Spin) close() {
@@ -68,14 +74,16 @@ func (sp *h2Spin) remove(w *h2Wire) {
 }
 
 // spin reports whether w's socket became readable within the busy poll
-// (read again) or not (park): the limit passed, or a parked connection
-// has data waiting.
-func (w *h2Wire) spin(r *runner) bool {
+// or after the nap (read again) or not (park): the limit passed and the
+// nap was taken, or a parked connection has data waiting.
+func (w *h2Wire) spin(c *conn) bool {
+	r := c.r
 	sp := r.h2spin
 	if sp == nil || w.events == nil {
 		return false
 	}
 	start := time.Since(r.start)
+	napped := false
 	for {
 		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(sp.epfd),
 			uintptr(unsafe.Pointer(unsafe.SliceData(w.events))), uintptr(len(w.events)), 0, 0, 0)
@@ -93,8 +101,29 @@ func (w *h2Wire) spin(r *runner) bool {
 				}
 			}
 		}
-		if parkedReady || time.Since(r.start)-start >= sp.limit {
+		if parkedReady {
 			return false
+		}
+		if now := time.Since(r.start); now-start >= sp.limit {
+			if napped || sp.nap <= 0 {
+				return false
+			}
+			// The thread's timer slack (50µs by default) would lengthen
+			// every nap by up to that much: 1ns asks for the nap as set.
+			// Per nap, since the goroutine may run on any thread.
+			unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0)
+			// A signal (the runtime's preemption, at most once per 10ms)
+			// interrupts it: sleep what is left.
+			ts := unix.NsecToTimespec(int64(sp.nap))
+			for {
+				_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0)
+				if e != unix.EINTR {
+					break
+				}
+			}
+			napped = true
+			c.naps.Add(1)
+			c.napTime.Add(int64(time.Since(r.start) - now))
 		}
 		runtime.Gosched()
 	}

@@ -4,9 +4,11 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,7 +46,8 @@ func TestH2SpinYieldsToParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := &runner{start: time.Now(), conns: []*conn{{id: 0}, {id: 1}}, h2spin: newH2Spin(time.Hour)}
+	r := &runner{start: time.Now(), h2spin: newH2Spin(time.Hour, 0)}
+	r.conns = []*conn{{r: r, id: 0}, {r: r, id: 1}}
 	if r.h2spin == nil {
 		t.Fatal("no epoll instance for the busy poll")
 	}
@@ -63,7 +66,7 @@ func TestH2SpinYieldsToParked(t *testing.T) {
 	b.parked.Store(true)
 	bPeer.Write([]byte("x"))
 	done := make(chan bool, 1)
-	go func() { done <- a.spin(r) }()
+	go func() { done <- a.spin(r.conns[0]) }()
 	select {
 	case got := <-done:
 		if got {
@@ -77,13 +80,13 @@ func TestH2SpinYieldsToParked(t *testing.T) {
 	// ends the spin with true.
 	b.parked.Store(false)
 	aPeer.Write([]byte("y"))
-	if !a.spin(r) {
+	if !a.spin(r.conns[0]) {
 		t.Fatal("spin did not report the data waiting on its own socket")
 	}
 
 	// Unregistered: no spin at all.
 	r.h2spin.remove(a)
-	if a.spin(r) || a.events != nil {
+	if a.spin(r.conns[0]) || a.events != nil {
 		t.Fatal("an unregistered socket still spins")
 	}
 }
@@ -96,17 +99,58 @@ func TestH2SpinLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := &runner{start: time.Now(), conns: []*conn{{id: 0}}, h2spin: newH2Spin(time.Millisecond)}
+	r := &runner{start: time.Now(), h2spin: newH2Spin(time.Millisecond, 0)}
+	r.conns = []*conn{{r: r, id: 0}}
 	defer r.h2spin.close()
 	a, _ := spinPair(t, ln)
 	r.h2spin.add(a, 0)
 	r.conns[0].h2wire.Store(a)
 	begin := time.Now()
-	if a.spin(r) {
+	if a.spin(r.conns[0]) {
 		t.Fatal("spin reported data on an idle socket")
 	}
 	if d := time.Since(begin); d < time.Millisecond {
 		t.Fatalf("spin gave up after %v, before its limit of 1ms", d)
+	}
+	if n := r.conns[0].naps.Load(); n != 0 {
+		t.Fatalf("%d naps without a nap set", n)
+	}
+}
+
+// TestH2SpinNap: with a nap and no busy poll, a connection with nothing
+// to read naps once (at least as long as asked), looks again and parks;
+// what arrived during the nap is read instead.
+func TestH2SpinNap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const nap = 20 * time.Millisecond
+	r := &runner{start: time.Now(), h2spin: newH2Spin(0, nap)}
+	r.conns = []*conn{{r: r, id: 0}}
+	defer r.h2spin.close()
+	a, aPeer := spinPair(t, ln)
+	r.h2spin.add(a, 0)
+	r.conns[0].h2wire.Store(a)
+	c := r.conns[0]
+	begin := time.Now()
+	if a.spin(c) {
+		t.Fatal("spin reported data on an idle socket")
+	}
+	if d := time.Since(begin); d < nap || c.naps.Load() != 1 || time.Duration(c.napTime.Load()) < nap {
+		t.Fatalf("gave up after %v with %d naps lasting %v, want one nap of at least %v", d, c.naps.Load(), time.Duration(c.napTime.Load()), nap)
+	}
+	// A response that arrives during the nap is read after it.
+	go func() {
+		time.Sleep(nap / 4)
+		aPeer.Write([]byte("x"))
+	}()
+	if !a.spin(c) {
+		t.Fatal("spin missed data that arrived during its nap")
+	}
+	if c.naps.Load() != 2 {
+		t.Fatalf("%d naps in all, want 2", c.naps.Load())
 	}
 }
 
@@ -123,6 +167,51 @@ func epollFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// TestH2Nap: with Options.Nap, a connection that finds nothing to read
+// naps (Result.Naps) before it waits, each nap lasts at least as long as
+// asked, every request completes, and the epoll instance is closed when
+// the load ends; without it no nap is taken.
+func TestH2Nap(t *testing.T) {
+	const nap = 30 * time.Microsecond
+	for _, useTLS := range []bool{false, true} {
+		// Each response is 1ms away: every wait for one starts with a nap.
+		s := newH2TestServer(t, useTLS, 0, slowHello(time.Millisecond))
+		before := epollFDs(t)
+		res, err := Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+			Connections: 2, Threads: 1, Streams: 4, Requests: 400, Nap: nap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 400 || res.Errors != 0 {
+			t.Fatalf("tls %v: requests %d errors %d (%s)", useTLS, res.Requests, res.Errors, res.ErrorSummary())
+		}
+		if res.Naps == 0 || res.NapTime < time.Duration(res.Naps)*nap {
+			t.Errorf("tls %v: %d naps lasting %s in all, want some, each at least %s", useTLS, res.Naps, res.NapTime, nap)
+		}
+		j := ToJSON(res)
+		if j.Naps != res.Naps || j.NapMeanUS < 30 {
+			t.Errorf("tls %v: JSON naps %d, mean %gµs; want %d, at least 30µs", useTLS, j.Naps, j.NapMeanUS, res.Naps)
+		}
+		var txt strings.Builder
+		if err := WriteText(&txt, res, false); err != nil || !strings.Contains(txt.String(), fmt.Sprintf("%d naps, ", res.Naps)) {
+			t.Errorf("tls %v: the text summary does not show the naps (%v):\n%s", useTLS, err, txt.String())
+		}
+		if after := epollFDs(t); after != before {
+			t.Errorf("tls %v: %d epoll instances before the load, %d after", useTLS, before, after)
+		}
+		res, err = Run(context.Background(), Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2,
+			Connections: 2, Threads: 1, Streams: 4, Requests: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		txt.Reset()
+		WriteText(&txt, res, false)
+		if res.Naps != 0 || res.NapTime != 0 || strings.Contains(txt.String(), "naps") {
+			t.Errorf("tls %v: without Nap, %d naps lasting %s", useTLS, res.Naps, res.NapTime)
+		}
+	}
 }
 
 // TestH2BusyPoll: loads over h2c and h2 with --busy-poll complete every

@@ -61,6 +61,9 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	switch r.Protocol {
 	case ProtoH2, ProtoH2C:
 		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, r.MaxInFlight)
+		if r.Naps > 0 {
+			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapTime.Nanoseconds())/1e3/float64(r.Naps)))
+		}
 	}
 	if r.TLSVersion != "" {
 		fmt.Fprintf(&b, "  %s, %s, ALPN %s\n", r.TLSVersion, r.TLSCipher, cmp.Or(r.ALPN, "none"))
@@ -259,6 +262,8 @@ type JSONResult struct {
 	Streams     int               `json:"streams"`
 	MaxInFlight int               `json:"max_in_flight,omitempty"`
 	Goaways     int64             `json:"goaways,omitempty"`
+	Naps        int64             `json:"naps,omitempty"`
+	NapMeanUS   float64           `json:"nap_mean_us,omitempty"`
 	TLSVersion  string            `json:"tls_version,omitempty"`
 	TLSCipher   string            `json:"tls_cipher,omitempty"`
 	ALPN        string            `json:"alpn,omitempty"`
@@ -318,6 +323,10 @@ func ToJSON(r *Result) *JSONResult {
 		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects, Engine: r.Engine,
 		Protocol: r.Protocol, Streams: r.Streams, MaxInFlight: r.MaxInFlight, Goaways: r.Goaways, TLSVersion: r.TLSVersion, TLSCipher: r.TLSCipher, ALPN: r.ALPN,
 		Warning: r.Warning, Intervals: []JSONInterval{},
+	}
+	if r.Naps > 0 {
+		j.Naps = r.Naps
+		j.NapMeanUS = float64(r.NapTime.Nanoseconds()) / 1e3 / float64(r.Naps)
 	}
 	if j.Targets == nil {
 		j.Targets = []string{}

@@ -61,7 +61,8 @@ type runner struct {
 	// wake interrupts the event loops' waits (nil on the goroutine
 	// engine).
 	wake func()
-	// h2spin is --busy-poll on the HTTP/2 client (nil without it).
+	// h2spin is --busy-poll and --nap on the HTTP/2 client (nil without
+	// them).
 	h2spin *h2Spin
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
@@ -417,7 +418,7 @@ func EventLoops(opts Options) bool {
 func (r *runner) startSlots(wg *sync.WaitGroup) {
 	if r.opts.Protocol == ProtoH2 {
 		r.engine = EngineGoroutines
-		r.h2spin = newH2Spin(r.opts.BusyPoll)
+		r.h2spin = newH2Spin(r.opts.BusyPoll, r.opts.Nap)
 		wg.Add(len(r.conns))
 		for _, c := range r.conns {
 			go c.h2Loop(wg)
@@ -566,6 +567,8 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 			res.StreamLimit = min(res.StreamLimit, c.streamLimit)
 		}
 		res.Goaways += c.goaways
+		res.Naps += c.naps.Load()
+		res.NapTime += time.Duration(c.napTime.Load())
 		c.mu.Unlock()
 	}
 	if sends > 0 {

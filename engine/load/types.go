@@ -24,6 +24,18 @@ type Options struct {
 	// server under test pays for. HTTP/2 honours it (h2spin_linux.go);
 	// HTTP/1.1 over TLS (the goroutine engine) ignores it.
 	BusyPoll time.Duration
+	// Nap, when > 0, makes an HTTP/2 connection that finds nothing to
+	// read (after BusyPoll, if any) sleep this long once, by nanosleep,
+	// and look again before it waits to be woken (--nap). A client that
+	// sleeps by the clock rather than on its sockets is not woken by the
+	// server's writes, which on one machine the server pays for, and
+	// spends no CPU while it sleeps; a response that arrives during the
+	// nap is read up to one nap late (Result.NapTime shows how long they
+	// lasted). Closed loop with Streams of 2 or more, on Linux: in open
+	// loop the nap would delay the scheduled sends, and with one stream
+	// per connection the server runs out of work while the client naps
+	// (h2spin_linux.go).
+	Nap time.Duration
 	// Engine selects the load engine: "" (automatic, or the environment's
 	// BENCHFLOW_LOAD_ENGINE), "uring", "epoll" or "goroutines"; see doc.go.
 	Engine   string
@@ -158,6 +170,13 @@ type Result struct {
 	// did not process are sent again on a new connection, not counted as
 	// errors; after any other, they count as "goaway" errors.
 	Goaways int64
+	// Naps counts the naps taken (Options.Nap) and NapTime sums how long
+	// they lasted: the kernel's timer slack (50µs by default) and, in a
+	// virtual machine, the timer's cost make each longer than asked. A
+	// response that arrived during a nap was read up to one nap late, so
+	// NapTime / Naps bounds what napping adds to a latency on average.
+	Naps    int64
+	NapTime time.Duration
 	// TLSVersion, TLSCipher and ALPN describe the first TLS handshake
 	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256", "h2"); empty without TLS.
 	TLSVersion string
@@ -190,8 +209,9 @@ func (r *Result) RPS() float64 {
 func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }
 
 // AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
-// HTTP/2 GOAWAYs, late sends, the status and error-class counts, and the
-// error samples r lacks (r's own first sample of a class wins). Histograms, durations
+// HTTP/2 GOAWAYs, naps and their time, late sends, the status and
+// error-class counts, and the error samples r lacks (r's own first sample
+// of a class wins). Histograms, durations
 // and intervals are left to the caller, whose time semantics differ
 // (windows one after another, or agents side by side).
 func (r *Result) AddCounts(o *Result) {
@@ -200,6 +220,8 @@ func (r *Result) AddCounts(o *Result) {
 	r.Bytes += o.Bytes
 	r.Reconnects += o.Reconnects
 	r.Goaways += o.Goaways
+	r.Naps += o.Naps
+	r.NapTime += o.NapTime
 	r.LateSends += o.LateSends
 	if r.Status == nil {
 		r.Status = map[int]int64{}

@@ -44,6 +44,11 @@ func TestValidate(t *testing.T) {
 		{Options{Targets: ok, Interval: -time.Second}, "interval", "must not be negative"},
 		{Options{Targets: ok, BusyPoll: -time.Microsecond}, "busy_poll", "must not be negative"},
 		{Options{Targets: ok, BusyPoll: MaxBusyPoll + 1}, "busy_poll", "at most 10ms"},
+		{Options{Targets: ok, Protocol: ProtoH2, Streams: 2, Nap: -time.Microsecond}, "nap", "must not be negative"},
+		{Options{Targets: ok, Protocol: ProtoH2, Streams: 2, Nap: MaxNap + 1}, "nap", "at most 1ms"},
+		{Options{Targets: ok, Nap: time.Microsecond}, "nap", `naps need protocol "h2"`},
+		{Options{Targets: ok, Protocol: ProtoH2, Nap: time.Microsecond}, "nap", "naps need streams of 2 or more"},
+		{Options{Targets: ok, Protocol: ProtoH2, Streams: 2, Rate: 100, Nap: time.Microsecond}, "nap", "naps are for closed loop"},
 		{Options{Targets: ok, Engine: "fastest"}, "engine", "want auto, uring, epoll or goroutines"},
 	}
 	for _, tc := range cases {
@@ -60,6 +65,7 @@ func TestValidate(t *testing.T) {
 	good := []Options{
 		{Targets: ok},
 		{Targets: ok, Connections: MaxConnections, Threads: MaxThreads, Rate: 1e7, BusyPoll: MaxBusyPoll, Requests: 1},
+		{Targets: ok, Protocol: ProtoH2, Streams: 10, Nap: MaxNap},
 		{Targets: ok, Connections: MaxConnections, Rate: MinRate, Interval: MinInterval, Duration: MaxIntervals * MinInterval},
 		{Targets: ok, Rate: MinRate, Duration: MaxDuration, Timeout: MaxTimeout, Interval: time.Hour},
 		{Requester: fixedPool(ok)},

@@ -62,6 +62,7 @@ type LoadConfig struct {
 	Script      string            `hcl:"script,optional"`    // Starlark request script
 	Interval    string            `hcl:"interval,optional"`  // timeseries interval, default "1s"
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
+	Nap         string            `hcl:"nap,optional"`       // --nap, default off
 	Engine      string            `hcl:"engine,optional"`    // --engine: auto (default), uring, epoll, goroutines
 	Protocol    string            `hcl:"protocol,optional"`  // "http/1.1" (default) or "h2" (--h2)
 	Streams     int               `hcl:"streams,optional"`   // --streams, HTTP/2 streams per connection
@@ -227,6 +228,7 @@ func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []erro
 	o.Timeout = duration("timeout", c.Timeout)
 	o.Interval = duration("interval", c.Interval)
 	o.BusyPoll = duration("busy_poll", c.BusyPoll)
+	o.Nap = duration("nap", c.Nap)
 	o.Engine = c.Engine
 	o.Protocol, o.Streams, o.SNI, o.TLSResume = c.Protocol, c.Streams, c.SNI, c.TLSResume
 	if c.KeepAlive != nil && !*c.KeepAlive {
@@ -287,6 +289,7 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 	add(CheckDuration(body, "timeout", c.Timeout))
 	add(CheckDuration(body, "interval", c.Interval))
 	add(CheckDuration(body, "busy_poll", c.BusyPoll))
+	add(CheckDuration(body, "nap", c.Nap))
 	if r := c.MaxErrorRatio; r != nil {
 		if st.Kind != pipeline.KindLoad {
 			add(AttrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
