@@ -155,8 +155,9 @@ func FieldErrors(err error) []*FieldError {
 //     and MaxTimeout; interval 0 (the
 //     default) or from MinInterval, with at most MaxIntervals of them in
 //     the duration; busy poll from 0 to MaxBusyPoll; nap from 0 to
-//     MaxNap, with protocol h2, streams 2 or more and in closed loop; engine empty or a
-//     known name (whether it can run here is Run's to say).
+//     MaxNap, with protocol h2, streams 2 or more and in closed loop;
+//     engine empty or a known name (whether it can run here is Run's to
+//     say).
 //
 // Two rules stay with the front ends because Options cannot express them:
 // a duration written as 0 (which Options reads as "the default"), and, on

@@ -108,24 +108,29 @@ func (w *h2Wire) spin(c *conn) bool {
 			if napped || sp.nap <= 0 {
 				return false
 			}
-			// The thread's timer slack (50µs by default) would lengthen
-			// every nap by up to that much: 1ns asks for the nap as set.
-			// Per nap, since the goroutine may run on any thread.
-			unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0)
-			// A signal (the runtime's preemption, at most once per 10ms)
-			// interrupts it: sleep what is left.
-			ts := unix.NsecToTimespec(int64(sp.nap))
-			for {
-				_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0)
-				if e != unix.EINTR {
-					break
-				}
-			}
+			sp.sleep()
 			napped = true
 			c.naps.Add(1)
 			c.napTime.Add(int64(time.Since(r.start) - now))
 		}
 		runtime.Gosched()
+	}
+}
+
+// sleep naps for sp.nap by nanosleep, keeping the scheduler's P.
+func (sp *h2Spin) sleep() {
+	// The thread's timer slack (50µs by default) would lengthen every nap
+	// by up to that much: 1ns asks for the nap as set. Per nap, since the
+	// goroutine may run on any thread.
+	unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0)
+	// A signal (the runtime's preemption, at most once per 10ms)
+	// interrupts it: sleep what is left.
+	ts := unix.NsecToTimespec(int64(sp.nap))
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0)
+		if e != unix.EINTR {
+			return
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	case ProtoH2, ProtoH2C:
 		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, r.MaxInFlight)
 		if r.Naps > 0 {
-			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapTime.Nanoseconds())/1e3/float64(r.Naps)))
+			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapMean().Nanoseconds())/1e3))
 		}
 	}
 	if r.TLSVersion != "" {
@@ -326,7 +326,7 @@ func ToJSON(r *Result) *JSONResult {
 	}
 	if r.Naps > 0 {
 		j.Naps = r.Naps
-		j.NapMeanUS = float64(r.NapTime.Nanoseconds()) / 1e3 / float64(r.Naps)
+		j.NapMeanUS = float64(r.NapMean().Nanoseconds()) / 1e3
 	}
 	if j.Targets == nil {
 		j.Targets = []string{}

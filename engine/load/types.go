@@ -171,10 +171,10 @@ type Result struct {
 	// errors; after any other, they count as "goaway" errors.
 	Goaways int64
 	// Naps counts the naps taken (Options.Nap) and NapTime sums how long
-	// they lasted: the kernel's timer slack (50µs by default) and, in a
-	// virtual machine, the timer's cost make each longer than asked. A
-	// response that arrived during a nap was read up to one nap late, so
-	// NapTime / Naps bounds what napping adds to a latency on average.
+	// they lasted: the timer's cost (tens of microseconds in a virtual
+	// machine) makes each longer than asked. A response that arrived
+	// during a nap was read up to one nap late, so NapMean bounds what
+	// napping adds to a latency on average.
 	Naps    int64
 	NapTime time.Duration
 	// TLSVersion, TLSCipher and ALPN describe the first TLS handshake
@@ -202,6 +202,14 @@ func (r *Result) RPS() float64 {
 		return 0
 	}
 	return float64(r.Requests) / r.Duration.Seconds()
+}
+
+// NapMean is how long a nap lasted on average (0 without naps).
+func (r *Result) NapMean() time.Duration {
+	if r.Naps == 0 {
+		return 0
+	}
+	return r.NapTime / time.Duration(r.Naps)
 }
 
 // Achieved reports whether an open-loop load held its target rate (at least
