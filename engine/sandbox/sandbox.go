@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -331,9 +332,11 @@ func (s Spec) args() ([]string, error) {
 		a = append(a, "--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
 	}
 	a = append(a,
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/var/tmp",
-		"--tmpfs", "/dev/shm",
+		// World-writable and sticky, as on the machine: services that
+		// run as another user (www-data) write there too.
+		"--perms", "1777", "--tmpfs", "/tmp",
+		"--perms", "1777", "--tmpfs", "/var/tmp",
+		"--perms", "1777", "--tmpfs", "/dev/shm",
 		// Daemons' sockets live in /run (Docker's, D-Bus's, databases'):
 		// a private /run reaches none of them.
 		"--tmpfs", "/run",
@@ -346,9 +349,12 @@ func (s Spec) args() ([]string, error) {
 	if fi, err := os.Lstat("/var/lock"); err == nil && fi.IsDir() {
 		a = append(a, "--perms", "1777", "--tmpfs", "/var/lock")
 	}
+	// hidden are the tmpfs mounts over the machine's folders.
+	hidden := []string{"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/var/lock"}
 	for _, h := range s.homes() {
 		if isDir(h) {
 			a = append(a, "--tmpfs", h)
+			hidden = append(hidden, h)
 		}
 	}
 	for _, f := range hiddenFiles {
@@ -359,41 +365,62 @@ func (s Spec) args() ([]string, error) {
 	for _, d := range hiddenDirs {
 		if isDir(d) {
 			a = append(a, "--tmpfs", d)
+			hidden = append(hidden, d)
 		}
 	}
+	var grantBinds []bind
 	if s.hostNetwork() {
 		// /etc/resolv.conf may be a link into /run (systemd-resolved):
 		// keep the file it names readable.
 		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
-			a = append(a, "--ro-bind", r, r)
+			grantBinds = append(grantBinds, bind{r, r, false})
 		}
 	}
 	if s.has(GrantDocker) {
 		for _, p := range s.dockerSockets() {
 			if r, err := filepath.EvalSymlinks(p); err == nil {
-				a = append(a, "--bind", r, r)
+				grantBinds = append(grantBinds, bind{r, r, true})
 			}
 		}
 	}
 	if s.has(GrantK8s) {
 		for _, p := range s.kubeconfigs() {
-			if p == "" {
-				continue
-			}
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				a = append(a, "--ro-bind", r, r)
+			if r, err := filepath.EvalSymlinks(p); p != "" && err == nil {
+				grantBinds = append(grantBinds, bind{r, r, false})
 				if r != p {
-					a = append(a, "--ro-bind", r, p)
+					grantBinds = append(grantBinds, bind{r, p, false})
 				}
 			}
 		}
 	}
-	for _, b := range binds {
+	made := map[string]bool{}
+	var bound []string
+	for _, b := range append(grantBinds, binds...) {
+		// bwrap makes the folders leading to a mount point inside a
+		// tmpfs mode 0700, root's: a service running as www-data could
+		// not reach the run folder under /tmp. Make them with the
+		// machine's modes instead (0755 where the machine has none).
+		for _, anc := range ancestors(b.dst) {
+			if made[anc] || !within(anc, hidden) || within(anc, bound) || slices.Contains(hidden, anc) {
+				continue
+			}
+			mode := os.FileMode(0o755)
+			if fi, err := os.Stat(anc); err == nil && fi.IsDir() {
+				mode = fi.Mode().Perm() | fi.Mode()&os.ModeSticky
+			}
+			perm := mode.Perm()
+			if mode&os.ModeSticky != 0 {
+				perm |= 0o1000
+			}
+			a = append(a, "--perms", fmt.Sprintf("%04o", uint32(perm)), "--dir", anc)
+			made[anc] = true
+		}
 		if b.rw {
 			a = append(a, "--bind", b.src, b.dst)
 		} else {
 			a = append(a, "--ro-bind", b.src, b.dst)
 		}
+		bound = append(bound, b.dst)
 	}
 	dir := s.Dir
 	if dir == "" {
@@ -441,6 +468,15 @@ func boundingSet() uint64 {
 		}
 	}
 	return 0
+}
+
+// ancestors lists p's parent folders, outermost first, without "/".
+func ancestors(p string) []string {
+	var as []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		as = append([]string{d}, as...)
+	}
+	return as
 }
 
 func isDir(p string) bool {
