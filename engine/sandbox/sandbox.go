@@ -11,6 +11,14 @@
 // /proc, and the pids benchflow records must be the machine's. Nor the
 // cgroup namespace: /proc/PID/cgroup tells a container's processes.
 //
+// Running benchflow apply inside: it writes nothing outside its --out
+// folder but the tune journal, in the state folder (engine/tune.StateDir,
+// /var/lib/benchflow for root), and service folders in $TMPDIR (the
+// private /tmp, gone with the sandbox). Without GrantTune the caller sets
+// BENCHFLOW_STATE_DIR to a folder of the private /tmp (there is nothing to
+// restore); with it, it binds the machine's state folder in ReadWrite, so
+// that `benchflow gc` outside restores the sysctls of a killed run.
+//
 // docs/publishing.md#the-sandbox says what the sandbox does and does not
 // protect against.
 package sandbox
@@ -50,6 +58,10 @@ const (
 	// GrantTune lets sysctls and the CPU frequency governor be written
 	// (/proc/sys and /sys/devices/system/cpu read-write) and adds
 	// CAP_SYS_NICE (negative nice, affinity of other users' processes).
+	// Without the host's network, net.* sysctls are the sandbox's own
+	// network namespace's. No CAP_SYS_ADMIN: root writes sysctls as the
+	// owner of /proc/sys's files, and with it the child could unmount
+	// what hides the home folders.
 	GrantTune Grant = "tune"
 	// GrantHostNetwork shares the host's network.
 	GrantHostNetwork Grant = "host-network"
@@ -84,8 +96,9 @@ type Spec struct {
 	ReadOnly []string
 	// Grants open what the reproduction needs beyond the sandbox.
 	Grants []Grant
-	// Env is the child's whole environment; the caller filters it. Nil
-	// is an empty environment, not the caller's.
+	// Env is the child's whole environment (and PWD, which bwrap sets
+	// to Dir); the caller filters it. Nil is an empty environment, not
+	// the caller's.
 	Env []string
 	// Dir is the working folder inside (default: /).
 	Dir string
@@ -488,7 +501,9 @@ func isDir(p string) bool {
 // s.Env; the caller sets Stdin, Stdout and Stderr. When ctx is done the
 // command is sent SIGTERM (it runs in a session of its own, so a
 // terminal's Ctrl-C does not reach it), and killed with everything
-// bwrap started WaitDelay (default 30s) later.
+// bwrap started WaitDelay (default 30s) later. bwrap is killed when the
+// thread that started it exits (Pdeathsig): start it from a goroutine
+// that is not locked to its thread (runtime.LockOSThread).
 func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")

@@ -620,3 +620,63 @@ func TestApplyInside(t *testing.T) {
 		}
 	}
 }
+
+// TestK8sGrant: the kubeconfig, hidden with the home folders, is readable
+// with the k8s grant only, at the path $KUBECONFIG names.
+func TestK8sGrant(t *testing.T) {
+	needBwrap(t)
+	home := os.Getenv("HOME")
+	if !isDir(home) || home == "/" {
+		t.Skip("no HOME")
+	}
+	d, err := os.MkdirTemp(home, ".sandbox-kube-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	kc := filepath.Join(d, "config")
+	os.WriteFile(kc, []byte("apiVersion: v1\n"), 0o600)
+	env := append(append([]string{}, baseEnv...), "KUBECONFIG="+kc)
+	if out, code := run(t, Spec{Env: env}, "cat $KUBECONFIG"); code == 0 {
+		t.Errorf("the kubeconfig readable without the grant: %q", out)
+	}
+	if out, code := run(t, Spec{Env: env, Grants: []Grant{GrantK8s}}, "cat $KUBECONFIG; ls -A "+d); code != 0 || out != "apiVersion: v1\nconfig\n" {
+		t.Errorf("with the k8s grant: exit %d %q", code, out)
+	}
+}
+
+// TestEnvIsWhole: the child's environment is Spec.Env and PWD, none of
+// the caller's when it is nil.
+func TestEnvIsWhole(t *testing.T) {
+	needBwrap(t)
+	t.Setenv("SANDBOX_SECRET", "leak")
+	for _, env := range [][]string{nil, {"A=1"}} {
+		cmd, err := Spec{Env: env}.Command(context.Background(), []string{"/usr/bin/env"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.Output()
+		// bwrap sets PWD to the working folder.
+		want := strings.Join(append(append([]string{}, env...), "PWD=/"), "\n") + "\n"
+		if err != nil || string(out) != want {
+			t.Errorf("Env %q: %v, the child's environment %q", env, err, out)
+		}
+	}
+}
+
+// TestAvailableExplains: without a working bwrap, Available and Command
+// say how to install it and that --no-sandbox runs unconfined.
+func TestAvailableExplains(t *testing.T) {
+	defer func(p string) { bwrapPath = p }(bwrapPath)
+	for _, p := range []string{"bwrap-not-installed-here", "false"} {
+		bwrapPath = p
+		err := Available()
+		if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") || !strings.Contains(err.Error(), "--no-sandbox") {
+			t.Errorf("bwrap %q: Available() = %v", p, err)
+		}
+	}
+	bwrapPath = "bwrap-not-installed-here"
+	if _, err := (Spec{}).Command(context.Background(), []string{"true"}); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("Command without bwrap: %v", err)
+	}
+}
