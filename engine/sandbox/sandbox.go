@@ -110,9 +110,11 @@ var bwrapPath = "bwrap"
 // installHint ends every error saying bwrap cannot run.
 const installHint = "install bubblewrap (apt-get install bubblewrap), or run unconfined with --no-sandbox"
 
-// Available returns nil when bwrap runs here (it runs `bwrap --ro-bind / /
-// true`); else an error saying how to install it and that --no-sandbox
-// runs unconfined.
+// Available returns nil when bwrap runs here: it runs `bwrap --ro-bind /
+// / true`, then `true` in the default sandbox (an older bwrap without
+// --perms, or a container that forbids new namespaces, fails there);
+// else an error saying how to install it and that --no-sandbox runs
+// unconfined.
 func Available() error {
 	p, err := exec.LookPath(bwrapPath)
 	if err != nil {
@@ -120,17 +122,27 @@ func Available() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, p, "--ro-bind", "/", "/", "true")
-	cmd.Env = []string{}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	try := func(what string, args ...string) error {
+		cmd := exec.CommandContext(ctx, p, args...)
+		cmd.Env = []string{}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
 		msg := strings.TrimSpace(string(out))
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("sandbox: %s --ro-bind / / true failed: %s; %s", p, msg, installHint)
+		return fmt.Errorf("sandbox: %s %s failed: %s; %s", p, what, msg, installHint)
 	}
-	return nil
+	if err := try("--ro-bind / / true", "--ro-bind", "/", "/", "true"); err != nil {
+		return err
+	}
+	a, err := Spec{}.args()
+	if err != nil {
+		return err
+	}
+	return try("(the default sandbox) true", append(append(a, "--"), "true")...)
 }
 
 // Capabilities the child keeps; every other one is dropped. benchflow

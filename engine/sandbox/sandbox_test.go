@@ -675,6 +675,13 @@ func TestAvailableExplains(t *testing.T) {
 			t.Errorf("bwrap %q: Available() = %v", p, err)
 		}
 	}
+	// An old bwrap runs the simple test but not the sandbox's options.
+	old := filepath.Join(t.TempDir(), "bwrap")
+	os.WriteFile(old, []byte("#!/bin/sh\n[ \"$1\" = --ro-bind ] && exit 0\necho 'bwrap: Unknown option --perms' >&2\nexit 1\n"), 0o755)
+	bwrapPath = old
+	if err := Available(); err == nil || !strings.Contains(err.Error(), "(the default sandbox) true failed: bwrap: Unknown option --perms") || !strings.Contains(err.Error(), "--no-sandbox") {
+		t.Errorf("an old bwrap: Available() = %v", err)
+	}
 	bwrapPath = "bwrap-not-installed-here"
 	if _, err := (Spec{}).Command(context.Background(), []string{"true"}); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Errorf("Command without bwrap: %v", err)
