@@ -452,20 +452,40 @@ func (s Spec) args() ([]string, error) {
 		dir = "/"
 	}
 	a = append(a, "--chdir", dir, "--cap-drop", "ALL")
+	for _, c := range s.caps() {
+		a = append(a, "--cap-add", c)
+	}
+	return a, nil
+}
+
+// caps are the capabilities the child keeps: keptCaps, CAP_SYS_NICE with
+// GrantTune, and of those only the ones in this process's bounding set —
+// bwrap 0.8 asked for one outside it (a container without
+// CAP_SYS_RESOURCE) keeps them all.
+func (s Spec) caps() []string {
 	caps := append([]string(nil), keptCaps...)
 	if s.has(GrantTune) {
 		caps = append(caps, "CAP_SYS_NICE")
 	}
 	bnd := boundingSet()
+	var kept []string
 	for _, c := range caps {
-		// bwrap 0.8 asked for a capability outside the bounding set
-		// (a container without CAP_SYS_RESOURCE) keeps them all: ask
-		// only for those the machine can give.
 		if bnd&(1<<capNumbers[c]) != 0 {
-			a = append(a, "--cap-add", c)
+			kept = append(kept, c)
 		}
 	}
-	return a, nil
+	return kept
+}
+
+// capWords say what each kept capability lets the child do, for Describe.
+var capWords = map[string]string{
+	"CAP_SETUID":           "switch user",
+	"CAP_SETGID":           "switch group",
+	"CAP_CHOWN":            "chown",
+	"CAP_KILL":             "signal any process",
+	"CAP_NET_BIND_SERVICE": "bind ports below 1024",
+	"CAP_SYS_RESOURCE":     "raise rlimits",
+	"CAP_SYS_NICE":         "nice and affinity of any process",
 }
 
 // capNumbers are the kept capabilities' numbers (linux/capability.h).
@@ -531,8 +551,8 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	a = append(append(a, "--"), argv...)
 	cmd := exec.CommandContext(ctx, p, a...)
 	cmd.Env = append([]string{}, s.Env...)
-	// bwrap dies with the caller's thread's process; its --die-with-parent
-	// passes that on to the command.
+	// bwrap is killed when its parent (this process) dies, and
+	// --die-with-parent passes that on to the command.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 30 * time.Second
 	cmd.Cancel = func() error {
@@ -603,7 +623,7 @@ func (s Spec) Describe() []string {
 		d = append(d, "network: its own loopback only (127.0.0.1 inside); the machine's local services, the LAN and the internet are not reachable")
 	}
 	if s.has(GrantDocker) {
-		d = append(d, "docker (granted): the Docker socket "+strings.Join(s.dockerSockets(), ", ")+" is reachable; it is root on this machine (a container may mount any folder and run privileged)")
+		d = append(d, "docker (granted): the Docker socket ("+s.dockerSockets()[0]+") is reachable; it is root on this machine (a container may mount any folder and run privileged)")
 	} else {
 		d = append(d, "docker: the Docker socket and other daemons' sockets in /run are not reachable")
 	}
@@ -613,14 +633,20 @@ func (s Spec) Describe() []string {
 	if s.has(GrantNomad) {
 		d = append(d, "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens")
 	}
-	caps := "setuid/setgid/chown, kill, bind ports below 1024, raise rlimits"
+	var words []string
+	for _, c := range s.caps() {
+		words = append(words, capWords[c])
+	}
+	caps := "none"
+	if len(words) > 0 {
+		caps = strings.Join(words, ", ")
+	}
 	if s.has(GrantTune) {
 		net := "net.* sysctls apply to its own network namespace only"
 		if s.hostNetwork() {
 			net = "net.* sysctls apply to the host's network"
 		}
 		d = append(d, "tune (granted): sysctls (/proc/sys) and the CPU frequency governor are writable machine-wide ("+net+"); nice and CPU affinity of any process")
-		caps += ", nice"
 	} else {
 		d = append(d, "sysctls: read-only")
 	}

@@ -167,9 +167,10 @@ func TestReadOnlyRoot(t *testing.T) {
 	if code == 0 {
 		t.Errorf("remounting or unmounting worked inside: %q", out)
 	}
-	// Writing a sysctl fails (tried on a net.* one: in the sandbox's own
-	// network namespace, so even a failing test leaves the machine's).
-	out, code = run(t, Spec{}, "echo 129 > /proc/sys/net/core/somaxconn")
+	// Writing a sysctl fails (tried on a net.* one, in the sandbox's own
+	// network namespace, with the value it has: even a failing test
+	// changes nothing).
+	out, code = run(t, Spec{}, "v=$(cat /proc/sys/net/core/somaxconn) && echo $v > /proc/sys/net/core/somaxconn")
 	if code == 0 || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("writing a sysctl: exit %d %q, want a read-only file system", code, out)
 	}
@@ -458,6 +459,7 @@ func TestDescribe(t *testing.T) {
 		"sysctls: read-only",
 		"visible in /proc",
 		"not limited: CPU, memory",
+		"capabilities: only switch user, switch group, chown, signal any process, bind ports below 1024",
 	} {
 		if !strings.Contains(base, w) {
 			t.Errorf("default Describe lacks %q:\n%s", w, base)
@@ -479,6 +481,10 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("%s: Describe lacks %q:\n%s", c.g, w, d)
 			}
 		}
+	}
+	// A capability the machine cannot give is not claimed.
+	if boundingSet()&(1<<24) == 0 && strings.Contains(base, "raise rlimits") {
+		t.Errorf("CAP_SYS_RESOURCE is not in the bounding set, yet:\n%s", base)
 	}
 	d := strings.Join(Spec{Grants: []Grant{GrantTune, GrantHostNetwork}}.Describe(), "\n")
 	if !strings.Contains(d, "net.* sysctls apply to the host's network") {
