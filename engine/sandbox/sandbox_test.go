@@ -709,3 +709,52 @@ func mustOutput(t *testing.T, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestTuneNetSysctlIsTheSandboxs: with the tune grant a net.* sysctl is
+// writable, and in the sandbox's own network namespace it changes that
+// namespace's value, not the machine's.
+func TestTuneNetSysctlIsTheSandboxs(t *testing.T) {
+	needBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: sysctls are root's")
+	}
+	const p = "/proc/sys/net/core/somaxconn"
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Skip(err)
+	}
+	host := strings.TrimSpace(string(b))
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	n, _ := strconv.Atoi(host)
+	want := strconv.Itoa(n - 1)
+	// Written only when the namespace is not the machine's: a broken
+	// sandbox leaves the machine alone and fails the test.
+	out, code := run(t, Spec{Grants: []Grant{GrantTune}}, `[ "$(readlink /proc/self/ns/net)" != "`+ns+`" ] || { echo "the machine's network namespace"; exit 9; }
+echo `+want+` > `+p+` && cat `+p)
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("writing %s inside: exit %d %q", p, code, out)
+	}
+	if b, _ := os.ReadFile(p); strings.TrimSpace(string(b)) != host {
+		os.WriteFile(p, []byte(host), 0o644)
+		t.Errorf("the machine's %s changed to %s (put back to %s)", p, b, host)
+	}
+}
+
+// TestDockerGrantRunsDockerCLI: with the docker grant the docker CLI
+// inside reaches the engine (its home, and ~/.docker, hidden).
+func TestDockerGrantRunsDockerCLI(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker CLI")
+	}
+	if err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").Run(); err != nil {
+		t.Skipf("no Docker engine here: %v", err)
+	}
+	out, code := run(t, Spec{Grants: []Grant{GrantDocker}}, "docker info --format '{{.ServerVersion}}'")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("docker info inside with the grant: exit %d %q", code, out)
+	}
+	if out, code := run(t, Spec{}, "docker info --format '{{.ServerVersion}}'"); code == 0 {
+		t.Errorf("docker info inside without the grant worked: %q", out)
+	}
+}
