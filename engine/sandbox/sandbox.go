@@ -1,0 +1,669 @@
+// Package sandbox runs a command confined by bubblewrap (bwrap, Debian's
+// package bubblewrap): the file system read-only but for the folders the
+// caller names and a private /tmp, every home folder hidden, a network of
+// its own (a loopback nothing outside reaches), no Docker socket, and only
+// the capabilities a benchmarked service needs. Whatever leaves the sandbox
+// — the Docker socket, a cluster, sysctls, the host network — is a Grant,
+// named one by one and described by Spec.Describe for the reader's plan.
+//
+// The sandbox does not unshare the pid namespace: the verdict's
+// whole-machine CPU accounting reads the machine's other processes from
+// /proc, and the pids benchflow records must be the machine's. Nor the
+// cgroup namespace: /proc/PID/cgroup tells a container's processes.
+//
+// Running benchflow apply inside: it writes nothing outside its --out
+// folder but the tune journal, in the state folder (engine/tune.StateDir,
+// /var/lib/benchflow for root), and service folders in $TMPDIR (the
+// private /tmp, gone with the sandbox). Without GrantTune the caller sets
+// BENCHFLOW_STATE_DIR to a folder of the private /tmp (there is nothing to
+// restore); with it, it binds the machine's state folder in ReadWrite, so
+// that `benchflow gc` outside restores the sysctls of a killed run.
+//
+// docs/publishing.md#the-sandbox says what the sandbox does and does not
+// protect against.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/benchflow/benchflow/providers/hostproc"
+)
+
+// Grant opens one thing beyond the sandbox.
+type Grant string
+
+// The grants a reproduction may ask for (reproduce --allow NAME).
+const (
+	// GrantDocker binds the Docker socket and shares the host's network
+	// (a container's published ports live in the host's namespace). The
+	// socket is root-equivalent on the machine.
+	GrantDocker Grant = "docker"
+	// GrantK8s shares the host's network and keeps the kubeconfig
+	// ($KUBECONFIG, else ~/.kube/config) readable.
+	GrantK8s Grant = "k8s"
+	// GrantNomad shares the host's network (the NOMAD_/CONSUL_/APISIX_
+	// addresses are in the caller's Env).
+	GrantNomad Grant = "nomad"
+	// GrantTune lets sysctls and the CPU frequency governor be written
+	// (/proc/sys and /sys/devices/system/cpu read-write) and adds
+	// CAP_SYS_NICE (negative nice, affinity of other users' processes).
+	// Without the host's network, net.* sysctls are the sandbox's own
+	// network namespace's. No CAP_SYS_ADMIN: root writes sysctls as the
+	// owner of /proc/sys's files, and with it the child could unmount
+	// what hides the home folders.
+	GrantTune Grant = "tune"
+	// GrantHostNetwork shares the host's network.
+	GrantHostNetwork Grant = "host-network"
+)
+
+// Grants lists every known grant, in the order the plan names them.
+var Grants = []Grant{GrantDocker, GrantK8s, GrantNomad, GrantTune, GrantHostNetwork}
+
+// ParseGrant returns the grant named s ("docker", "k8s", "nomad", "tune",
+// "host-network"), or an error listing the known ones.
+func ParseGrant(s string) (Grant, error) {
+	for _, g := range Grants {
+		if string(g) == s {
+			return g, nil
+		}
+	}
+	names := make([]string, len(Grants))
+	for i, g := range Grants {
+		names[i] = string(g)
+	}
+	return "", fmt.Errorf("unknown grant %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// Spec is one confinement.
+type Spec struct {
+	// ReadWrite are bound read-write at the same path (the run's output
+	// folder); each must exist.
+	ReadWrite []string
+	// ReadOnly are bound read-only at the same path, on top of the hidden
+	// places (the staged bundle, the benchflow executable); each must
+	// exist.
+	ReadOnly []string
+	// Grants open what the reproduction needs beyond the sandbox.
+	Grants []Grant
+	// Env is the child's whole environment (and PWD, which bwrap sets
+	// to Dir); the caller filters it. Nil is an empty environment, not
+	// the caller's.
+	Env []string
+	// Dir is the working folder inside (default: /).
+	Dir string
+}
+
+// bwrapPath is the bwrap executable (tests may point it elsewhere).
+var bwrapPath = "bwrap"
+
+// installHint ends every error saying bwrap cannot run.
+const installHint = "install bubblewrap (apt-get install bubblewrap), or run unconfined with --no-sandbox"
+
+// Available returns nil when bwrap runs here: it runs `bwrap --ro-bind /
+// / true`, then `true` in the default sandbox (an older bwrap without
+// --perms, or a container that forbids new namespaces, fails there);
+// else an error saying how to install it and that --no-sandbox runs
+// unconfined.
+func Available() error {
+	p, err := exec.LookPath(bwrapPath)
+	if err != nil {
+		return fmt.Errorf("sandbox: bwrap not found: %s", installHint)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	try := func(what string, args ...string) error {
+		cmd := exec.CommandContext(ctx, p, args...)
+		cmd.Env = []string{}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("sandbox: %s %s failed: %s; %s", p, what, msg, installHint)
+	}
+	if err := try("--ro-bind / / true", "--ro-bind", "/", "/", "true"); err != nil {
+		return err
+	}
+	a, err := Spec{}.args()
+	if err != nil {
+		return err
+	}
+	return try("(the default sandbox) true", append(append(a, "--"), "true")...)
+}
+
+// Capabilities the child keeps; every other one is dropped. benchflow
+// runs as root for services that need it (nginx and apache2 started as
+// root), and root with every capability can undo the sandbox (remount /
+// read-write, unmount the tmpfs over the home folders, reach /run through
+// a fresh mount), so the child keeps only:
+var keptCaps = []string{
+	// nginx's and apache2's root master starts its workers as www-data
+	// (Debian's default `user`): setuid(2), setgid(2), setgroups(2).
+	"CAP_SETUID",
+	"CAP_SETGID",
+	// nginx chowns its temporary folders (client_body_temp_path, …) to
+	// the workers' user; apache2 its lock and log files.
+	"CAP_CHOWN",
+	// A root master signals its workers, which run as another user
+	// (nginx -s reload/stop, apache2's graceful restart).
+	"CAP_KILL",
+	// Services listen on ports below 1024 in their own network namespace
+	// (ports a bundle names, such as 80 and 443).
+	"CAP_NET_BIND_SERVICE",
+	// tune steps and services raise RLIMIT_NOFILE above the hard limit
+	// (nginx's worker_rlimit_nofile, `step "tune" { nofile = 65535 }`).
+	"CAP_SYS_RESOURCE",
+}
+
+// Not kept, on purpose: CAP_SYS_ADMIN (mount, so the file system
+// confinement holds), CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE,
+// CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (root still reads and writes
+// its own files; files of other users stay as their modes say),
+// CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_BOOT, CAP_SYS_TIME. Writing sysctls
+// (GrantTune) needs no capability: /proc/sys's files are root's, mode
+// 0644, and root writes them as their owner.
+
+func (s Spec) has(g Grant) bool {
+	for _, h := range s.Grants {
+		if h == g {
+			return true
+		}
+	}
+	return false
+}
+
+// hostNetwork says whether the child shares the host's network.
+func (s Spec) hostNetwork() bool {
+	return s.has(GrantHostNetwork) || s.has(GrantDocker) || s.has(GrantK8s) || s.has(GrantNomad)
+}
+
+func (s Spec) env(name string) string {
+	v := ""
+	for _, kv := range s.Env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// homes lists the folders hidden under a tmpfs: /root, /home and the
+// home folders of the caller and of the child's environment.
+func (s Spec) homes() []string {
+	hs := []string{"/root", "/home"}
+	for _, h := range []string{os.Getenv("HOME"), s.env("HOME")} {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		h = filepath.Clean(h)
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		if h == "/" || within(h, hs) {
+			continue
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// within says whether p is one of dirs or below one.
+func within(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// dockerSockets are the Docker socket's paths GrantDocker binds: the
+// DOCKER_HOST of the child's environment when it is a unix:// address,
+// else /run/docker.sock (/var/run/docker.sock is a link to it on Debian).
+func (s Spec) dockerSockets() []string {
+	if h := s.env("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		return []string{strings.TrimPrefix(h, "unix://")}
+	}
+	return []string{"/run/docker.sock", "/var/run/docker.sock"}
+}
+
+// kubeconfigs are the files GrantK8s keeps readable: $KUBECONFIG's (a
+// list, as kubectl reads it), else ~/.kube/config.
+func (s Spec) kubeconfigs() []string {
+	if kc := s.env("KUBECONFIG"); kc != "" {
+		return filepath.SplitList(kc)
+	}
+	home := s.env("HOME")
+	if home == "" {
+		home = os.Getenv("HOME")
+	}
+	if home == "" {
+		return nil
+	}
+	return []string{filepath.Join(home, ".kube", "config")}
+}
+
+type bind struct {
+	src, dst string
+	rw       bool
+}
+
+// binds resolves the caller's folders: absolute, through symlinks, and
+// existing; bound at their real path and, when it differs, at the path
+// given too (a link inside a hidden place would not be seen).
+func (s Spec) binds() ([]bind, error) {
+	var bs []bind
+	add := func(p string, rw bool, what string) error {
+		if p == "" {
+			return fmt.Errorf("sandbox: empty %s path", what)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("sandbox: %s path %q: %w", what, p, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return fmt.Errorf("sandbox: %s path %q must exist: %w", what, p, err)
+		}
+		bs = append(bs, bind{real, real, rw})
+		if abs != real {
+			bs = append(bs, bind{real, abs, rw})
+		}
+		return nil
+	}
+	for _, p := range s.ReadOnly {
+		if err := add(p, false, "read-only"); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range s.ReadWrite {
+		if err := add(p, true, "read-write"); err != nil {
+			return nil, err
+		}
+	}
+	// Parents before children, so that a read-only bundle inside a
+	// read-write folder stays read-only; a read-write bind of the same
+	// path after the read-only one wins.
+	sort.SliceStable(bs, func(i, j int) bool {
+		return strings.Count(bs[i].dst, "/") < strings.Count(bs[j].dst, "/")
+	})
+	return bs, nil
+}
+
+// hiddenFiles are secrets root could read through the read-only root;
+// each that exists is replaced by an empty file.
+var hiddenFiles = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"}
+
+// hiddenDirs are folders of secrets replaced by an empty tmpfs.
+var hiddenDirs = []string{"/etc/ssl/private"}
+
+// Args returns bwrap's arguments before the command (without "bwrap"
+// and "--").
+func (s Spec) args() ([]string, error) {
+	for _, g := range s.Grants {
+		if _, err := ParseGrant(string(g)); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	binds, err := s.binds()
+	if err != nil {
+		return nil, err
+	}
+	a := []string{
+		// The child dies with bwrap, and bwrap with its parent (SIGKILL).
+		"--die-with-parent",
+		// A session of its own: no TIOCSTI into the reader's terminal.
+		"--new-session",
+		"--unshare-ipc",
+		"--unshare-uts",
+	}
+	if !s.hostNetwork() {
+		// Its own network namespace, with only a loopback (up).
+		a = append(a, "--unshare-net")
+	}
+	a = append(a,
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+	)
+	if s.has(GrantTune) {
+		a = append(a, "--bind", "/proc/sys", "/proc/sys")
+		if isDir("/sys/devices/system/cpu") {
+			a = append(a, "--bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu")
+		}
+	} else {
+		// bwrap 0.8 leaves /proc/sys writable when its folder is not
+		// (mode 0555, no CAP_DAC_OVERRIDE), yet its files are root's,
+		// mode 0644: root writes the machine's sysctls without any
+		// capability.
+		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
+	}
+	// Writing it reboots or crashes the machine (mode 0200, root's).
+	if _, err := os.Stat("/proc/sysrq-trigger"); err == nil {
+		a = append(a, "--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
+	}
+	a = append(a,
+		// World-writable and sticky, as on the machine: services that
+		// run as another user (www-data) write there too.
+		"--perms", "1777", "--tmpfs", "/tmp",
+		"--perms", "1777", "--tmpfs", "/var/tmp",
+		"--perms", "1777", "--tmpfs", "/dev/shm",
+		// Daemons' sockets live in /run (Docker's, D-Bus's, databases'):
+		// a private /run reaches none of them.
+		"--tmpfs", "/run",
+		"--perms", "1777", "--dir", "/run/lock",
+		"--symlink", "/dev/shm", "/run/shm",
+	)
+	if fi, err := os.Lstat("/var/run"); err == nil && fi.IsDir() {
+		a = append(a, "--tmpfs", "/var/run")
+	}
+	if fi, err := os.Lstat("/var/lock"); err == nil && fi.IsDir() {
+		a = append(a, "--perms", "1777", "--tmpfs", "/var/lock")
+	}
+	// hidden are the tmpfs mounts over the machine's folders.
+	hidden := []string{"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/var/lock"}
+	for _, h := range s.homes() {
+		if isDir(h) {
+			a = append(a, "--tmpfs", h)
+			hidden = append(hidden, h)
+		}
+	}
+	for _, f := range hiddenFiles {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			a = append(a, "--ro-bind", "/dev/null", f)
+		}
+	}
+	for _, d := range hiddenDirs {
+		if isDir(d) {
+			a = append(a, "--tmpfs", d)
+			hidden = append(hidden, d)
+		}
+	}
+	var grantBinds []bind
+	if s.hostNetwork() {
+		// /etc/resolv.conf may be a link into /run (systemd-resolved):
+		// keep the file it names readable.
+		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
+			grantBinds = append(grantBinds, bind{r, r, false})
+		}
+	}
+	if s.has(GrantDocker) {
+		for _, p := range s.dockerSockets() {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				grantBinds = append(grantBinds, bind{r, r, true})
+			}
+		}
+	}
+	if s.has(GrantK8s) {
+		for _, p := range s.kubeconfigs() {
+			if r, err := filepath.EvalSymlinks(p); p != "" && err == nil {
+				grantBinds = append(grantBinds, bind{r, r, false})
+				if r != p {
+					grantBinds = append(grantBinds, bind{r, p, false})
+				}
+			}
+		}
+	}
+	made := map[string]bool{}
+	var bound []string
+	for _, b := range append(grantBinds, binds...) {
+		// bwrap makes the folders leading to a mount point inside a
+		// tmpfs mode 0700, root's: a service running as www-data could
+		// not reach the run folder under /tmp. Make them with the
+		// machine's modes instead (0755 where the machine has none).
+		for _, anc := range ancestors(b.dst) {
+			if made[anc] || !within(anc, hidden) || within(anc, bound) || slices.Contains(hidden, anc) {
+				continue
+			}
+			mode := os.FileMode(0o755)
+			if fi, err := os.Stat(anc); err == nil && fi.IsDir() {
+				mode = fi.Mode().Perm() | fi.Mode()&os.ModeSticky
+			}
+			perm := mode.Perm()
+			if mode&os.ModeSticky != 0 {
+				perm |= 0o1000
+			}
+			a = append(a, "--perms", fmt.Sprintf("%04o", uint32(perm)), "--dir", anc)
+			made[anc] = true
+		}
+		if b.rw {
+			a = append(a, "--bind", b.src, b.dst)
+		} else {
+			a = append(a, "--ro-bind", b.src, b.dst)
+		}
+		bound = append(bound, b.dst)
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	a = append(a, "--chdir", dir, "--cap-drop", "ALL")
+	for _, c := range s.caps() {
+		a = append(a, "--cap-add", c)
+	}
+	return a, nil
+}
+
+// caps are the capabilities the child keeps: keptCaps, CAP_SYS_NICE with
+// GrantTune, and of those only the ones in this process's bounding set —
+// bwrap 0.8 asked for one outside it (a container without
+// CAP_SYS_RESOURCE) keeps them all.
+func (s Spec) caps() []string {
+	caps := append([]string(nil), keptCaps...)
+	if s.has(GrantTune) {
+		caps = append(caps, "CAP_SYS_NICE")
+	}
+	bnd := boundingSet()
+	var kept []string
+	for _, c := range caps {
+		if bnd&(1<<capNumbers[c]) != 0 {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+// capWords say what each kept capability lets the child do, for Describe.
+var capWords = map[string]string{
+	"CAP_SETUID":           "switch user",
+	"CAP_SETGID":           "switch group",
+	"CAP_CHOWN":            "chown",
+	"CAP_KILL":             "signal any process",
+	"CAP_NET_BIND_SERVICE": "bind ports below 1024",
+	"CAP_SYS_RESOURCE":     "raise rlimits",
+	"CAP_SYS_NICE":         "nice and affinity of any process",
+}
+
+// capNumbers are the kept capabilities' numbers (linux/capability.h).
+var capNumbers = map[string]uint{
+	"CAP_CHOWN":            0,
+	"CAP_KILL":             5,
+	"CAP_SETGID":           6,
+	"CAP_SETUID":           7,
+	"CAP_NET_BIND_SERVICE": 10,
+	"CAP_SYS_NICE":         23,
+	"CAP_SYS_RESOURCE":     24,
+}
+
+// boundingSet is this process's capability bounding set (CapBnd in
+// /proc/self/status); 0 when it cannot be read.
+func boundingSet() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapBnd:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// ancestors lists p's parent folders, outermost first, without "/".
+func ancestors(p string) []string {
+	var as []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		as = append([]string{d}, as...)
+	}
+	return as
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// Command returns an exec.Cmd running argv confined by s. Its Env is
+// s.Env; the caller sets Stdin, Stdout and Stderr. When ctx is done the
+// command is sent SIGTERM (it runs in a session of its own, so a
+// terminal's Ctrl-C does not reach it), and killed with everything
+// bwrap started WaitDelay (default 30s) later. bwrap is killed when the
+// thread that started it exits (Pdeathsig): start it from a goroutine
+// that is not locked to its thread (runtime.LockOSThread).
+func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("sandbox: no command")
+	}
+	p, err := exec.LookPath(bwrapPath)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: bwrap not found: %s", installHint)
+	}
+	a, err := s.args()
+	if err != nil {
+		return nil, err
+	}
+	a = append(append(a, "--"), argv...)
+	cmd := exec.CommandContext(ctx, p, a...)
+	cmd.Env = append([]string{}, s.Env...)
+	// bwrap is killed when its parent (this process) dies, and
+	// --die-with-parent passes that on to the command.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 30 * time.Second
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		kids := children(cmd.Process.Pid)
+		if len(kids) == 0 {
+			return cmd.Process.Kill()
+		}
+		for _, k := range kids {
+			syscall.Kill(k, syscall.SIGTERM)
+		}
+		return nil
+	}
+	return cmd, nil
+}
+
+// children returns the pids whose parent is pid: bwrap's child is the
+// confined command (bwrap waits for it).
+func children(pid int) []int {
+	var kids []int
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, k)
+			}
+		}
+		return kids
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := hostproc.ReadStat("/proc", k); err == nil && st.PPID == pid {
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// Describe returns one line per confinement fact, for the plan, reflecting
+// the grants. It names the caller's folders as given.
+func (s Spec) Describe() []string {
+	rw := "nothing"
+	if len(s.ReadWrite) > 0 {
+		rw = strings.Join(s.ReadWrite, ", ")
+	}
+	d := []string{
+		"file system: read-only except " + rw + " and a private /tmp (also /var/tmp, /dev/shm, /run), emptied at the end",
+	}
+	if len(s.ReadOnly) > 0 {
+		d = append(d, "also readable: "+strings.Join(s.ReadOnly, ", "))
+	}
+	d = append(d,
+		"home folders: hidden (/root, /home and $HOME are empty)",
+		"secrets: /etc/shadow, /etc/gshadow and /etc/ssl/private hidden; every other file is readable as the user running it",
+	)
+	switch {
+	case s.has(GrantHostNetwork):
+		d = append(d, "network: the host's (granted host-network): the machine's local services, the LAN and the internet are reachable")
+	case s.has(GrantDocker), s.has(GrantK8s), s.has(GrantNomad):
+		d = append(d, "network: the host's (implied by "+strings.Join(s.hostNetGrants(), ", ")+"): the machine's local services, the LAN and the internet are reachable")
+	default:
+		d = append(d, "network: its own loopback only (127.0.0.1 inside); the machine's local services, the LAN and the internet are not reachable")
+	}
+	if s.has(GrantDocker) {
+		d = append(d, "docker (granted): the Docker socket ("+s.dockerSockets()[0]+") is reachable; it is root on this machine (a container may mount any folder and run privileged)")
+	} else {
+		d = append(d, "docker: the Docker socket and other daemons' sockets in /run are not reachable")
+	}
+	if s.has(GrantK8s) {
+		d = append(d, "k8s (granted): the kubeconfig "+strings.Join(s.kubeconfigs(), ", ")+" is readable, and the cluster it names reachable with its credentials")
+	}
+	if s.has(GrantNomad) {
+		d = append(d, "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens")
+	}
+	var words []string
+	for _, c := range s.caps() {
+		words = append(words, capWords[c])
+	}
+	caps := "none"
+	if len(words) > 0 {
+		caps = strings.Join(words, ", ")
+	}
+	if s.has(GrantTune) {
+		net := "net.* sysctls apply to its own network namespace only"
+		if s.hostNetwork() {
+			net = "net.* sysctls apply to the host's network"
+		}
+		d = append(d, "tune (granted): sysctls (/proc/sys) and the CPU frequency governor are writable machine-wide ("+net+"); nice and CPU affinity of any process")
+	} else {
+		d = append(d, "sysctls: read-only")
+	}
+	d = append(d,
+		"capabilities: only "+caps+" (no mount, no ptrace, no network administration)",
+		"processes: the machine's are visible in /proc (same pids) and its own end with it; it runs in a session of its own (no typing into the terminal)",
+		"not limited: CPU, memory and disk use; the kernel is the machine's",
+	)
+	return d
+}
+
+func (s Spec) hostNetGrants() []string {
+	var gs []string
+	for _, g := range []Grant{GrantDocker, GrantK8s, GrantNomad} {
+		if s.has(g) {
+			gs = append(gs, string(g))
+		}
+	}
+	return gs
+}
