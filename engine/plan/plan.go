@@ -69,6 +69,9 @@ type Plan struct {
 	budget    *evalBudget     // the pipeline's (pipelineBudget)
 	svcLocals map[string]bool // ServiceLocals, computed once
 
+	secretsOnce sync.Once // secrets
+	secretSet   *secrets
+
 	fixedOnce sync.Once // fixedVars
 	exe       string
 	stepsObj  cty.Value
@@ -160,8 +163,10 @@ func ValueString(v cty.Value) string {
 // Build expands p into a plan. All trials are evaluated in dry mode
 // (services not provisioned yet: their attributes are placeholders).
 func Build(p *pipeline.Pipeline, in Inputs) (_ *Plan, diags hcl.Diagnostics) {
-	defer func() { diags = nameVarFlags(p, in, diags) }()
 	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, budget: pipelineBudget(p)}
+	// Every diagnostic leaves through here: those of expressions computed
+	// from a sensitive value lose their detail (withhold.go).
+	defer func() { diags = nameVarFlags(p, in, pl.secrets().withhold(diags)) }()
 	pl.budget.reset()
 	pl.functions = functions(p.FS, pl.budget)
 	vars, diags := resolveVariables(p, in, pl.functions)
@@ -383,6 +388,14 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 				continue
 			}
 			val, d := a.Expr.Value(&hcl.EvalContext{Functions: fns})
+			if d.HasErrors() && decl[name].Sensitive {
+				// Neither the message nor the line (quoted with it) may
+				// show the value.
+				d = hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+					Detail: fmt.Sprintf("--var-file %s, line %d: the value of sensitive variable %q does not evaluate. %s",
+						vf, a.Expr.Range().Start.Line, name, Withheld),
+					Subject: decl[name].DeclRange.Ptr()}}
+			}
 			diags = append(diags, d...)
 			if !d.HasErrors() {
 				given[name] = val
@@ -746,6 +759,11 @@ func nameVarFlags(p *pipeline.Pipeline, in Inputs, diags hcl.Diagnostics) hcl.Di
 		raw, set := in.Vars[name]
 		if !ok || !set || strings.Contains(d.Detail, "--var "+name) {
 			continue
+		}
+		for _, v := range p.Variables {
+			if v.Name == name && v.Sensitive {
+				raw = "(sensitive)" // however short: the redaction skips short values
+			}
 		}
 		nd := *d
 		nd.Detail = sentence(strings.TrimSpace(nd.Detail)) + fmt.Sprintf(" The value comes from --var %s=%s.", name, raw)
