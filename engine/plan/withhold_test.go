@@ -63,6 +63,8 @@ var withholdCases = []struct {
   command = ["true"]
   port "http" { host = var.tok }
 }`},
+	{"provider setting", "ZQ", `provider "local" "l" { stop_timeout = var.tok }`},
+	{"provider setting checked", "ZQ", `provider "local" "l" { work_dir = "/${var.tok}" }`},
 	{"rendered file template", "ZQXJ", `service "web" {
   command = ["true"]
   file "a" { template = file("v.tmpl") }
