@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -374,7 +375,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 			continue
 		}
 		f, d := hclsyntax.ParseConfig(src, vf, hcl.InitialPos)
-		diags = append(diags, d...)
+		diags = append(diags, hideVarFileLines(vf, src, decl, d)...)
 		if d.HasErrors() {
 			continue
 		}
@@ -482,6 +483,35 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		}
 	}
 	return out, diags
+}
+
+// varFileName matches the start of a var file's `name = value` line.
+var varFileName = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=`)
+
+// hideVarFileLines replaces each syntax error of var file vf located in
+// the value of a sensitive variable (the nearest `name =` at or above its
+// line names one) by an error at the variable's declaration: the message
+// and the line it quotes would show the value.
+func hideVarFileLines(vf string, src []byte, decl map[string]*pipeline.Variable, diags hcl.Diagnostics) hcl.Diagnostics {
+	lines := strings.Split(string(src), "\n")
+	for i, d := range diags {
+		if d.Subject == nil || d.Subject.Filename != vf {
+			continue
+		}
+		for l := min(d.Subject.Start.Line, len(lines)) - 1; l >= 0; l-- {
+			m := varFileName.FindStringSubmatch(lines[l])
+			if m == nil {
+				continue
+			}
+			if v := decl[m[1]]; v != nil && v.Sensitive {
+				diags[i] = &hcl.Diagnostic{Severity: d.Severity, Summary: d.Summary,
+					Detail:  fmt.Sprintf("--var-file %s, line %d, in the value of sensitive variable %q. %s", vf, d.Subject.Start.Line, v.Name, Withheld),
+					Subject: v.DeclRange.Ptr()}
+			}
+			break
+		}
+	}
+	return diags
 }
 
 func displayValue(v cty.Value, sensitive bool) string {

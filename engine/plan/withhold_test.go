@@ -283,6 +283,39 @@ func TestSensitiveVarFileWithheld(t *testing.T) {
 	}
 }
 
+// A syntax error in the value a --var-file gives a sensitive variable is
+// reported at the variable, its line not quoted; one in another
+// variable's value is reported where it is.
+func TestSensitiveVarFileSyntaxWithheld(t *testing.T) {
+	dir := t.TempDir()
+	vf := dir + "/v.hcl"
+	if err := os.WriteFile(vf, []byte("other = 1\ntok = [\n  \"ZQ\" \"XJ\"\n]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(withholdBase, true) + "variable \"other\" { default = 0 }\n"
+	p, diags := hclconf.Parse(fstest.MapFS{"p.hcl": {Data: []byte(text)}}, "p.hcl", "p.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = plan.Build(p, plan.Inputs{VarFiles: []string{vf}})
+	out := diag.Err(diags).Error()
+	if !diags.HasErrors() || strings.ContainsAny(out, "ZQXJ") || !strings.Contains(out, "line 3") || !strings.Contains(out, "withheld") {
+		t.Errorf("diagnostics: %s", out)
+	}
+	for _, d := range diags {
+		if d.Subject != nil && d.Subject.Filename == vf {
+			t.Errorf("located in the var file (its line would be quoted): %s", d.Error())
+		}
+	}
+	if err := os.WriteFile(vf, []byte("other = [\n  1 2\n]\ntok = \"ZQXJ\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, diags = plan.Build(p, plan.Inputs{VarFiles: []string{vf}})
+	if !diags.HasErrors() || diags[0].Subject == nil || diags[0].Subject.Filename != vf || strings.Contains(diags[0].Detail, "withheld") {
+		t.Errorf("an error in a variable that is not sensitive: %s", diags.Error())
+	}
+}
+
 // A sensitive --var too short to be redacted is not repeated in the
 // sentence that names the flag.
 func TestShortSensitiveVarNotNamed(t *testing.T) {
