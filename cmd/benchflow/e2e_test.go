@@ -48,6 +48,7 @@ type manifest struct {
 	Trials []struct {
 		TrialID string `json:"trial_id"`
 		Status  string `json:"status"`
+		Error   string `json:"error"`
 	} `json:"trials"`
 }
 

@@ -37,7 +37,7 @@ func (pl *Plan) AddRound(cells []int) ([]*Trial, hcl.Diagnostics) {
 	if len(pl.Trials) > 0 {
 		prev = pl.Trials[len(pl.Trials)-1]
 	}
-	d := pl.prepare(ts, prev)
+	d := pl.secrets().withhold(pl.prepare(ts, prev))
 	if !d.HasErrors() {
 		pl.Trials = append(pl.Trials, ts...)
 	}

@@ -77,7 +77,8 @@ func (te *TrialEval) agentsProviderBlock(a *steps.AgentsConfig) (*pipeline.Provi
 // AgentsProvider resolves the provider of an agents block for this trial
 // as ServiceProvider does a service's: its block (as agentsProviderType
 // finds it), type, configuration and the provider New builds.
-func (te *TrialEval) AgentsProvider(a *steps.AgentsConfig) (*ServiceProvider, hcl.Diagnostics) {
+func (te *TrialEval) AgentsProvider(a *steps.AgentsConfig) (_ *ServiceProvider, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	pv, d := te.agentsProviderBlock(a)
 	if d != nil {
 		return nil, hcl.Diagnostics{d}

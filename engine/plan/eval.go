@@ -176,7 +176,8 @@ func (p *Plan) fixedVars() (string, cty.Value) {
 // Locals evaluates the locals for this trial. They may use var, matrix,
 // trial, each other, and services (whose attributes are placeholders until
 // the service is provisioned; SetEndpoint recomputes them).
-func (te *TrialEval) Locals() (map[string]cty.Value, hcl.Diagnostics) {
+func (te *TrialEval) Locals() (_ map[string]cty.Value, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	if te.locals != nil {
 		return te.locals, nil
 	}
@@ -248,7 +249,8 @@ func (te *TrialEval) Context(self cty.Value) *hcl.EvalContext {
 
 // Provider finds the provider block a service uses in this trial. A nil
 // block with no errors means the implicit local provider.
-func (te *TrialEval) Provider(s *pipeline.Service) (*pipeline.Provider, hcl.Diagnostics) {
+func (te *TrialEval) Provider(s *pipeline.Service) (_ *pipeline.Provider, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	p := te.plan.Pipeline
 	sb, _ := s.Body.(*hclsyntax.Body)
 	var name string
@@ -316,7 +318,8 @@ func ProviderType(pv *pipeline.Provider) (*providers.Type, hcl.Diagnostics) {
 
 // ProviderConfig decodes a provider block for this trial into its type's
 // config struct. pv nil means the implicit local provider.
-func (te *TrialEval) ProviderConfig(pv *pipeline.Provider) (*providers.Type, any, hcl.Diagnostics) {
+func (te *TrialEval) ProviderConfig(pv *pipeline.Provider) (_ *providers.Type, _ any, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	t, diags := ProviderType(pv)
 	if diags.HasErrors() {
 		return nil, nil, diags
@@ -358,7 +361,8 @@ type ServiceProvider struct {
 // render`; the dry run resolves each provider block once per trial with
 // the same decodeProvider and build. Diagnostics are about the service's provider
 // attribute and the provider block; New's error is in Err.
-func (te *TrialEval) ServiceProvider(s *pipeline.Service) (*ServiceProvider, hcl.Diagnostics) {
+func (te *TrialEval) ServiceProvider(s *pipeline.Service) (_ *ServiceProvider, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	pv, diags := te.Provider(s)
 	if diags.HasErrors() {
 		return nil, diags
@@ -374,6 +378,7 @@ func (te *TrialEval) buildProvider(pv *pipeline.Provider) (*ServiceProvider, hcl
 	sp, diags := te.decodeProvider(pv)
 	if sp != nil {
 		sp.build()
+		te.withholdProvider(sp)
 	}
 	return sp, diags
 }
@@ -429,13 +434,14 @@ func sentence(s string) string {
 
 // Step decodes a step body for this trial into its kind's config struct
 // and validates durations, sizes and enums.
-func (te *TrialEval) Step(st *pipeline.Step) (any, hcl.Diagnostics) {
+func (te *TrialEval) Step(st *pipeline.Step) (_ any, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	kind := steps.Lookup(st.Kind)
 	if kind == nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown step kind", Detail: fmt.Sprintf("There is no step kind %q.", st.Kind), Subject: st.DeclRange.Ptr()}}
 	}
 	cfg := kind.NewConfig()
-	diags := dropFollowOn(gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg))
+	diags = dropFollowOn(gohcl.DecodeBody(st.Body, te.Context(cty.NilVal), cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -566,6 +572,7 @@ func (te *TrialEval) dryRun() ([]TrialService, hcl.Diagnostics) {
 				cfg = sp.Config
 				if sp.Provider == nil && sp.Err == nil {
 					sp.build()
+					te.withholdProvider(sp)
 				}
 				// New only checks the configuration; it contacts nothing.
 				// Its error is the run's error to come, so it is this

@@ -199,7 +199,9 @@ func templateFileFunc(fsys fs.FS, fns map[string]function.Function, budget *eval
 			if !vars.Type().IsObjectType() && !vars.Type().IsMapType() {
 				return cty.NilVal, fmt.Errorf("the vars argument must be an object or a map")
 			}
-			return renderTemplate(name, string(b), vars.AsValueMap(), fns, budget)
+			// The call's own diagnostic is withheld when its arguments are
+			// sensitive (the vars, the path): the template's are in its text.
+			return renderTemplate(name, string(b), vars.AsValueMap(), fns, budget, nil)
 		},
 	})
 }
@@ -207,11 +209,14 @@ func templateFileFunc(fsys fs.FS, fns map[string]function.Function, budget *eval
 // RenderTemplate renders template text with the given variables (each a
 // top-level name in the template) and functions.
 func RenderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function) (cty.Value, error) {
-	return renderTemplate(name, text, vars, fns, nil)
+	return renderTemplate(name, text, vars, fns, nil, nil)
 }
 
-// renderTemplate is RenderTemplate counted by b (when not nil).
-func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function, b *evalBudget) (cty.Value, error) {
+// renderTemplate is RenderTemplate counted by b (when not nil), with the
+// diagnostics of its evaluation passed through hide (when not nil: a
+// rendered file's, whose template may use sensitive values).
+func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string]function.Function, b *evalBudget,
+	hide func(hclsyntax.Expression, hcl.Diagnostics) hcl.Diagnostics) (cty.Value, error) {
 	if d := pipeline.CheckTemplateNesting(name, []byte(text), hcl.InitialPos); d.HasErrors() {
 		return cty.NilVal, diag.Err(d)
 	}
@@ -226,6 +231,9 @@ func renderTemplate(name, text string, vars map[string]cty.Value, fns map[string
 	ctx := &hcl.EvalContext{Variables: vars, Functions: fns}
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
+		if hide != nil {
+			diags = hide(expr, diags)
+		}
 		return cty.NilVal, diag.Err(diags)
 	}
 	if v.IsNull() || !v.IsKnown() {

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ type Plan struct {
 	derived   map[string]bool // DerivedSensitive of the planned trials
 	budget    *evalBudget     // the pipeline's (pipelineBudget)
 	svcLocals map[string]bool // ServiceLocals, computed once
+
+	secretsOnce sync.Once // secrets
+	secretSet   *secrets
 
 	fixedOnce sync.Once // fixedVars
 	exe       string
@@ -160,8 +164,10 @@ func ValueString(v cty.Value) string {
 // Build expands p into a plan. All trials are evaluated in dry mode
 // (services not provisioned yet: their attributes are placeholders).
 func Build(p *pipeline.Pipeline, in Inputs) (_ *Plan, diags hcl.Diagnostics) {
-	defer func() { diags = nameVarFlags(p, in, diags) }()
 	pl := &Plan{Pipeline: p, Order: p.Order, Inputs: in, budget: pipelineBudget(p)}
+	// Every diagnostic leaves through here: those of expressions computed
+	// from a sensitive value lose their detail (withhold.go).
+	defer func() { diags = nameVarFlags(p, in, pl.secrets().withhold(diags)) }()
 	pl.budget.reset()
 	pl.functions = functions(p.FS, pl.budget)
 	vars, diags := resolveVariables(p, in, pl.functions)
@@ -369,7 +375,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 			continue
 		}
 		f, d := hclsyntax.ParseConfig(src, vf, hcl.InitialPos)
-		diags = append(diags, d...)
+		diags = append(diags, hideVarFileLines(vf, src, decl, d)...)
 		if d.HasErrors() {
 			continue
 		}
@@ -383,6 +389,14 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 				continue
 			}
 			val, d := a.Expr.Value(&hcl.EvalContext{Functions: fns})
+			if d.HasErrors() && decl[name].Sensitive {
+				// Neither the message nor the line (quoted with it) may
+				// show the value.
+				d = hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+					Detail: fmt.Sprintf("--var-file %s, line %d: the value of sensitive variable %q does not evaluate. %s",
+						vf, a.Expr.Range().Start.Line, name, Withheld),
+					Subject: decl[name].DeclRange.Ptr()}}
+			}
 			diags = append(diags, d...)
 			if !d.HasErrors() {
 				given[name] = val
@@ -469,6 +483,35 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		}
 	}
 	return out, diags
+}
+
+// varFileName matches the start of a var file's `name = value` line.
+var varFileName = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=`)
+
+// hideVarFileLines replaces each syntax error of var file vf located in
+// the value of a sensitive variable (the nearest `name =` at or above its
+// line names one) by an error at the variable's declaration: the message
+// and the line it quotes would show the value.
+func hideVarFileLines(vf string, src []byte, decl map[string]*pipeline.Variable, diags hcl.Diagnostics) hcl.Diagnostics {
+	lines := strings.Split(string(src), "\n")
+	for i, d := range diags {
+		if d.Subject == nil || d.Subject.Filename != vf {
+			continue
+		}
+		for l := min(d.Subject.Start.Line, len(lines)) - 1; l >= 0; l-- {
+			m := varFileName.FindStringSubmatch(lines[l])
+			if m == nil {
+				continue
+			}
+			if v := decl[m[1]]; v != nil && v.Sensitive {
+				diags[i] = &hcl.Diagnostic{Severity: d.Severity, Summary: d.Summary,
+					Detail:  fmt.Sprintf("--var-file %s, line %d, in the value of sensitive variable %q. %s", vf, d.Subject.Start.Line, v.Name, Withheld),
+					Subject: v.DeclRange.Ptr()}
+			}
+			break
+		}
+	}
+	return diags
 }
 
 func displayValue(v cty.Value, sensitive bool) string {
@@ -746,6 +789,11 @@ func nameVarFlags(p *pipeline.Pipeline, in Inputs, diags hcl.Diagnostics) hcl.Di
 		raw, set := in.Vars[name]
 		if !ok || !set || strings.Contains(d.Detail, "--var "+name) {
 			continue
+		}
+		for _, v := range p.Variables {
+			if v.Name == name && v.Sensitive {
+				raw = "(sensitive)" // however short: the redaction skips short values
+			}
 		}
 		nd := *d
 		nd.Detail = sentence(strings.TrimSpace(nd.Detail)) + fmt.Sprintf(" The value comes from --var %s=%s.", name, raw)

@@ -78,7 +78,8 @@ type RenderedFile struct {
 // differ only in the placement. It returns nil when the body cannot be
 // decoded or a port cannot be allocated; file errors are "Invalid file"
 // diagnostics at their block, the other files still prepared.
-func (te *TrialEval) PrepareService(s *pipeline.Service, at Placement) (*PreparedService, hcl.Diagnostics) {
+func (te *TrialEval) PrepareService(s *pipeline.Service, at Placement) (_ *PreparedService, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	portCfgs, diags := te.Ports(s)
 	var ports []providers.Port
 	listen := map[string]int{}
@@ -198,13 +199,13 @@ func healthSpec(h *pipeline.HealthConfig, ports []providers.Port) providers.Heal
 }
 
 // Ports evaluates a service's port blocks (they may not use self.*).
-func (te *TrialEval) Ports(s *pipeline.Service) ([]pipeline.PortConfig, hcl.Diagnostics) {
+func (te *TrialEval) Ports(s *pipeline.Service) (_ []pipeline.PortConfig, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	sb, ok := s.Body.(*hclsyntax.Body)
 	if !ok {
 		return nil, nil
 	}
 	var out []pipeline.PortConfig
-	var diags hcl.Diagnostics
 	seen := map[string]hcl.Range{}
 	for _, b := range sb.Blocks {
 		if b.Type != "port" {
@@ -258,9 +259,10 @@ func Self(name, dir string, listen map[string]int) cty.Value {
 }
 
 // Service decodes a service body for this trial.
-func (te *TrialEval) Service(s *pipeline.Service, self cty.Value) (*pipeline.ServiceConfig, hcl.Diagnostics) {
+func (te *TrialEval) Service(s *pipeline.Service, self cty.Value) (_ *pipeline.ServiceConfig, diags hcl.Diagnostics) {
+	defer te.withhold(&diags)
 	var cfg pipeline.ServiceConfig
-	diags := dropFollowOn(gohcl.DecodeBody(s.Body, te.Context(self), &cfg))
+	diags = dropFollowOn(gohcl.DecodeBody(s.Body, te.Context(self), &cfg))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -311,7 +313,10 @@ func (te *TrialEval) RenderFile(fc *pipeline.FileConfig, self cty.Value) ([]byte
 			all[k] = v
 		}
 	}
-	v, err := renderTemplate(fc.Name, fc.Template, all, te.plan.functions, te.plan.budget)
+	hide := func(expr hclsyntax.Expression, diags hcl.Diagnostics) hcl.Diagnostics {
+		return te.plan.secrets().template(expr, fc.Vars, te.plan.fileVarsSensitive(fc.Name)).withhold(diags)
+	}
+	v, err := renderTemplate(fc.Name, fc.Template, all, te.plan.functions, te.plan.budget, hide)
 	if err != nil {
 		return nil, fmt.Errorf("rendering file %q: %w", fc.Name, err)
 	}
