@@ -84,7 +84,7 @@ func TestResumedRunEqualsUninterrupted(t *testing.T) {
 			killed := writeRun(t, t.TempDir(), "20261130T044500Z-kill", format, []*TrialRecord{recs[0], &failed, recs[2]}, memory.DefaultAllocator)
 			killed.Close() // killed: no Finish
 			dir := killed.Dir()
-			if err := Compact(dir); err != nil {
+			if _, err := Compact(dir); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(filepath.Join(dir, PartsDir)); !os.IsNotExist(err) {
@@ -264,7 +264,7 @@ func TestPartsLeftoversAndStaleManifest(t *testing.T) {
 func TestCompactRefusesLockedRun(t *testing.T) {
 	w := writeRun(t, t.TempDir(), "20261130T044500Z-lckd", FormatParquet, synthRecords(1)[:1], memory.DefaultAllocator)
 	defer w.Close()
-	if err := Compact(w.Dir()); err == nil || !errorsIs(err, ErrRunLocked) {
+	if _, err := Compact(w.Dir()); err == nil || !errorsIs(err, ErrRunLocked) {
 		t.Errorf("Compact of a run being written: %v", err)
 	}
 }
