@@ -497,3 +497,26 @@ func pageClaims(outs []report.ClaimOutcome) []report.PageClaim {
 	}
 	return out
 }
+
+// TempDir makes a private temporary folder (in $TMPDIR, named prefix and
+// digits) recorded before it is made, so gc removes it when the process
+// that made it was killed; done removes it and forgets the record.
+func TempDir(prefix string) (dir string, done func(), err error) {
+	dir, rec, err := scratch.Machine().MkdirTemp("", prefix, 0o700)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		rec.Done()
+	}, nil
+}
+
+// WriteRunFile writes name into the run folder dir atomically, through a
+// temporary file recorded in the run's journal.
+func WriteRunFile(dir, name string, data []byte) error {
+	return scratch.Run(dir).WriteFile(filepath.Join(dir, name), 0o644, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}

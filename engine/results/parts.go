@@ -569,12 +569,11 @@ func installPart(j *scratch.Journal, rec *scratch.Record, dst string) error {
 		rec.Done()
 		return nil
 	}
-	fi, serr := os.Lstat(dst)
-	if serr != nil {
+	if _, serr := os.Lstat(dst); serr != nil {
 		return err
 	}
 	// After the exchange the staging folder's name holds the earlier part.
-	if err := rec.Holds(fi); err != nil {
+	if err := rec.Holds(dst); err != nil {
 		return err
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, dst, unix.RENAME_EXCHANGE); err == nil {

@@ -86,7 +86,10 @@ type line struct {
 	// Restore (a folder moved aside: a trial's earlier part) is where it is
 	// put back, in the same folder, when nothing is there.
 	Restore string `json:"restore,omitempty"`
-	Ino     uint64 `json:"ino,omitempty"`
+	// Ino and Born (birth time, ns, where the file system keeps one)
+	// identify the file made: an inode number is soon reused.
+	Ino  uint64 `json:"ino,omitempty"`
+	Born int64  `json:"born,omitempty"`
 	// Owner is the process making it (providers' owner labels).
 	Owner map[string]string `json:"owner,omitempty"`
 }
@@ -137,9 +140,11 @@ func (r *Record) Done() {
 	_ = r.j.appendLine(line{Op: "done", Path: r.rel}, false)
 }
 
-// made records the inode of the path just made.
-func (r *Record) made(ino uint64) {
-	_ = r.j.appendLine(line{Op: "made", Path: r.rel, Ino: ino}, false)
+// made records the identity of the path just made.
+func (r *Record) made() {
+	if id, ok := identify(unix.AT_FDCWD, r.path); ok {
+		_ = r.j.appendLine(line{Op: "made", Path: r.rel, Ino: id.ino, Born: id.born}, false)
+	}
 }
 
 // rel is the path as the journal records it.
@@ -166,6 +171,10 @@ func (j *Journal) rel(path string) (string, error) {
 // itself) before it is made. restore, for a folder moved aside, is where
 // Clean puts it back when nothing is there (a path in the same folder).
 func (j *Journal) Expect(path string, kind Kind, restore string) (*Record, error) {
+	return j.expect(providers.SelfOwner().Labels(), path, kind, restore)
+}
+
+func (j *Journal) expect(owner map[string]string, path string, kind Kind, restore string) (*Record, error) {
 	rel, err := j.rel(path)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", path, err)
@@ -173,15 +182,15 @@ func (j *Journal) Expect(path string, kind Kind, restore string) (*Record, error
 	if !scratchName.MatchString(filepath.Base(path)) {
 		return nil, fmt.Errorf("recording %s: not a scratch name", path)
 	}
-	l := line{Op: "make", Kind: kind, Path: rel, Owner: providers.SelfOwner().Labels()}
+	l := line{Op: "make", Kind: kind, Path: rel, Owner: owner}
 	if restore != "" {
 		rr, err := j.rel(restore)
 		if err != nil || pathDir(rr) != pathDir(rel) {
 			return nil, fmt.Errorf("recording %s: %s is not beside it", path, restore)
 		}
 		l.Restore = rr
-		if fi, err := os.Lstat(restore); err == nil {
-			l.Ino = inode(fi)
+		if id, ok := identify(unix.AT_FDCWD, restore); ok {
+			l.Ino, l.Born = id.ino, id.born
 		}
 	}
 	if err := j.appendLine(l, true); err != nil {
@@ -190,12 +199,9 @@ func (j *Journal) Expect(path string, kind Kind, restore string) (*Record, error
 	return &Record{j: j, rel: rel, path: path}, nil
 }
 
-// Made records the inode of the path r names, now made.
-func (r *Record) Made() {
-	if fi, err := os.Lstat(r.path); err == nil {
-		r.made(inode(fi))
-	}
-}
+// Made records the identity (inode, birth time) of the path r names, now
+// made.
+func (r *Record) Made() { r.made() }
 
 // tempName is prefix, decimal digits and suffix.
 func tempName(prefix, suffix string) string {
@@ -227,7 +233,7 @@ func (j *Journal) MkdirTemp(dir, prefix string, perm os.FileMode) (string, *Reco
 			}
 			return "", nil, err
 		}
-		r.Made()
+		r.made()
 		return p, r, nil
 	}
 	return "", nil, fmt.Errorf("making a folder in %s: no free name", dir)
@@ -237,6 +243,45 @@ func (j *Journal) MkdirTemp(dir, prefix string, perm os.FileMode) (string, *Reco
 // (as os.CreateTemp, mode 0600), recorded in j before it is made. Done
 // once the file is renamed or removed.
 func (j *Journal) CreateTemp(dir, prefix string) (*os.File, *Record, error) {
+	return j.createTemp(dir, prefix, 0o600)
+}
+
+// WriteFile writes path atomically: through a temporary file beside it
+// ("." name ".tmp-" digits, mode perm less the umask) recorded in j
+// first, fsynced, renamed into place, its folder fsynced. A failed write
+// leaves path as it was and removes the temporary file.
+func (j *Journal) WriteFile(path string, perm os.FileMode, write func(f *os.File) error) (err error) {
+	f, rec, err := j.createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-", perm)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+		rec.Done()
+	}()
+	if err = write(f); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (j *Journal) createTemp(dir, prefix string, perm os.FileMode) (*os.File, *Record, error) {
 	for range 100 {
 		p := filepath.Join(dir, tempName(prefix, ""))
 		if _, err := os.Lstat(p); err == nil {
@@ -246,7 +291,7 @@ func (j *Journal) CreateTemp(dir, prefix string) (*os.File, *Record, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
 		if err != nil {
 			r.Done()
 			if errors.Is(err, os.ErrExist) {
@@ -254,9 +299,7 @@ func (j *Journal) CreateTemp(dir, prefix string) (*os.File, *Record, error) {
 			}
 			return nil, nil, err
 		}
-		if fi, err := f.Stat(); err == nil {
-			r.made(inode(fi))
-		}
+		r.made()
 		return f, r, nil
 	}
 	return nil, nil, fmt.Errorf("creating a file in %s: no free name", dir)
@@ -274,11 +317,23 @@ func pathDir(p string) string {
 	return ""
 }
 
-func inode(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
+// id is what tells one file from another that took its name.
+type id struct {
+	ino  uint64
+	born int64 // 0 when the file system keeps no birth time
+}
+
+// identify is the id of name in dirfd, not following a symlink.
+func identify(dirfd int, name string) (id, bool) {
+	var sx unix.Statx_t
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &sx); err != nil {
+		return id{}, false
 	}
-	return 0
+	i := id{ino: sx.Ino}
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		i.born = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
+	return i, true
 }
 
 // openJournal opens (creating with create) the journal file without
@@ -427,7 +482,7 @@ func openEntries(lines []line) []*entry {
 			order = append(order, e)
 		case "made":
 			if e := open[l.Path]; e != nil && e.Restore == "" {
-				e.Ino, e.made = l.Ino, true
+				e.Ino, e.Born, e.made = l.Ino, l.Born, true
 			}
 		case "done":
 			delete(open, l.Path)
@@ -478,7 +533,7 @@ func (j *Journal) Clean() (*Report, error) {
 		return rep, err
 	}
 	if bad > 0 {
-		rep.Left = append(rep.Left, Left{Path: j.Path(), Why: fmt.Sprintf("%d line(s) of the journal cannot be read; what they name is left alone", bad)})
+		rep.Left = append(rep.Left, Left{Path: j.Path(), Why: fmt.Sprintf("%d line(s) of the journal cannot be read; what they name is left alone, and they are dropped", bad)})
 	}
 	var stay []*entry
 	var errs []error
@@ -502,7 +557,7 @@ func (j *Journal) Clean() (*Report, error) {
 		}
 	}
 	// What stays recorded: the live processes' entries and the failures.
-	if len(stay) == 0 && bad == 0 {
+	if len(stay) == 0 {
 		if err := unix.Unlinkat(dirfd, j.name, 0); err != nil {
 			errs = append(errs, &os.PathError{Op: "remove", Path: j.Path(), Err: err})
 		}
@@ -510,27 +565,26 @@ func (j *Journal) Clean() (*Report, error) {
 	}
 	var buf bytes.Buffer
 	for _, e := range stay {
-		for _, l := range []line{e.line, {Op: "made", Path: e.Path, Ino: e.Ino}} {
+		for _, l := range []line{e.line, {Op: "made", Path: e.Path, Ino: e.Ino, Born: e.Born}} {
 			if l.Op == "made" && !e.made {
 				continue
 			}
 			if l.Op == "make" && e.made {
-				l.Ino = 0
+				l.Ino, l.Born = 0, 0
 			}
 			b, _ := json.Marshal(l)
 			buf.Write(append(b, '\n'))
 		}
 	}
-	if bad == 0 {
-		if err := f.Truncate(0); err == nil {
-			_, err = f.Write(buf.Bytes())
-			if err == nil {
-				err = f.Sync()
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rewriting %s: %w", j.Path(), err))
-			}
-		}
+	err = f.Truncate(0)
+	if err == nil {
+		_, err = f.Write(buf.Bytes())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("rewriting %s: %w", j.Path(), err))
 	}
 	return rep, errors.Join(errs...)
 }
@@ -615,7 +669,8 @@ func (j *Journal) remove(e *entry) (restored bool, why string, err error) {
 	if is != e.Kind {
 		return false, fmt.Sprintf("it is %s; benchflow recorded creating %s", article(is), article(e.Kind)), nil
 	}
-	if e.Ino != 0 && st.Ino != e.Ino {
+	got, _ := identify(fd, name)
+	if e.Ino != 0 && (got.ino != e.Ino || e.Born != 0 && got.born != 0 && got.born != e.Born) {
 		return false, fmt.Sprintf("it is not the %s benchflow made (another has taken its place)", kindWord(e.Kind)), nil
 	}
 	if e.Restore != "" {
@@ -722,9 +777,13 @@ func article(k Kind) string {
 }
 
 // Holds records, before it happens, that the path r names is about to
-// hold the file fi (a folder exchanged with another in one rename).
-func (r *Record) Holds(fi os.FileInfo) error {
-	return r.j.appendLine(line{Op: "made", Path: r.rel, Ino: inode(fi)}, true)
+// hold the file at path (a folder exchanged with another in one rename).
+func (r *Record) Holds(path string) error {
+	i, ok := identify(unix.AT_FDCWD, path)
+	if !ok {
+		return fmt.Errorf("recording %s: %s is gone", r.path, path)
+	}
+	return r.j.appendLine(line{Op: "made", Path: r.rel, Ino: i.ino, Born: i.born}, true)
 }
 
 // RemoveTree removes the folder rel (a path below root, a folder benchflow
@@ -771,6 +830,22 @@ func RemoveTree(root, rel string) error {
 		}
 		unix.Close(fd)
 		fd = nfd
+	}
+	return nil
+}
+
+// RecordFor records path in j as a scratch path of kind made by the
+// process whose owner labels are owner (providers.Owner.Labels), with its
+// inode when it exists: what a writer killed after making it leaves. It is
+// for tests and tools that simulate or import another process's record.
+// restore is as Expect's.
+func (j *Journal) RecordFor(owner map[string]string, path string, kind Kind, restore string) error {
+	r, err := j.expect(owner, path, kind, restore)
+	if err != nil {
+		return err
+	}
+	if i, ok := identify(unix.AT_FDCWD, path); ok && restore == "" {
+		return j.appendLine(line{Op: "made", Path: r.rel, Ino: i.ino, Born: i.born}, true)
 	}
 	return nil
 }
