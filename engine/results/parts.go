@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -382,7 +383,7 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}
 	if len(names) == 0 {
-		os.Remove(filepath.Join(dir, PartsDir)) // empty: gone
+		syscall.Rmdir(filepath.Join(dir, PartsDir)) // empty: gone (a symlink stays)
 		return nil
 	}
 	format := m.OutputFormat
@@ -456,7 +457,7 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 			return fmt.Errorf("compacting %s: removing %s: %w", dir, PartsDir, err)
 		}
 	}
-	os.Remove(filepath.Join(dir, PartsDir)) // not empty: files benchflow did not write stay
+	syscall.Rmdir(filepath.Join(dir, PartsDir)) // not empty (files benchflow did not write) or a symlink: stays
 	syncDir(dir)
 	return nil
 }
