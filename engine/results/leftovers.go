@@ -162,7 +162,9 @@ func cleanRun(c *Cleanup, dir, name string) error {
 			m.FinishedAt = timePtr(fi.ModTime()) // its last write
 		}
 	}
-	if werr := writeManifest(dir, m); werr != nil {
+	werr := writeManifest(dir, m)
+	scratch.Run(dir).Tidy()
+	if werr != nil {
 		return errors.Join(err, fmt.Errorf("marking %s interrupted: %w", dir, werr))
 	}
 	c.Interrupted = append(c.Interrupted, dir)

@@ -268,7 +268,7 @@ func writeManifest(dir string, m *Manifest) error {
 		return fmt.Errorf("encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	err = writeFileAtomic(scratch.Run(dir), filepath.Join(dir, "manifest.json"), func(f *os.File) error {
+	err = writeFileAtomic(runJournal(dir), filepath.Join(dir, "manifest.json"), func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})
@@ -277,6 +277,10 @@ func writeManifest(dir string, m *Manifest) error {
 	}
 	return err
 }
+
+// runJournal is the journal of the run folder dir as its writer uses it:
+// kept between records, removed (Tidy) when the writer lets go of the run.
+func runJournal(dir string) *scratch.Journal { return scratch.Run(dir).Kept() }
 
 // writeFileAtomic writes path through a temporary file in the same folder,
 // fsyncs it, renames it into place and fsyncs the folder, so readers see

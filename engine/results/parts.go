@@ -364,6 +364,7 @@ func Compact(dir string) (*Cleanup, error) {
 		return nil, fmt.Errorf("compacting %s: %w", dir, err)
 	}
 	defer unlockRun(lock)
+	defer scratch.Run(dir).Tidy()
 	c := &Cleanup{}
 	if err := cleanScratch(c, dir); err != nil {
 		return c, fmt.Errorf("compacting %s: %w", dir, err)
@@ -398,7 +399,7 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 	if err := writeManifest(dir, m); err != nil {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}
-	stage, rec, err := scratch.Run(dir).MkdirTemp(dir, ".staging-", 0o700)
+	stage, rec, err := runJournal(dir).MkdirTemp(dir, ".staging-", 0o700)
 	if err != nil {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}

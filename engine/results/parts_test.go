@@ -170,15 +170,16 @@ func TestResumedRunEqualsUninterrupted(t *testing.T) {
 
 // TestCommitWritesOnlyItsTrial: a commit creates its trial's part folder
 // and touches no other trial's files and no table of the run (so its cost
-// does not depend on how many trials came before); the run's tables
-// appear when it finishes.
+// does not depend on how many trials came before; the run's journal, which
+// records its staging folder, is rewritten); the run's tables appear when
+// it finishes.
 func TestCommitWritesOnlyItsTrial(t *testing.T) {
 	recs := synthRecords(8)
 	w := writeRun(t, t.TempDir(), "20261130T044500Z-only", FormatParquet, recs[:3], memory.DefaultAllocator)
 	inodes := func() map[string]uint64 {
 		out := map[string]uint64{}
 		filepath.Walk(w.Dir(), func(p string, fi os.FileInfo, err error) error {
-			if err == nil && fi.Mode().IsRegular() && filepath.Base(p) != "manifest.json" {
+			if err == nil && fi.Mode().IsRegular() && filepath.Base(p) != "manifest.json" && filepath.Base(p) != scratch.RunJournalFile {
 				out[p] = fi.Sys().(*syscall.Stat_t).Ino
 			}
 			return nil

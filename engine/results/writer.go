@@ -88,7 +88,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	defer func() {
 		if !ok {
 			unlockRun(lock)
-			os.RemoveAll(dir)
+			os.RemoveAll(dir) // made here: ours, journal and all
 		}
 	}()
 	if err := os.Chmod(dir, perm); err != nil { // whatever the umask
@@ -106,7 +106,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if ext == ".star" || m.Pipeline.Format == "star" {
 		name = "pipeline.star"
 	}
-	if err := writeFileAtomic(scratch.Run(dir), filepath.Join(dir, name), func(f *os.File) error {
+	if err := writeFileAtomic(runJournal(dir), filepath.Join(dir, name), func(f *os.File) error {
 		_, err := f.Write(source)
 		return err
 	}); err != nil {
@@ -148,7 +148,7 @@ func (w *Writer) SaveSources(files []SourceFile) error {
 		if err := os.MkdirAll(filepath.Dir(dst), dirPerm(w.dir)); err != nil {
 			return fmt.Errorf("saving pipeline file %s: %w", f.Path, err)
 		}
-		if err := writeFileAtomic(scratch.Run(w.dir), dst, func(out *os.File) error {
+		if err := writeFileAtomic(runJournal(w.dir), dst, func(out *os.File) error {
 			_, err := out.Write(f.Data)
 			return err
 		}); err != nil {
@@ -313,7 +313,7 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 			records[i].Done()
 		}
 	}()
-	j := scratch.Run(w.dir)
+	j := runJournal(w.dir)
 	for i, rec := range recs {
 		entries[i] = w.entryOf(rec)
 		stage, r, err := j.MkdirTemp(parts, ".staging-", 0o700)
@@ -417,6 +417,9 @@ func (w *Writer) Close() error {
 }
 
 func (w *Writer) unlock() {
+	if w.lock != nil {
+		scratch.Run(w.dir).Tidy()
+	}
 	unlockRun(w.lock)
 	w.lock = nil
 }

@@ -99,6 +99,34 @@ type Journal struct {
 	dir  string // folder of the journal file
 	name string // the journal file
 	root string // paths are relative to it; "" for absolute paths
+	// bestEffort: a path that cannot be recorded (no writable state
+	// folder) is made unrecorded, and then never removed by a cleanup.
+	bestEffort bool
+	// kept: a journal with nothing open is emptied, not removed (Tidy
+	// removes it), so a writer's next record need not make it again.
+	kept bool
+}
+
+// Kept is j for a writer that records often (a run's commits): a journal
+// with nothing open is emptied rather than removed; the writer calls Tidy
+// when it is done with the folder.
+func (j *Journal) Kept() *Journal {
+	k := *j
+	k.kept = true
+	return &k
+}
+
+// Tidy removes the journal when nothing in it is open.
+func (j *Journal) Tidy() {
+	f, dirfd, _, err := j.openJournal(false)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dirfd)
+	defer f.Close()
+	if ents, _, err := readLines(f); err == nil && len(openEntries(ents)) == 0 {
+		_ = unix.Unlinkat(dirfd, j.name, 0)
+	}
 }
 
 // Run is the journal of the run folder dir.
@@ -108,7 +136,7 @@ func Run(dir string) *Journal {
 
 // Machine is the journal of scratch paths outside run folders.
 func Machine() *Journal {
-	return &Journal{dir: tune.StateDir(), name: MachineJournalFile}
+	return &Journal{dir: tune.StateDir(), name: MachineJournalFile, bestEffort: true}
 }
 
 // Path is the journal file.
@@ -119,7 +147,7 @@ type Record struct {
 	j    *Journal
 	rel  string
 	path string
-	done bool
+	done bool // closed, or never recorded (bestEffort)
 }
 
 // Path is the recorded path as the caller named it.
@@ -142,6 +170,9 @@ func (r *Record) Done() {
 
 // made records the identity of the path just made.
 func (r *Record) made() {
+	if r.done {
+		return
+	}
 	if id, ok := identify(unix.AT_FDCWD, r.path); ok {
 		_ = r.j.appendLine(line{Op: "made", Path: r.rel, Ino: id.ino, Born: id.born}, false)
 	}
@@ -194,6 +225,9 @@ func (j *Journal) expect(owner map[string]string, path string, kind Kind, restor
 		}
 	}
 	if err := j.appendLine(l, true); err != nil {
+		if j.bestEffort {
+			return &Record{j: j, rel: rel, path: path, done: true}, nil
+		}
 		return nil, fmt.Errorf("recording %s in %s: %w", path, j.Path(), err)
 	}
 	return &Record{j: j, rel: rel, path: path}, nil
@@ -426,7 +460,11 @@ func (j *Journal) appendLine(l line, sync bool) error {
 	}
 	if l.Op == "done" {
 		if ents, _, err := readLines(f); err == nil && len(openEntries(ents)) == 0 {
-			_ = unix.Unlinkat(dirfd, j.name, 0)
+			if j.kept {
+				_ = f.Truncate(0)
+			} else {
+				_ = unix.Unlinkat(dirfd, j.name, 0)
+			}
 		}
 	}
 	return nil
@@ -779,6 +817,9 @@ func article(k Kind) string {
 // Holds records, before it happens, that the path r names is about to
 // hold the file at path (a folder exchanged with another in one rename).
 func (r *Record) Holds(path string) error {
+	if r.done {
+		return nil
+	}
 	i, ok := identify(unix.AT_FDCWD, path)
 	if !ok {
 		return fmt.Errorf("recording %s: %s is gone", r.path, path)

@@ -349,3 +349,21 @@ func TestRemoveTree(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// TestMachineJournalUnwritable: with no writable state folder, a path
+// outside run folders is still made (unrecorded: no cleanup will ever
+// remove it), and a run folder's journal that cannot be written refuses.
+func TestMachineJournalUnwritable(t *testing.T) {
+	state := mkfile(t, filepath.Join(t.TempDir(), "state")) // a file: no folder can be made there
+	t.Setenv("BENCHFLOW_STATE_DIR", state)
+	d, rec, err := scratch.Machine().MkdirTemp(t.TempDir(), "benchflow-reproduce-", 0o700)
+	if err != nil || !exists(d) {
+		t.Fatalf("MkdirTemp without a state folder: %v", err)
+	}
+	rec.Done()
+	run := t.TempDir()
+	mkdir(t, filepath.Join(run, scratch.RunJournalFile)) // not a file
+	if _, _, err := scratch.Run(run).MkdirTemp(run, ".staging-", 0o700); err == nil {
+		t.Error("made a staging folder it could not record")
+	}
+}
