@@ -280,6 +280,27 @@ func TestPublishCleanupRule(t *testing.T) {
 	}
 	checkUser(t, "publish --force", files)
 	os.Remove(filepath.Join(dir, "b", "sources-link"))
+	// A level deeper, and a symlink where the bundle has a file.
+	if err := os.MkdirAll(filepath.Join(dir, "b", "deep", "er"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cleanupLink(t, filepath.Join(u, ".staging-42"), filepath.Join(dir, "b", "deep", "er", ".staging-1"))
+	out, err = cleanupTry(dir, env, "publish", "--force", run, "b")
+	if err == nil || !strings.Contains(out, "is a symlink") {
+		t.Errorf("publish --force over a bundle holding a deeper symlink: %v\n%s", err, out)
+	}
+	checkUser(t, "publish --force", files)
+	os.RemoveAll(filepath.Join(dir, "b", "deep"))
+	pipeline := filepath.Join(dir, "b", "pipeline.hcl")
+	os.Rename(pipeline, pipeline+".bak")
+	cleanupLink(t, filepath.Join(u, ".notes.tmp-7"), pipeline)
+	out, err = cleanupTry(dir, env, "publish", "--force", run, "b")
+	if err == nil || !strings.Contains(out, "is a symlink") {
+		t.Errorf("publish --force over a bundle whose file is a symlink: %v\n%s", err, out)
+	}
+	checkUser(t, "publish --force", files)
+	os.Remove(pipeline)
+	os.Rename(pipeline+".bak", pipeline)
 	notes := cleanupFile(t, filepath.Join(dir, "b", "notes.txt"), "mine")
 	out, err = cleanupTry(dir, env, "publish", "--force", run, "b")
 	if err == nil || !strings.Contains(out, "not one of the bundle's files") {
