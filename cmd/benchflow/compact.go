@@ -27,7 +27,11 @@ compact takes the run folder's lock: a run another benchflow process is
 writing is refused. A run without parts is left as it is. Compacting again
 after a kill during compaction is safe: every table is written whole before
 it replaces the old one, and the parts go last. compact does not change the
-run's status in manifest.json.
+run's status in manifest.json. What a killed writer of the run recorded
+making (staging folders, temporary files) is removed first, exactly as
+recorded; a recorded path that is not (a symlink on the way, another kind
+of file) is left alone with a warning naming it: benchflow deletes only
+what it recorded creating, and never through a symlink (docs/results.md).
 
 RUN is a run directory (results/<run-id>) or a results folder, whose
 "latest" run is used. docs/results.md describes both forms.`,
@@ -44,7 +48,16 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 					}
 				}
 				names, _ := filepath.Glob(filepath.Join(dir, results.PartsDir, "[^.]*"))
-				if err := results.Compact(dir); err != nil {
+				c, err := results.Compact(dir)
+				if c != nil {
+					for _, x := range c.Removed {
+						fmt.Fprintf(cmd.OutOrStdout(), "removed unfinished results file: %s\n", x)
+					}
+					for _, l := range c.Left {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", l)
+					}
+				}
+				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
 					failed++
 					continue

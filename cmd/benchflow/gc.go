@@ -33,10 +33,15 @@ restores the sysctls a killed run changed (tune steps journal each original
 value in the state folder before changing it; see docs/cli.md), and removes
 the staging folders and temporary files a killed run left in its results
 folder (--out, default ./results) and marks such a run "interrupted" instead
-of "running". Only run folders (named by a run id, with that run's
-manifest.json) that no process writes are cleaned, and only of the names
-benchflow writes; nothing else in the results folder, and nothing through a
-symlink, is touched. The sysctls, service folders and results are the local
+of "running", and removes what a killed publish, reproduce or export left
+outside a run (a .DIR.tmp-N beside a bundle, $TMPDIR/benchflow-reproduce-N).
+benchflow deletes only what it recorded creating, and never through a
+symlink: each of those paths is recorded in a journal before it is made, gc
+removes only recorded paths whose process is gone, opening every component
+without following a symlink, and a recorded path that is not exactly what
+the record says (a symlink at it or on its way, another kind of file, gone)
+is left alone with a warning naming it and why. Only run folders that no
+process writes are cleaned; nothing a journal does not name is touched. The sysctls, service folders and results are the local
 machine's part: gc does them without --provider or with --provider local.
 apply runs gc for the providers a pipeline uses before starting (unless
 --no-gc).

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/scratch/scratchtest"
 )
 
 // gcTestEnv keeps a test's gc and apply off the machine's state: their
@@ -23,7 +26,7 @@ func gcTestEnv(dir string) []string {
 // --out DIR` clean a results folder that also holds the user's folders and
 // files shaped like benchflow's temporary names (at several depths, in a
 // folder that is not a run, behind a symlink out of DIR) and a live run.
-// Only the leftovers of the run killed with SIGKILL go, that run is marked
+// Only the recorded leftovers of the run killed with SIGKILL go, that run is marked
 // interrupted, and nothing of the user's or of the live run changes.
 func TestGCResultsTouchesOnlyBenchflows(t *testing.T) {
 	killedMarker, liveMarker := robustMarker(), robustMarker()
@@ -100,12 +103,15 @@ step "exec" "x" { command = ["true"] }
 	if m := readManifest(t, killed); m.Status != "running" {
 		t.Fatalf("the killed run's manifest says %q", m.Status)
 	}
-	// What a writer killed mid-commit leaves.
+	// What a writer killed mid-commit leaves, recorded in the run's
+	// journal before it was made.
+	mkfile(filepath.Join(killed, ".staging-123", "trials.parquet"))
 	leftovers := []string{
 		filepath.Join(killed, ".staging-123"),
 		mkfile(filepath.Join(killed, ".manifest.json.tmp-456")),
 	}
-	mkfile(filepath.Join(killed, ".staging-123", "trials.parquet"))
+	scratchtest.RecordKilled(t, scratch.Run(killed), leftovers[0], scratch.Dir)
+	scratchtest.RecordKilled(t, scratch.Run(killed), leftovers[1], scratch.File)
 
 	// A live run (its own gc skipped, so it leaves the killed run alone),
 	// with an unfinished write of its own.
@@ -123,6 +129,7 @@ step "exec" "x" { command = ["true"] }
 		mkfile(filepath.Join(out, ".staging-9", "top.txt")),
 		mkfile(filepath.Join(out, "20261201T120000Z-beef", ".staging-1", "no-manifest")),
 		mkfile(filepath.Join(killed, ".staging-mine", "f")),
+		mkfile(filepath.Join(killed, ".staging-124", "not recorded")),
 		mkfile(filepath.Join(ext, ".staging-4", "outside")),
 		mkfile(filepath.Join(live, ".staging-5", "t")),
 		mkfile(filepath.Join(live, ".manifest.json.tmp-6")),
@@ -198,6 +205,7 @@ step "exec" "x" { command = ["true"] }
 
 	// apply's own cleanup before its first trial: the same rules.
 	leftovers = append(leftovers, mkfile(filepath.Join(killed, ".trials.parquet.tmp-7")))
+	scratchtest.RecordKilled(t, scratch.Run(killed), leftovers[len(leftovers)-1], scratch.File)
 	cmd := exec.Command(bin, "apply", "quick.hcl", "--out", out)
 	cmd.Dir, cmd.Env = dir, env
 	if b, err := cmd.CombinedOutput(); err != nil {

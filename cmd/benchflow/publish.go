@@ -38,8 +38,12 @@ without benchflow:
 
 A bundle is a run folder: benchflow report DIR and benchflow compare read it
 as one, and benchflow reproduce DIR reruns it here. DIR must not exist or be
-empty (--force replaces a bundle); it is written beside DIR and renamed into
-place. --archive also writes DIR.tar.gz. The tables of CPU and network
+empty, and must not be inside RUN (symlinks resolved); --force replaces a
+bundle, only when DIR holds nothing but the files its SHA256SUMS lists and
+no symlink (benchflow deletes only what it recorded creating, and never
+through a symlink). The bundle is written beside DIR (.DIR.tmp-N, recorded
+first: gc removes a killed publish's) and renamed into place. A folder of
+the run that is itself a bundle is never copied into the new one. --archive also writes DIR.tar.gz. The tables of CPU and network
 samples and the time series usually dominate the size: --drop leaves them
 out (docs/publishing.md says what is lost).
 
@@ -77,6 +81,9 @@ the bundle: a re-publish without --sign is unsigned.`,
 			fmt.Fprintf(w, "bundle %s: %d files, %s (largest: %s)\n", res.Dir, n, fmtBytes(res.Bytes()), strings.Join(big, ", "))
 			if len(res.Dropped) > 0 {
 				fmt.Fprintf(w, "left out: %s\n", strings.Join(res.Dropped, ", "))
+			}
+			if len(res.Skipped) > 0 {
+				fmt.Fprintf(w, "left out (bundles inside the run, never copied into another): %s\n", strings.Join(res.Skipped, ", "))
 			}
 			if res.Archive != "" {
 				fmt.Fprintf(w, "archive %s\n", res.Archive)

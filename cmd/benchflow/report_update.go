@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/benchflow/benchflow/engine/bundle"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // updateMarkdown regenerates (or, with check, compares) the benchflow
@@ -41,12 +41,10 @@ func updateMarkdown(w io.Writer, files []string, check bool) error {
 		if check || len(changed) == 0 {
 			continue
 		}
-		tmp := file + ".tmp-" + strconv.Itoa(os.Getpid())
-		if err := os.WriteFile(tmp, out, 0o644); err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		if err := os.Rename(tmp, file); err != nil {
-			os.Remove(tmp)
+		if err := scratch.Machine().WriteFile(file, 0o644, func(f *os.File) error {
+			_, err := f.Write(out)
+			return err
+		}); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 	}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -79,11 +77,11 @@ cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
 				return &exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)}
 			}
 			m := published.Manifest
-			stage, err := os.MkdirTemp("", "benchflow-reproduce-")
+			stage, done, err := bundle.TempDir("benchflow-reproduce-")
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			defer os.RemoveAll(stage)
+			defer done()
 			file, err := bundle.Stage(published.Dir, m, filepath.Join(stage, "pipeline"))
 			if err != nil {
 				return &exitError{code: 1, err: err}
@@ -161,12 +159,7 @@ func saveVerdict(dir string, v *bundle.Verdict) error {
 		if err := v.Write(&b, format); err != nil {
 			return err
 		}
-		tmp := filepath.Join(dir, "."+name+".tmp-"+strconv.Itoa(os.Getpid()))
-		if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			os.Remove(tmp)
+		if err := bundle.WriteRunFile(dir, name, b.Bytes()); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}

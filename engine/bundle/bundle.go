@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // Files a bundle adds to its run folder.
@@ -73,6 +74,9 @@ type Result struct {
 	Dropped []string
 	// Signature is the key that signed it (Present false: unsigned).
 	Signature Signature
+	// Skipped are the run's folders left out because they are bundles
+	// themselves (an earlier publish into the run's logs).
+	Skipped []string
 }
 
 // Bytes is the bundle's total size (SHA256SUMS and SigFile left out).
@@ -101,13 +105,12 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 			return nil, fmt.Errorf("publishing: cannot drop table %q (droppable: %s)", t, strings.Join(Droppable, ", "))
 		}
 	}
-	absRun, _ := filepath.Abs(run.Dir)
-	absDir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("publishing: %w", err)
-	}
+	// Both through symlinks: a link into the run folder (ln -s RUN/logs l;
+	// publish RUN l/b) is inside it.
+	absRun := resolved(run.Dir)
+	absDir := resolved(dir)
 	if absDir == absRun || strings.HasPrefix(absDir, absRun+string(filepath.Separator)) {
-		return nil, fmt.Errorf("publishing: the bundle %s would be inside the run folder %s", dir, run.Dir)
+		return nil, fmt.Errorf("publishing: the bundle %s would be inside the run folder %s (%s)", dir, run.Dir, absDir)
 	}
 	if err := checkTarget(dir, opts.Force); err != nil {
 		return nil, err
@@ -124,7 +127,9 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("publishing: %w", err)
 	}
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(absDir)+".tmp-")
+	// The staging folder is recorded before it is made: a killed publish's
+	// is removed by gc (scratch.Machine).
+	stage, rec, err := scratch.Machine().MkdirTemp(parent, "."+filepath.Base(absDir)+".tmp-", 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("publishing: %w", err)
 	}
@@ -132,16 +137,17 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 		if err != nil {
 			os.RemoveAll(stage)
 		}
+		rec.Done()
 	}()
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return nil, fmt.Errorf("publishing: %w", err)
 	}
 	res = &Result{Dir: dir}
-	dropped, err := copyRun(run, stage, opts)
+	dropped, skipped, err := copyRun(run, stage, opts)
 	if err != nil {
 		return nil, err
 	}
-	res.Dropped = dropped
+	res.Dropped, res.Skipped = dropped, skipped
 	if err := writeGenerated(stage, filepath.Base(absDir), run.Manifest, opts, key, dropped); err != nil {
 		return nil, err
 	}
@@ -160,8 +166,12 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 		res.Signature = Signature{Present: true, KeyType: key.KeyType(), Fingerprint: key.Fingerprint()}
 	}
 	if opts.Force {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("publishing: replacing %s: %w", dir, err)
+		// checkTarget saw only the bundle's own files (its SHA256SUMS) and
+		// no symlink; RemoveTree follows none.
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+			if err := scratch.RemoveTree(filepath.Dir(absDir), filepath.Base(absDir)); err != nil {
+				return nil, fmt.Errorf("publishing: replacing %s: %w", dir, err)
+			}
 		}
 	} else if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("publishing: %w", err) // checkTarget saw it empty
@@ -178,9 +188,34 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 	return res, nil
 }
 
+// resolved is p made absolute with every symlink resolved, as far as it
+// exists (the rest is appended as given).
+func resolved(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	rest := ""
+	for at := abs; ; at = filepath.Dir(at) {
+		if real, err := filepath.EvalSymlinks(at); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(at) == at {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(at), rest)
+	}
+}
+
 // checkTarget refuses a dir that holds something other than a bundle
-// (with force) or anything at all (without).
+// (with force) or anything at all (without). With force, the bundle is
+// replaced only when it holds nothing but the files its SHA256SUMS lists
+// (what publish wrote) and no symlink: benchflow deletes only what it
+// recorded creating, and never through a symlink.
 func checkTarget(dir string, force bool) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && force {
+		return fmt.Errorf("publishing: %s is a symlink: not replacing what it points to (benchflow never deletes through one); name the folder itself", dir)
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -192,10 +227,33 @@ func checkTarget(dir string, force bool) error {
 	case !force:
 		return fmt.Errorf("publishing: %s exists and is not empty (--force replaces a bundle)", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, SumsFile)); err != nil {
+	if fi, err := os.Lstat(filepath.Join(dir, SumsFile)); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("publishing: %s is not a bundle (no %s): not replacing it", dir, SumsFile)
 	}
-	return nil
+	sums, err := readSums(dir)
+	if err != nil {
+		return fmt.Errorf("publishing: %s: %w: not replacing it", dir, err)
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("publishing: %w", err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		slash := filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			return fmt.Errorf("publishing: %s is a symlink: not replacing the bundle %s (benchflow never deletes through one)", p, dir)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("publishing: %s is not a regular file: not replacing the bundle %s", p, dir)
+		case slash == SumsFile, slash == SigFile:
+			return nil
+		case sums[slash] == "":
+			return fmt.Errorf("publishing: %s is not one of the bundle's files (not in its %s): not replacing the bundle %s", p, SumsFile, dir)
+		}
+		return nil
+	})
 }
 
 // copyRun copies the run folder into stage — every visible file: the
@@ -203,7 +261,7 @@ func checkTarget(dir string, force bool) error {
 // compacted yet, claims — except logs/ unless asked for and what Publish
 // generates; compacts the copy (results.Compact: the run itself is not
 // touched) and removes the dropped tables from it.
-func copyRun(run *results.Run, stage string, opts Options) (dropped []string, err error) {
+func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []string, err error) {
 	skip := map[string]bool{}
 	for _, f := range generated {
 		skip[f] = true
@@ -226,6 +284,12 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped []string, er
 		dst := filepath.Join(stage, rel)
 		switch {
 		case d.IsDir():
+			// A bundle inside the run (published into its logs) is not
+			// part of the run: never copied into a new bundle.
+			if fi, err := os.Lstat(filepath.Join(p, SumsFile)); err == nil && fi.Mode().IsRegular() {
+				skipped = append(skipped, slash)
+				return filepath.SkipDir
+			}
 			return os.MkdirAll(dst, 0o755)
 		case d.Type().IsRegular():
 			return copyFile(p, dst)
@@ -233,11 +297,11 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped []string, er
 		return nil // sockets, links: not part of a run
 	})
 	if err != nil {
-		return nil, fmt.Errorf("publishing: copying the run: %w", err)
+		return nil, nil, fmt.Errorf("publishing: copying the run: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(stage, results.PartsDir)); err == nil {
-		if err := results.Compact(stage); err != nil {
-			return nil, fmt.Errorf("publishing: %w", err)
+		if _, err := results.Compact(stage); err != nil {
+			return nil, nil, fmt.Errorf("publishing: %w", err)
 		}
 	}
 	for _, t := range Droppable {
@@ -249,11 +313,11 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped []string, er
 			if err := os.Remove(filepath.Join(stage, name)); err == nil {
 				dropped = append(dropped, name)
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("publishing: %w", err)
+				return nil, nil, fmt.Errorf("publishing: %w", err)
 			}
 		}
 	}
-	return dropped, nil
+	return dropped, skipped, nil
 }
 
 func copyFile(src, dst string) error {
@@ -368,7 +432,7 @@ func writeSums(dir string, files []File) error {
 // WriteArchive writes dir as a gzip-compressed tar archive to file (the
 // folder's base name as its top folder), through a temporary file.
 func WriteArchive(dir, file string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-")
+	tmp, rec, err := scratch.Machine().CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("writing the archive: %w", err)
 	}
@@ -377,6 +441,7 @@ func WriteArchive(dir, file string) (err error) {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
+		rec.Done()
 	}()
 	zw := gzip.NewWriter(tmp)
 	tw := tar.NewWriter(zw)
@@ -450,4 +515,27 @@ func pageClaims(outs []report.ClaimOutcome) []report.PageClaim {
 		out = append(out, report.PageClaim{Name: o.Name, Statement: st, Outcome: o.Outcome, Detail: o.Detail})
 	}
 	return out
+}
+
+// TempDir makes a private temporary folder (in $TMPDIR, named prefix and
+// digits) recorded before it is made, so gc removes it when the process
+// that made it was killed; done removes it and forgets the record.
+func TempDir(prefix string) (dir string, done func(), err error) {
+	dir, rec, err := scratch.Machine().MkdirTemp("", prefix, 0o700)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		rec.Done()
+	}, nil
+}
+
+// WriteRunFile writes name into the run folder dir atomically, through a
+// temporary file recorded in the run's journal.
+func WriteRunFile(dir, name string, data []byte) error {
+	return scratch.Run(dir).WriteFile(filepath.Join(dir, name), 0o644, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
 }

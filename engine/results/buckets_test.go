@@ -88,7 +88,7 @@ func TestIDColumnsDictionaryAndPlain(t *testing.T) {
 	}
 	mem := memory.DefaultAllocator
 	dictPath := filepath.Join(dir, "dict.parquet")
-	if err := writeTable(mem, dictPath, FormatParquet, latencyColumns, rows); err != nil {
+	if err := writeTable(mem, nil, dictPath, FormatParquet, latencyColumns, rows); err != nil {
 		t.Fatal(err)
 	}
 	// The same rows with every column plain-encoded.
@@ -143,7 +143,7 @@ func TestIDColumnsLargeDictionary(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "latency.parquet")
 	mem := memory.DefaultAllocator
-	if err := writeTable(mem, path, FormatParquet, latencyColumns, rows); err != nil {
+	if err := writeTable(mem, nil, path, FormatParquet, latencyColumns, rows); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readTable(mem, path, FormatParquet, fixed(latencyColumns))

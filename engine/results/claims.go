@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // TableClaims holds one row per claim of the pipeline with its outcome in
@@ -106,7 +108,7 @@ var claimColumns = []column[ClaimRow]{
 // WriteClaims writes claims.parquet (claims.arrow in the Arrow format)
 // into a run directory, atomically.
 func WriteClaims(dir, format string, rows []ClaimRow) error {
-	return writeTable(memory.DefaultAllocator, filepath.Join(dir, TableFile(TableClaims, format)), format, claimColumns, rows)
+	return writeTable(memory.DefaultAllocator, scratch.Run(dir), filepath.Join(dir, TableFile(TableClaims, format)), format, claimColumns, rows)
 }
 
 // ReadClaims reads the claims table of a run directory; ok is false when

@@ -180,17 +180,17 @@ func writePart(mem memory.Allocator, stage, format string, axes []axis, d *trial
 			errs[i] = f()
 		}()
 	}
-	run(numBig, func() error { return writeTable(mem, p(TableTrials), format, trialColumns(axes), d.trials) })
+	run(numBig, func() error { return writeTable(mem, nil, p(TableTrials), format, trialColumns(axes), d.trials) })
 	if len(d.probes) > 0 {
-		run(numBig+1, func() error { return writeTable(mem, p(TableProbes), format, probeColumns, d.probes) })
+		run(numBig+1, func() error { return writeTable(mem, nil, p(TableProbes), format, probeColumns, d.probes) })
 	}
 	if len(d.agents) > 0 {
-		run(numBig+2, func() error { return writeTable(mem, p(TableAgents), format, agentColumns, d.agents) })
+		run(numBig+2, func() error { return writeTable(mem, nil, p(TableAgents), format, agentColumns, d.agents) })
 	}
 	for t := 0; t < numBig; t++ {
 		if r := d.recs[t]; r != nil && r.NumRows() > 0 {
 			run(t, func() error {
-				return writeRecords(mem, p(bigNames[t]), format, bigSchemas[t], []arrow.RecordBatch{r}, []idRuns{d.runs[t]})
+				return writeRecords(mem, nil, p(bigNames[t]), format, bigSchemas[t], []arrow.RecordBatch{r}, []idRuns{d.runs[t]})
 			})
 		}
 	}
@@ -199,7 +199,7 @@ func writePart(mem memory.Allocator, stage, format string, axes []axis, d *trial
 		if err != nil {
 			return fmt.Errorf("encoding the manifest entry: %w", err)
 		}
-		return writeFileAtomic(filepath.Join(stage, PartEntryFile), func(f *os.File) error {
+		return writeFileAtomic(nil, filepath.Join(stage, PartEntryFile), func(f *os.File) error {
 			_, err := f.Write(append(b, '\n'))
 			return err
 		})

@@ -3,40 +3,35 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // What a writer killed mid-commit leaves, and how it is told apart from
-// the user's files. A results folder is the user's folder: only names this
-// package makes, inside run folders it made, are ever removed.
+// the user's files: by the record (package scratch). A results folder is
+// the user's folder; benchflow deletes only what it recorded creating, and
+// never through a symlink.
 //
-//   - A run folder is a directory (not a symlink) of the results folder
-//     named by a valid run id and holding a regular manifest.json whose
-//     run_id is that name (docs/results.md's layout).
-//   - In it, os.MkdirTemp(dir, ".staging-") makes the staging folders
-//     (".staging-" and decimal digits) and writeFileAtomic's
-//     os.CreateTemp(dir, "."+name+".tmp-*") the temporary files ("." name
-//     ".tmp-" digits); under sources/ only such files the manifest does not
-//     list as the pipeline's own; under parts/ (the per-trial part
-//     folders, parts.go) its staging folders (".staging-" digits, and
-//     ".staging-" digits "-old", put back when it is a trial's only copy)
-//     and temporary files.
-//   - In the results folder itself, pointLatest's ".latest.tmp-<run id>"
-//     symlink, once no process writes that run.
-//
-// Nothing is followed through a symlink, and a run folder another process
-// has locked is left alone.
-var (
-	runIDPattern      = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$`)
-	stagingPattern    = regexp.MustCompile(`^\.staging-[0-9]+$`)
-	tempFilePattern   = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
-	latestTempPattern = regexp.MustCompile(`^\.latest\.tmp-([0-9]{8}T[0-9]{6}Z-[0-9a-f]{4})$`)
-)
+//   - Every staging folder (".staging-" digits, in the run folder and in
+//     parts/), every temporary file of an atomic write ("." name ".tmp-"
+//     digits) and every part folder moved aside (".staging-" digits "-old")
+//     is recorded in the run folder's journal (.benchflow-journal) before
+//     it is made; the results folder's temporary latest link in the state
+//     folder's journal.
+//   - The cleanup (gc, apply, apply --resume, compact) removes the open
+//     entries of writers that are gone, exactly as recorded: a symlink at
+//     any depth, another kind of file, another inode or nothing there is
+//     left alone and reported (Cleanup.Left). A part folder moved aside is
+//     put back when it is its trial's only copy.
+//   - Only run folders are cleaned: directories (not symlinks) of the
+//     results folder named by a valid run id, that no process has locked;
+//     a run whose manifest still says "running" is marked "interrupted".
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$`)
 
 // maxManifestBytes bounds the manifest.json the cleanup reads.
 const maxManifestBytes = 64 << 20
@@ -51,14 +46,38 @@ func ValidRunID(id string) bool {
 	return err == nil
 }
 
-// Cleanup is what CleanLeftovers did.
+// Cleanup is what a cleanup of killed writers' leftovers did.
 type Cleanup struct {
 	// Removed are the staging folders and temporary files removed.
 	Removed []string
+	// Restored are the part folders put back (a trial's only copy, moved
+	// aside by a commit that was killed).
+	Restored []string
+	// Left are recorded paths that were not exactly what the record says
+	// (a symlink on the way or at the path, another kind of file, another
+	// inode, nothing there): left alone, with the reason.
+	Left []scratch.Left
 	// Interrupted are the run folders whose manifest still said "running"
 	// although no process writes them (a writer killed with SIGKILL): their
 	// status is now "interrupted".
 	Interrupted []string
+}
+
+func (c *Cleanup) add(r *scratch.Report) {
+	if r == nil {
+		return
+	}
+	c.Removed = append(c.Removed, r.Removed...)
+	c.Restored = append(c.Restored, r.Restored...)
+	c.Left = append(c.Left, r.Left...)
+}
+
+// cleanScratch cleans the run folder dir of what killed writers recorded
+// making (the caller holds its lock).
+func cleanScratch(c *Cleanup, dir string) error {
+	r, err := scratch.Run(dir).Clean()
+	c.add(r)
+	return err
 }
 
 // recognisedRun reads the manifest of dir (with its parts' trial entries),
@@ -77,123 +96,15 @@ func recognisedRun(dir, name string) (*Manifest, bool) {
 	return m, true
 }
 
-// removeLeftovers deletes what a writer killed mid-commit leaves in the
-// run folder dir, of manifest m: its staging folders and temporary files.
-// The caller holds the lock.
-func removeLeftovers(dir string, m *Manifest) ([]string, error) {
-	var errs []error
-	removed, err := removeStaging(dir, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	r, err := removeSourceTemps(dir, m)
-	removed = append(removed, r...)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	r, err = removePartsLeftovers(dir)
-	removed = append(removed, r...)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return removed, errors.Join(errs...)
-}
-
-// removeStaging removes from the folder root (not below it) the staging
-// folders (".staging-" digits) and temporary files ("." name ".tmp-"
-// digits) a writer killed mid-commit left, and returns what it removed.
-// With restore (the parts folder), a folder named ".staging-" digits
-// "-old" is offered to restore first: it is removed like a staging folder
-// unless restore put it back (true) or failed.
-func removeStaging(root string, restore func(path string) (bool, error)) ([]string, error) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, e := range entries {
-		p := filepath.Join(root, e.Name())
-		staging := e.Type().IsDir() && stagingPattern.MatchString(e.Name())
-		if restore != nil && e.Type().IsDir() && stagingOldPattern.MatchString(e.Name()) {
-			put, err := restore(p)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if put {
-				continue
-			}
-			staging = true
-		}
-		switch {
-		case staging:
-			// A staging folder holds only the files being written;
-			// RemoveAll removes a symlink in it, never what it points at.
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		case e.Type().IsRegular() && tempFilePattern.MatchString(e.Name()):
-			if err := os.Remove(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		default:
-			continue
-		}
-		removed = append(removed, p)
-	}
-	return removed, errors.Join(errs...)
-}
-
-// removeSourceTemps removes the temporary files SaveSources left under
-// dir/sources: files of the temporary name pattern that are not one of the
-// pipeline's files the manifest lists (a loaded file may have any name).
-func removeSourceTemps(dir string, m *Manifest) ([]string, error) {
-	root := filepath.Join(dir, SourcesDir)
-	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
-		return nil, nil
-	}
-	listed := map[string]bool{}
-	for _, f := range m.Pipeline.Files {
-		listed[f.Path] = true
-	}
-	var removed []string
-	var errs []error
-	// WalkDir does not follow symlinks.
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		if !d.Type().IsRegular() || !tempFilePattern.MatchString(d.Name()) {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || listed[filepath.ToSlash(rel)] {
-			return nil
-		}
-		if err := os.Remove(p); err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		removed = append(removed, p)
-		return nil
-	})
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return removed, errors.Join(errs...)
-}
-
 // CleanLeftovers cleans the run folders of outDir that no process writes:
-// it removes the staging folders and temporary files killed writers left,
-// and marks "interrupted" a run whose manifest still says "running" (its
+// it removes the staging folders and temporary files killed writers
+// recorded making (exactly as recorded; the rest is reported in Left), and
+// marks "interrupted" a run whose manifest still says "running" (its
 // writer was killed before it could say so). Folders that are not run
 // folders, symlinks, and runs another process has locked are never
 // touched, nor the run folders skip names (a run about to be resumed,
-// which Resume cleans itself).
+// which Resume cleans itself). The state folder's journal (the temporary
+// latest link, publish's and reproduce's folders) is scratch.Machine's.
 func CleanLeftovers(outDir string, skip ...string) (*Cleanup, error) {
 	c := &Cleanup{}
 	entries, err := os.ReadDir(outDir)
@@ -216,14 +127,6 @@ func CleanLeftovers(outDir string, skip ...string) (*Cleanup, error) {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if m := latestTempPattern.FindStringSubmatch(name); m != nil && e.Type()&fs.ModeSymlink != 0 {
-			if err := removeLatestTemp(outDir, name, m[1]); err != nil {
-				errs = append(errs, err)
-			} else {
-				c.Removed = append(c.Removed, filepath.Join(outDir, name))
-			}
-			continue
-		}
 		if !e.Type().IsDir() || !ValidRunID(name) {
 			continue
 		}
@@ -244,31 +147,12 @@ func CleanLeftovers(outDir string, skip ...string) (*Cleanup, error) {
 	return c, errors.Join(errs...)
 }
 
-// removeLatestTemp removes outDir/name, the temporary latest link of run
-// runID, unless that run is being written (its writer may be about to
-// rename it).
-func removeLatestTemp(outDir, name, runID string) error {
-	dir := filepath.Join(outDir, runID)
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-		f, err := lockRun(dir)
-		if err != nil {
-			return nil
-		}
-		defer unlockRun(f)
-	}
-	return os.Remove(filepath.Join(outDir, name))
-}
-
 // cleanRun cleans one unlocked candidate run folder (the caller holds its
 // lock).
 func cleanRun(c *Cleanup, dir, name string) error {
+	err := cleanScratch(c, dir)
 	m, ok := recognisedRun(dir, name)
-	if !ok {
-		return nil
-	}
-	removed, err := removeLeftovers(dir, m)
-	c.Removed = append(c.Removed, removed...)
-	if m.Status != RunRunning {
+	if !ok || m.Status != RunRunning {
 		return err
 	}
 	// Nobody holds the lock, so the process that wrote "running" is gone.
@@ -278,7 +162,9 @@ func cleanRun(c *Cleanup, dir, name string) error {
 			m.FinishedAt = timePtr(fi.ModTime()) // its last write
 		}
 	}
-	if werr := writeManifest(dir, m); werr != nil {
+	werr := writeManifest(dir, m)
+	scratch.Run(dir).Tidy()
+	if werr != nil {
 		return errors.Join(err, fmt.Errorf("marking %s interrupted: %w", dir, werr))
 	}
 	c.Interrupted = append(c.Interrupted, dir)

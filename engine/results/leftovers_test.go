@@ -5,18 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/scratch/scratchtest"
 )
 
 // TestCleanLeftoversOnlyBenchflows: the cleanup of a results folder removes
-// what a killed writer left inside a run folder it recognises (staging
-// folders and temporary files of the exact names it makes, a temporary
-// latest link) and marks that run interrupted; the user's folders and files
-// shaped like those names — in folders that are not runs, at several
-// depths, in a folder named like a run without a manifest, behind symlinks —
-// and a live run are left exactly as they were.
+// what a killed writer recorded making inside a run folder (staging
+// folders and temporary files) and marks that run interrupted; the user's
+// folders and files shaped like those names — unrecorded, in folders that
+// are not runs, at several depths, in a folder named like a run without a
+// manifest, behind symlinks (issue 38: parts/ a link to the user's folder,
+// with records naming what is behind it) — and a live run are left exactly
+// as they were, and the recorded paths behind a symlink are reported.
 func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 	root := t.TempDir()
 	out := filepath.Join(root, "results")
@@ -46,14 +51,41 @@ func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 	}
 	_ = killed.Close()
 	kdir := killed.Dir()
+	mkfile(filepath.Join(kdir, ".staging-123", "trials.parquet"))
 	leftovers := []string{
 		filepath.Join(kdir, ".staging-123"),
 		mkfile(filepath.Join(kdir, ".manifest.json.tmp-456")),
 		mkfile(filepath.Join(kdir, ".trials.parquet.tmp-4294967295")),
 		mkfile(filepath.Join(kdir, SourcesDir, "lib", ".helper.star.tmp-77")),
-		symlink("20261130T044500Z-dead", filepath.Join(out, ".latest.tmp-20261130T044500Z-dead")),
 	}
-	mkfile(filepath.Join(kdir, ".staging-123", "trials.parquet"))
+	j := scratch.Run(kdir)
+	for i, p := range leftovers {
+		kind := scratch.File
+		if i == 0 {
+			kind = scratch.Dir
+		}
+		scratchtest.RecordKilled(t, j, p, kind)
+	}
+	// parts/ a symlink to the user's folder, and records naming what is
+	// behind it.
+	user := filepath.Join(root, "U")
+	behind := []string{
+		mkfile(filepath.Join(user, ".staging-42", "important.txt")),
+		mkfile(filepath.Join(user, ".notes.tmp-7")),
+		mkfile(filepath.Join(user, ".d", ".staging-8", "deep")),
+	}
+	if err := os.RemoveAll(filepath.Join(kdir, PartsDir)); err != nil {
+		t.Fatal(err)
+	}
+	symlink(user, filepath.Join(kdir, PartsDir))
+	leftAlone := []string{
+		filepath.Join(kdir, PartsDir, ".staging-42"),
+		filepath.Join(kdir, PartsDir, ".notes.tmp-7"),
+		filepath.Join(kdir, PartsDir, ".d", ".staging-8"),
+	}
+	scratchtest.RecordKilled(t, j, leftAlone[0], scratch.Dir)
+	scratchtest.RecordKilled(t, j, leftAlone[1], scratch.File)
+	scratchtest.RecordKilled(t, j, leftAlone[2], scratch.Dir)
 	// A symlink in a staging folder: the folder goes, its target stays.
 	extInStage := mkfile(filepath.Join(ext, "instage", "keep"))
 	symlink(filepath.Dir(extInStage), filepath.Join(kdir, ".staging-123", "link"))
@@ -72,6 +104,7 @@ func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 		mkfile(filepath.Join(out, ".staging-5", "top")),
 		mkfile(filepath.Join(out, ".x.tmp-7")),
 		mkfile(filepath.Join(out, ".latest.tmp-20261130T044500Z-dead.bak")),
+		symlink("20261130T044500Z-dead", filepath.Join(out, ".latest.tmp-20261130T044500Z-dead")),
 		// Named like a run, but no manifest: not a run folder.
 		mkfile(filepath.Join(out, "20261130T044500Z-beef", ".staging-1", "f")),
 		mkfile(filepath.Join(out, "20261130T044500Z-beef", ".y.tmp-2")),
@@ -87,6 +120,7 @@ func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 		mkfile(filepath.Join(live.Dir(), ".manifest.json.tmp-10")),
 		extInStage,
 	}
+	kept = append(kept, behind...)
 	// A folder whose manifest names another run.
 	other := filepath.Join(out, "20261130T044500Z-cafe")
 	kept = append(kept, mkfile(filepath.Join(other, ".staging-2", "f")))
@@ -128,6 +162,18 @@ func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Removed = %q\nwant %q", got, want)
 	}
+	var left []string
+	for _, l := range c.Left {
+		left = append(left, l.Path)
+		if !strings.Contains(l.Why, filepath.Join(kdir, PartsDir)+" is a symlink") {
+			t.Errorf("%s left alone because %q", l.Path, l.Why)
+		}
+	}
+	slices.Sort(left)
+	slices.Sort(leftAlone)
+	if !slices.Equal(left, leftAlone) {
+		t.Errorf("Left = %q\nwant %q", left, leftAlone)
+	}
 	if !slices.Equal(c.Interrupted, []string{kdir}) {
 		t.Errorf("Interrupted = %q, want [%s]", c.Interrupted, kdir)
 	}
@@ -144,6 +190,9 @@ func TestCleanLeftoversOnlyBenchflows(t *testing.T) {
 		t.Errorf("the interrupted run has no finished_at")
 	}
 	// The interrupted run is whole: it reads and resumes.
+	if err := os.Remove(filepath.Join(kdir, PartsDir)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadRun(kdir); err != nil {
 		t.Errorf("reading the cleaned run: %v", err)
 	}
@@ -206,6 +255,7 @@ func TestCleanLeftoversSkips(t *testing.T) {
 	if err := os.Mkdir(stage, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	scratchtest.RecordKilled(t, scratch.Run(w.Dir()), stage, scratch.Dir)
 	c, err := CleanLeftovers(out, filepath.Join(out, "latest"))
 	if err != nil || len(c.Removed)+len(c.Interrupted) != 0 {
 		t.Errorf("CleanLeftovers with the run skipped: %+v, %v", c, err)

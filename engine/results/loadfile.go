@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // LoadFilePaths returns the three files WriteLoadFile writes for path:
@@ -54,15 +55,15 @@ func writeLoadFile(mem memory.Allocator, path, step string, res *load.Result) er
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	tp, lp, sp := LoadFilePaths(path)
-	if err := writeTable(mem, tp, format, trialColumns(nil), d.trials); err != nil {
+	if err := writeTable(mem, scratch.Machine(), tp, format, trialColumns(nil), d.trials); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	lat := latencyRecord(mem, d.hists)
 	defer lat.Release()
-	if err := writeRecords(mem, lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}, []idRuns{histRuns(d.hists)}); err != nil {
+	if err := writeRecords(mem, scratch.Machine(), lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}, []idRuns{histRuns(d.hists)}); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
-	if err := writeTable(mem, sp, format, timeseriesColumns, d.timeseries); err != nil {
+	if err := writeTable(mem, scratch.Machine(), sp, format, timeseriesColumns, d.timeseries); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	return nil

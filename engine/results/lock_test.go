@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/scratch/scratchtest"
 )
 
 // A run folder is locked while a Writer has it: a second Resume refuses
 // with ErrRunLocked, and succeeds once the first writer is done. Resume
-// removes the staging folder and temporary files a killed writer left.
+// removes the staging folder and temporary files a killed writer recorded.
 func TestRunFolderLock(t *testing.T) {
 	out := t.TempDir()
 	w := writeRun(t, out, "20261130T044500Z-10c4", FormatParquet, synthRecords(2), memory.DefaultAllocator)
@@ -34,6 +37,8 @@ func TestRunFolderLock(t *testing.T) {
 	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	scratchtest.RecordKilled(t, scratch.Run(dir), stage, scratch.Dir)
+	scratchtest.RecordKilled(t, scratch.Run(dir), tmp, scratch.File)
 	r1, err := Resume(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +64,7 @@ func TestRunFolderLock(t *testing.T) {
 	if err := os.Mkdir(stage, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	scratchtest.RecordKilled(t, scratch.Run(dir), stage, scratch.Dir)
 	c, err := CleanLeftovers(out)
 	if err != nil || len(c.Removed) != 1 || c.Removed[0] != stage {
 		t.Errorf("CleanLeftovers = %+v, %v; want [%s]", c, err, stage)

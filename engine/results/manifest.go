@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // SchemaVersion is written to manifest.json and to the key-value metadata
@@ -266,7 +268,7 @@ func writeManifest(dir string, m *Manifest) error {
 		return fmt.Errorf("encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	err = writeFileAtomic(filepath.Join(dir, "manifest.json"), func(f *os.File) error {
+	err = writeFileAtomic(runJournal(dir), filepath.Join(dir, "manifest.json"), func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})
@@ -276,12 +278,25 @@ func writeManifest(dir string, m *Manifest) error {
 	return err
 }
 
+// runJournal is the journal of the run folder dir as its writer uses it:
+// kept between records, removed (Tidy) when the writer lets go of the run.
+func runJournal(dir string) *scratch.Journal { return scratch.Run(dir).Kept() }
+
 // writeFileAtomic writes path through a temporary file in the same folder,
 // fsyncs it, renames it into place and fsyncs the folder, so readers see
-// the old or the new content, never a truncated file.
-func writeFileAtomic(path string, write func(f *os.File) error) (err error) {
+// the old or the new content, never a truncated file. The temporary file
+// is recorded in j before it is made (scratch: a killed writer's is
+// removed by the next cleanup); nil j is for a file inside a staging
+// folder, whose own record covers what it holds.
+func writeFileAtomic(j *scratch.Journal, path string, write func(f *os.File) error) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	var f *os.File
+	var rec *scratch.Record
+	if j == nil {
+		f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	} else {
+		f, rec, err = j.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -291,6 +306,7 @@ func writeFileAtomic(path string, write func(f *os.File) error) (err error) {
 			f.Close()
 			os.Remove(tmp)
 		}
+		rec.Done()
 	}()
 	if err = write(f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

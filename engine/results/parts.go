@@ -23,10 +23,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,6 +36,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"golang.org/x/sys/unix"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // PartsDir is the folder of a run directory that holds the trials
@@ -350,29 +352,28 @@ func zeroOfKind(kind string) any {
 // left as it is. It takes the run's lock: a run another process is
 // writing is refused (ErrRunLocked). A run killed mid-commit or
 // mid-compaction is compacted again from what it holds: every file
-// replaced is written whole first.
-func Compact(dir string) error {
+// replaced is written whole first, and what the killed writer recorded
+// making is cleaned first (the Cleanup it returns: see package scratch).
+func Compact(dir string) (*Cleanup, error) {
 	dir, err := runDirOf(dir)
 	if err != nil {
-		return fmt.Errorf("compacting: %w", err)
+		return nil, fmt.Errorf("compacting: %w", err)
 	}
 	lock, err := lockRun(dir)
 	if err != nil {
-		return fmt.Errorf("compacting %s: %w", dir, err)
+		return nil, fmt.Errorf("compacting %s: %w", dir, err)
 	}
 	defer unlockRun(lock)
-	if m, ok := recognisedRun(dir, ""); ok {
-		if _, err := removeLeftovers(dir, m); err != nil {
-			return fmt.Errorf("compacting %s: %w", dir, err)
-		}
-	} else if _, err := removePartsLeftovers(dir); err != nil {
-		return fmt.Errorf("compacting %s: %w", dir, err)
+	defer scratch.Run(dir).Tidy()
+	c := &Cleanup{}
+	if err := cleanScratch(c, dir); err != nil {
+		return c, fmt.Errorf("compacting %s: %w", dir, err)
 	}
 	m, err := ReadManifest(dir)
 	if err != nil {
-		return fmt.Errorf("compacting %s: %w", dir, err)
+		return c, fmt.Errorf("compacting %s: %w", dir, err)
 	}
-	return compactLocked(memory.DefaultAllocator, dir, m)
+	return c, compactLocked(memory.DefaultAllocator, dir, m)
 }
 
 // compactLocked is Compact for the lock holder; m carries the parts'
@@ -383,7 +384,7 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}
 	if len(names) == 0 {
-		os.Remove(filepath.Join(dir, PartsDir)) // empty: gone
+		syscall.Rmdir(filepath.Join(dir, PartsDir)) // empty: gone (a symlink stays)
 		return nil
 	}
 	format := m.OutputFormat
@@ -398,11 +399,14 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 	if err := writeManifest(dir, m); err != nil {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}
-	stage, err := os.MkdirTemp(dir, ".staging-")
+	stage, rec, err := runJournal(dir).MkdirTemp(dir, ".staging-", 0o700)
 	if err != nil {
 		return fmt.Errorf("compacting %s: %w", dir, err)
 	}
-	defer os.RemoveAll(stage)
+	defer func() {
+		os.RemoveAll(stage)
+		rec.Done()
+	}()
 	var names2 []string
 	fail := func(err error) error {
 		return fmt.Errorf("compacting %s: %w", dir, unstage(err, stage, dir))
@@ -446,10 +450,15 @@ func compactLocked(mem memory.Allocator, dir string, m *Manifest) error {
 	}
 	syncDir(dir)
 	// The tables now hold every part's rows; a kill while the parts are
-	// removed leaves parts equal to the tables' rows.
-	if err := os.RemoveAll(filepath.Join(dir, PartsDir)); err != nil {
-		return fmt.Errorf("compacting %s: removing %s: %w", dir, PartsDir, err)
+	// removed leaves parts equal to the tables' rows. Only the part
+	// folders go (never through a symlink), then parts/ if nothing else
+	// is in it.
+	for _, n := range names {
+		if err := scratch.RemoveTree(dir, filepath.Join(PartsDir, n)); err != nil {
+			return fmt.Errorf("compacting %s: removing %s: %w", dir, PartsDir, err)
+		}
 	}
+	syscall.Rmdir(filepath.Join(dir, PartsDir)) // not empty (files benchflow did not write) or a symlink: stays
 	syncDir(dir)
 	return nil
 }
@@ -474,7 +483,7 @@ func compactTable[R any](mem memory.Allocator, rf *runFiles, table, path string,
 		}
 	}
 	schema := schemaOf(cols)
-	err := writeFileAtomic(path, func(f *os.File) error {
+	err := writeFileAtomic(nil, path, func(f *os.File) error {
 		var write func(arrow.RecordBatch) error
 		var closeW func() error
 		if rf.format == FormatArrow {
@@ -551,58 +560,52 @@ func compactBatch[R any]() int {
 	return max(1024, min(batchRows, compactBytes/max(1, int(unsafe.Sizeof(r)))))
 }
 
-// installPart moves a staged part folder to parts/<id>, replacing the
-// trial's earlier part in one step (an exchange of the two folders) when
-// there is one.
-func installPart(stage, dst string) error {
+// installPart moves the staged part folder rec names to parts/<id> (dst),
+// replacing the trial's earlier part in one step (an exchange of the two
+// folders) when there is one. Every folder it moves aside is recorded in
+// j first.
+func installPart(j *scratch.Journal, rec *scratch.Record, dst string) error {
+	stage := rec.Path()
 	err := os.Rename(stage, dst)
 	if err == nil {
+		rec.Done()
 		return nil
 	}
-	if _, serr := os.Stat(dst); serr != nil {
+	if _, serr := os.Lstat(dst); serr != nil {
+		return err
+	}
+	// After the exchange the staging folder's name holds the earlier part.
+	if err := rec.Holds(dst); err != nil {
 		return err
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, dst, unix.RENAME_EXCHANGE); err == nil {
-		return os.RemoveAll(stage) // now the earlier part
+		if err := os.RemoveAll(stage); err != nil { // now the earlier part
+			return err
+		}
+		rec.Done()
+		return nil
 	}
-	// No exchange on this file system: the earlier part goes first.
+	rec.Made() // not exchanged: it holds the new part again
+	// No exchange on this file system: the earlier part goes first, and a
+	// kill before the new one is in place puts it back (Clean).
 	old := stage + "-old"
+	orec, err := j.Expect(old, scratch.Dir, dst)
+	if err != nil {
+		return err
+	}
 	if err := os.Rename(dst, old); err != nil {
+		orec.Done()
 		return err
 	}
 	if err := os.Rename(stage, dst); err != nil {
 		os.Rename(old, dst)
+		orec.Done()
 		return err
 	}
-	return os.RemoveAll(old)
-}
-
-// stagingOldPattern names the earlier part folder installPart moves aside
-// when the file system cannot exchange two folders.
-var stagingOldPattern = regexp.MustCompile(`^\.staging-[0-9]+-old$`)
-
-// removePartsLeftovers removes what a commit killed midway left in
-// dir/parts: staging folders (parts/.staging-<digits>) and temporary files.
-// A trial's earlier part moved aside (parts/.staging-<digits>-old) whose
-// trial has no part folder any more is put back instead: it is the
-// trial's only copy. The caller holds the run's lock.
-func removePartsLeftovers(dir string) ([]string, error) {
-	root := filepath.Join(dir, PartsDir)
-	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	rec.Done()
+	if err := os.RemoveAll(old); err != nil {
+		return err
 	}
-	return removeStaging(root, func(p string) (bool, error) {
-		b, err := readBounded(filepath.Join(p, PartEntryFile), maxEntryBytes)
-		if err != nil {
-			return false, nil
-		}
-		var te TrialEntry
-		if json.Unmarshal(b, &te) != nil || validName(te.TrialID) != nil {
-			return false, nil
-		}
-		if _, err := os.Lstat(filepath.Join(root, te.TrialID)); !errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return true, os.Rename(p, filepath.Join(root, te.TrialID))
-	})
+	orec.Done()
+	return nil
 }

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/scratch/scratchtest"
 )
 
 // stripRun clears what differs between two runs of the same trials (the
@@ -84,7 +88,7 @@ func TestResumedRunEqualsUninterrupted(t *testing.T) {
 			killed := writeRun(t, t.TempDir(), "20261130T044500Z-kill", format, []*TrialRecord{recs[0], &failed, recs[2]}, memory.DefaultAllocator)
 			killed.Close() // killed: no Finish
 			dir := killed.Dir()
-			if err := Compact(dir); err != nil {
+			if _, err := Compact(dir); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(filepath.Join(dir, PartsDir)); !os.IsNotExist(err) {
@@ -166,15 +170,16 @@ func TestResumedRunEqualsUninterrupted(t *testing.T) {
 
 // TestCommitWritesOnlyItsTrial: a commit creates its trial's part folder
 // and touches no other trial's files and no table of the run (so its cost
-// does not depend on how many trials came before); the run's tables
-// appear when it finishes.
+// does not depend on how many trials came before; the run's journal, which
+// records its staging folder, is rewritten); the run's tables appear when
+// it finishes.
 func TestCommitWritesOnlyItsTrial(t *testing.T) {
 	recs := synthRecords(8)
 	w := writeRun(t, t.TempDir(), "20261130T044500Z-only", FormatParquet, recs[:3], memory.DefaultAllocator)
 	inodes := func() map[string]uint64 {
 		out := map[string]uint64{}
 		filepath.Walk(w.Dir(), func(p string, fi os.FileInfo, err error) error {
-			if err == nil && fi.Mode().IsRegular() && filepath.Base(p) != "manifest.json" {
+			if err == nil && fi.Mode().IsRegular() && filepath.Base(p) != "manifest.json" && filepath.Base(p) != scratch.RunJournalFile {
 				out[p] = fi.Sys().(*syscall.Stat_t).Ino
 			}
 			return nil
@@ -234,7 +239,10 @@ func TestPartsLeftoversAndStaleManifest(t *testing.T) {
 	os.MkdirAll(half, 0o755)
 	b, _ := os.ReadFile(filepath.Join(w.Dir(), PartsDir, recs[0].TrialID, "latency.parquet"))
 	os.WriteFile(filepath.Join(half, "latency.parquet"), b[:len(b)/2], 0o644)
-	os.WriteFile(filepath.Join(w.Dir(), PartsDir, ".trials.parquet.tmp-9"), b[:10], 0o644)
+	tmp := filepath.Join(w.Dir(), PartsDir, ".trials.parquet.tmp-9")
+	os.WriteFile(tmp, b[:10], 0o644)
+	scratchtest.RecordKilled(t, scratch.Run(w.Dir()), half, scratch.Dir)
+	scratchtest.RecordKilled(t, scratch.Run(w.Dir()), tmp, scratch.File)
 
 	run, err := ReadRun(w.Dir())
 	if err != nil {
@@ -254,6 +262,12 @@ func TestPartsLeftoversAndStaleManifest(t *testing.T) {
 	if _, err := os.Stat(half); !os.IsNotExist(err) {
 		t.Errorf("Resume left the staging folder (%v)", err)
 	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("Resume left the temporary file (%v)", err)
+	}
+	if c := r.Cleanup(); c == nil || len(c.Removed) != 2 || len(c.Left) != 0 {
+		t.Errorf("Resume's cleanup: %+v", c)
+	}
 	if !r.Manifest().Done(recs[1].TrialID) || r.Manifest().Done(recs[2].TrialID) {
 		t.Error("resume: wrong trials done")
 	}
@@ -264,7 +278,7 @@ func TestPartsLeftoversAndStaleManifest(t *testing.T) {
 func TestCompactRefusesLockedRun(t *testing.T) {
 	w := writeRun(t, t.TempDir(), "20261130T044500Z-lckd", FormatParquet, synthRecords(1)[:1], memory.DefaultAllocator)
 	defer w.Close()
-	if err := Compact(w.Dir()); err == nil || !errorsIs(err, ErrRunLocked) {
+	if _, err := Compact(w.Dir()); err == nil || !errorsIs(err, ErrRunLocked) {
 		t.Errorf("Compact of a run being written: %v", err)
 	}
 }
@@ -351,4 +365,53 @@ func TestCompactionEqualsParts(t *testing.T) {
 		t.Errorf("trial 3 %q, trial 69 tls=%v", after.Trials[3].Status, after.Trials[69].Param("tls"))
 	}
 	diffTables(t, "compacted", before, after)
+}
+
+// TestCompactRemovesOnlyParts: compaction removes the part folders it
+// merged and nothing else: a file of the user's in parts/ stays (and so
+// does parts/), a run whose parts/ is a symlink is not compacted through
+// it, and a finished run keeps no journal.
+func TestCompactRemovesOnlyParts(t *testing.T) {
+	recs := synthRecords(3)
+	w := writeRun(t, t.TempDir(), "20261130T044500Z-c0a1", FormatParquet, recs, memory.DefaultAllocator)
+	w.Close()
+	dir := w.Dir()
+	notes := filepath.Join(dir, PartsDir, ".notes.tmp-7")
+	if err := os.WriteFile(notes, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compact(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(notes); err != nil {
+		t.Errorf("compaction removed the user's %s: %v", notes, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, PartsDir)); len(ents) != 1 {
+		t.Errorf("parts/ holds %v after compaction", ents)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, scratch.RunJournalFile)); !os.IsNotExist(err) {
+		t.Errorf("a compacted run keeps its journal (%v)", err)
+	}
+	if run, err := ReadRun(dir); err != nil || len(run.Manifest.Trials) != len(recs) {
+		t.Errorf("the compacted run: %v", err)
+	}
+
+	// parts/ a symlink to a folder holding a run's parts.
+	w2 := writeRun(t, t.TempDir(), "20261130T044500Z-c0a2", FormatParquet, recs, memory.DefaultAllocator)
+	w2.Close()
+	elsewhere := filepath.Join(t.TempDir(), "parts")
+	if err := os.Rename(filepath.Join(w2.Dir(), PartsDir), elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(w2.Dir(), PartsDir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compact(w2.Dir()); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("Compact through a symlinked parts/: %v", err)
+	}
+	for _, r := range recs {
+		if _, err := os.Stat(filepath.Join(elsewhere, r.TrialID, PartEntryFile)); err != nil {
+			t.Errorf("removed through the symlink: %v", err)
+		}
+	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // batchRows bounds the rows held in one Arrow record while writing.
@@ -54,7 +56,7 @@ func buildRecord[R any](mem memory.Allocator, schema *arrow.Schema, cols []colum
 
 // writeTable writes rows to path (atomically) as Parquet (zstd) or Arrow
 // IPC (zstd), with the schema version in the key-value metadata.
-func writeTable[R any](mem memory.Allocator, path, format string, cols []column[R], rows []R) error {
+func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format string, cols []column[R], rows []R) error {
 	schema := schemaOf(cols)
 	var recs []arrow.RecordBatch
 	for off := 0; off < len(rows); off += batchRows {
@@ -62,14 +64,14 @@ func writeTable[R any](mem memory.Allocator, path, format string, cols []column[
 		defer rec.Release()
 		recs = append(recs, rec)
 	}
-	return writeRecords(mem, path, format, schema, recs, nil)
+	return writeRecords(mem, j, path, format, schema, recs, nil)
 }
 
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
 // groups hold up to a million rows whatever the size of the records.
 // With runs (a per-trial table), recs hold only the columns after the id
 // columns and runs[i] the id columns of recs[i] (see trialData).
-func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
+func writeRecords(mem memory.Allocator, j *scratch.Journal, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
 	var nonEmpty []arrow.RecordBatch
 	var nonEmptyRuns []idRuns
 	for i, r := range recs {
@@ -96,7 +98,7 @@ func writeRecords(mem memory.Allocator, path, format string, schema *arrow.Schem
 		}
 		defer one.Release()
 	}
-	return writeFileAtomic(path, func(f *os.File) error {
+	return writeFileAtomic(j, path, func(f *os.File) error {
 		if format == FormatArrow {
 			w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
 			if err != nil {

@@ -176,7 +176,7 @@ func TestReadRefusesOtherSchemaVersion(t *testing.T) {
 		}
 		schema = arrow.NewSchema(schema.Fields(), &md)
 		rec := buildRecord(memory.DefaultAllocator, schema, latencyColumns, rows)
-		if err := writeRecords(memory.DefaultAllocator, path, FormatParquet, schema, []arrow.RecordBatch{rec}, nil); err != nil {
+		if err := writeRecords(memory.DefaultAllocator, nil, path, FormatParquet, schema, []arrow.RecordBatch{rec}, nil); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()

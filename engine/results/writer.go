@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 // Writer owns one run directory while a run executes. Each CommitTrial
@@ -38,6 +40,8 @@ type Writer struct {
 	// each part's trial.json holds the entry meanwhile.
 	lastManifest time.Time
 	manifestCost time.Duration
+	// cleanup is what Resume cleaned of a killed writer's leftovers.
+	cleanup *Cleanup
 }
 
 // manifestEvery bounds the share of time spent rewriting manifest.json
@@ -84,7 +88,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	defer func() {
 		if !ok {
 			unlockRun(lock)
-			os.RemoveAll(dir)
+			os.RemoveAll(dir) // made here: ours, journal and all
 		}
 	}()
 	if err := os.Chmod(dir, perm); err != nil { // whatever the umask
@@ -102,7 +106,7 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	if ext == ".star" || m.Pipeline.Format == "star" {
 		name = "pipeline.star"
 	}
-	if err := writeFileAtomic(filepath.Join(dir, name), func(f *os.File) error {
+	if err := writeFileAtomic(runJournal(dir), filepath.Join(dir, name), func(f *os.File) error {
 		_, err := f.Write(source)
 		return err
 	}); err != nil {
@@ -144,7 +148,7 @@ func (w *Writer) SaveSources(files []SourceFile) error {
 		if err := os.MkdirAll(filepath.Dir(dst), dirPerm(w.dir)); err != nil {
 			return fmt.Errorf("saving pipeline file %s: %w", f.Path, err)
 		}
-		if err := writeFileAtomic(dst, func(out *os.File) error {
+		if err := writeFileAtomic(runJournal(w.dir), dst, func(out *os.File) error {
 			_, err := out.Write(f.Data)
 			return err
 		}); err != nil {
@@ -166,10 +170,15 @@ func pointLatest(outDir, runID string) error {
 		return fmt.Errorf("pointing %s at the run: it exists and is not a symlink", link)
 	}
 	tmp := filepath.Join(outDir, fmt.Sprintf(".latest.tmp-%s", runID))
-	os.Remove(tmp)
+	rec, err := scratch.Machine().Expect(tmp, scratch.Link, "")
+	if err != nil {
+		return fmt.Errorf("pointing %s at the run: %w", link, err)
+	}
+	defer rec.Done()
 	if err := os.Symlink(runID, tmp); err != nil {
 		return fmt.Errorf("pointing %s at the run: %w", link, err)
 	}
+	rec.Made()
 	if err := os.Rename(tmp, link); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("pointing %s at the run: %w", link, err)
@@ -196,16 +205,15 @@ func Resume(runDir string) (*Writer, error) {
 		unlockRun(lock)
 		return nil, fmt.Errorf("resuming %s: %w", runDir, err)
 	}
-	// What a writer killed mid-commit left (a staging folder, temporary
-	// files) is not part of the run; only a folder with a run's manifest
-	// is cleaned.
-	if m, ok := recognisedRun(runDir, ""); ok {
-		if _, err := removeLeftovers(runDir, m); err != nil {
-			return fail(err)
-		}
-	}
+	// What a writer killed mid-commit recorded making (a staging folder,
+	// temporary files) is not part of the run: it goes, exactly as
+	// recorded (Writer.Cleanup reports what was left alone).
 	dir, err := runDirOf(runDir)
 	if err != nil {
+		return fail(err)
+	}
+	c := &Cleanup{}
+	if err := cleanScratch(c, dir); err != nil {
 		return fail(err)
 	}
 	m, err := ReadManifest(dir)
@@ -226,7 +234,7 @@ func Resume(runDir string) (*Writer, error) {
 	if m.OutputFormat == "" {
 		m.OutputFormat = rf.format
 	}
-	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, lock: lock, axes: axes}
+	w := &Writer{dir: dir, m: m, mem: memory.DefaultAllocator, lock: lock, axes: axes, cleanup: c}
 	// The run becomes "running" again in memory; manifest.json changes at
 	// the first commit, so a resume refused after this call (pipeline
 	// changed) leaves the run directory untouched.
@@ -234,6 +242,10 @@ func Resume(runDir string) (*Writer, error) {
 	w.m.FinishedAt = nil
 	return w, nil
 }
+
+// Cleanup is what Resume removed of a killed writer's leftovers and what
+// it left alone (nil for a Writer of Create).
+func (w *Writer) Cleanup() *Cleanup { return w.cleanup }
 
 // Dir is the run directory (outDir/<run-id>).
 func (w *Writer) Dir() string { return w.dir }
@@ -292,20 +304,23 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	}
 	entries := make([]TrialEntry, len(recs))
 	stages := make([]string, len(recs))
+	records := make([]*scratch.Record, len(recs))
 	defer func() {
-		for _, s := range stages {
+		for i, s := range stages {
 			if s != "" {
 				os.RemoveAll(s)
 			}
+			records[i].Done()
 		}
 	}()
+	j := runJournal(w.dir)
 	for i, rec := range recs {
 		entries[i] = w.entryOf(rec)
-		stage, err := os.MkdirTemp(parts, ".staging-")
+		stage, r, err := j.MkdirTemp(parts, ".staging-", 0o700)
 		if err != nil {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
-		stages[i] = stage
+		stages[i], records[i] = stage, r
 		if err := os.Chmod(stage, dirPerm(w.dir)); err != nil {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
@@ -316,7 +331,7 @@ func (w *Writer) CommitTrials(recs ...*TrialRecord) error {
 	}
 	w.axes = axes
 	for i, rec := range recs {
-		if err := installPart(stages[i], filepath.Join(parts, rec.TrialID)); err != nil {
+		if err := installPart(j, records[i], filepath.Join(parts, rec.TrialID)); err != nil {
 			return fmt.Errorf("committing trial %q: %w", rec.TrialID, err)
 		}
 		stages[i] = ""
@@ -402,6 +417,9 @@ func (w *Writer) Close() error {
 }
 
 func (w *Writer) unlock() {
+	if w.lock != nil {
+		scratch.Run(w.dir).Tidy()
+	}
 	unlockRun(w.lock)
 	w.lock = nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -97,13 +98,32 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 			for _, x := range c.Removed {
 				fmt.Fprintf(w, "removed unfinished results file: %s\n", x)
 			}
+			for _, x := range c.Restored {
+				fmt.Fprintf(w, "put back a trial's part a killed commit had moved aside: %s\n", x)
+			}
 			for _, x := range c.Interrupted {
 				fmt.Fprintf(w, "marked run interrupted (its process was killed): %s\n", x)
 			}
-			total += len(c.Removed) + len(c.Interrupted)
+			for _, l := range c.Left {
+				fmt.Fprintf(w, "warning: %s\n", l)
+			}
+			total += len(c.Removed) + len(c.Restored) + len(c.Interrupted)
 			if err != nil {
 				errs = append(errs, err)
 			}
+		}
+		// Outside run folders: publish's staging folders, reproduce's
+		// temporary folders, temporary latest links and files.
+		sr, err := scratch.Machine().Clean()
+		for _, x := range sr.Removed {
+			fmt.Fprintf(w, "removed what a killed benchflow left: %s\n", x)
+		}
+		for _, l := range sr.Left {
+			fmt.Fprintf(w, "warning: %s\n", l)
+		}
+		total += len(sr.Removed)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		dirs, err := gcTempDirs()
 		for _, d := range dirs {

@@ -22,6 +22,7 @@ import (
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -171,6 +172,14 @@ func (r *Runner) open(ctx context.Context) (w *results.Writer, err error) {
 		w, err = results.Resume(opts.Resume)
 		if err != nil {
 			return nil, err // names the run directory already
+		}
+		if c := w.Cleanup(); c != nil {
+			for _, x := range c.Removed {
+				r.rep.Logf("removed what a killed run left in its results: %s", x)
+			}
+			for _, l := range c.Left {
+				r.rep.Warnf("%s", l)
+			}
 		}
 		opened := w
 		defer func() {
@@ -371,11 +380,27 @@ func (r *Runner) gc(ctx context.Context) {
 	for _, x := range c.Removed {
 		r.rep.Logf("removed what a killed run left in its results: %s", x)
 	}
+	for _, x := range c.Restored {
+		r.rep.Logf("put back a trial's part a killed commit had moved aside: %s", x)
+	}
 	for _, x := range c.Interrupted {
 		r.rep.Logf("marked a killed run interrupted: %s", x)
 	}
+	for _, l := range c.Left {
+		r.rep.Warnf("%s", l)
+	}
 	if err != nil {
 		r.rep.Warnf("removing what killed runs left in %s: %v", r.opts.OutDir, err)
+	}
+	sr, err := scratch.Machine().Clean()
+	for _, x := range sr.Removed {
+		r.rep.Logf("removed what a killed benchflow left: %s", x)
+	}
+	for _, l := range sr.Left {
+		r.rep.Warnf("%s", l)
+	}
+	if err != nil {
+		r.rep.Warnf("removing what killed benchflow processes left: %v", err)
 	}
 	dirs, err := gcTempDirs()
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -377,7 +377,7 @@ func (tr *trialRun) keepFiles(ps *plan.PreparedService) error {
 			made = true
 		}
 		data := redact.Default.String(string(f.Data))
-		if err := writeFileAtomic(filepath.Join(dir, f.Name), []byte(data), os.FileMode(f.Mode)); err != nil {
+		if err := writeFileAtomic(scratch.Run(tr.r.w.Dir()), filepath.Join(dir, f.Name), []byte(data), os.FileMode(f.Mode)); err != nil {
 			return fmt.Errorf("keeping file %q of service %q: %w", f.Name, ps.Spec.Name, err)
 		}
 	}
@@ -403,23 +403,11 @@ func freePort() (int, error) {
 }
 
 // writeFileAtomic writes data to path (with mode, less the umask) through
-// a temporary file renamed into place, as every file of a results folder
-// is written: a crash never leaves a truncated file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.Itoa(os.Getpid()))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
+// a temporary file recorded in j and renamed into place, as every file of
+// a results folder is written: a crash never leaves a truncated file.
+func writeFileAtomic(j *scratch.Journal, path string, data []byte, mode os.FileMode) error {
+	return j.WriteFile(path, mode, func(f *os.File) error {
+		_, err := f.Write(data)
 		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/benchflow/benchflow/engine/scratch"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -578,17 +579,13 @@ func (d *Deployment) saveLogs(ctx context.Context) error {
 		return fmt.Errorf("saving logs of %s: %w", d.name, err)
 	}
 	dst := filepath.Join(d.logDir, d.service+".log")
-	f, err := os.CreateTemp(d.logDir, "."+d.service+".log.*")
+	// The temporary file is recorded before it is made (gc removes a
+	// killed run's).
+	err = scratch.Machine().WriteFile(dst, 0o600, func(f *os.File) error {
+		_, err := stdcopy.StdCopy(f, f, rc)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("saving logs of %s: %w", d.name, err)
-	}
-	_, cerr := stdcopy.StdCopy(f, f, rc)
-	if err := errors.Join(cerr, f.Close()); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("saving logs of %s: %w", d.name, err)
-	}
-	if err := os.Rename(f.Name(), dst); err != nil {
-		os.Remove(f.Name())
 		return fmt.Errorf("saving logs of %s: %w", d.name, err)
 	}
 	return nil
