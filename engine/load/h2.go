@@ -270,9 +270,12 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 					if c.quota == 0 {
 						c.quota = r.claim()
 					}
-					if c.quota > 0 {
-						c.quota--
+					if c.quota == 0 {
+						// Another slot took the last requests while this
+						// one was connecting: nothing failed here.
+						continue
 					}
+					c.quota--
 				}
 				intended := start
 				if r.openLoop {
