@@ -168,17 +168,17 @@ func (c *conn) backoff(o outcome) time.Duration {
 }
 
 // exchange sends one request and reads its response, dialing first when
-// needed, within the timeout from the exchange's origin (runner.origin:
-// intended is the open loop's intended send). It returns the send time:
-// after the dial in keep-alive mode (the connect is not latency), before
-// it with --close.
+// needed, until runner.deadline (intended is the open loop's intended
+// send). It returns the send time: after the dial in keep-alive mode (the
+// connect is not latency), before it with --close.
 func (c *conn) exchange(req *request, intended, sent time.Duration) (o outcome, _ time.Duration) {
 	r := c.r
 	e := req.endpoint
+	begun := sent
 	nc := c.ncs[e]
 	if nc == nil {
 		var err error
-		nc, err = r.dial(e, r.deadline(r.origin(intended, sent)))
+		nc, err = r.dial(e, r.deadline(r.origin(intended, sent), begun))
 		now := time.Since(r.start)
 		if err != nil {
 			o.class, o.err = classConnect, err
@@ -206,7 +206,7 @@ func (c *conn) exchange(req *request, intended, sent time.Duration) (o outcome, 
 		c.active = nc
 		c.mu.Unlock()
 	}
-	if err := nc.SetDeadline(r.startWall.Add(r.deadline(r.origin(intended, sent)))); err != nil {
+	if err := nc.SetDeadline(r.startWall.Add(r.deadline(r.origin(intended, sent), begun))); err != nil {
 		c.drop(e)
 		o.class, o.err = classWrite, err
 		return o, sent

@@ -890,7 +890,7 @@ func (s *h2Session) send(req *request, intended, now time.Duration) {
 	}
 	s.streams = append(s.streams, h2Stream{
 		id: id, req: req, intended: intended, sent: now,
-		deadline: s.c.r.deadline(intended), // its latency counts from intended
+		deadline: s.c.r.deadline(intended, now),
 		sendWin:  s.peerInit, body: h2r.body,
 	})
 	s.write(s.fr.WriteHeaders(http2.HeadersFrameParam{

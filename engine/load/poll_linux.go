@@ -533,7 +533,7 @@ func (l *ploop) start(s *pslot, intended, now time.Duration) {
 	}
 	s.req, s.wrote, s.connect, s.reconn = req, 0, 0, false
 	s.intended, s.sent = intended, now
-	s.deadline = r.deadline(l.intended(s))
+	s.deadline = r.deadline(l.intended(s), now)
 	if s.fds[e] < 0 {
 		l.dial(s, now)
 		return
@@ -599,7 +599,7 @@ func (l *ploop) connected(s *pslot, events uint32) {
 	if !l.r.opts.Close {
 		s.sent = now // keep-alive: connect time is not latency
 	}
-	s.deadline = l.r.deadline(l.intended(s))
+	s.deadline = l.r.deadline(l.intended(s), s.dialAt)
 	l.write(s)
 }
 

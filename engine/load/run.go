@@ -234,14 +234,19 @@ func (r *runner) origin(intended, sent time.Duration) time.Duration {
 	return sent
 }
 
-// deadline is when an exchange whose latency counts from origin times
-// out (offsets from r.start): the timeout after it, never after the end
-// of the load. Each engine stops waiting for the exchange then; record
-// counts an exchange that ends later as a timeout whatever the engine saw
-// (late), so that a response is never a success after the timeout
-// because an engine noticed the deadline late.
-func (r *runner) deadline(origin time.Duration) time.Duration {
-	d := origin + r.opts.Timeout
+// deadline is when an engine gives up on an exchange that began at begun
+// (before any connect) and whose latency counts from origin (offsets from
+// r.start): the timeout after the later of the two, never after the end
+// of the load. In closed loop that is the timeout after the origin; an
+// open-loop send behind its schedule is still waited for a timeout after
+// it went out, so that it keeps its connection in step rather than fail
+// before it is written, and record counts it by the rule of late (a
+// timeout when it ends more than the timeout after its intended send).
+// Whatever ends after the deadline because an engine noticed it late is a
+// timeout as well (late): a response is never a success after the
+// timeout.
+func (r *runner) deadline(origin, begun time.Duration) time.Duration {
+	d := max(origin, begun) + r.opts.Timeout
 	if r.hasEnd {
 		d = min(d, r.endOff)
 	}
