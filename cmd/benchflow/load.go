@@ -151,7 +151,7 @@ func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
 // registerGeneratorFlags registers the per-request timeout and how the
 // generator waits: busy polling and the load engine.
 func (l *loadCmd) registerGeneratorFlags(f *pflag.FlagSet) {
-	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`)")
+	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`): a response completing later is a timeout error, not a response")
 	f.StringVar(&l.busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
 	f.StringVar(&l.nap, "nap", "0", "HTTP/2 with --streams 2 or more, closed loop: when nothing is ready, sleep `DUR` (e.g. 20us) by the clock and look again before sleeping until woken: fewer wake-ups for a server on the same machine at no client CPU, responses read up to one nap late")
 	f.StringVar(&l.opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")

@@ -29,7 +29,7 @@ func newTestSlot(tb testing.TB, url string, close bool) (*runner, *conn) {
 func once(r *runner, c *conn) outcome {
 	req := &r.reqs[0]
 	sent := time.Since(r.start)
-	o, sent := c.exchange(req, sent)
+	o, sent := c.exchange(req, sent, sent)
 	c.record(req, o, sent, sent, time.Since(r.start))
 	return o
 }

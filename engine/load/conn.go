@@ -3,6 +3,7 @@ package load
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -130,11 +131,7 @@ func (c *conn) loop(wg *sync.WaitGroup) {
 			}
 		}
 		req := &r.reqs[c.pick()]
-		sent := time.Since(r.start)
-		o, sentAfterDial := c.exchange(req, sent)
-		if !r.opts.Close {
-			sent = sentAfterDial // keep-alive: connect time is not latency
-		}
+		o, sent := c.exchange(req, intended, time.Since(r.start))
 		done := time.Since(r.start)
 		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
 			return // in flight when the load ended: not measured
@@ -171,28 +168,33 @@ func (c *conn) backoff(o outcome) time.Duration {
 }
 
 // exchange sends one request and reads its response, dialing first when
-// needed. It returns the send time after any dial.
-func (c *conn) exchange(req *request, sent time.Duration) (o outcome, _ time.Duration) {
+// needed, until runner.deadline (intended is the open loop's intended
+// send). It returns the send time: after the dial in keep-alive mode (the
+// connect is not latency), before it with --close.
+func (c *conn) exchange(req *request, intended, sent time.Duration) (o outcome, _ time.Duration) {
 	r := c.r
 	e := req.endpoint
+	begun := sent
 	nc := c.ncs[e]
 	if nc == nil {
 		var err error
-		nc, err = r.dial(e)
+		nc, err = r.dial(e, r.deadline(r.origin(intended, sent), begun))
 		now := time.Since(r.start)
 		if err != nil {
 			o.class, o.err = classConnect, err
 			if isTimeout(err) && !r.stop.Load() {
 				o.class = classTimeout
 			}
-			return o, now
+			return o, sent
 		}
 		o.connect = now - sent
 		o.reconnect = c.dialed[e]
 		c.dialed[e] = true
 		c.ncs[e] = nc
 		c.cur = -1
-		sent = now
+		if !r.opts.Close {
+			sent = now
+		}
 		c.mu.Lock()
 		c.active = nc
 		c.mu.Unlock()
@@ -204,11 +206,7 @@ func (c *conn) exchange(req *request, sent time.Duration) (o outcome, _ time.Dur
 		c.active = nc
 		c.mu.Unlock()
 	}
-	deadline := r.startWall.Add(sent + r.opts.Timeout)
-	if r.hasEnd && deadline.After(r.endWall) {
-		deadline = r.endWall
-	}
-	if err := nc.SetDeadline(deadline); err != nil {
+	if err := nc.SetDeadline(r.startWall.Add(r.deadline(r.origin(intended, sent), begun))); err != nil {
 		c.drop(e)
 		o.class, o.err = classWrite, err
 		return o, sent
@@ -236,7 +234,10 @@ func (c *conn) exchange(req *request, sent time.Duration) (o outcome, _ time.Dur
 	return o, sent
 }
 
-var errStopped = errors.New("load stopped")
+var (
+	errStopped = errors.New("load stopped")
+	errLate    = errors.New("no complete response within the timeout")
+)
 
 // classify maps an I/O error to its class; fallback is the phase's class.
 func classify(err error, fallback int) int {
@@ -319,7 +320,11 @@ func (c *conn) pick() int {
 	return lo
 }
 
-// record adds one exchange to the slot's measurements.
+// record adds one exchange to the slot's measurements: intended is where
+// its latency counts from (runner.origin), sent its actual send and done
+// its end. Every engine records through it, so the timeout rule
+// (runner.late) holds alike for all: an exchange that ended after the
+// timeout is a timeout, whatever the engine saw of it.
 func (c *conn) record(req *request, o outcome, intended, sent, done time.Duration) {
 	r := c.r
 	c.mu.Lock()
@@ -329,6 +334,16 @@ func (c *conn) record(req *request, o outcome, intended, sent, done time.Duratio
 		c.connect.RecordValue(r.clamp(o.connect))
 		if o.reconnect && !r.opts.Close {
 			c.reconnects++
+		}
+	}
+	if r.late(intended, done) && !(o.err != nil && o.class == classTimeout) {
+		// Whatever the engine saw, the exchange ended after the timeout:
+		// a timeout, its latency not recorded (one message per slot is
+		// formatted, for the sample).
+		o.class, o.err = classTimeout, errLate
+		if c.errSample[classTimeout] == "" {
+			o.err = fmt.Errorf("no complete response within the timeout %s (the exchange ended after %s)",
+				r.opts.Timeout, (done - intended).Round(time.Microsecond))
 		}
 	}
 	if o.err != nil {

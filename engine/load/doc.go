@@ -56,7 +56,11 @@
 // cannot run is an error. Both loop engines share the slot state machine
 // (schedule on a min-heap, timeouts scanned every 5 ms, back-off, error
 // classes); no goroutine switch, runtime timer or deadline update happens
-// per request. All engines share the resumable HTTP/1.1 response parser
+// per request. Every engine records its exchanges through conn.record,
+// which applies the one timeout rule (runner.origin, runner.deadline,
+// runner.late): an exchange that ended more than Options.Timeout after its
+// latency origin is a timeout, whatever the engine saw of it
+// (TestBehaviour runs one table of cases on every engine). All engines share the resumable HTTP/1.1 response parser
 // (response.go), prebuilt request bytes, per-connection counters and
 // interval histograms merged once per interval, and HDR histogram shards
 // per thread, so memory grows with threads, not connections. A request

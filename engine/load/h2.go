@@ -270,9 +270,12 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 					if c.quota == 0 {
 						c.quota = r.claim()
 					}
-					if c.quota > 0 {
-						c.quota--
+					if c.quota == 0 {
+						// Another slot took the last requests while this
+						// one was connecting: nothing failed here.
+						continue
 					}
+					c.quota--
 				}
 				intended := start
 				if r.openLoop {
@@ -887,7 +890,7 @@ func (s *h2Session) send(req *request, intended, now time.Duration) {
 	}
 	s.streams = append(s.streams, h2Stream{
 		id: id, req: req, intended: intended, sent: now,
-		deadline: now + s.c.r.opts.Timeout,
+		deadline: s.c.r.deadline(intended, now),
 		sendWin:  s.peerInit, body: h2r.body,
 	})
 	s.write(s.fr.WriteHeaders(http2.HeadersFrameParam{

@@ -533,21 +533,12 @@ func (l *ploop) start(s *pslot, intended, now time.Duration) {
 	}
 	s.req, s.wrote, s.connect, s.reconn = req, 0, 0, false
 	s.intended, s.sent = intended, now
-	s.deadline = l.deadline(now)
+	s.deadline = r.deadline(l.intended(s), now)
 	if s.fds[e] < 0 {
 		l.dial(s, now)
 		return
 	}
 	l.write(s)
-}
-
-// deadline is when an exchange (or connect) begun at t times out.
-func (l *ploop) deadline(t time.Duration) time.Duration {
-	d := t + l.r.opts.Timeout
-	if l.r.hasEnd {
-		d = min(d, l.r.endOff)
-	}
-	return d
 }
 
 // dial opens a non-blocking connection for the slot's current endpoint.
@@ -608,7 +599,7 @@ func (l *ploop) connected(s *pslot, events uint32) {
 	if !l.r.opts.Close {
 		s.sent = now // keep-alive: connect time is not latency
 	}
-	s.deadline = l.deadline(now)
+	s.deadline = l.r.deadline(l.intended(s), s.dialAt)
 	l.write(s)
 }
 
@@ -728,14 +719,9 @@ func (l *ploop) complete(s *pslot) {
 	l.queue(s)
 }
 
-// intended is the latency origin: the schedule in open loop, the send in
-// closed loop.
-func (l *ploop) intended(s *pslot) time.Duration {
-	if l.r.openLoop {
-		return s.intended
-	}
-	return s.sent
-}
+// intended is the latency origin (runner.origin): the schedule in open
+// loop, the send in closed loop.
+func (l *ploop) intended(s *pslot) time.Duration { return l.r.origin(s.intended, s.sent) }
 
 // over reports whether the load has ended (stopped, or its duration is
 // up): exchanges in flight then are not measured.

@@ -223,18 +223,62 @@ func (r *runner) claim() int64 {
 	}
 }
 
-// dial dials endpoint e for the goroutine engine's HTTP/1.1 loop, its
-// reads and writes raw (rawSock).
-func (r *runner) dial(e int) (net.Conn, error) { return r.dialVia(e, wrapRaw) }
+// origin is where an exchange's latency, and so its timeout, counts
+// from: the intended send in open loop, else the send (in keep-alive mode
+// after connecting, since the connect is not latency; with --close before
+// it). Every engine passes the same two offsets to record.
+func (r *runner) origin(intended, sent time.Duration) time.Duration {
+	if r.openLoop {
+		return intended
+	}
+	return sent
+}
 
-// dialVia dials endpoint e; wrap, if not nil, wraps the socket before TLS
-// (if any) is layered on it.
+// deadline is when an engine gives up on an exchange that began at begun
+// (before any connect) and whose latency counts from origin (offsets from
+// r.start): the timeout after the later of the two, never after the end
+// of the load. In closed loop that is the timeout after the origin; an
+// open-loop send behind its schedule is still waited for a timeout after
+// it went out, so that it keeps its connection in step rather than fail
+// before it is written, and record counts it by the rule of late (a
+// timeout when it ends more than the timeout after its intended send).
+// Whatever ends after the deadline because an engine noticed it late is a
+// timeout as well (late): a response is never a success after the
+// timeout.
+func (r *runner) deadline(origin, begun time.Duration) time.Duration {
+	d := max(origin, begun) + r.opts.Timeout
+	if r.hasEnd {
+		d = min(d, r.endOff)
+	}
+	return d
+}
+
+// late reports whether an exchange whose latency counts from origin and
+// that ended at done missed the timeout: the one rule of what a timeout
+// is, applied by record to every engine's exchanges.
+func (r *runner) late(origin, done time.Duration) bool {
+	return done-origin > r.opts.Timeout
+}
+
+// dial dials endpoint e for the goroutine engine's HTTP/1.1 loop, its
+// reads and writes raw (rawSock), giving up at the offset deadline.
+func (r *runner) dial(e int, deadline time.Duration) (net.Conn, error) {
+	return r.dialBy(e, wrapRaw, r.startWall.Add(deadline))
+}
+
+// dialVia dials endpoint e within the timeout; wrap, if not nil, wraps the
+// socket before TLS (if any) is layered on it.
 func (r *runner) dialVia(e int, wrap func(net.Conn) net.Conn) (net.Conn, error) {
-	ep := r.endpoints[e]
 	deadline := time.Now().Add(r.opts.Timeout)
 	if r.hasEnd && deadline.After(r.endWall) {
 		deadline = r.endWall
 	}
+	return r.dialBy(e, wrap, deadline)
+}
+
+// dialBy dials endpoint e, giving up at deadline.
+func (r *runner) dialBy(e int, wrap func(net.Conn) net.Conn, deadline time.Time) (net.Conn, error) {
+	ep := r.endpoints[e]
 	// A context with a deadline but no Done channel: the dialer then
 	// bounds the connect with a socket deadline instead of starting a
 	// goroutine per dial to watch the context. halt does not interrupt a
