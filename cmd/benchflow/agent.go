@@ -82,6 +82,7 @@ hand with a controller that uses engine/agent's TLSFiles.Client.`,
 			}
 			var tlsCfg *tls.Config
 			if tlsFiles.Set() {
+				tlsFiles.Labels = [3]string{"--tls-ca", "--tls-cert", "--tls-key"}
 				if tlsCfg, err = tlsFiles.Server(); err != nil {
 					return err
 				}
@@ -119,15 +120,16 @@ hand with a controller that uses engine/agent's TLSFiles.Client.`,
 // which is then removed from the environment) and its allowed targets
 // (the flags, else $BENCHFLOW_AGENT_TARGETS).
 func agentSecrets(tokenFile string, allow []string, insecure bool) (string, []string, error) {
+	from := "--token-file"
 	if tokenFile == "" {
-		tokenFile = os.Getenv(agent.TokenFileEnv)
+		tokenFile, from = os.Getenv(agent.TokenFileEnv), "$"+agent.TokenFileEnv
 	}
 	token := ""
 	switch {
 	case tokenFile != "":
 		t, err := agent.ReadTokenFile(tokenFile)
 		if err != nil {
-			return "", nil, err
+			return "", nil, fmt.Errorf("%s %w", from, err)
 		}
 		token = t
 	case os.Getenv(agent.TokenEnv) != "":

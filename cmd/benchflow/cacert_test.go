@@ -144,7 +144,7 @@ func TestValidateCACert(t *testing.T) {
 	}{
 		{"missing", "missing.pem", "", []string{`p\.hcl:5,14: Missing file`, `cacert "missing\.pem"`}},
 		{"not PEM", "bad.pem", "", []string{`p\.hcl:5,14: Invalid file`, `no PEM certificate in bad\.pem`}},
-		{"folder", "folder.pem", "", []string{`p\.hcl:5,14: Missing file`, `is a folder`}},
+		{"folder", "folder.pem", "", []string{`p\.hcl:5,14: Unreadable file`, `folder\.pem: not a regular file \(a folder\)`}},
 		{"outside", "../ca.pem", "", []string{`p\.hcl:5,14: `, `leaves the pipeline's folder`}},
 		{"agents", "ca.pem", "  agents {\n    count = 2\n  }\n", []string{`p\.hcl:5,14: Unsupported with agents`, `not sent to agents`}},
 	} {

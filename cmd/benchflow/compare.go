@@ -14,6 +14,7 @@ import (
 func init() {
 	var (
 		format    string
+		raw       bool
 		failAbove string
 	)
 	cmd := &cobra.Command{
@@ -54,6 +55,7 @@ threshold: use it in CI.`,
 			if err != nil {
 				return err
 			}
+			c.RawCSV = raw
 			if err := c.Write(cmd.OutOrStdout(), format); err != nil {
 				return err
 			}
@@ -64,6 +66,7 @@ threshold: use it in CI.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, markdown, csv or json")
+	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().StringVar(&failAbove, "fail-above", "", "exit 2 when a cell regresses by more than this `PERCENT` (e.g. 5%)")
 	rootCmd.AddCommand(cmd)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/scratch"
@@ -26,6 +28,7 @@ func init() {
 		wheres  []string
 		columns string
 		outFile string
+		raw     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export RUN",
@@ -82,15 +85,16 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 				return err
 			}
 			if outFile == "" {
-				return writeTable(cmd.OutOrStdout(), t, filters, sel, format)
+				return writeTable(cmd.OutOrStdout(), t, filters, sel, format, raw)
 			}
-			return writeFileAtomic(outFile, func(w io.Writer) error { return writeTable(w, t, filters, sel, format) })
+			return writeFileAtomic(outFile, func(w io.Writer) error { return writeTable(w, t, filters, sel, format, raw) })
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", results.TableTrials, "the `TABLE` to print: "+strings.Join(results.TableNames, ", "))
 	cmd.Flags().StringVar(&format, "format", "csv", "output format: csv or jsonl")
 	cmd.Flags().StringArrayVar(&wheres, "where", nil, "keep rows where `COL<OP>VALUE` holds (OP: = != > >= < <=); repeatable, all must hold")
 	cmd.Flags().StringVar(&columns, "columns", "", "print only these comma-separated `COLUMNS`, in this order")
+	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to `FILE` (atomically) instead of standard output")
 	rootCmd.AddCommand(cmd)
 }
@@ -171,8 +175,14 @@ func (f filter) holds(v any) (bool, error) {
 	switch x := v.(type) {
 	case int64, float64:
 		want, err := strconv.ParseFloat(f.value, 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return false, fmt.Errorf("--where %s%s%s: %s is a number column and %q is not a number", f.name, f.op, f.value, f.name, f.value)
+		}
+		if err != nil || math.IsNaN(want) || math.IsInf(want, 0) {
+			// NaN compares false with everything and ±Inf (or 1e999,
+			// out of range) with nothing a run records: either would
+			// filter silently.
+			return false, fmt.Errorf("--where %s%s%s: %s is a number column and %q is not a finite number", f.name, f.op, f.value, f.name, f.value)
 		}
 		got := toFloat(x)
 		c = cmpFloat(got, want)
@@ -231,7 +241,10 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func writeTable(w io.Writer, t *results.Table, filters []filter, sel []int, format string) error {
+// writeTable prints the rows of t that pass filters, the columns sel, as
+// csv or jsonl. Csv cells are neutralised for spreadsheets
+// (engine/escape's CSV) unless raw.
+func writeTable(w io.Writer, t *results.Table, filters []filter, sel []int, format string, raw bool) error {
 	bw := bufio.NewWriter(w)
 	var cw *csv.Writer
 	if format == "csv" {
@@ -239,6 +252,9 @@ func writeTable(w io.Writer, t *results.Table, filters []filter, sel []int, form
 		head := make([]string, len(sel))
 		for i, c := range sel {
 			head[i] = t.Columns[c]
+		}
+		if !raw {
+			escape.CSVRecord(head)
 		}
 		if err := cw.Write(head); err != nil {
 			return err
@@ -259,6 +275,9 @@ rows:
 		if cw != nil {
 			for i, c := range sel {
 				rec[i] = csvValue(row[c])
+			}
+			if !raw {
+				escape.CSVRecord(rec)
 			}
 			if err := cw.Write(rec); err != nil {
 				return err

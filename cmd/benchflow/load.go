@@ -19,6 +19,7 @@ import (
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/starconf/script"
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 func init() { rootCmd.AddCommand(newLoadCmd()) }
@@ -207,6 +208,13 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	if opts.Nap, err = pipeline.ParseDuration(l.nap); err != nil {
 		return opts, nil, fmt.Errorf("--nap: %w", err)
 	}
+	if opts.CACert != "" {
+		// Read here, under the rule for every file a user names, so that
+		// the error names the flag.
+		if opts.CACertPEM, err = userfile.Read(opts.CACert, userfile.MaxSize); err != nil {
+			return opts, nil, fmt.Errorf("--cacert %w", err)
+		}
+	}
 	if err := validateLoadFlags(opts, false); err != nil {
 		return opts, nil, err
 	}
@@ -250,7 +258,7 @@ func (l *loadCmd) targets(args []string) ([]load.Target, error) {
 	if l.bodyFile != "" {
 		var err error
 		if payload, err = pipeline.ReadLocalFile(l.bodyFile); err != nil {
-			return nil, fmt.Errorf("--body-file: %w", err)
+			return nil, fmt.Errorf("--body-file %w", err)
 		}
 	}
 	var ts []load.Target
@@ -271,6 +279,14 @@ func (l *loadCmd) loadScript(cmd *cobra.Command, base string) (*script.Script, e
 	if strings.HasSuffix(file, ".lua") {
 		return nil, fmt.Errorf("-s/--script %s: %s", file, starlarkOnly)
 	}
+	// The script's own path under the rule for every file a user names,
+	// said in the path as given (script.Load reads it again, from its
+	// folder, under the same rule).
+	f, err := userfile.Open(file, userfile.MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("-s/--script %w", err)
+	}
+	f.Close()
 	s, err := script.Load(cmd.Context(), os.DirFS(filepath.Dir(file)), filepath.Base(file), base, script.Options{})
 	if err != nil {
 		if strings.Contains(err.Error(), "undefined: wrk") {

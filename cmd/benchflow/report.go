@@ -15,6 +15,7 @@ import (
 func init() {
 	var (
 		format   string
+		raw      bool
 		baseline string
 		htmlFile string
 		pngDir   string
@@ -104,6 +105,7 @@ exits 1 naming each section that differs (for tests and CI).`,
 					return err
 				}
 			}
+			s.RawCSV = raw
 			if err := s.Write(cmd.OutOrStdout(), format); err != nil {
 				return err
 			}
@@ -121,6 +123,7 @@ exits 1 naming each section that differs (for tests and CI).`,
 	cmd.Flags().BoolVar(&unsteady, "exclude-unsteady", false, "leave repetitions whose load failed the steadiness check out of the intervals (as the pipeline's exclude_unsteady = true does)")
 	cmd.Flags().BoolVar(&failOn, "fail-on-claims", false, "exit 3 when one of the pipeline's claims fails on this run")
 	cmd.Flags().StringArrayVar(&update, "update", nil, "regenerate the benchflow sections of this Markdown `FILE` from their bundles (repeatable; no DIR)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().BoolVar(&check, "check", false, "with --update: write nothing, exit 1 when a section differs")
 	rootCmd.AddCommand(cmd)
 }

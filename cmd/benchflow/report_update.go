@@ -12,6 +12,7 @@ import (
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // updateMarkdown regenerates (or, with check, compares) the benchflow
@@ -19,9 +20,9 @@ import (
 func updateMarkdown(w io.Writer, files []string, check bool) error {
 	stale := 0
 	for _, file := range files {
-		src, err := os.ReadFile(file)
+		src, err := userfile.Read(file, userfile.MaxSize)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return &exitError{code: 1, err: fmt.Errorf("--update %w", err)}
 		}
 		base := filepath.Dir(file)
 		out, changed, err := bundle.UpdateMarkdown(file, src, func(sec bundle.Section) (string, error) {
@@ -66,7 +67,7 @@ func renderSection(base string, sec bundle.Section) (string, error) {
 		if len(sec.Args) > 0 {
 			return "", fmt.Errorf("benchflow:verdict takes only the bundle, not %q", sec.Args)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "reproduction.md"))
+		b, err := userfile.Read(filepath.Join(dir, "reproduction.md"), userfile.MaxSize)
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("%s has no reproduction.md (publish a run of benchflow reproduce)", sec.Path)
 		}

@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/units"
+	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -23,9 +24,6 @@ const (
 	TargetsEnv   = providers.AgentTargetsEnv
 )
 
-// maxTokenFile bounds what ReadTokenFile reads.
-const maxTokenFile = 4 << 10
-
 // NewToken is a fresh secret for one run's agents: 32 random bytes
 // (crypto/rand), hex-encoded.
 func NewToken() (string, error) {
@@ -36,36 +34,35 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// ReadTokenFile reads a token from path: a regular file that only its
-// owner may read or write (mode 0600 or stricter), the token on its first
-// line.
+// ReadTokenFile reads a token from path: a regular file (engine/userfile's
+// rule, at most userfile.MaxTokenSize bytes) that only its owner may read
+// or write (mode 0600 or stricter), the token on its first line. Its
+// errors start with the path, for the caller to name the flag or variable
+// that gave it.
 func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path, userfile.MaxTokenSize)
 	if err != nil {
-		return "", fmt.Errorf("reading the token file: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("reading the token file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("token file %s is not a regular file", path)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("token file %s has mode %04o: others may read it; want 0600", path, fi.Mode().Perm())
+		return "", fmt.Errorf("%s: mode %04o: others may read it; want 0600", path, fi.Mode().Perm())
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, userfile.MaxTokenSize+1))
 	if err != nil {
-		return "", fmt.Errorf("reading the token file: %w", err)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if len(b) > maxTokenFile {
-		return "", fmt.Errorf("token file %s is larger than %d bytes", path, maxTokenFile)
+	if len(b) > userfile.MaxTokenSize {
+		return "", fmt.Errorf("%s: over the %s limit (it holds more than its size said)", path, units.FormatSize(userfile.MaxTokenSize))
 	}
 	tok, _, _ := strings.Cut(string(b), "\n")
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
+		return "", fmt.Errorf("%s: empty, want the token on its first line", path)
 	}
 	return tok, nil
 }
@@ -79,6 +76,9 @@ func DecodeTargets(v string) ([]string, error) { return strings.Fields(v), nil }
 // certificate and key.
 type TLSFiles struct {
 	CA, Cert, Key string
+	// Labels, when set, name the CA, certificate and key in errors (the
+	// flags that gave them: "--tls-ca", …).
+	Labels [3]string
 }
 
 // Set reports whether any file is given.
@@ -88,19 +88,32 @@ func (f TLSFiles) load() (*x509.CertPool, tls.Certificate, error) {
 	if f.CA == "" || f.Cert == "" || f.Key == "" {
 		return nil, tls.Certificate{}, errors.New("mutual TLS needs a CA, a certificate and a key")
 	}
-	pem, err := os.ReadFile(f.CA)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("reading the TLS CA: %w", err)
+	var pems [3][]byte
+	for i, p := range []string{f.CA, f.Cert, f.Key} {
+		b, err := userfile.Read(p, userfile.MaxSize)
+		if err != nil {
+			return nil, tls.Certificate{}, fmt.Errorf("%s %w", f.label(i), err)
+		}
+		pems[i] = b
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, tls.Certificate{}, fmt.Errorf("TLS CA %s holds no PEM certificate", f.CA)
+	if !pool.AppendCertsFromPEM(pems[0]) {
+		return nil, tls.Certificate{}, fmt.Errorf("%s %s holds no PEM certificate", f.label(0), f.CA)
 	}
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	cert, err := tls.X509KeyPair(pems[1], pems[2])
 	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("loading the TLS certificate and key: %w", err)
+		return nil, tls.Certificate{}, fmt.Errorf("%s %s and %s %s: %w", f.label(1), f.Cert, f.label(2), f.Key, err)
 	}
 	return pool, cert, nil
+}
+
+// label names the CA (0), certificate (1) or key (2) in messages: by
+// Labels when set, else "TLS CA", "TLS certificate", "TLS key".
+func (f TLSFiles) label(i int) string {
+	if f.Labels[i] != "" {
+		return f.Labels[i]
+	}
+	return [3]string{"TLS CA", "TLS certificate", "TLS key"}[i]
 }
 
 // Server is the agent's side: it presents its certificate and refuses,

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -86,7 +88,9 @@ func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	// A line break is written $'\n' outside the quotes, so that the
+	// command stays on one line (of a Markdown code block too).
+	return "'" + strings.NewReplacer("'", `'\''`, "\n", `'$'\n''`, "\r", `'$'\r''`).Replace(s) + "'"
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -123,9 +127,9 @@ func Commands(name string, m *results.Manifest) []string {
 func reproduceMD(name string, m *results.Manifest, load Load, files []File, key *SigningKey, dropped []string) string {
 	var b strings.Builder
 	p := m.Pipeline
-	fmt.Fprintf(&b, "# Reproducing %q\n\n", p.Name)
-	fmt.Fprintf(&b, "This folder is run `%s` of the pipeline `%s` (`%s`, sha256 `%.12s…`), run with benchflow %s from %s to %s, status %s, published as a self-contained bundle: the pipeline and every file it read, the variables, the environment it ran on, the tables, the report and the checksums.\n\n",
-		m.RunID, p.Name, p.File, p.SHA256, orQ(m.BenchflowVersion), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), m.Status)
+	fmt.Fprintf(&b, "# Reproducing %s\n\n", escape.Markdown(strconv.Quote(p.Name)))
+	fmt.Fprintf(&b, "This folder is run %s of the pipeline %s (%s, sha256 `%.12s…`), run with benchflow %s from %s to %s, status %s, published as a self-contained bundle: the pipeline and every file it read, the variables, the environment it ran on, the tables, the report and the checksums.\n\n",
+		escape.MarkdownCode(m.RunID), escape.MarkdownCode(p.Name), escape.MarkdownCode(p.File), p.SHA256, escape.Markdown(orQ(m.BenchflowVersion)), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), escape.Markdown(m.Status))
 	b.WriteString("## 1. Check it\n\n")
 	if key != nil {
 		fmt.Fprintf(&b, "Every file but `SHA256SUMS` and its signature `%s` is listed in it:\n\n", SigFile)
@@ -159,7 +163,7 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 	fmt.Fprintf(&b, "    benchflow apply study/%s%s\n", PipelineFile(m), prefixed(" ", strings.Join(flags, " ")))
 	fmt.Fprintf(&b, "    benchflow compare %s results/latest\n\n", shellQuote(name))
 	if len(sensitive) > 0 {
-		fmt.Fprintf(&b, "Sensitive variables are not recorded (%s): give them with `--var`.\n\n", strings.Join(sensitive, ", "))
+		fmt.Fprintf(&b, "Sensitive variables are not recorded (%s): give them with `--var`.\n\n", escape.Markdown(strings.Join(sensitive, ", ")))
 	}
 	b.WriteString("## 3. Read it without benchflow\n\n")
 	b.WriteString("`report.html` is the report with its charts (one self-contained page), `report.md` the same table in Markdown, `manifest.json` what ran where, `variables.json` the variables. The tables are Parquet (columns in benchflow's docs/results.md):\n\n")
@@ -168,23 +172,23 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 	if len(vars) > 0 || len(sensitive) > 0 {
 		b.WriteString("## Variables\n\n| name | value |\n| --- | --- |\n")
 		for _, k := range sortedKeys(vars) {
-			fmt.Fprintf(&b, "| `%s` | `%s` |\n", k, vars[k])
+			fmt.Fprintf(&b, "| %s | %s |\n", escape.MarkdownCodeCell(k), escape.MarkdownCodeCell(vars[k]))
 		}
 		for _, k := range sensitive {
-			fmt.Fprintf(&b, "| `%s` | (sensitive, not recorded) |\n", k)
+			fmt.Fprintf(&b, "| %s | (sensitive, not recorded) |\n", escape.MarkdownCodeCell(k))
 		}
 		b.WriteString("\n")
 	}
 	if rows := EnvironmentRows(m); len(rows) > 0 {
 		b.WriteString("## The machine it ran on\n\n| | |\n| --- | --- |\n")
 		for _, r := range rows {
-			fmt.Fprintf(&b, "| %s | %s |\n", r[0], strings.ReplaceAll(r[1], "|", `\|`))
+			fmt.Fprintf(&b, "| %s | %s |\n", escape.Markdown(r[0]), escape.Markdown(r[1]))
 		}
 		b.WriteString("\nEvery recorded field is in `manifest.json` under `environment`.\n\n")
 	}
 	b.WriteString("## The load it was measured under\n\n")
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n| load average before the first trial | %s |\n| load average at the trials' start | %s |\n| quiet checks before the loads | %s |\n| machine | %s |\n\n",
-		load.AverageText(), load.TrialsText(), load.QuietText(), load.Verdict())
+		escape.Markdown(load.AverageText()), escape.Markdown(load.TrialsText()), escape.Markdown(load.QuietText()), escape.Markdown(load.Verdict()))
 	b.WriteString("A machine is busy when more than half of the trials started busy (a collect step's quiet check: processes outside the run using the CPU just before the load), or, without quiet checks, when its 1-minute load average before the first trial is at least its CPUs; a load average taken within a minute or two of a load counts that load too. ")
 	if load.Busy {
 		b.WriteString("**This bundle was measured on a busy machine**: its absolute figures (req/s, latency tails) are lower and noisier than a quiet machine gives; `benchflow reproduce` names the load first among what differs.\n\n")
@@ -193,7 +197,7 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 	}
 	b.WriteString("## Files\n\n| file | bytes |\n| --- | ---: |\n")
 	for _, f := range files {
-		fmt.Fprintf(&b, "| `%s` | %d |\n", f.Path, f.Bytes)
+		fmt.Fprintf(&b, "| %s | %d |\n", escape.MarkdownCodeCell(f.Path), f.Bytes)
 	}
 	if key != nil {
 		fmt.Fprintf(&b, "| `%s`, `%s`, `%s` | |\n", ReproduceFile, SumsFile, SigFile)

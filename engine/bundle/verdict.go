@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 )
@@ -323,7 +324,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 	var b strings.Builder
 	title := fmt.Sprintf("reproduce %s (run %s of %s) here: run %s in %s", v.Bundle, v.BundleRun, v.Pipeline, v.Run, v.RunDir)
 	if md {
-		fmt.Fprintf(&b, "**%s**\n\n", title)
+		fmt.Fprintf(&b, "**%s**\n\n", escape.Markdown(title))
 	} else {
 		fmt.Fprintln(&b, title)
 	}
@@ -332,7 +333,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 			b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat(" --- |", len(header)) + "\n")
 			for _, r := range rows {
 				for i := range r {
-					r[i] = strings.ReplaceAll(r[i], "|", `\|`)
+					r[i] = escape.Markdown(r[i])
 				}
 				b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 			}
@@ -418,10 +419,13 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		table([]string{"field", "bundle", "here"}, rows)
 	}
 	for _, m := range v.Warnings {
+		if md {
+			m = escape.Markdown(m)
+		}
 		fmt.Fprintf(&b, "warning: %s\n", m)
 	}
 	if md {
-		fmt.Fprintf(&b, "%s\n", v.Summary())
+		fmt.Fprintf(&b, "%s\n", escape.Markdown(v.Summary()))
 	} else {
 		fmt.Fprintf(&b, "\nsummary: %s\n", v.Summary())
 	}

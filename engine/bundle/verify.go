@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // ErrNotBundle is wrapped by Verify's error when dir has no SHA256SUMS.
@@ -111,7 +113,7 @@ func IsBundle(dir string) bool {
 // readSums parses SHA256SUMS: lines "<64 hex>  <path>" (or " *<path>",
 // sha256sum's binary mark).
 func readSums(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SumsFile))
+	b, err := userfile.Read(filepath.Join(dir, SumsFile), userfile.MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("verifying %s: %w (no %s)", dir, ErrNotBundle, SumsFile)
 	}
@@ -135,8 +137,10 @@ func readSums(dir string) (map[string]string, error) {
 	return sums, nil
 }
 
+// hashFile hashes a regular file (engine/userfile's rule, any size): a
+// FIFO or a device in a bundle is refused, never read.
 func hashFile(p string) (sum string, n int64, err error) {
-	f, err := os.Open(p)
+	f, err := userfile.Open(p, 0)
 	if err != nil {
 		return "", 0, err
 	}

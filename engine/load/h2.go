@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // HTTP/2 (Options.Protocol "h2"): each connection slot is one HTTP/2
@@ -1047,7 +1048,7 @@ func loadCAs(o Options) (*x509.CertPool, error) {
 	b := o.CACertPEM
 	if b == nil {
 		var err error
-		if b, err = os.ReadFile(o.CACert); err != nil {
+		if b, err = userfile.Read(o.CACert, userfile.MaxSize); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -29,7 +30,7 @@ const (
 	MaxExpressionDepth = 1000
 	// MaxFileSize bounds a pipeline file and each file read by file(),
 	// templatefile() or load() (16 MiB).
-	MaxFileSize = 16 << 20
+	MaxFileSize = userfile.MaxSize
 )
 
 // CheckNesting reports the first place where HCL source nests brackets,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // Functions returns the functions available in pipeline expressions: HCL's
@@ -133,18 +134,7 @@ func statFile(fsys fs.FS, p string) error {
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		return fmt.Errorf("%s is a folder, not a file", p)
-	}
-	if !fi.Mode().IsRegular() {
-		// A device or FIFO would be refused when read: say so now.
-		_, err := pipeline.ReadFile(fsys, c)
-		return err
-	}
-	if fi.Size() > pipeline.MaxFileSize {
-		return fmt.Errorf("%s is %d bytes, over the limit of %d bytes (16 MiB) for files a pipeline reads: %w", p, fi.Size(), pipeline.MaxFileSize, pipeline.ErrTooLarge)
-	}
-	return nil
+	return userfile.Check(p, fi, pipeline.MaxFileSize)
 }
 
 func fileFunc(fsys fs.FS) function.Function {

@@ -367,7 +367,8 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		src, err := pipeline.ReadLocalFile(vf)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variables file",
-				Detail: fmt.Sprintf("Reading --var-file %s: %s.", vf, err)})
+				Detail: fmt.Sprintf("--var-file %s.", err)}) // err starts with the path
+
 			continue
 		}
 		if d := pipeline.CheckNesting(vf, src); d.HasErrors() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -50,6 +51,9 @@ type Comparison struct {
 	// that could be judged.
 	ReproducedN int `json:"reproduced"`
 	ReproJudged int `json:"reproduced_of"`
+	// RawCSV writes csv cells as they are (compare --raw); see
+	// Summary.RawCSV.
+	RawCSV bool `json:"-"`
 }
 
 // Pair is one cell present in both runs.
@@ -336,7 +340,7 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 	title := fmt.Sprintf("A = %s, B = %s", c.A, c.B)
 	header, rows := c.rows()
 	if md {
-		fmt.Fprintf(w, "**%s**\n\n", title)
+		fmt.Fprintf(w, "**%s**\n\n", mdEscape(title))
 		writeMDRow(w, header)
 		sep := make([]string, len(header))
 		for i := range sep {
@@ -361,7 +365,7 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 	}
 	prefix := ""
 	if md {
-		prefix = "> "
+		prefix = mdPrefix
 	}
 	var notes []string
 	for _, l := range c.OnlyA {
@@ -383,7 +387,7 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 		fmt.Fprintln(w)
 	}
 	for _, n := range notes {
-		if _, err := fmt.Fprintln(w, prefix+n); err != nil {
+		if _, err := fmt.Fprintln(w, prefix+lineText(prefix, n)); err != nil {
 			return err
 		}
 	}
@@ -394,10 +398,16 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("cell,step,basis,n_a,n_b,rps_a,rps_b,rps_ratio,rps_ratio_ci_low,rps_ratio_ci_high,p99_us_a,p99_us_b,p99_ratio,p99_ratio_ci_low,p99_ratio_ci_high,verdict,p99_verdict,regression,ratio_ci_method,reproduced\n")
 	for _, p := range c.Pairs {
-		fields := []string{csvQuote(p.Label), csvQuote(p.Step), p.Basis, strconv.Itoa(p.A.N), strconv.Itoa(p.B.N),
+		cell := func(s string) string {
+			if !c.RawCSV {
+				s = escape.CSV(s)
+			}
+			return csvQuote(s)
+		}
+		fields := []string{cell(p.Label), cell(p.Step), p.Basis, strconv.Itoa(p.A.N), strconv.Itoa(p.B.N),
 			num(p.A.RPS.Value), num(p.B.RPS.Value), num(p.RPSRatio.Value), num(p.RPSRatio.Low), num(p.RPSRatio.High),
 			num(p.A.P99US), num(p.B.P99US), num(p.P99Ratio.Value), num(p.P99Ratio.Low), num(p.P99Ratio.High),
-			csvQuote(p.Verdict), csvQuote(p.LatencyVerdict), strconv.FormatBool(p.Regression), p.RPSRatio.Method, p.Reproduced}
+			cell(p.Verdict), cell(p.LatencyVerdict), strconv.FormatBool(p.Regression), p.RPSRatio.Method, p.Reproduced}
 		b.WriteString(strings.Join(fields, ",") + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -405,7 +415,7 @@ func (c *Comparison) writeCSV(w io.Writer) error {
 }
 
 func csvQuote(s string) string {
-	if strings.ContainsAny(s, ",\"\n") {
+	if strings.ContainsAny(s, ",\"\r\n") {
 		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 	}
 	return s

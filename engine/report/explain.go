@@ -207,7 +207,7 @@ func usesDocker(run *results.Run) bool {
 // writeNotices prints the notices, before the table.
 func (s *Summary) writeNotices(w io.Writer, prefix string) {
 	for _, n := range s.Notices {
-		fmt.Fprintf(w, "%swarning: %s\n", prefix, n)
+		fmt.Fprintf(w, "%swarning: %s\n", prefix, lineText(prefix, n))
 	}
 	if len(s.Notices) > 0 {
 		fmt.Fprintln(w)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/benchflow/benchflow/engine/escape"
 )
 
 // Formats Write accepts.
@@ -128,7 +130,7 @@ func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
 		fmt.Fprintln(w)
 	}
 	for _, m := range s.Warnings {
-		if _, err := fmt.Fprintf(w, "%swarning: %s\n", prefix, m); err != nil {
+		if _, err := fmt.Fprintf(w, "%swarning: %s\n", prefix, lineText(prefix, m)); err != nil {
 			return err
 		}
 	}
@@ -137,7 +139,7 @@ func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
 
 func (s *Summary) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "**%s**\n\n", mdEscape(s.title()))
-	s.writeNotices(w, "> ")
+	s.writeNotices(w, mdPrefix)
 	header, rows := s.table()
 	writeMDRow(w, header)
 	sep := make([]string, len(header))
@@ -152,8 +154,21 @@ func (s *Summary) writeMarkdown(w io.Writer) error {
 		writeMDRow(w, r)
 	}
 	s.writeClaimsMarkdown(w)
-	s.writeMethod(w, "> ")
-	return s.writeWarnings(w, "> ")
+	s.writeMethod(w, mdPrefix)
+	return s.writeWarnings(w, mdPrefix)
+}
+
+// mdPrefix starts the lines of notes, warnings and the method in
+// Markdown (a quote); lineText escapes what follows it.
+const mdPrefix = "> "
+
+// lineText is one line of a note or warning after prefix: as it is in
+// text, escaped (engine/escape) in Markdown.
+func lineText(prefix, s string) string {
+	if prefix == mdPrefix {
+		return mdEscape(s)
+	}
+	return s
 }
 
 func writeMDRow(w io.Writer, cells []string) {
@@ -164,7 +179,9 @@ func writeMDRow(w io.Writer, cells []string) {
 	fmt.Fprintf(w, "| %s |\n", strings.Join(esc, " | "))
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// mdEscape is engine/escape's Markdown: HTML shown as text, pipes and
+// line breaks kept inside their cell.
+func mdEscape(s string) string { return escape.Markdown(s) }
 
 func (s *Summary) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
@@ -188,7 +205,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	if len(s.Claims) > 0 {
 		header = append(header, "claims") // name=outcome of the claims reading the cell; claims.parquet has the rest
 	}
-	if err := cw.Write(header); err != nil {
+	if err := cw.Write(s.csvCells(header)); err != nil {
 		return err
 	}
 	for _, c := range s.Cells {
@@ -234,12 +251,21 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		if len(s.Claims) > 0 {
 			row = append(row, s.claimsFor(c))
 		}
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(s.csvCells(row)); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvCells are a csv record's cells as written: neutralised for
+// spreadsheets (engine/escape's CSV) unless RawCSV.
+func (s *Summary) csvCells(rec []string) []string {
+	if s.RawCSV {
+		return rec
+	}
+	return escape.CSVRecord(rec)
 }
 
 // num formats a float for csv: empty for NaN, shortest round-trip form.

@@ -143,7 +143,7 @@ func (s *Summary) methodNote() []string {
 func (s *Summary) writeMethod(w io.Writer, prefix string) {
 	fmt.Fprintln(w)
 	for _, n := range s.methodNote() {
-		fmt.Fprintf(w, "%s%s\n", prefix, n)
+		fmt.Fprintf(w, "%s%s\n", prefix, lineText(prefix, n))
 	}
 }
 

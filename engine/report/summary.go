@@ -41,6 +41,10 @@ type Summary struct {
 	Cells    []*Cell  `json:"cells"`
 	Warnings []string `json:"warnings,omitempty"`
 	Notices  []string `json:"notices,omitempty"` // what distorts a comparison (explain.go), shown above the table
+	// RawCSV writes csv cells as they are, for programs: without it a cell
+	// that a spreadsheet would evaluate as a formula is neutralised
+	// (engine/escape's CSV). report --raw sets it.
+	RawCSV bool `json:"-"`
 	// ExcludeUnsteady: unsteady repetitions are left out of the intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady"`
 	// Claims are the pipeline's claims judged on this run (claims.go).

@@ -9,15 +9,15 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // maxRowsPerByte bounds the rows a table file may claim per byte of file:
@@ -30,10 +30,10 @@ const maxRowsPerByte = 16
 const maxChunkBytes = 1 << 30
 
 // openRegular opens path for reading only if it is a regular file (not a
-// FIFO, a device or a folder): O_NONBLOCK keeps a FIFO from blocking the
-// open, and the check is made on the opened file.
+// FIFO, a device or a folder), under engine/userfile's rule: looked at
+// before and after the open, which never blocks.
 func openRegular(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := userfile.Open(path, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,49 +42,12 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(fi.Mode()))
-	}
 	return f, fi, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeSymlink != 0:
-		return "a symlink"
-	}
-	return m.Type().String()
 }
 
 // readBounded reads a regular file of at most limit bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, fi, err := openRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d a benchflow file may have", path, fi.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s grew past %d bytes while being read", path, limit)
-	}
-	return b, nil
+	return userfile.Read(path, limit)
 }
 
 // checkParquetSizes checks a Parquet file's footer against the file's

@@ -71,3 +71,28 @@ func ParseSize(s string) (int64, error) {
 	}
 	return n.Int64(), nil
 }
+
+// FormatSize writes a byte count for a message: bytes below 1 KiB, else
+// the largest binary unit it reaches (KiB, MiB, GiB, TiB), with one
+// decimal unless whole ("16 MiB", "3.5 KiB", "20 GiB").
+func FormatSize(n int64) string {
+	if n < 1<<10 {
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	unit, div := "KiB", int64(1<<10)
+	for _, u := range []struct {
+		name string
+		div  int64
+	}{{"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}} {
+		if n >= u.div {
+			unit, div = u.name, u.div
+		}
+	}
+	if n%div == 0 {
+		return strconv.FormatInt(n/div, 10) + " " + unit
+	}
+	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + unit
+}

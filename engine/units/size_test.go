@@ -83,3 +83,14 @@ func ExampleParseSize() {
 	// 1MB 1000000
 	// "0.1k" is 102.400 bytes, not a whole number of bytes
 }
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 bytes", 1: "1 byte", 1023: "1023 bytes", 1024: "1 KiB", 4 << 10: "4 KiB",
+		1536: "1.5 KiB", 16 << 20: "16 MiB", 3 << 20: "3 MiB", 20 << 30: "20 GiB", 1 << 40: "1 TiB",
+	} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

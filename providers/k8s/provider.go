@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -179,6 +181,19 @@ func restConfig(kubeconfig, kubeContext string, inCluster bool) (*rest.Config, e
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
+	}
+	// client-go reads the files itself: hold them to the rule for every
+	// file a user names first, so that a FIFO does not hang it and
+	// /dev/zero does not fill the memory.
+	for _, p := range rules.GetLoadingPrecedence() {
+		f, err := userfile.Open(p, userfile.MaxSize)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // client-go says what a missing file means
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig %w", err)
+		}
+		f.Close()
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubeContext}
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()

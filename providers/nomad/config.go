@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -321,9 +322,9 @@ func secret(what, env, file, defEnv string) (string, error) {
 		return "", nil // reported by problems
 	}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := userfile.Read(file, userfile.MaxTokenSize)
 		if err != nil {
-			return "", bad(what+"_file", "reading it: %v", err)
+			return "", bad(what+"_file", "%v", err)
 		}
 		return strings.TrimSpace(string(b)), nil
 	}

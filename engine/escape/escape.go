@@ -1,0 +1,113 @@
+// Package escape neutralises what benchflow writes for other programs to
+// read: Markdown (report.md, REPRODUCE.md, reproduction.md, the sections
+// report --update writes into a README, report and compare --format
+// markdown) and CSV (export, report and compare --format csv). Every
+// writer of those formats passes the values it did not write itself —
+// names, descriptions, matrix values, environment fields, variables,
+// messages — through it, so that a value is shown as text and never
+// becomes markup, a broken table row or a spreadsheet formula.
+package escape
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Markdown is s as inline Markdown text, in a paragraph or a table cell:
+// it renders as s, its HTML shown rather than interpreted, its pipes and
+// line breaks inside the one cell. In one pass it escapes
+//
+//   - '<' as &lt; where it could open HTML (a tag, a closing tag, a
+//     comment, a declaration, an autolink: followed by a letter, '/', '!'
+//     or '?') and '&' as &amp; where it could start an entity (followed
+//     by a letter or '#'); a lone "< 0.7" or "a & b" stays as it is;
+//   - the backslash and the pipe with a backslash (a value never ends a
+//     table cell, nor escapes the separator after it);
+//   - line breaks (\r\n, \n, \r) as <br> (a value never ends a table row,
+//     a list item or a quote).
+func Markdown(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		next := byte(0)
+		if i+1 < len(s) {
+			next = s[i+1]
+		}
+		letter := next >= 'a' && next <= 'z' || next >= 'A' && next <= 'Z'
+		switch {
+		case c == '<' && (letter || next == '/' || next == '!' || next == '?'):
+			b.WriteString("&lt;")
+		case c == '&' && (letter || next == '#'):
+			b.WriteString("&amp;")
+		case c == '\\' || c == '|':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\r' && next == '\n':
+			b.WriteString("<br>")
+			i++
+		case c == '\n' || c == '\r':
+			b.WriteString("<br>")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// MarkdownCode is s as a Markdown code span (backticks included), in a
+// paragraph: the fence is one backtick longer than the longest run of
+// backticks in s (padded with spaces when s starts or ends with one), so
+// that s never closes it, and line breaks become spaces (a code span
+// shows them as spaces anyway, and a blank line would end it). HTML in a
+// code span is shown as text.
+func MarkdownCode(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// MarkdownCodeCell is MarkdownCode for a table cell: its pipes are
+// escaped too (GFM reads a table row's cells before their code spans,
+// and shows \| in a code span in a table as |).
+func MarkdownCodeCell(s string) string {
+	return MarkdownCode(strings.ReplaceAll(s, "|", `\|`))
+}
+
+// number is a cell a spreadsheet reads as a number: a sign, digits, an
+// optional fraction and exponent. A negative number starts with '-' and
+// is still left as it is.
+var number = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$`)
+
+// CSV is one CSV cell neutralised as OWASP's "CSV Injection" page
+// recommends: a cell that begins with '=', '+', '-', '@', a tab or a
+// carriage return, and is not a number, gets a single quote in front, so
+// that a spreadsheet shows it as text instead of evaluating it as a
+// formula. Numbers (-3.5, +2, -1e+06) are left as they are. Quoting the
+// cell (a comma, a quote, a line break) is the CSV writer's job.
+func CSV(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || number.MatchString(s) {
+		return s
+	}
+	return "'" + s
+}
+
+// CSVRecord is CSV applied to every cell of rec, in place; it returns
+// rec.
+func CSVRecord(rec []string) []string {
+	for i, c := range rec {
+		rec[i] = CSV(c)
+	}
+	return rec
+}
