@@ -118,3 +118,17 @@ func TestLooksHTTP2(t *testing.T) {
 		}
 	}
 }
+
+// TestH2SummaryStreams: the HTTP/2 line of the summary counts streams in
+// the singular at one.
+func TestH2SummaryStreams(t *testing.T) {
+	for n, want := range map[int]string{1: "up to 1 stream per connection", 10: "up to 10 streams per connection"} {
+		var b strings.Builder
+		if err := WriteText(&b, &Result{Protocol: ProtoH2C, Streams: n, MaxInFlight: 1, Duration: time.Second}, false); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("--streams %d: summary\n%s\nwant %q", n, b.String(), want)
+		}
+	}
+}
