@@ -92,7 +92,10 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 	if !jsonOut {
 		conns := fmt.Sprintf("%d connections", opts.Connections)
 		if opts.Protocol == load.ProtoH2 {
-			conns += fmt.Sprintf(" × %d HTTP/2 streams", opts.Streams)
+			conns += fmt.Sprintf(" × %d HTTP/2 stream", opts.Streams)
+			if opts.Streams != 1 {
+				conns += "s"
+			}
 		}
 		fmt.Fprintf(stdout, "Searching the highest rate under %s: %s, %d threads, %s probes, from %.0f req/s\n",
 			so.SLO, conns, opts.Threads, so.Probe, so.Start)

@@ -55,10 +55,26 @@ const MaxStreams = 1 << 16
 // large bodies never stall.
 const h2RecvWindow = 16 << 20
 
-// h2MaxHeaderBlock bounds a response header block split over
-// CONTINUATION frames (a server that never ends one fails the connection
-// instead of growing the client's memory).
-const h2MaxHeaderBlock = 1 << 20
+// What the client accepts from a server, checked before anything is read
+// into memory, so that a connection's memory is bounded whatever the
+// server sends (docs/load.md#what-the-client-accepts):
+//   - h2MaxFrame is the client's SETTINGS_MAX_FRAME_SIZE, HTTP/2's
+//     default (it sends no other): a longer frame is a FRAME_SIZE_ERROR,
+//     found in its 9-byte header, before its payload is read.
+//   - h2MaxHeaderList bounds a response header block (its HEADERS and
+//     CONTINUATION frames, their 9-byte headers included), advertised as
+//     SETTINGS_MAX_HEADER_LIST_SIZE: a block that would grow past it fails
+//     the connection (ENHANCE_YOUR_CALM) before the frame is read, be it a
+//     few large frames or endless empty CONTINUATIONs.
+const (
+	h2MaxFrame      = 16384
+	h2MaxHeaderList = 64 << 10
+)
+
+// h2MaxWindow is the largest flow-control window (2^31-1, RFC 9113
+// §6.9.1): a WINDOW_UPDATE or SETTINGS_INITIAL_WINDOW_SIZE beyond it is a
+// FLOW_CONTROL_ERROR.
+const h2MaxWindow = 1<<31 - 1
 
 // h2Request is the HTTP/2 form of a request: its HPACK header block.
 type h2Request struct {
@@ -221,6 +237,10 @@ type h2Session struct {
 	// started: the open-loop sender runs; sendFinished: it has sent
 	// everything the schedule or budget holds.
 	started, sendFinished bool
+	// unsent is how the connection failed when it failed before its
+	// first stream (the server does not speak HTTP/2, or broke the
+	// protocol in its first frames); h2Loop counts it as a request.
+	unsent outcome
 }
 
 var errGoaway = errors.New("connection closed by GOAWAY")
@@ -260,38 +280,8 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 			if isTimeout(err) {
 				o.class = classTimeout
 			}
-			if n := len(c.retry); n > 0 {
-				// A request refused by a graceful GOAWAY fails with the
-				// connect: it was claimed from the budget already.
-				rt := c.retry[n-1]
-				c.retry = c.retry[:n-1]
-				c.record(rt.req, o, rt.intended, start, now)
-			} else {
-				if r.bounded {
-					if c.quota == 0 {
-						c.quota = r.claim()
-					}
-					if c.quota == 0 {
-						// Another slot took the last requests while this
-						// one was connecting: nothing failed here.
-						continue
-					}
-					c.quota--
-				}
-				intended := start
-				if r.openLoop {
-					intended = c.next
-					c.next += c.period
-				}
-				c.record(&r.reqs[0], o, intended, start, now)
-			}
-			if d := c.backoff(o); d > 0 && !c.sleep(d) {
+			if !c.h2Failed(o, start, now) {
 				return
-			}
-			if r.openLoop {
-				if d := c.next - time.Since(r.start); d > 0 && !c.sleep(d) {
-					return
-				}
 			}
 			continue
 		}
@@ -315,7 +305,51 @@ func (c *conn) h2Loop(wg *sync.WaitGroup) {
 		if finished {
 			return
 		}
+		if s.unsent.err != nil && !c.h2Failed(s.unsent, start, time.Since(r.start)) {
+			return
+		}
 	}
+}
+
+// h2Failed counts a connection that failed before carrying any stream
+// (the connect failed, or the server does not speak HTTP/2 or broke it in
+// its first frames) as one failed request, lest such a server count
+// nothing at all, and waits as a failed connect does before the next; it
+// returns false when the load is over. The request is one refused by a
+// graceful GOAWAY when any waits (it was claimed from the budget
+// already), else one claimed now; none is counted when the budget is
+// spent.
+func (c *conn) h2Failed(o outcome, start, now time.Duration) bool {
+	r := c.r
+	if n := len(c.retry); n > 0 {
+		rt := c.retry[n-1]
+		c.retry = c.retry[:n-1]
+		c.record(rt.req, o, rt.intended, start, now)
+	} else {
+		if r.bounded {
+			if c.quota == 0 {
+				if c.quota = r.claim(); c.quota == 0 {
+					return false
+				}
+			}
+			c.quota--
+		}
+		intended := start
+		if r.openLoop {
+			intended = c.next
+			c.next += c.period
+		}
+		c.record(&r.reqs[0], o, intended, start, now)
+	}
+	if d := c.backoff(o); d > 0 && !c.sleep(d) {
+		return false
+	}
+	if r.openLoop {
+		if d := c.next - time.Since(r.start); d > 0 && !c.sleep(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // h2Wire is the socket under an HTTP/2 session (and under TLS, if any):
@@ -415,6 +449,7 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 	}
 	s.fr = http2.NewFramer(s.bw, s.br)
 	s.fr.SetReuseFrames()
+	s.fr.SetMaxReadFrameSize(h2MaxFrame)
 	s.dec = newStatusDecoder()
 	return s
 }
@@ -429,10 +464,11 @@ func (s *h2Session) run() (finished bool) {
 	s.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2RecvWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: h2MaxHeaderList},
 	)
 	s.fr.WriteWindowUpdate(0, h2RecvWindow-65535)
 	err := s.bw.Flush()
-	s.setReadDeadline()
+	s.settleDeadline(time.Since(r.start))
 	s.mu.Unlock()
 	var senderDone chan struct{}
 	if err == nil && r.openLoop {
@@ -442,15 +478,22 @@ func (s *h2Session) run() (finished bool) {
 	for err == nil {
 		// Header blocks are read here, not by the Framer (which allocates
 		// a frame per HEADERS), into buffers reused for the session; the
-		// Framer still checks the frame size and that CONTINUATION frames
-		// follow their HEADERS.
+		// Framer still checks the frame size (h2MaxFrame, from the frame
+		// header, before any payload is read) and that CONTINUATION
+		// frames follow their HEADERS.
 		var fh http2.FrameHeader
 		fh, err = s.fr.ReadFrameHeader()
 		if err != nil {
+			err = s.readError(fh, err)
 			break
 		}
 		var f http2.Frame
+		var serr http2.StreamError
+		streamErr := false // the Framer's StreamError, unwrapped (errors.As would allocate)
 		if fh.Type == http2.FrameHeaders || fh.Type == http2.FrameContinuation {
+			if err = s.checkHeaderBlock(fh); err != nil {
+				break
+			}
 			if cap(s.payload) < int(fh.Length) {
 				s.payload = make([]byte, fh.Length)
 			}
@@ -458,15 +501,26 @@ func (s *h2Session) run() (finished bool) {
 			if _, err = io.ReadFull(s.br, s.payload); err != nil {
 				break
 			}
-		} else if f, err = s.fr.ReadFrameForHeader(fh); err != nil {
+		} else if f, err = s.fr.ReadFrameForHeader(fh); err == nil {
+		} else if serr, streamErr = err.(http2.StreamError); streamErr {
+			err = nil // that stream is reset, the others go on
+		} else {
+			err = s.readError(fh, err)
 			break
 		}
 		s.mu.Lock()
 		s.armWrite(time.Since(r.start))
-		if f != nil {
-			err = s.handle(f)
-		} else {
-			err = s.headers(fh)
+		switch {
+		case streamErr:
+			s.resetStream(serr.StreamID, serr.Code, fmt.Sprintf("invalid %v frame on stream %d", fh.Type, fh.StreamID))
+		case f != nil:
+			if err = s.checkStream(fh); err == nil {
+				err = s.handle(f)
+			}
+		default:
+			if err = s.checkStream(fh); err == nil {
+				err = s.headers(fh)
+			}
 		}
 		if err == nil {
 			s.expire()
@@ -493,6 +547,7 @@ func (s *h2Session) run() (finished bool) {
 		}
 		s.mu.Unlock()
 	}
+	s.goAway(err)
 	s.mu.Lock()
 	s.dead = true
 	stopped := r.stop.Load()
@@ -514,6 +569,9 @@ func (s *h2Session) run() (finished bool) {
 				c.rd.nread = st.bytes
 				c.record(st.req, outcome{class: class, err: err}, st.intended, st.sent, now)
 			}
+		}
+		if class >= 0 && s.nextID == 1 {
+			s.unsent = outcome{class: class, err: err} // h2Loop counts it
 		}
 	}
 	s.streams = s.streams[:0]
@@ -552,7 +610,148 @@ func (s *h2Session) armWrite(now time.Duration) {
 func isFrameError(err error) bool {
 	var ce http2.ConnectionError
 	var se http2.StreamError
-	return errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, http2.ErrFrameTooLarge) || errors.Is(err, io.ErrUnexpectedEOF)
+	var he *h2ConnError
+	var pe *parseError
+	return errors.As(err, &he) || errors.As(err, &pe) || errors.As(err, &ce) || errors.As(err, &se) ||
+		errors.Is(err, http2.ErrFrameTooLarge) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// h2ConnError is a connection error the client found in what the server
+// sent (RFC 9113 §5.4.1): the client closes the connection with a GOAWAY
+// carrying code and msg, and its streams in flight count as "parse"
+// errors.
+type h2ConnError struct {
+	code http2.ErrCode
+	msg  string
+}
+
+func (e *h2ConnError) Error() string {
+	return e.code.String() + ": " + e.msg + " (the client closed the connection with GOAWAY)"
+}
+
+func connError(code http2.ErrCode, format string, args ...any) error {
+	return &h2ConnError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// errNotH2C is a server that answers the h2c preface as HTTP/1.x would
+// ("HTTP/1.1 400 Bad Request"): the bytes it sends cannot be HTTP/2.
+var errNotH2C = &parseError{"the server does not speak h2c (it answered HTTP/1.1): drop --h2, or use https:// for ALPN"}
+
+// looksHTTP1 reports whether a frame header's 9 bytes begin "HTTP/", as
+// an HTTP/1.x status line does (its length reads 0x485454, "HTT").
+func looksHTTP1(fh http2.FrameHeader) bool {
+	return fh.Length == 'H'<<16|'T'<<8|'T' && fh.Type == 'P' && fh.Flags == '/'
+}
+
+// readError explains an error from reading a frame (fh is its header as
+// far as it was read).
+func (s *h2Session) readError(fh http2.FrameHeader, err error) error {
+	var ce http2.ConnectionError
+	switch {
+	case errors.Is(err, http2.ErrFrameTooLarge) && looksHTTP1(fh):
+		if _, tls := s.nc.(*tls.Conn); tls {
+			return &parseError{"the server answered HTTP/1.1 on a connection that negotiated h2 by ALPN"}
+		}
+		return errNotH2C
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		return connError(http2.ErrCodeFrameSize, "the server sent a %v frame of %d bytes on stream %d, above the client's SETTINGS_MAX_FRAME_SIZE of %d",
+			fh.Type, fh.Length, fh.StreamID, h2MaxFrame)
+	case errors.As(err, &ce):
+		// The Framer's own checks (CONTINUATION out of order, a frame
+		// that cannot be parsed): its detail says what was wrong.
+		msg := fmt.Sprintf("invalid %v frame on stream %d", fh.Type, fh.StreamID)
+		if d := s.fr.ErrorDetail(); d != nil {
+			msg += ": " + d.Error()
+		}
+		return connError(http2.ErrCode(ce), "%s", msg)
+	case s.settled:
+		return err
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("the server closed the connection without sending its SETTINGS: does it speak HTTP/2 on this port? (%w)", err)
+	case isTimeout(err) && !s.c.r.stop.Load():
+		return fmt.Errorf("no SETTINGS frame from the server within the timeout (%s) of connecting: does it speak HTTP/2 on this port? (%w)", s.c.r.opts.Timeout, err)
+	}
+	return err
+}
+
+// settleDeadline bounds the wait for the server's first SETTINGS, the
+// one read before it, by Options.Timeout from now (and by the end of the
+// load) (s.mu held).
+func (s *h2Session) settleDeadline(now time.Duration) {
+	r := s.c.r
+	dl := now + r.opts.Timeout
+	if r.hasEnd && dl > r.endOff {
+		dl = r.endOff
+	}
+	s.readDL = dl
+	s.nc.SetReadDeadline(r.startWall.Add(dl))
+}
+
+// checkHeaderBlock bounds a header block before the payload of its next
+// frame is read: h2MaxHeaderList over its frames, headers included.
+func (s *h2Session) checkHeaderBlock(fh http2.FrameHeader) error {
+	n := int64(fh.Length) + 9
+	if fh.Type == http2.FrameContinuation {
+		n += s.hdrBytes
+	}
+	if n > h2MaxHeaderList {
+		return connError(http2.ErrCodeEnhanceYourCalm, "the response header block of stream %d exceeds %d bytes, the client's SETTINGS_MAX_HEADER_LIST_SIZE (frame headers included)",
+			fh.StreamID, h2MaxHeaderList)
+	}
+	return nil
+}
+
+// checkStream checks that a frame belongs where it arrived (s.mu held):
+// the server's first frame is its SETTINGS; a stream the server names is
+// one the client opened (odd, below s.nextID), for the server opens none
+// (push is disabled: PUSH_PROMISE is an error too).
+func (s *h2Session) checkStream(fh http2.FrameHeader) error {
+	if !s.settled && (fh.Type != http2.FrameSettings || fh.Flags.Has(http2.FlagSettingsAck)) {
+		return connError(http2.ErrCodeProtocol, "the server's first frame is %v, not its SETTINGS", fh.Type)
+	}
+	switch fh.Type {
+	case http2.FramePushPromise:
+		return connError(http2.ErrCodeProtocol, "PUSH_PROMISE on stream %d, while the client's SETTINGS_ENABLE_PUSH is 0", fh.StreamID)
+	case http2.FrameHeaders, http2.FrameData, http2.FrameRSTStream, http2.FrameWindowUpdate:
+	default:
+		return nil
+	}
+	switch id := fh.StreamID; {
+	case id == 0:
+		return nil // the Framer or the frame's handler refuses it where it is wrong
+	case id%2 == 0:
+		return connError(http2.ErrCodeProtocol, "%v on stream %d, an even stream: only the server opens those, and push is disabled", fh.Type, id)
+	case id >= s.nextID:
+		return connError(http2.ErrCodeProtocol, "%v on stream %d, which the client has not opened", fh.Type, id)
+	}
+	return nil
+}
+
+// resetStream resets a stream the server broke the protocol on (a stream
+// error, RFC 9113 §5.4.2): RST_STREAM with code, and the stream, if still
+// in flight, counts as a "parse" error (s.mu held).
+func (s *h2Session) resetStream(id uint32, code http2.ErrCode, msg string) {
+	s.write(s.fr.WriteRSTStream(id, code))
+	if i := s.find(id); i >= 0 {
+		s.complete(i, outcome{class: classParse, err: fmt.Errorf("%v: %s (the client reset the stream)", code, msg)})
+	}
+}
+
+// goAway sends GOAWAY when the connection ends on a connection error the
+// client found, telling the server why.
+func (s *h2Session) goAway(err error) {
+	var ce *h2ConnError
+	if !errors.As(err, &ce) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.werr != nil {
+		return
+	}
+	s.armWrite(time.Since(s.c.r.start))
+	s.write(s.fr.WriteGoAway(0, ce.code, []byte(ce.msg)))
+	s.write(s.bw.Flush())
 }
 
 // setReadDeadline bounds the next read by the oldest stream's deadline
@@ -600,11 +799,21 @@ func (s *h2Session) handle(f http2.Frame) error {
 			return nil
 		}
 		err := f.ForeachSetting(func(st http2.Setting) error {
+			if err := st.Valid(); err != nil {
+				var code http2.ConnectionError
+				errors.As(err, &code)
+				return connError(http2.ErrCode(code), "invalid SETTINGS: %v", st)
+			}
 			switch st.ID {
 			case http2.SettingMaxConcurrentStreams:
 				s.limit = int(min(st.Val, uint32(r.opts.Streams)))
 			case http2.SettingInitialWindowSize:
 				delta := int64(st.Val) - s.peerInit
+				for i := range s.streams {
+					if w := s.streams[i].sendWin + delta; w > h2MaxWindow {
+						return connError(http2.ErrCodeFlowControl, "SETTINGS_INITIAL_WINDOW_SIZE %d takes the send window of stream %d to %d, above 2^31-1", st.Val, s.streams[i].id, w)
+					}
+				}
 				s.peerInit = int64(st.Val)
 				for i := range s.streams {
 					s.streams[i].sendWin += delta
@@ -646,6 +855,9 @@ func (s *h2Session) handle(f http2.Frame) error {
 		s.pump()
 	case *http2.DataFrame:
 		n := int64(h.Length)
+		if s.connRecv+n > h2RecvWindow {
+			return connError(http2.ErrCodeFlowControl, "%d bytes of DATA on stream %d exceed the connection's receive window (%d bytes left of %d)", n, h.StreamID, h2RecvWindow-s.connRecv, h2RecvWindow)
+		}
 		s.connRecv += n
 		if s.connRecv >= h2RecvWindow/2 {
 			s.write(s.fr.WriteWindowUpdate(0, uint32(s.connRecv)))
@@ -656,6 +868,13 @@ func (s *h2Session) handle(f http2.Frame) error {
 			return nil
 		}
 		st := &s.streams[i]
+		if st.recv+n > h2RecvWindow {
+			return connError(http2.ErrCodeFlowControl, "%d bytes of DATA on stream %d exceed its receive window (%d bytes left of %d)", n, h.StreamID, h2RecvWindow-st.recv, h2RecvWindow)
+		}
+		if st.status == 0 {
+			s.resetStream(st.id, http2.ErrCodeProtocol, "DATA before the response's HEADERS")
+			return nil
+		}
 		st.bytes += n + 9
 		if f.StreamEnded() {
 			s.complete(i, outcome{status: st.status})
@@ -701,10 +920,19 @@ func (s *h2Session) handle(f http2.Frame) error {
 			s.write(s.fr.WritePing(true, f.Data))
 		}
 	case *http2.WindowUpdateFrame:
+		inc := int64(f.Increment)
 		if h.StreamID == 0 {
-			s.connSend += int64(f.Increment)
+			if w := s.connSend + inc; w > h2MaxWindow {
+				return connError(http2.ErrCodeFlowControl, "WINDOW_UPDATE of %d takes the connection's send window to %d, above 2^31-1", inc, w)
+			}
+			s.connSend += inc
 		} else if i := s.find(h.StreamID); i >= 0 {
-			s.streams[i].sendWin += int64(f.Increment)
+			st := &s.streams[i]
+			if w := st.sendWin + inc; w > h2MaxWindow {
+				s.resetStream(st.id, http2.ErrCodeFlowControl, fmt.Sprintf("WINDOW_UPDATE of %d takes the send window of stream %d to %d, above 2^31-1", inc, st.id, w))
+				return nil
+			}
+			st.sendWin += inc
 		}
 		s.pump()
 	}
@@ -722,10 +950,7 @@ func (s *h2Session) headers(fh http2.FrameHeader) error {
 	p := s.payload
 	if fh.Type == http2.FrameContinuation {
 		// The Framer checked it continues the block of s.hdrStream.
-		s.hdrBytes += int64(fh.Length) + 9
-		if len(s.block)+len(p) > h2MaxHeaderBlock {
-			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
-		}
+		s.hdrBytes += int64(fh.Length) + 9 // bounded by checkHeaderBlock
 		s.block = append(s.block, p...)
 		if fh.Flags.Has(http2.FlagContinuationEndHeaders) {
 			return s.headerBlock(s.block)
@@ -733,23 +958,23 @@ func (s *h2Session) headers(fh http2.FrameHeader) error {
 		return nil
 	}
 	if fh.StreamID == 0 {
-		return http2.ConnectionError(http2.ErrCodeProtocol)
+		return connError(http2.ErrCodeProtocol, "HEADERS on stream 0")
 	}
 	pad := 0
 	if fh.Flags.Has(http2.FlagHeadersPadded) {
 		if len(p) < 1 {
-			return http2.ConnectionError(http2.ErrCodeProtocol)
+			return connError(http2.ErrCodeProtocol, "padded HEADERS of stream %d without its pad length", fh.StreamID)
 		}
 		pad, p = int(p[0]), p[1:]
 	}
 	if fh.Flags.Has(http2.FlagHeadersPriority) {
 		if len(p) < 5 {
-			return http2.ConnectionError(http2.ErrCodeProtocol)
+			return connError(http2.ErrCodeProtocol, "HEADERS of stream %d too short for its priority fields", fh.StreamID)
 		}
 		p = p[5:]
 	}
 	if len(p) < pad {
-		return http2.ConnectionError(http2.ErrCodeProtocol)
+		return connError(http2.ErrCodeProtocol, "HEADERS of stream %d: %d bytes of padding in a %d-byte payload", fh.StreamID, pad, fh.Length)
 	}
 	p = p[:len(p)-pad]
 	s.hdrStream, s.hdrEnd, s.hdrBytes = fh.StreamID, fh.Flags.Has(http2.FlagHeadersEndStream), int64(fh.Length)+9
@@ -767,7 +992,7 @@ func (s *h2Session) headers(fh http2.FrameHeader) error {
 func (s *h2Session) headerBlock(block []byte) error {
 	status, err := s.dec.decode(block)
 	if err != nil {
-		return http2.ConnectionError(http2.ErrCodeCompression)
+		return connError(http2.ErrCodeCompression, "the response header block of stream %d is not valid HPACK", s.hdrStream)
 	}
 	i := s.find(s.hdrStream)
 	if i < 0 {

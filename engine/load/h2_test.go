@@ -195,6 +195,15 @@ func TestH2HeaderBlocks(t *testing.T) {
 			fr.WriteData(1, false, []byte("hello\n"))
 			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("grpc-status", "0"), EndHeaders: true, EndStream: true})
 		}, "200"},
+		{"a block just under SETTINGS_MAX_HEADER_LIST_SIZE, with a Huffman string longer than the decoder decodes", func(fr *http2.Framer) {
+			// 'a' codes in 5 bits: 30,000 of them are 18,750 bytes, above
+			// hpackLongStr; the raw value keeps the block under the limit.
+			b := block(":status", "202", "x-huffman", strings.Repeat("a", 30000), "x-raw", strings.Repeat("\x01", 40000))
+			if len(b) < 3*16384 || len(b)+4*9 > h2MaxHeaderList {
+				panic(fmt.Sprintf("a block of %d bytes", len(b)))
+			}
+			writeBlock(fr, 1, b, true)
+		}, "202"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,10 +221,10 @@ func TestH2HeaderBlocks(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a block past 1 MiB fails the connection", func(t *testing.T) {
+	t.Run("a block past SETTINGS_MAX_HEADER_LIST_SIZE fails the connection", func(t *testing.T) {
 		s := newRawH2ServerFrames(t, func(fr *http2.Framer) {
 			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndStream: true})
-			for range 70 { // 70 × 16 KiB
+			for range h2MaxHeaderList/(16<<10) + 1 { // 16 KiB each
 				fr.WriteContinuation(1, false, make([]byte, 16<<10))
 			}
 		})
@@ -228,6 +237,17 @@ func TestH2HeaderBlocks(t *testing.T) {
 			t.Errorf("errors %v (%s), want 1 parse error", res.ErrorsBy, res.ErrorSummary())
 		}
 	})
+}
+
+// writeBlock writes a header block as a HEADERS frame and as many
+// CONTINUATION frames as the default frame size needs.
+func writeBlock(fr *http2.Framer, stream uint32, b []byte, endStream bool) {
+	n := min(len(b), 16384)
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: b[:n], EndStream: endStream, EndHeaders: n == len(b)})
+	for b = b[n:]; len(b) > 0; b = b[n:] {
+		n = min(len(b), 16384)
+		fr.WriteContinuation(stream, n == len(b), b[:n])
+	}
 }
 
 // A server without HTTP/2 on its TLS port: a connect error that says so.

@@ -42,6 +42,13 @@ const (
 	hpackLenMax   = 128
 )
 
+// hpackLongStr is the longest Huffman-coded string the decoder decodes.
+// A longer one decodes to more than hpackTableLimit bytes (a code is at
+// most 30 bits), so it cannot be :status nor fit the table: its exact
+// length does not matter, and decoding it would buffer as much as the
+// server chose to send (its Huffman code is then not checked).
+const hpackLongStr = 16 << 10
+
 // hpackTableLimit is SETTINGS_HEADER_TABLE_SIZE, the client's default
 // (it never sends another): the largest table the server may use.
 const hpackTableLimit = 4096
@@ -215,11 +222,12 @@ func (d *statusDecoder) evict(limit int) {
 	}
 }
 
-// str reads a string literal; with decode, a Huffman-coded one is
-// decoded into d.huff (valid until the next call), else returned as sent.
+// str reads a string literal; with decode, a Huffman-coded one of up to
+// hpackLongStr bytes is decoded into d.huff (valid until the next call),
+// else returned as sent.
 func (d *statusDecoder) str(p []byte, decode bool) (s, rest []byte, err error) {
 	s, huffman, rest, err := hpackStr(p)
-	if err != nil || !huffman || !decode {
+	if err != nil || !huffman || !decode || len(s) > hpackLongStr {
 		return s, rest, err
 	}
 	d.huff.Reset()
@@ -235,6 +243,9 @@ func (d *statusDecoder) strLen(p []byte) (n int, rest []byte, err error) {
 	s, huffman, rest, err := hpackStr(p)
 	if err != nil || !huffman || len(s) == 0 {
 		return len(s), rest, err
+	}
+	if len(s) > hpackLongStr {
+		return (8*len(s) - 7) / 30, rest, nil // at least this long: above any table
 	}
 	var set *[2]huffLen
 	if len(s) <= hpackLenMax {

@@ -60,7 +60,11 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	b.WriteString("\n")
 	switch r.Protocol {
 	case ProtoH2, ProtoH2C:
-		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d streams per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, r.MaxInFlight)
+		streams := "streams"
+		if r.Streams == 1 {
+			streams = "stream"
+		}
+		fmt.Fprintf(&b, "  HTTP/2 (%s), up to %d %s per connection (at most %d seen in flight)\n", r.Protocol, r.Streams, streams, r.MaxInFlight)
 		if r.Naps > 0 {
 			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapMean().Nanoseconds())/1e3))
 		}

@@ -37,7 +37,25 @@ var (
 	errChunkLine       = &parseError{"chunk-size line too long"}
 	errChunkTerminator = &parseError{"missing CRLF after chunk data"}
 	errTooManyInterim  = &parseError{"too many 1xx responses"}
+	errHTTP2Answer     = &parseError{`the server answered with an HTTP/2 frame, not an HTTP/1.1 response: it speaks only HTTP/2 on this port (use --h2, protocol = "h2" in a step)`}
 )
+
+// looksHTTP2 reports whether b starts with what a server that speaks only
+// HTTP/2 sends to a client that does not: its SETTINGS frame (the first
+// frame of its connection preface) or a GOAWAY, each on stream 0.
+func looksHTTP2(b []byte) bool {
+	if len(b) < 9 || b[5]&0x7f != 0 || b[6] != 0 || b[7] != 0 || b[8] != 0 {
+		return false
+	}
+	n := int(b[0])<<16 | int(b[1])<<8 | int(b[2])
+	switch b[3] {
+	case 0x4: // SETTINGS: 6 bytes per setting, or an ACK
+		return n%6 == 0 && n <= 16384 && b[4]&^1 == 0
+	case 0x7: // GOAWAY: last stream and error code, then debug data
+		return n >= 8 && n <= 16384 && b[4] == 0
+	}
+	return false
+}
 
 // errClosedMidResponse is a clean EOF inside a response (a read error).
 var errClosedMidResponse = errors.New("server closed the connection mid-response")
@@ -160,6 +178,9 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 				if len(rest) >= readBufferSize {
 					return used, false, errHeaderTooLarge
 				}
+				if p.scanned < 9 && looksHTTP2(rest) {
+					return used, false, errHTTP2Answer
+				}
 				p.scanned = len(rest)
 				return used, false, nil
 			}
@@ -205,6 +226,9 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 // header applies one complete header block.
 func (p *parser) header(block []byte) error {
 	resp, bodyMode, length, err := parseHeader(block)
+	if err == errStatusLine && looksHTTP2(block) {
+		return errHTTP2Answer
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -390,7 +391,7 @@ wait:
 		failed := res.Errors
 		switch {
 		case failed > 0:
-			return res, fmt.Errorf("all %d requests failed: %s", failed, res.ErrorSummary())
+			return res, fmt.Errorf("all %d requests failed: %s%s", failed, res.ErrorSummary(), h2Hint(res))
 		case cancelled:
 			return res, fmt.Errorf("load cancelled before any response: %w", ctx.Err())
 		default:
@@ -398,6 +399,20 @@ wait:
 		}
 	}
 	return res, nil
+}
+
+// h2Hint is what an HTTP/1.1 load whose every request failed because the
+// server closed (or reset) the connection before answering adds to its
+// error: a server that speaks only HTTP/2 does that (Go's h2c server, a
+// gRPC server; nginx and nghttpx send HTTP/2 frames first, which the
+// parser names: errHTTP2Answer), and --h2 is what was missing.
+func h2Hint(res *Result) string {
+	sample := res.ErrorSample["read"]
+	if res.Protocol != ProtoHTTP1 || res.Errors == 0 || res.ErrorsBy["read"] != res.Errors ||
+		(sample != errClosedBeforeResponse.Error() && !strings.HasSuffix(sample, syscall.ECONNRESET.Error())) {
+		return ""
+	}
+	return `; the server closed every connection without a response: if it speaks only HTTP/2 on this port, use --h2 (protocol = "h2" in a step)`
 }
 
 // Engine names, as reported in Result.Engine.
