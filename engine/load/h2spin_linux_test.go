@@ -126,7 +126,9 @@ func TestH2SpinNap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	const nap = 20 * time.Millisecond
+	// Long enough that the writer below, started a quarter of the way
+	// in, is scheduled inside the nap even on a loaded machine.
+	const nap = 200 * time.Millisecond
 	r := &runner{start: time.Now(), h2spin: newH2Spin(0, nap)}
 	r.conns = []*conn{{r: r, id: 0}}
 	defer r.h2spin.close()
