@@ -15,10 +15,12 @@ require (
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/hashicorp/nomad/api v0.0.0-20261016150620-df630b26e78a
+	github.com/hiddeco/sshsig v0.2.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/zclconf/go-cty v1.20.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
+	golang.org/x/crypto v0.58.0
 	golang.org/x/image v0.48.0
 	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.50.0

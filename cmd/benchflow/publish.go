@@ -33,15 +33,25 @@ without benchflow:
                       the environment and the commands to reproduce it
   REPRODUCE.md        the exact commands to check, rerun and read it
   SHA256SUMS          the sha256 of every other file (sha256sum -c SHA256SUMS)
+  SHA256SUMS.sig      with --sign KEY: SHA256SUMS signed with the SSH key KEY,
+                      as ssh-keygen -Y sign -n benchflow-bundle writes it
 
 A bundle is a run folder: benchflow report DIR and benchflow compare read it
 as one, and benchflow reproduce DIR reruns it here. DIR must not exist or be
 empty (--force replaces a bundle); it is written beside DIR and renamed into
 place. --archive also writes DIR.tar.gz. The tables of CPU and network
 samples and the time series usually dominate the size: --drop leaves them
-out (docs/publishing.md says what is lost).`,
+out (docs/publishing.md says what is lost).
+
+--sign KEY signs the bundle with an SSH private key file (ed25519, ecdsa or
+rsa, as ssh-keygen makes it; a key with a passphrase, or its .pub file, is
+used through ssh-agent). A reader who has your public key checks it with
+benchflow reproduce DIR --allowed-signers FILE or ssh-keygen -Y verify
+(docs/publishing.md, "Signatures"). --force replaces the signature with
+the bundle: a re-publish without --sign is unsigned.`,
 		Example: `  benchflow publish results/latest studies/quickstart
   benchflow publish results/20261130T044500Z-3f9c out/nat --archive --drop processes,system
+  benchflow publish results/latest studies/quickstart --sign ~/.ssh/id_ed25519
   benchflow report studies/quickstart`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,12 +70,19 @@ out (docs/publishing.md says what is lost).`,
 				}
 				big = append(big, fmt.Sprintf("%s %s", f.Path, fmtBytes(f.Bytes)))
 			}
-			fmt.Fprintf(w, "bundle %s: %d files, %s (largest: %s)\n", res.Dir, len(res.Files)+1, fmtBytes(res.Bytes()), strings.Join(big, ", "))
+			n := len(res.Files) + 1 // SHA256SUMS
+			if res.Signature.Present {
+				n++
+			}
+			fmt.Fprintf(w, "bundle %s: %d files, %s (largest: %s)\n", res.Dir, n, fmtBytes(res.Bytes()), strings.Join(big, ", "))
 			if len(res.Dropped) > 0 {
 				fmt.Fprintf(w, "left out: %s\n", strings.Join(res.Dropped, ", "))
 			}
 			if res.Archive != "" {
 				fmt.Fprintf(w, "archive %s\n", res.Archive)
+			}
+			if sig := res.Signature; sig.Present {
+				fmt.Fprintf(w, "signed by %s %s (%s, namespace %s): readers need this public key from you to check it\n", sig.KeyType, sig.Fingerprint, bundle.SigFile, bundle.SigNamespace)
 			}
 			fmt.Fprintf(w, "check it with: (cd %s && sha256sum -c SHA256SUMS); rerun it with: benchflow reproduce %s\n", res.Dir, res.Dir)
 			return nil
@@ -75,6 +92,7 @@ out (docs/publishing.md says what is lost).`,
 	cmd.Flags().StringSliceVar(&opts.Drop, "drop", nil, "leave these tables out: "+strings.Join(bundle.Droppable, ", ")+" (repeatable or comma-separated)")
 	cmd.Flags().BoolVar(&opts.Logs, "logs", false, "keep the run's logs/ folder (service output per trial)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace DIR when it is a bundle already")
+	cmd.Flags().StringVar(&opts.Sign, "sign", "", "sign SHA256SUMS with the SSH private key file `KEY` into "+bundle.SigFile+" (OpenSSH's format, namespace "+bundle.SigNamespace+")")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "report.md and report.html show each cell's req/s ratio to the cell with axis=value")
 	rootCmd.AddCommand(cmd)
 }

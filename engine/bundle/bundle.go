@@ -32,7 +32,7 @@ const (
 
 // generated are the files Publish writes itself: when the run folder is a
 // bundle already, they are written anew rather than copied.
-var generated = []string{SumsFile, ReproduceFile, MarkdownFile, HTMLFile, VariablesFile}
+var generated = []string{SumsFile, SigFile, ReproduceFile, MarkdownFile, HTMLFile, VariablesFile}
 
 // Droppable are the tables Options.Drop may leave out: the per-sample
 // tables that dominate a bundle's size and that the summary table does
@@ -49,8 +49,11 @@ type Options struct {
 	Logs bool
 	// Archive also writes DIR.tar.gz holding the bundle's folder.
 	Archive bool
-	// Force replaces an existing bundle at DIR.
+	// Force replaces an existing bundle at DIR (and so its signature).
 	Force bool
+	// Sign is the path of an SSH private key (see Sign) that signs the
+	// bundle's SHA256SUMS into SigFile; "" leaves the bundle unsigned.
+	Sign string
 	// Report are the summary options of report.md and report.html.
 	Report report.Options
 }
@@ -66,11 +69,13 @@ type File struct {
 type Result struct {
 	Dir     string
 	Archive string // "" without Options.Archive
-	Files   []File // every file but SHA256SUMS, sorted by path
+	Files   []File // every file but SHA256SUMS and SigFile, sorted by path
 	Dropped []string
+	// Signature is the key that signed it (Present false: unsigned).
+	Signature Signature
 }
 
-// Bytes is the bundle's total size (SHA256SUMS left out).
+// Bytes is the bundle's total size (SHA256SUMS and SigFile left out).
 func (r *Result) Bytes() int64 {
 	var n int64
 	for _, f := range r.Files {
@@ -107,6 +112,14 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 	if err := checkTarget(dir, opts.Force); err != nil {
 		return nil, err
 	}
+	var key *SigningKey
+	if opts.Sign != "" {
+		// Before anything is written: a key that cannot sign fails first.
+		if key, err = LoadSigningKey(opts.Sign); err != nil {
+			return nil, fmt.Errorf("publishing: %w", err)
+		}
+		defer key.Close()
+	}
 	parent := filepath.Dir(absDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("publishing: %w", err)
@@ -129,7 +142,7 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.Dropped = dropped
-	if err := writeGenerated(stage, filepath.Base(absDir), run.Manifest, opts, dropped); err != nil {
+	if err := writeGenerated(stage, filepath.Base(absDir), run.Manifest, opts, key, dropped); err != nil {
 		return nil, err
 	}
 	files, err := listFiles(stage)
@@ -140,6 +153,12 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.Files = files
+	if key != nil {
+		if err := key.sign(stage); err != nil {
+			return nil, fmt.Errorf("publishing: %w", err)
+		}
+		res.Signature = Signature{Present: true, KeyType: key.KeyType(), Fingerprint: key.Fingerprint()}
+	}
 	if opts.Force {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("publishing: replacing %s: %w", dir, err)
@@ -257,7 +276,7 @@ func copyFile(src, dst string) error {
 // writeGenerated writes variables.json, report.md, report.html and
 // REPRODUCE.md from the staged copy (so the report is what a reader of
 // the bundle gets from `benchflow report`).
-func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropped []string) error {
+func writeGenerated(stage, name string, m *results.Manifest, opts Options, key *SigningKey, dropped []string) error {
 	vars := m.Pipeline.Variables
 	if vars == nil {
 		vars = map[string]any{}
@@ -301,14 +320,14 @@ func writeGenerated(stage, name string, m *results.Manifest, opts Options, dropp
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(stage, ReproduceFile), []byte(reproduceMD(name, m, load, files, dropped)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(stage, ReproduceFile), []byte(reproduceMD(name, m, load, files, key, dropped)), 0o644); err != nil {
 		return fmt.Errorf("publishing: %w", err)
 	}
 	return nil
 }
 
-// listFiles lists every regular file under dir but SHA256SUMS, with its
-// size and sha256, sorted by path.
+// listFiles lists every regular file under dir but SHA256SUMS and
+// SigFile, with its size and sha256, sorted by path.
 func listFiles(dir string) ([]File, error) {
 	var files []File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -317,7 +336,7 @@ func listFiles(dir string) ([]File, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == SumsFile {
+		if rel == SumsFile || rel == SigFile {
 			return nil
 		}
 		sum, n, err := hashFile(p)

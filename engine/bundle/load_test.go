@@ -164,7 +164,7 @@ func TestVerdictNamesTheLoad(t *testing.T) {
 // was measured under, and says so loudly when the machine was busy.
 func TestReproduceMDStatesTheLoad(t *testing.T) {
 	busy := loadRun("a", 1000, []any{24.1, 18.5, 9.6}, 150, "v1")
-	md := reproduceMD("bundle", busy.Manifest, MachineLoad(busy), nil, nil)
+	md := reproduceMD("bundle", busy.Manifest, MachineLoad(busy), nil, nil, nil)
 	for _, s := range []string{"## The load it was measured under", "| load average before the first trial | 24.10 / 18.50 / 9.60 (1 / 5 / 15 min) on 2 CPUs |",
 		"**This bundle was measured on a busy machine**"} {
 		if !strings.Contains(md, s) {
@@ -172,7 +172,7 @@ func TestReproduceMDStatesTheLoad(t *testing.T) {
 		}
 	}
 	quiet := loadRun("b", 1000, []any{0.4, 0.5, 0.6}, 1, "v1")
-	if md := reproduceMD("bundle", quiet.Manifest, MachineLoad(quiet), nil, nil); strings.Contains(md, "busy machine**") || !strings.Contains(md, "| machine | quiet |") {
+	if md := reproduceMD("bundle", quiet.Manifest, MachineLoad(quiet), nil, nil, nil); strings.Contains(md, "busy machine**") || !strings.Contains(md, "| machine | quiet |") {
 		t.Errorf("REPRODUCE.md of a quiet run:\n%s", md)
 	}
 }

@@ -120,7 +120,7 @@ func Commands(name string, m *results.Manifest) []string {
 
 // reproduceMD is REPRODUCE.md: what the bundle is and the exact commands
 // that check it, rerun it and read it.
-func reproduceMD(name string, m *results.Manifest, load Load, files []File, dropped []string) string {
+func reproduceMD(name string, m *results.Manifest, load Load, files []File, key *SigningKey, dropped []string) string {
 	var b strings.Builder
 	p := m.Pipeline
 	fmt.Fprintf(&b, "# Reproducing %q\n\n", p.Name)
@@ -130,6 +130,12 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, drop
 	b.WriteString("Every file but `SHA256SUMS` is listed in it:\n\n")
 	fmt.Fprintf(&b, "    cd %s && sha256sum -c SHA256SUMS\n\n", shellQuote(name))
 	b.WriteString("`benchflow reproduce` runs the same check first and refuses a bundle that differs, naming the file.\n\n")
+	if key != nil {
+		fmt.Fprintf(&b, "`SHA256SUMS` is signed by the SSH key `%s %s` (`%s`, OpenSSH's signature format, namespace `%s`). ", key.KeyType(), key.Fingerprint(), SigFile, SigNamespace)
+		b.WriteString("The signature names its key, so it proves who published the bundle only to a reader who has that key from its owner (not from this folder): with it in an allowed-signers file (one line `PRINCIPAL KEYTYPE BASE64`, as `ssh-keygen -Y verify` reads it),\n\n")
+		fmt.Fprintf(&b, "    cd %s && ssh-keygen -Y verify -f ALLOWED_SIGNERS -I PRINCIPAL -n %s -s %s < %s\n\n", shellQuote(name), SigNamespace, SigFile, SumsFile)
+		fmt.Fprintf(&b, "checks it, and so does `benchflow reproduce %s --allowed-signers ALLOWED_SIGNERS`.\n\n", shellQuote(name))
+	}
 	b.WriteString("## 2. Rerun it here\n\n")
 	b.WriteString("From the folder that holds this bundle:\n\n")
 	fmt.Fprintf(&b, "    benchflow reproduce %s\n\n", shellQuote(name))
@@ -185,7 +191,11 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, drop
 	for _, f := range files {
 		fmt.Fprintf(&b, "| `%s` | %d |\n", f.Path, f.Bytes)
 	}
-	fmt.Fprintf(&b, "| `%s`, `%s` | |\n", ReproduceFile, SumsFile)
+	if key != nil {
+		fmt.Fprintf(&b, "| `%s`, `%s`, `%s` | |\n", ReproduceFile, SumsFile, SigFile)
+	} else {
+		fmt.Fprintf(&b, "| `%s`, `%s` | |\n", ReproduceFile, SumsFile)
+	}
 	if len(dropped) > 0 {
 		fmt.Fprintf(&b, "\nLeft out when publishing (`--drop`): %s.\n", strings.Join(dropped, ", "))
 	}

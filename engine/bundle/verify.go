@@ -25,7 +25,8 @@ var ErrChecksum = errors.New("checksum mismatch")
 // Problem is one file that does not match SHA256SUMS.
 type Problem struct {
 	Path string // slash-separated, relative to the bundle
-	// What is "changed" (the sha256 differs), "missing" or "not listed".
+	// What is "changed" (the sha256 differs), "missing", "not listed" or
+	// (SigFile) "not a regular file".
 	What string
 }
 
@@ -46,7 +47,8 @@ func (e *VerifyError) Error() string {
 func (e *VerifyError) Unwrap() error { return ErrChecksum }
 
 // Verify checks every file of the bundle dir against its SHA256SUMS (as
-// `sha256sum -c` does) and also reports files that are not listed. It
+// `sha256sum -c` does) and also reports files that are not listed but
+// SHA256SUMS and its signature SigFile (a regular file only). It
 // returns the number of files checked; the error is a *VerifyError, or
 // wraps ErrNotBundle, or says why SHA256SUMS cannot be read.
 func Verify(dir string) (int, error) {
@@ -79,7 +81,14 @@ func Verify(dir string) (int, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel != SumsFile && !listed[rel] {
+		switch {
+		case rel == SumsFile || listed[rel]:
+		case rel == SigFile && d.Type().IsRegular():
+			// The signature of SHA256SUMS cannot be listed in it;
+			// CheckSignature verifies it.
+		case rel == SigFile:
+			ve.Problems = append(ve.Problems, Problem{rel, "not a regular file"})
+		default:
 			ve.Problems = append(ve.Problems, Problem{rel, "not listed"})
 		}
 		return nil
