@@ -257,7 +257,7 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped []string, er
 }
 
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := openRegular(src)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 // ErrNotBundle is wrapped by Verify's error when dir has no SHA256SUMS.
@@ -66,9 +69,12 @@ func Verify(dir string) (int, error) {
 	for _, p := range paths {
 		listed[p] = true
 		got, _, err := hashFile(filepath.Join(dir, filepath.FromSlash(p)))
+		var nr *notRegularError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			ve.Problems = append(ve.Problems, Problem{p, "missing"})
+		case errors.As(err, &nr):
+			ve.Problems = append(ve.Problems, Problem{p, "is " + nr.kind + ", not a regular file"})
 		case err != nil:
 			return 0, fmt.Errorf("verifying %s: %w", dir, err)
 		case got != sums[p]:
@@ -111,7 +117,7 @@ func IsBundle(dir string) bool {
 // readSums parses SHA256SUMS: lines "<64 hex>  <path>" (or " *<path>",
 // sha256sum's binary mark).
 func readSums(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SumsFile))
+	b, err := readBundleFile(dir, SumsFile, pipeline.MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("verifying %s: %w (no %s)", dir, ErrNotBundle, SumsFile)
 	}
@@ -135,8 +141,43 @@ func readSums(dir string) (map[string]string, error) {
 	return sums, nil
 }
 
+// notRegularError is openRegular's refusal of a path that is not a
+// regular file.
+type notRegularError struct{ path, kind string }
+
+func (e *notRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file: refusing it", e.path, e.kind)
+}
+
+// openRegular opens p for reading only if it is a regular file: a
+// symlink, a FIFO, a device or a folder is refused without being opened
+// (Lstat), and what was opened is checked again (O_NOFOLLOW, O_NONBLOCK:
+// a FIFO put in its place does not block, then fstat refuses it).
+func openRegular(p string) (*os.File, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{p, fileKind(fi.Mode())}
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &notRegularError{p, fileKind(fi.Mode())}
+	}
+	return f, nil
+}
+
 func hashFile(p string) (sum string, n int64, err error) {
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return "", 0, err
 	}
