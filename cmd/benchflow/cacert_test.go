@@ -113,7 +113,7 @@ func TestApplyCACert(t *testing.T) {
 	}
 	before = hits.Load()
 	elsewhere := t.TempDir()
-	out, err = runBin(t, elsewhere, "reproduce", moved, "--out", "again", "-q")
+	out, err = runBin(t, elsewhere, "reproduce", moved, "--yes", "--out", "again", "-q")
 	if err != nil {
 		t.Fatalf("reproduce: %v\n%s", err, out)
 	}
