@@ -274,7 +274,8 @@ func TestReproducePlanJSON(t *testing.T) {
 }
 
 // TestReproduceRefuses: what the bundle may not decide or hide — a
-// grant (docker) not given, a pipeline whose sha256 is not the
+// grant not given (docker; host-network for a check of the host's
+// loopback or of another machine), a pipeline whose sha256 is not the
 // manifest's, an entry of SHA256SUMS that is not a regular file (FIFO,
 // symlink to /dev/zero, folder; none is opened, nothing hangs) — is
 // refused before anything runs; a bundle's output { dir } is ignored
@@ -319,6 +320,19 @@ service "web" {
 		out, err = runHome(t, work, home, "reproduce", d, "--allow", "dockr", "--plan")
 		if code := exitCode(err); code != 1 || !strings.Contains(out, `unknown grant "dockr"`) {
 			t.Errorf("--allow dockr: exit %d\n%s", code, out)
+		}
+	})
+
+	t.Run("a target on the host's loopback or outside", func(t *testing.T) {
+		for _, u := range []string{"http://127.0.0.1:1/", "http://localhost:9/x", "http://192.0.2.1/"} {
+			d := copyBundle()
+			rewritePipeline(t, d, string(src)+fmt.Sprintf("\nstep \"check\" \"host\" {\n  url = %q\n}\n", u), true)
+			work := t.TempDir()
+			out, err := runHome(t, work, home, "reproduce", d, "--yes", "--out", "again")
+			if code := exitCode(err); code != 1 || !strings.Contains(out, "--allow host-network") || !strings.Contains(out, "reaches "+u) {
+				t.Errorf("%s: exit %d, want 1 naming the grant and the target:\n%s", u, code, out)
+			}
+			nothingRan(u, work)
 		}
 	})
 

@@ -102,7 +102,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("  (none)\n")
 	}
 	for _, t := range p.Targets {
-		what := map[string]string{"service": "a service of this run", "loopback": "the run's own loopback", "outside": "OUTSIDE the sandbox: needs --allow host-network"}[t.Reach]
+		what := map[string]string{"service": "a service of this run", "loopback": "a service's port on the run's own loopback", "host-loopback": "this machine's loopback OUTSIDE the sandbox: needs --allow host-network", "outside": "OUTSIDE the sandbox: needs --allow host-network"}[t.Reach]
 		fmt.Fprintf(&b, "  %s  (%s)\n", t.URL, what)
 	}
 	b.WriteString("\nneeds beyond the sandbox\n")

@@ -99,9 +99,11 @@ type Step struct {
 // Target is one URL reached.
 type Target struct {
 	URL string `json:"url"`
-	// Reach is "service" (a service of this run), "loopback" (an
-	// address on the run's own loopback) or "outside" (anything else:
-	// only with the host-network grant).
+	// Reach is "service" (a service of this run), "loopback" (a port a
+	// service of this run is given by number, on the run's own
+	// loopback), "host-loopback" (another port on loopback: the host's
+	// own services, only with the host-network grant) or "outside"
+	// (anything else: only with the host-network grant).
 	Reach string `json:"reach"`
 }
 
@@ -135,13 +137,14 @@ func Inspect(pl *plan.Plan) *Plan {
 	svcIndex := map[string]int{}
 	stepIndex := map[string]int{}
 	targets := map[string]bool{}
+	fixed := map[string]bool{} // host ports the services are given by number
 	addTarget := func(u string) string {
 		u = redact.Default.String(u)
 		if !targets[u] {
 			targets[u] = true
-			t := Target{URL: u, Reach: reach(u)}
+			t := Target{URL: u, Reach: reach(u, fixed)}
 			out.Targets = append(out.Targets, t)
-			if t.Reach == "outside" {
+			if t.Reach == "outside" || t.Reach == "host-loopback" {
 				need(sandbox.GrantHostNetwork, "reaches "+u)
 			}
 		}
@@ -172,6 +175,11 @@ func Inspect(pl *plan.Plan) *Plan {
 				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
 			} else if wd, ok := sv.ProviderSettings["work_dir"].(string); ok && wd != "" {
 				sv.Dir = wd
+			}
+			for _, pc := range ps.Ports {
+				if pc.Host != "" && pc.Host != "auto" {
+					fixed[pc.Host] = true
+				}
 			}
 			for _, p := range ps.Spec.Ports {
 				txt := p.Name + " (a free loopback port)"
@@ -303,9 +311,10 @@ func (p *Plan) Grants() []sandbox.Grant {
 }
 
 // reach says where a URL goes: "service" when its host is a service's
-// placeholder, "loopback" for a loopback address (the sandbox's own),
+// placeholder, "loopback" for a loopback address at a port of fixed (the
+// sandbox's own loopback), "host-loopback" for another loopback port,
 // "outside" else.
-func reach(u string) string {
+func reach(u string, fixed map[string]bool) string {
 	if strings.Contains(u, "${service.") {
 		return "service"
 	}
@@ -314,13 +323,17 @@ func reach(u string) string {
 		return "outside"
 	}
 	h := pu.Hostname()
-	if h == "localhost" {
+	if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "outside"
+	}
+	port := pu.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
+	}
+	if fixed[port] {
 		return "loopback"
 	}
-	if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
-		return "loopback"
-	}
-	return "outside"
+	return "host-loopback"
 }
 
 func names(m map[string]string) []string {
