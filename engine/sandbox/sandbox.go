@@ -11,6 +11,14 @@
 // /proc, and the pids benchflow records must be the machine's. Nor the
 // cgroup namespace: /proc/PID/cgroup tells a container's processes.
 //
+// Running benchflow apply inside: it writes nothing outside its --out
+// folder but the tune journal, in the state folder (engine/tune.StateDir,
+// /var/lib/benchflow for root), and service folders in $TMPDIR (the
+// private /tmp, gone with the sandbox). Without GrantTune the caller sets
+// BENCHFLOW_STATE_DIR to a folder of the private /tmp (there is nothing to
+// restore); with it, it binds the machine's state folder in ReadWrite, so
+// that `benchflow gc` outside restores the sysctls of a killed run.
+//
 // docs/publishing.md#the-sandbox says what the sandbox does and does not
 // protect against.
 package sandbox
@@ -22,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +58,10 @@ const (
 	// GrantTune lets sysctls and the CPU frequency governor be written
 	// (/proc/sys and /sys/devices/system/cpu read-write) and adds
 	// CAP_SYS_NICE (negative nice, affinity of other users' processes).
+	// Without the host's network, net.* sysctls are the sandbox's own
+	// network namespace's. No CAP_SYS_ADMIN: root writes sysctls as the
+	// owner of /proc/sys's files, and with it the child could unmount
+	// what hides the home folders.
 	GrantTune Grant = "tune"
 	// GrantHostNetwork shares the host's network.
 	GrantHostNetwork Grant = "host-network"
@@ -83,8 +96,9 @@ type Spec struct {
 	ReadOnly []string
 	// Grants open what the reproduction needs beyond the sandbox.
 	Grants []Grant
-	// Env is the child's whole environment; the caller filters it. Nil
-	// is an empty environment, not the caller's.
+	// Env is the child's whole environment (and PWD, which bwrap sets
+	// to Dir); the caller filters it. Nil is an empty environment, not
+	// the caller's.
 	Env []string
 	// Dir is the working folder inside (default: /).
 	Dir string
@@ -96,9 +110,11 @@ var bwrapPath = "bwrap"
 // installHint ends every error saying bwrap cannot run.
 const installHint = "install bubblewrap (apt-get install bubblewrap), or run unconfined with --no-sandbox"
 
-// Available returns nil when bwrap runs here (it runs `bwrap --ro-bind / /
-// true`); else an error saying how to install it and that --no-sandbox
-// runs unconfined.
+// Available returns nil when bwrap runs here: it runs `bwrap --ro-bind /
+// / true`, then `true` in the default sandbox (an older bwrap without
+// --perms, or a container that forbids new namespaces, fails there);
+// else an error saying how to install it and that --no-sandbox runs
+// unconfined.
 func Available() error {
 	p, err := exec.LookPath(bwrapPath)
 	if err != nil {
@@ -106,17 +122,27 @@ func Available() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, p, "--ro-bind", "/", "/", "true")
-	cmd.Env = []string{}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	try := func(what string, args ...string) error {
+		cmd := exec.CommandContext(ctx, p, args...)
+		cmd.Env = []string{}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
 		msg := strings.TrimSpace(string(out))
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("sandbox: %s --ro-bind / / true failed: %s; %s", p, msg, installHint)
+		return fmt.Errorf("sandbox: %s %s failed: %s; %s", p, what, msg, installHint)
 	}
-	return nil
+	if err := try("--ro-bind / / true", "--ro-bind", "/", "/", "true"); err != nil {
+		return err
+	}
+	a, err := Spec{}.args()
+	if err != nil {
+		return err
+	}
+	return try("(the default sandbox) true", append(append(a, "--"), "true")...)
 }
 
 // Capabilities the child keeps; every other one is dropped. benchflow
@@ -331,9 +357,11 @@ func (s Spec) args() ([]string, error) {
 		a = append(a, "--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
 	}
 	a = append(a,
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/var/tmp",
-		"--tmpfs", "/dev/shm",
+		// World-writable and sticky, as on the machine: services that
+		// run as another user (www-data) write there too.
+		"--perms", "1777", "--tmpfs", "/tmp",
+		"--perms", "1777", "--tmpfs", "/var/tmp",
+		"--perms", "1777", "--tmpfs", "/dev/shm",
 		// Daemons' sockets live in /run (Docker's, D-Bus's, databases'):
 		// a private /run reaches none of them.
 		"--tmpfs", "/run",
@@ -346,9 +374,12 @@ func (s Spec) args() ([]string, error) {
 	if fi, err := os.Lstat("/var/lock"); err == nil && fi.IsDir() {
 		a = append(a, "--perms", "1777", "--tmpfs", "/var/lock")
 	}
+	// hidden are the tmpfs mounts over the machine's folders.
+	hidden := []string{"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/var/lock"}
 	for _, h := range s.homes() {
 		if isDir(h) {
 			a = append(a, "--tmpfs", h)
+			hidden = append(hidden, h)
 		}
 	}
 	for _, f := range hiddenFiles {
@@ -359,61 +390,102 @@ func (s Spec) args() ([]string, error) {
 	for _, d := range hiddenDirs {
 		if isDir(d) {
 			a = append(a, "--tmpfs", d)
+			hidden = append(hidden, d)
 		}
 	}
+	var grantBinds []bind
 	if s.hostNetwork() {
 		// /etc/resolv.conf may be a link into /run (systemd-resolved):
 		// keep the file it names readable.
 		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
-			a = append(a, "--ro-bind", r, r)
+			grantBinds = append(grantBinds, bind{r, r, false})
 		}
 	}
 	if s.has(GrantDocker) {
 		for _, p := range s.dockerSockets() {
 			if r, err := filepath.EvalSymlinks(p); err == nil {
-				a = append(a, "--bind", r, r)
+				grantBinds = append(grantBinds, bind{r, r, true})
 			}
 		}
 	}
 	if s.has(GrantK8s) {
 		for _, p := range s.kubeconfigs() {
-			if p == "" {
-				continue
-			}
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				a = append(a, "--ro-bind", r, r)
+			if r, err := filepath.EvalSymlinks(p); p != "" && err == nil {
+				grantBinds = append(grantBinds, bind{r, r, false})
 				if r != p {
-					a = append(a, "--ro-bind", r, p)
+					grantBinds = append(grantBinds, bind{r, p, false})
 				}
 			}
 		}
 	}
-	for _, b := range binds {
+	made := map[string]bool{}
+	var bound []string
+	for _, b := range append(grantBinds, binds...) {
+		// bwrap makes the folders leading to a mount point inside a
+		// tmpfs mode 0700, root's: a service running as www-data could
+		// not reach the run folder under /tmp. Make them with the
+		// machine's modes instead (0755 where the machine has none).
+		for _, anc := range ancestors(b.dst) {
+			if made[anc] || !within(anc, hidden) || within(anc, bound) || slices.Contains(hidden, anc) {
+				continue
+			}
+			mode := os.FileMode(0o755)
+			if fi, err := os.Stat(anc); err == nil && fi.IsDir() {
+				mode = fi.Mode().Perm() | fi.Mode()&os.ModeSticky
+			}
+			perm := mode.Perm()
+			if mode&os.ModeSticky != 0 {
+				perm |= 0o1000
+			}
+			a = append(a, "--perms", fmt.Sprintf("%04o", uint32(perm)), "--dir", anc)
+			made[anc] = true
+		}
 		if b.rw {
 			a = append(a, "--bind", b.src, b.dst)
 		} else {
 			a = append(a, "--ro-bind", b.src, b.dst)
 		}
+		bound = append(bound, b.dst)
 	}
 	dir := s.Dir
 	if dir == "" {
 		dir = "/"
 	}
 	a = append(a, "--chdir", dir, "--cap-drop", "ALL")
+	for _, c := range s.caps() {
+		a = append(a, "--cap-add", c)
+	}
+	return a, nil
+}
+
+// caps are the capabilities the child keeps: keptCaps, CAP_SYS_NICE with
+// GrantTune, and of those only the ones in this process's bounding set —
+// bwrap 0.8 asked for one outside it (a container without
+// CAP_SYS_RESOURCE) keeps them all.
+func (s Spec) caps() []string {
 	caps := append([]string(nil), keptCaps...)
 	if s.has(GrantTune) {
 		caps = append(caps, "CAP_SYS_NICE")
 	}
 	bnd := boundingSet()
+	var kept []string
 	for _, c := range caps {
-		// bwrap 0.8 asked for a capability outside the bounding set
-		// (a container without CAP_SYS_RESOURCE) keeps them all: ask
-		// only for those the machine can give.
 		if bnd&(1<<capNumbers[c]) != 0 {
-			a = append(a, "--cap-add", c)
+			kept = append(kept, c)
 		}
 	}
-	return a, nil
+	return kept
+}
+
+// capWords say what each kept capability lets the child do, for Describe.
+var capWords = map[string]string{
+	"CAP_SETUID":           "switch user",
+	"CAP_SETGID":           "switch group",
+	"CAP_CHOWN":            "chown",
+	"CAP_KILL":             "signal any process",
+	"CAP_NET_BIND_SERVICE": "bind ports below 1024",
+	"CAP_SYS_RESOURCE":     "raise rlimits",
+	"CAP_SYS_NICE":         "nice and affinity of any process",
 }
 
 // capNumbers are the kept capabilities' numbers (linux/capability.h).
@@ -443,6 +515,15 @@ func boundingSet() uint64 {
 	return 0
 }
 
+// ancestors lists p's parent folders, outermost first, without "/".
+func ancestors(p string) []string {
+	var as []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		as = append([]string{d}, as...)
+	}
+	return as
+}
+
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
@@ -452,7 +533,9 @@ func isDir(p string) bool {
 // s.Env; the caller sets Stdin, Stdout and Stderr. When ctx is done the
 // command is sent SIGTERM (it runs in a session of its own, so a
 // terminal's Ctrl-C does not reach it), and killed with everything
-// bwrap started WaitDelay (default 30s) later.
+// bwrap started WaitDelay (default 30s) later. bwrap is killed when the
+// thread that started it exits (Pdeathsig): start it from a goroutine
+// that is not locked to its thread (runtime.LockOSThread).
 func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")
@@ -468,8 +551,8 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	a = append(append(a, "--"), argv...)
 	cmd := exec.CommandContext(ctx, p, a...)
 	cmd.Env = append([]string{}, s.Env...)
-	// bwrap dies with the caller's thread's process; its --die-with-parent
-	// passes that on to the command.
+	// bwrap is killed when its parent (this process) dies, and
+	// --die-with-parent passes that on to the command.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 30 * time.Second
 	cmd.Cancel = func() error {
@@ -540,7 +623,7 @@ func (s Spec) Describe() []string {
 		d = append(d, "network: its own loopback only (127.0.0.1 inside); the machine's local services, the LAN and the internet are not reachable")
 	}
 	if s.has(GrantDocker) {
-		d = append(d, "docker (granted): the Docker socket "+strings.Join(s.dockerSockets(), ", ")+" is reachable; it is root on this machine (a container may mount any folder and run privileged)")
+		d = append(d, "docker (granted): the Docker socket ("+s.dockerSockets()[0]+") is reachable; it is root on this machine (a container may mount any folder and run privileged)")
 	} else {
 		d = append(d, "docker: the Docker socket and other daemons' sockets in /run are not reachable")
 	}
@@ -550,14 +633,20 @@ func (s Spec) Describe() []string {
 	if s.has(GrantNomad) {
 		d = append(d, "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens")
 	}
-	caps := "setuid/setgid/chown, kill, bind ports below 1024, raise rlimits"
+	var words []string
+	for _, c := range s.caps() {
+		words = append(words, capWords[c])
+	}
+	caps := "none"
+	if len(words) > 0 {
+		caps = strings.Join(words, ", ")
+	}
 	if s.has(GrantTune) {
 		net := "net.* sysctls apply to its own network namespace only"
 		if s.hostNetwork() {
 			net = "net.* sysctls apply to the host's network"
 		}
 		d = append(d, "tune (granted): sysctls (/proc/sys) and the CPU frequency governor are writable machine-wide ("+net+"); nice and CPU affinity of any process")
-		caps += ", nice"
 	} else {
 		d = append(d, "sysctls: read-only")
 	}

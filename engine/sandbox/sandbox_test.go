@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -166,14 +167,15 @@ func TestReadOnlyRoot(t *testing.T) {
 	if code == 0 {
 		t.Errorf("remounting or unmounting worked inside: %q", out)
 	}
-	// Writing a sysctl fails (tried on a net.* one: in the sandbox's own
-	// network namespace, so even a failing test leaves the machine's).
-	out, code = run(t, Spec{}, "echo 129 > /proc/sys/net/core/somaxconn")
+	// Writing a sysctl fails (tried on a net.* one, in the sandbox's own
+	// network namespace, with the value it has: even a failing test
+	// changes nothing).
+	out, code = run(t, Spec{}, "v=$(cat /proc/sys/net/core/somaxconn) && echo $v > /proc/sys/net/core/somaxconn")
 	if code == 0 || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("writing a sysctl: exit %d %q, want a read-only file system", code, out)
 	}
-	out, code = run(t, Spec{}, "touch /tmp/x /var/tmp/x /dev/shm/x /run/x /run/lock/x && echo ok")
-	if code != 0 || out != "ok\n" {
+	out, code = run(t, Spec{}, "touch /tmp/x /var/tmp/x /dev/shm/x /run/x /run/lock/x && stat -c %a /tmp /var/tmp /dev/shm /run/lock")
+	if code != 0 || out != "1777\n1777\n1777\n1777\n" {
 		t.Errorf("the private temporary folders: exit %d %q", code, out)
 	}
 	out, _ = run(t, Spec{}, "head -c 1 /etc/shadow 2>/dev/null | wc -c")
@@ -195,8 +197,10 @@ func TestReadWriteAndReadOnly(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(bundle, "pipeline.hcl"), []byte("x"), 0o644)
 	s := Spec{ReadWrite: []string{out}, ReadOnly: []string{bundle}, Dir: out}
-	got, code := run(t, s, `echo inside > result && cat bundle/pipeline.hcl && ! touch bundle/y 2>/dev/null && pwd`)
-	if code != 0 || got != "x"+out+"\n" {
+	got, code := run(t, s, `echo inside > result && cat bundle/pipeline.hcl && ! touch bundle/y 2>/dev/null && pwd && stat -c %a ..`)
+	// The folder leading to it keeps the machine's mode (t.TempDir's
+	// parent: 0700).
+	if code != 0 || got != "x"+out+"\n700\n" {
 		t.Errorf("exit %d, output %q", code, got)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "inside\n" {
@@ -455,6 +459,7 @@ func TestDescribe(t *testing.T) {
 		"sysctls: read-only",
 		"visible in /proc",
 		"not limited: CPU, memory",
+		"capabilities: only switch user, switch group, chown, signal any process, bind ports below 1024",
 	} {
 		if !strings.Contains(base, w) {
 			t.Errorf("default Describe lacks %q:\n%s", w, base)
@@ -476,6 +481,10 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("%s: Describe lacks %q:\n%s", c.g, w, d)
 			}
 		}
+	}
+	// A capability the machine cannot give is not claimed.
+	if boundingSet()&(1<<24) == 0 && strings.Contains(base, "raise rlimits") {
+		t.Errorf("CAP_SYS_RESOURCE is not in the bounding set, yet:\n%s", base)
 	}
 	d := strings.Join(Spec{Grants: []Grant{GrantTune, GrantHostNetwork}}.Describe(), "\n")
 	if !strings.Contains(d, "net.* sysctls apply to the host's network") {
@@ -506,5 +515,181 @@ func TestArgsOrder(t *testing.T) {
 	}
 	if !strings.Contains(s, "--unshare-net") || strings.Contains(s, "--unshare-pid") || !strings.Contains(s, "--cap-drop ALL") {
 		t.Errorf("namespaces or capabilities: %s", s)
+	}
+}
+
+// benchflowBin is the real binary (make build), or the test skips.
+func benchflowBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("BENCHFLOW_BIN")
+	if bin == "" {
+		bin = "../../bin/benchflow"
+	}
+	abs, err := filepath.Abs(bin)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		t.Skipf("no benchflow binary (%v): run make build or set BENCHFLOW_BIN", err)
+	}
+	return abs
+}
+
+// TestNginxInside: Debian's nginx starts inside as root, its workers
+// switch to www-data, it serves on port 80 of the sandbox's own loopback,
+// and benchflow load inside reaches it (200 requests, all 200 OK).
+func TestNginxInside(t *testing.T) {
+	needBwrap(t)
+	bin := benchflowBin(t)
+	if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+		t.Skip("no /usr/sbin/nginx (apt-get install nginx)")
+	}
+	d := t.TempDir()
+	// The workers (www-data) read the document root: the folders on its
+	// way keep their modes inside.
+	os.Chmod(filepath.Dir(d), 0o755)
+	os.Chmod(d, 0o755)
+	www := filepath.Join(d, "www")
+	os.Mkdir(www, 0o755)
+	os.WriteFile(filepath.Join(www, "index.html"), []byte("hello\n"), 0o644)
+	conf := `user www-data;
+worker_processes 2;
+pid D/nginx.pid;
+error_log D/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path D/body;
+  proxy_temp_path D/proxy;
+  fastcgi_temp_path D/fastcgi;
+  uwsgi_temp_path D/uwsgi;
+  scgi_temp_path D/scgi;
+  server { listen 127.0.0.1:80; root D/www; }
+}
+`
+	os.WriteFile(filepath.Join(d, "nginx.conf"), []byte(strings.ReplaceAll(conf, "D/", d+"/")), 0o644)
+	script := `/usr/sbin/nginx -e ` + d + `/startup.log -p ` + d + ` -c ` + d + `/nginx.conf -g 'daemon off;' & np=$!
+for i in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/80) 2>/dev/null && break; sleep 0.02; done
+ps -o user= --ppid $np | sort -u
+` + bin + ` load --json -c 2 -n 200 http://127.0.0.1:80/index.html > ` + d + `/load.json; rc=$?
+kill -QUIT $np; wait $np; echo nginx exit $?
+exit $rc`
+	out, code := run(t, Spec{ReadWrite: []string{d}, ReadOnly: []string{bin}}, script)
+	logs, _ := os.ReadFile(filepath.Join(d, "error.log"))
+	if code != 0 || out != "www-data\nnginx exit 0\n" {
+		t.Fatalf("exit %d, output %q\nnginx's log:\n%s", code, out, logs)
+	}
+	var j struct {
+		Requests int64            `json:"requests"`
+		Status   map[string]int64 `json:"status"`
+	}
+	b, _ := os.ReadFile(filepath.Join(d, "load.json"))
+	if err := json.Unmarshal(b, &j); err != nil || j.Requests != 200 || j.Status["200"] != 200 {
+		t.Errorf("load inside: %v %s", err, b)
+	}
+}
+
+// TestApplyInside: the quickstart runs to completion in the sandbox, its
+// results in the read-write folder; the state folder is the private /tmp
+// (no tune step: nothing to restore after the run). The verdict's machine
+// accounting reads the whole machine's /proc.
+func TestApplyInside(t *testing.T) {
+	needBwrap(t)
+	bin := benchflowBin(t)
+	pipeline, err := filepath.Abs("../../pipelines/quickstart.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	env := append(append([]string{}, baseEnv...), "BENCHFLOW_STATE_DIR=/tmp/benchflow-state")
+	s := Spec{ReadWrite: []string{out}, ReadOnly: []string{bin, filepath.Dir(pipeline)}, Env: env, Dir: out}
+	got, code := run(t, s, bin+" apply "+pipeline+" --var duration=1s --var connections=4 --out "+out+" -q")
+	if code != 0 {
+		t.Fatalf("apply inside: exit %d\n%s", code, got)
+	}
+	var m struct {
+		Status string `json:"status"`
+		Trials []struct {
+			Status string `json:"status"`
+		} `json:"trials"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "latest", "manifest.json"))
+	if err != nil {
+		t.Fatalf("no manifest in %s: %v\n%s", out, err, got)
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Status != "ok" || len(m.Trials) != 12 {
+		t.Errorf("manifest: %v status %q, %d trials", err, m.Status, len(m.Trials))
+	}
+	for _, f := range []string{"trials.parquet", "processes.parquet"} {
+		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestK8sGrant: the kubeconfig, hidden with the home folders, is readable
+// with the k8s grant only, at the path $KUBECONFIG names.
+func TestK8sGrant(t *testing.T) {
+	needBwrap(t)
+	home := os.Getenv("HOME")
+	if !isDir(home) || home == "/" {
+		t.Skip("no HOME")
+	}
+	d, err := os.MkdirTemp(home, ".sandbox-kube-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	kc := filepath.Join(d, "config")
+	os.WriteFile(kc, []byte("apiVersion: v1\n"), 0o600)
+	env := append(append([]string{}, baseEnv...), "KUBECONFIG="+kc)
+	if out, code := run(t, Spec{Env: env}, "cat $KUBECONFIG"); code == 0 {
+		t.Errorf("the kubeconfig readable without the grant: %q", out)
+	}
+	if out, code := run(t, Spec{Env: env, Grants: []Grant{GrantK8s}}, "cat $KUBECONFIG; ls -A "+d); code != 0 || out != "apiVersion: v1\nconfig\n" {
+		t.Errorf("with the k8s grant: exit %d %q", code, out)
+	}
+}
+
+// TestEnvIsWhole: the child's environment is Spec.Env and PWD, none of
+// the caller's when it is nil.
+func TestEnvIsWhole(t *testing.T) {
+	needBwrap(t)
+	t.Setenv("SANDBOX_SECRET", "leak")
+	for _, env := range [][]string{nil, {"A=1"}} {
+		cmd, err := Spec{Env: env}.Command(context.Background(), []string{"/usr/bin/env"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.Output()
+		// bwrap sets PWD to the working folder.
+		want := strings.Join(append(append([]string{}, env...), "PWD=/"), "\n") + "\n"
+		if err != nil || string(out) != want {
+			t.Errorf("Env %q: %v, the child's environment %q", env, err, out)
+		}
+	}
+}
+
+// TestAvailableExplains: without a working bwrap, Available and Command
+// say how to install it and that --no-sandbox runs unconfined.
+func TestAvailableExplains(t *testing.T) {
+	defer func(p string) { bwrapPath = p }(bwrapPath)
+	for _, p := range []string{"bwrap-not-installed-here", "false"} {
+		bwrapPath = p
+		err := Available()
+		if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") || !strings.Contains(err.Error(), "--no-sandbox") {
+			t.Errorf("bwrap %q: Available() = %v", p, err)
+		}
+	}
+	// An old bwrap runs the simple test but not the sandbox's options.
+	old := filepath.Join(t.TempDir(), "bwrap")
+	os.WriteFile(old, []byte("#!/bin/sh\n[ \"$1\" = --ro-bind ] && exit 0\necho 'bwrap: Unknown option --perms' >&2\nexit 1\n"), 0o755)
+	bwrapPath = old
+	if err := Available(); err == nil || !strings.Contains(err.Error(), "(the default sandbox) true failed: bwrap: Unknown option --perms") || !strings.Contains(err.Error(), "--no-sandbox") {
+		t.Errorf("an old bwrap: Available() = %v", err)
+	}
+	bwrapPath = "bwrap-not-installed-here"
+	if _, err := (Spec{}).Command(context.Background(), []string{"true"}); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("Command without bwrap: %v", err)
 	}
 }
