@@ -192,7 +192,7 @@ with --exit-on none 0 otherwise.`,
 			checks = append(checks, trust.Check{Name: "pipeline", OK: true, Detail: fmt.Sprintf("%s has the sha256 manifest.json records (%.12s…)", bundle.PipelineFile(m), m.Pipeline.SHA256)})
 
 			if out == "" {
-				out = "reproduce-" + safeName(pl.Pipeline.Name)
+				out = bundle.ReproduceDir(pl.Pipeline.Name)
 			}
 			absOut, err := filepath.Abs(out)
 			if err != nil {
@@ -485,20 +485,6 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 		after = filepath.Join(out, after)
 	}
 	return after, runErr
-}
-
-// safeName keeps a pipeline's name usable as a folder name.
-func safeName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '-'
-		}
-	}
-	if len(b) == 0 || b[0] == '.' {
-		return "bundle" + string(b)
-	}
-	return string(b)
 }
 
 func orDash(s string) string {

@@ -334,6 +334,13 @@ service "web" {
 			}
 			nothingRan(u, work)
 		}
+		// A service's own port on loopback is the run's: no grant.
+		d := copyBundle()
+		rewritePipeline(t, d, string(src)+"\nstep \"check\" \"port\" {\n  url = \"http://127.0.0.1:${service.web.port}/\"\n}\n", true)
+		out, err := runHome(t, t.TempDir(), home, "reproduce", d, "--plan")
+		if err != nil || !strings.Contains(out, "needs beyond the sandbox\n  nothing") || !strings.Contains(out, "http://127.0.0.1:0/  (a service of this run)") {
+			t.Errorf("a check of service.web.port: %v\n%s", err, out)
+		}
 	})
 
 	t.Run("pipeline sha256 not the manifest's", func(t *testing.T) {

@@ -99,7 +99,8 @@ type Step struct {
 // Target is one URL reached.
 type Target struct {
 	URL string `json:"url"`
-	// Reach is "service" (a service of this run), "loopback" (a port a
+	// Reach is "service" (a service of this run: its url, or a loopback
+	// address at service.NAME.port, 0 in the plan), "loopback" (a port a
 	// service of this run is given by number, on the run's own
 	// loopback), "host-loopback" (another port on loopback: the host's
 	// own services, only with the host-network grant) or "outside"
@@ -329,6 +330,10 @@ func reach(u string, fixed map[string]bool) string {
 	port := pu.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
+	}
+	if port == "0" {
+		// service.NAME.port(s) before provisioning: a service's port.
+		return "service"
 	}
 	if fixed[port] {
 		return "loopback"
