@@ -416,3 +416,60 @@ func TestReproduceQuickstartConfined(t *testing.T) {
 		}
 	}
 }
+
+// TestReproduceInterrupt: SIGINT to reproduce reaches the confined run,
+// which stops its trial and tears down: reproduce exits 130, the service
+// is gone and the run is marked interrupted.
+func TestReproduceInterrupt(t *testing.T) {
+	size := fmt.Sprintf("%d", 5000+time.Now().UnixNano()%1000)
+	b := publishStudy(t, fmt.Sprintf(`
+pipeline "stoppable" {}
+variable "duration" { default = "300ms" }
+service "web" {
+  command = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}", "--size", "%s"]
+  port "http" {}
+  health { http = "/" }
+}
+step "load" "main" {
+  target      = service.web.url
+  connections = 1
+  threads     = 1
+  duration    = var.duration
+}
+`, size))
+	work := t.TempDir()
+	cmd := exec.Command(bin, "reproduce", b, "--yes", "--var", "duration=60s", "--out", "again", "-q")
+	cmd.Dir, cmd.Env = work, append(os.Environ(), "HOME="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for len(servePIDs("--size "+size)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(servePIDs("--size "+size)) == 0 {
+		t.Fatal("the confined service never started")
+	}
+	time.Sleep(time.Second) // into the load
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("reproduce did not end within 60s of SIGINT")
+	}
+	if code := exitCode(werr); code != 130 {
+		t.Errorf("exit %d (%v), want 130", code, werr)
+	}
+	if left := servePIDs("--size " + size); len(left) > 0 {
+		t.Errorf("processes still alive after SIGINT: %v", left)
+	}
+	if m := readManifest(t, filepath.Join(work, "again", "latest")); m.Status != "interrupted" {
+		t.Errorf("run status %q, want interrupted", m.Status)
+	}
+}
