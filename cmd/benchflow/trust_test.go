@@ -205,6 +205,31 @@ func TestReproduceAsksAndConfines(t *testing.T) {
 	}
 }
 
+// TestReproduceNoSandbox: --no-sandbox still prints the plan (saying it
+// runs unconfined) and needs consent, then runs as the user: the marker is
+// in $HOME.
+func TestReproduceNoSandbox(t *testing.T) {
+	b := publishStudy(t, trustStudy)
+	home, work := t.TempDir(), t.TempDir()
+	out, err := runHome(t, work, home, "reproduce", b, "--no-sandbox", "--out", "again")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "NONE (--no-sandbox)") || !strings.Contains(out, "pass --yes") {
+		t.Fatalf("--no-sandbox without --yes: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "marker")); err == nil {
+		t.Fatal("--no-sandbox without --yes ran the service")
+	}
+	out, err = runHome(t, work, home, "reproduce", b, "--no-sandbox", "--yes", "--out", "again", "-q")
+	if err != nil {
+		t.Fatalf("--no-sandbox --yes: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "marker")); err != nil {
+		t.Errorf("unconfined, the service's marker is not in $HOME: %v", err)
+	}
+	if out, err := runHome(t, work, home, "reproduce", b, "--no-sandbox", "--allow", "docker", "--plan"); exitCode(err) != 1 || !strings.Contains(out, "cannot be used together") {
+		t.Errorf("--no-sandbox --allow: %v\n%s", err, out)
+	}
+}
+
 // TestReproducePlanJSON: --plan --json (and --format json with --plan)
 // prints the documented shape and runs nothing.
 func TestReproducePlanJSON(t *testing.T) {
@@ -341,6 +366,17 @@ service "web" {
 		if err != nil || !strings.Contains(out, "needs beyond the sandbox\n  nothing") || !strings.Contains(out, "http://127.0.0.1:0/  (a service of this run)") {
 			t.Errorf("a check of service.web.port: %v\n%s", err, out)
 		}
+	})
+
+	t.Run("no bwrap", func(t *testing.T) {
+		work := t.TempDir()
+		cmd := exec.Command(bin, "reproduce", b, "--yes", "--out", "again")
+		cmd.Dir, cmd.Env = work, append(os.Environ(), "HOME="+home, "PATH="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if code := exitCode(err); code != 1 || !strings.Contains(string(out), "bwrap not found") || !strings.Contains(string(out), "--no-sandbox") || !strings.Contains(string(out), "nothing ran") {
+			t.Errorf("exit %d, want 1 saying how to install bwrap:\n%s", code, out)
+		}
+		nothingRan("no bwrap", work)
 	})
 
 	t.Run("pipeline sha256 not the manifest's", func(t *testing.T) {
