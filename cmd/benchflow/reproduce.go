@@ -362,6 +362,11 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
 	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state}
+	if has(sandbox.GrantDocker) || has(sandbox.GrantK8s) || has(sandbox.GrantNomad) {
+		// A daemon outside the sandbox (dockerd) mounts the services'
+		// files by their host path: they cannot be in the private /tmp.
+		s.Env = append(s.Env, "BENCHFLOW_TMPDIR="+servicesDir(out))
+	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		keep := false
@@ -390,6 +395,10 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 	return s
 }
 
+// servicesDir is where the services' files are rendered when a daemon
+// outside the sandbox reads them: a folder of the run's --out.
+func servicesDir(out string) string { return filepath.Join(out, ".benchflow-services") }
+
 // applyConfined runs `benchflow apply FILE --out OUT …` in the sandbox
 // spec, forwarding Ctrl-C and SIGTERM (the first stops the run and waits
 // for its teardown, a second forces it, as apply does), and returns the
@@ -406,6 +415,16 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	for _, d := range spec.ReadWrite[1:] {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return "", &exitError{code: 1, err: err}
+		}
+	}
+	for _, kv := range spec.Env {
+		if d, ok := strings.CutPrefix(kv, "BENCHFLOW_TMPDIR="); ok {
+			if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return "", &exitError{code: 1, err: err}
+			}
+			// Emptied by the run's teardown (gc removes what a killed
+			// run left); only an empty folder is removed.
+			defer os.Remove(d)
 		}
 	}
 	argv := []string{exe, "apply", file, "--out", out}
