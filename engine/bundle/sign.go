@@ -34,6 +34,17 @@ const SigNamespace = "benchflow-bundle"
 // that does not verify or whose key is not an allowed signer.
 var ErrSignature = errors.New("bad signature")
 
+// signatureError is a refused signature: its message says why, and it
+// wraps ErrSignature.
+type signatureError struct{ msg string }
+
+func (e *signatureError) Error() string { return e.msg }
+func (e *signatureError) Unwrap() error { return ErrSignature }
+
+func refuse(dir, format string, args ...any) error {
+	return &signatureError{fmt.Sprintf("checking the signature of %s: ", dir) + fmt.Sprintf(format, args...)}
+}
+
 // maxSigBytes bounds what is read of SigFile: an armored signature by a
 // 16384-bit RSA key is about 6 KiB.
 const maxSigBytes = 64 << 10
@@ -115,25 +126,26 @@ func LoadSigningKey(keyPath string) (*SigningKey, error) {
 		if pass.PublicKey == nil {
 			return nil, fmt.Errorf("signing key %s %s: add it to ssh-agent (ssh-add %s) and give its .pub file, or use a key without a passphrase", keyPath, why, keyPath)
 		}
-		return fromAgent(keyPath, pass.PublicKey, why)
+		return fromAgent(keyPath, pass.PublicKey, why, "or use a key without a passphrase")
 	}
 	if pub, _, _, _, perr := ssh.ParseAuthorizedKey(b); perr == nil {
-		return fromAgent(keyPath, pub, "is a public key")
+		return fromAgent(keyPath, pub, "is a public key", "or give the private key's file")
 	}
 	return nil, fmt.Errorf("signing key %s: not an SSH private key (as ssh-keygen writes it): %v", keyPath, err)
 }
 
 // fromAgent finds the key pub in ssh-agent; why says why it is looked for
-// there (the key file's passphrase, or that it is a public key).
-func fromAgent(keyPath string, pub ssh.PublicKey, why string) (*SigningKey, error) {
+// there (the key file's passphrase, or that it is a public key), other
+// what else to do.
+func fromAgent(keyPath string, pub ssh.PublicKey, why, other string) (*SigningKey, error) {
 	fp := ssh.FingerprintSHA256(pub)
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
-		return nil, fmt.Errorf("signing key %s %s and no ssh-agent runs (SSH_AUTH_SOCK is not set): start one and ssh-add the key, or use a key without a passphrase", keyPath, why)
+		return nil, fmt.Errorf("signing key %s %s and no ssh-agent runs (SSH_AUTH_SOCK is not set): start one and ssh-add the key, %s", keyPath, why, other)
 	}
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("signing key %s %s, and ssh-agent at SSH_AUTH_SOCK=%s does not answer: %v", keyPath, why, sock, err)
+		return nil, fmt.Errorf("signing key %s %s, and ssh-agent at SSH_AUTH_SOCK=%s does not answer: %v (%s)", keyPath, why, sock, err, strings.TrimPrefix(other, "or "))
 	}
 	signers, err := agent.NewClient(conn).Signers()
 	if err != nil {
@@ -146,7 +158,7 @@ func fromAgent(keyPath string, pub ssh.PublicKey, why string) (*SigningKey, erro
 		}
 	}
 	conn.Close()
-	return nil, fmt.Errorf("signing key %s %s, and ssh-agent does not hold it (%s %s): ssh-add it, or use a key without a passphrase", keyPath, why, pub.Type(), fp)
+	return nil, fmt.Errorf("signing key %s %s, and ssh-agent does not hold it (%s %s): ssh-add it, %s", keyPath, why, pub.Type(), fp, other)
 }
 
 // sign writes dir's SigFile: the signature of its SHA256SUMS, through a
@@ -205,26 +217,26 @@ func CheckSignature(dir, allowedSigners string) (Signature, error) {
 		return s, fmt.Errorf("checking the signature of %s: %w", dir, err)
 	}
 	if !bytes.Contains(b, []byte("-----BEGIN "+sshsig.PEMType+"-----")) {
-		return s, fmt.Errorf("checking the signature of %s: %s is not an SSH signature (no -----BEGIN %s----- line, as ssh-keygen -Y sign writes): %w", dir, SigFile, sshsig.PEMType, ErrSignature)
+		return s, refuse(dir, "%s is not an SSH signature (no -----BEGIN %s----- line, as ssh-keygen -Y sign writes)", SigFile, sshsig.PEMType)
 	}
 	sig, err := sshsig.Unarmor(b)
 	if err != nil {
-		return s, fmt.Errorf("checking the signature of %s: %s is not a valid SSH signature: %v: %w", dir, SigFile, err, ErrSignature)
+		return s, refuse(dir, "%s is not a valid SSH signature: %v", SigFile, err)
 	}
 	pub := sig.PublicKey
 	s.KeyType, s.Fingerprint = pub.Type(), ssh.FingerprintSHA256(pub)
 	if _, ok := pub.(*ssh.Certificate); ok {
-		return s, fmt.Errorf("checking the signature of %s: %s was made with an SSH certificate (%s), which benchflow does not check: sign with a plain key: %w", dir, SigFile, s.Fingerprint, ErrSignature)
+		return s, refuse(dir, "%s was made with an SSH certificate (%s), which benchflow does not check: sign with a plain key", SigFile, s.Fingerprint)
 	}
 	if sig.Namespace != SigNamespace {
-		return s, fmt.Errorf("checking the signature of %s: %s was made for namespace %q, not %q (it signs something other than a bundle): %w", dir, SigFile, sig.Namespace, SigNamespace, ErrSignature)
+		return s, refuse(dir, "%s was made for namespace %q, not %q (it signs something other than a bundle)", SigFile, sig.Namespace, SigNamespace)
 	}
 	sums, err := readBundleFile(dir, SumsFile, pipeline.MaxFileSize)
 	if err != nil {
 		return s, fmt.Errorf("checking the signature of %s: %w", dir, err)
 	}
 	if err := sshsig.Verify(bytes.NewReader(sums), sig, pub, sig.HashAlgorithm, SigNamespace); err != nil {
-		return s, fmt.Errorf("checking the signature of %s: %s does not verify with its key %s %s (%v): %s or %s changed after signing: %w", dir, SigFile, s.KeyType, s.Fingerprint, err, SumsFile, SigFile, ErrSignature)
+		return s, refuse(dir, "%s does not verify with its key %s %s (%v): %s or %s changed after signing", SigFile, s.KeyType, s.Fingerprint, err, SumsFile, SigFile)
 	}
 	if allowedSigners == "" {
 		return s, nil
@@ -235,11 +247,11 @@ func CheckSignature(dir, allowedSigners string) (Signature, error) {
 	}
 	principal, why := allowed(signers, pub, SigNamespace, time.Now())
 	if principal == "" {
-		msg := fmt.Sprintf("checking the signature of %s: it is signed by %s %s, which %s does not list as an allowed signer for namespace %q", dir, s.KeyType, s.Fingerprint, allowedSigners, SigNamespace)
+		msg := fmt.Sprintf("it is signed by %s %s, which %s does not list as an allowed signer for namespace %q", s.KeyType, s.Fingerprint, allowedSigners, SigNamespace)
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, "; ") + ")"
 		}
-		return s, fmt.Errorf("%s: %w", msg, ErrSignature)
+		return s, refuse(dir, "%s", msg)
 	}
 	s.Principal, s.Checked = principal, true
 	return s, nil

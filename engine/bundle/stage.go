@@ -141,7 +141,11 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 	fmt.Fprintf(&b, "This folder is run `%s` of the pipeline `%s` (`%s`, sha256 `%.12s…`), run with benchflow %s from %s to %s, status %s, published as a self-contained bundle: the pipeline and every file it read, the variables, the environment it ran on, the tables, the report and the checksums.\n\n",
 		m.RunID, p.Name, p.File, p.SHA256, orQ(m.BenchflowVersion), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), m.Status)
 	b.WriteString("## 1. Check it\n\n")
-	b.WriteString("Every file but `SHA256SUMS` is listed in it:\n\n")
+	if key != nil {
+		fmt.Fprintf(&b, "Every file but `SHA256SUMS` and its signature `%s` is listed in it:\n\n", SigFile)
+	} else {
+		b.WriteString("Every file but `SHA256SUMS` is listed in it:\n\n")
+	}
 	fmt.Fprintf(&b, "    cd %s && sha256sum -c SHA256SUMS\n\n", shellQuote(name))
 	b.WriteString("`benchflow reproduce` runs the same check first and refuses a bundle that differs, naming the file.\n\n")
 	if key != nil {
