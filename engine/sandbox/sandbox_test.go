@@ -366,7 +366,7 @@ func TestProcIsTheMachines(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	needBwrap(t)
 	if os.Geteuid() != 0 {
-		t.Skip("not root: bwrap adds no capabilities")
+		t.Skip("not root: bwrap runs in a user namespace, whose capabilities are not the machine's")
 	}
 	// setuid 7, setgid 6, chown 0, kill 5, net_bind_service 10, sys_resource 24
 	// (only those in the bounding set: a container may lack some)
@@ -552,7 +552,7 @@ func TestNginxInside(t *testing.T) {
 	www := filepath.Join(d, "www")
 	os.Mkdir(www, 0o755)
 	os.WriteFile(filepath.Join(www, "index.html"), []byte("hello\n"), 0o644)
-	conf := `user www-data;
+	conf := `USER
 worker_processes 2;
 pid D/nginx.pid;
 error_log D/error.log;
@@ -564,19 +564,26 @@ http {
   fastcgi_temp_path D/fastcgi;
   uwsgi_temp_path D/uwsgi;
   scgi_temp_path D/scgi;
-  server { listen 127.0.0.1:80; root D/www; }
+  server { listen 127.0.0.1:PORT; root D/www; }
 }
 `
-	os.WriteFile(filepath.Join(d, "nginx.conf"), []byte(strings.ReplaceAll(conf, "D/", d+"/")), 0o644)
+	// As root: port 80 (CAP_NET_BIND_SERVICE) and workers as www-data
+	// (CAP_SETUID); otherwise nginx runs as the caller, on port 8080.
+	port, user, directive := "80", "www-data", "user www-data;"
+	if os.Geteuid() != 0 {
+		port, user, directive = "8080", strings.TrimSpace(mustOutput(t, "id", "-un")), ""
+	}
+	conf = strings.NewReplacer("D/", d+"/", "PORT", port, "USER", directive).Replace(conf)
+	os.WriteFile(filepath.Join(d, "nginx.conf"), []byte(conf), 0o644)
 	script := `/usr/sbin/nginx -e ` + d + `/startup.log -p ` + d + ` -c ` + d + `/nginx.conf -g 'daemon off;' & np=$!
-for i in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/80) 2>/dev/null && break; sleep 0.02; done
+for i in $(seq 500); do (exec 3<>/dev/tcp/127.0.0.1/` + port + `) 2>/dev/null && break; sleep 0.02; done
 ps -o user= --ppid $np | sort -u
-` + bin + ` load --json -c 2 -n 200 http://127.0.0.1:80/index.html > ` + d + `/load.json; rc=$?
+` + bin + ` load --json -c 2 -n 200 http://127.0.0.1:` + port + `/index.html > ` + d + `/load.json; rc=$?
 kill -QUIT $np; wait $np; echo nginx exit $?
 exit $rc`
 	out, code := run(t, Spec{ReadWrite: []string{d}, ReadOnly: []string{bin}}, script)
 	logs, _ := os.ReadFile(filepath.Join(d, "error.log"))
-	if code != 0 || out != "www-data\nnginx exit 0\n" {
+	if code != 0 || out != user+"\nnginx exit 0\n" {
 		t.Fatalf("exit %d, output %q\nnginx's log:\n%s", code, out, logs)
 	}
 	var j struct {
@@ -691,5 +698,63 @@ func TestAvailableExplains(t *testing.T) {
 	bwrapPath = "bwrap-not-installed-here"
 	if _, err := (Spec{}).Command(context.Background(), []string{"true"}); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Errorf("Command without bwrap: %v", err)
+	}
+}
+
+func mustOutput(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return string(out)
+}
+
+// TestTuneNetSysctlIsTheSandboxs: with the tune grant a net.* sysctl is
+// writable, and in the sandbox's own network namespace it changes that
+// namespace's value, not the machine's.
+func TestTuneNetSysctlIsTheSandboxs(t *testing.T) {
+	needBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: sysctls are root's")
+	}
+	const p = "/proc/sys/net/core/somaxconn"
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Skip(err)
+	}
+	host := strings.TrimSpace(string(b))
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	n, _ := strconv.Atoi(host)
+	want := strconv.Itoa(n - 1)
+	// Written only when the namespace is not the machine's: a broken
+	// sandbox leaves the machine alone and fails the test.
+	out, code := run(t, Spec{Grants: []Grant{GrantTune}}, `[ "$(readlink /proc/self/ns/net)" != "`+ns+`" ] || { echo "the machine's network namespace"; exit 9; }
+echo `+want+` > `+p+` && cat `+p)
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("writing %s inside: exit %d %q", p, code, out)
+	}
+	if b, _ := os.ReadFile(p); strings.TrimSpace(string(b)) != host {
+		os.WriteFile(p, []byte(host), 0o644)
+		t.Errorf("the machine's %s changed to %s (put back to %s)", p, b, host)
+	}
+}
+
+// TestDockerGrantRunsDockerCLI: with the docker grant the docker CLI
+// inside reaches the engine (its home, and ~/.docker, hidden).
+func TestDockerGrantRunsDockerCLI(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker CLI")
+	}
+	if err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").Run(); err != nil {
+		t.Skipf("no Docker engine here: %v", err)
+	}
+	out, code := run(t, Spec{Grants: []Grant{GrantDocker}}, "docker info --format '{{.ServerVersion}}'")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Errorf("docker info inside with the grant: exit %d %q", code, out)
+	}
+	if out, code := run(t, Spec{}, "docker info --format '{{.ServerVersion}}'"); code == 0 {
+		t.Errorf("docker info inside without the grant worked: %q", out)
 	}
 }
