@@ -509,3 +509,67 @@ step "load" "main" {
 		t.Errorf("run status %q, want interrupted", m.Status)
 	}
 }
+
+// TestReproduceSignature: the plan's signature line — unsigned, signed by
+// a key the bundle carries, signed by an allowed signer — and the
+// refusals: a signer the allowed-signers file does not list, an unsigned
+// bundle with --allowed-signers, a signature that no longer verifies
+// (SHA256SUMS changed after signing, its checksums consistent).
+func TestReproduceSignature(t *testing.T) {
+	b := publishStudy(t, trustStudy)
+	keys := t.TempDir()
+	for _, k := range []string{"alice", "mallory"} {
+		if out, err := sshKeygen(t, keys, nil, "-q", "-t", "ed25519", "-N", "", "-C", k, "-f", k); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+	}
+	pub := func(k string) string {
+		b, _ := os.ReadFile(filepath.Join(keys, k+".pub"))
+		return strings.TrimSpace(string(b))
+	}
+	allowed := filepath.Join(keys, "allowed")
+	os.WriteFile(allowed, []byte("alice@example.com "+pub("alice")+"\n"), 0o644)
+	home := t.TempDir()
+
+	out, err := runHome(t, t.TempDir(), home, "reproduce", b, "--plan")
+	if err != nil || !strings.Contains(out, "unsigned: nothing says who published it") {
+		t.Errorf("unsigned: %v\n%s", err, out)
+	}
+	out, err = runHome(t, t.TempDir(), home, "reproduce", b, "--plan", "--allowed-signers", allowed)
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "is not signed") {
+		t.Errorf("unsigned with --allowed-signers: exit %d\n%s", code, out)
+	}
+
+	signed := func(key string) string {
+		d := filepath.Join(t.TempDir(), "signed")
+		if out, err := runHome(t, t.TempDir(), home, "publish", b, d, "--sign", filepath.Join(keys, key)); err != nil {
+			t.Fatalf("publish --sign: %v\n%s", err, out)
+		}
+		return d
+	}
+	s := signed("alice")
+	out, err = runHome(t, t.TempDir(), home, "reproduce", s, "--plan")
+	if err != nil || !strings.Contains(out, "signed by ssh-ed25519 SHA256:") || !strings.Contains(out, "a key it carries itself") {
+		t.Errorf("signed, no allowed signers: %v\n%s", err, out)
+	}
+	out, err = runHome(t, t.TempDir(), home, "reproduce", s, "--plan", "--allowed-signers", allowed)
+	if err != nil || !strings.Contains(out, "signed by alice@example.com (ssh-ed25519 SHA256:") || !strings.Contains(out, "allowed by "+allowed) {
+		t.Errorf("signed by an allowed signer: %v\n%s", err, out)
+	}
+	m := signed("mallory")
+	work := t.TempDir()
+	out, err = runHome(t, work, home, "reproduce", m, "--yes", "--out", "again", "--allowed-signers", allowed)
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "does not list as an allowed signer") {
+		t.Errorf("a signer not allowed: exit %d\n%s", code, out)
+	}
+	// SHA256SUMS changed after signing (a file and its line edited).
+	os.WriteFile(filepath.Join(s, "variables.json"), []byte("{}\n"), 0o644)
+	resum(t, s, "variables.json")
+	out, err = runHome(t, work, home, "reproduce", s, "--yes", "--out", "again")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "does not verify") {
+		t.Errorf("a signature that no longer verifies: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "again")); err == nil {
+		t.Error("a refused signature ran the bundle")
+	}
+}
