@@ -38,7 +38,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("  (none)\n")
 	}
 	for _, s := range p.Services {
-		fmt.Fprintf(&b, "  %s on %s (%s)%s\n", s.Name, s.Provider, s.ProviderType, trials(s.TrialCount, p.Trials))
+		fmt.Fprintf(&b, "  %s on %s (%s)%s\n", s.Name, s.Provider, s.ProviderType, trials(s.TrialCount, p.Trials, s.Cells))
 		if s.Image != "" && s.ProviderType != "local" {
 			fmt.Fprintf(&b, "    image    %s\n", s.Image)
 		}
@@ -64,7 +64,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("  (none)\n")
 	}
 	for _, s := range p.Steps {
-		fmt.Fprintf(&b, "  %s%s\n", s.Address, trials(s.TrialCount, p.Trials))
+		fmt.Fprintf(&b, "  %s%s\n", s.Address, trials(s.TrialCount, p.Trials, s.Cells))
 		switch {
 		case len(s.Command) > 0:
 			fmt.Fprintf(&b, "    runs     %s\n    in       %s\n", argv(s.Command), s.Dir)
@@ -143,11 +143,24 @@ func GrantMeaning(g sandbox.Grant) string {
 	return string(g)
 }
 
-func trials(n, of int) string {
+// trials says how many trials, and which cells, an entry is for when not
+// all (at most three cells named).
+func trials(n, of int, cells []string) string {
 	if n == of {
 		return ""
 	}
-	return fmt.Sprintf("  [%d of %d trials]", n, of)
+	c := ""
+	if len(cells) > 0 && cells[0] != "" {
+		shown := cells
+		if len(shown) > 3 {
+			shown = shown[:3]
+		}
+		c = ": " + strings.Join(shown, "; ")
+		if len(cells) > 3 {
+			c += fmt.Sprintf("; %d more", len(cells)-3)
+		}
+	}
+	return fmt.Sprintf("  [%d of %d trials%s]", n, of, c)
 }
 
 // argv prints a command as a shell would read it.

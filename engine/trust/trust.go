@@ -74,6 +74,9 @@ type Service struct {
 	// networks), as plan.Settings lists them.
 	ProviderSettings map[string]any `json:"provider_settings,omitempty"`
 	TrialCount       int            `json:"trial_count"`
+	// Cells are the matrix cells ("size=6 keepalive=true") whose trials
+	// deploy it this way, when not every trial does.
+	Cells []string `json:"cells,omitempty"`
 }
 
 // Step is one distinct evaluation of a step that acts.
@@ -94,6 +97,7 @@ type Step struct {
 	Targets    []string `json:"targets,omitempty"`
 	Agents     string   `json:"agents,omitempty"`
 	TrialCount int      `json:"trial_count"`
+	Cells      []string `json:"cells,omitempty"` // as Service.Cells
 }
 
 // Target is one URL reached.
@@ -137,6 +141,16 @@ func Inspect(pl *plan.Plan) *Plan {
 	}
 	svcIndex := map[string]int{}
 	stepIndex := map[string]int{}
+	svcCells := map[int][]string{}
+	stepCells := map[int][]string{}
+	addCell := func(m map[int][]string, i int, c string) {
+		for _, x := range m[i] {
+			if x == c {
+				return
+			}
+		}
+		m[i] = append(m[i], c)
+	}
 	targets := map[string]bool{}
 	fixed := map[string]bool{} // host ports the services are given by number
 	addTarget := func(u string) string {
@@ -206,10 +220,12 @@ func Inspect(pl *plan.Plan) *Plan {
 			key := keyOf(sv)
 			if i, ok := svcIndex[key]; ok {
 				out.Services[i].TrialCount++
+				addCell(svcCells, i, t.ParamString())
 				continue
 			}
 			sv.TrialCount = 1
 			svcIndex[key] = len(out.Services)
+			addCell(svcCells, len(out.Services), t.ParamString())
 			out.Services = append(out.Services, sv)
 		}
 		for _, st := range pl.Pipeline.Steps {
@@ -272,11 +288,23 @@ func Inspect(pl *plan.Plan) *Plan {
 			key := keyOf(ss)
 			if i, ok := stepIndex[key]; ok {
 				out.Steps[i].TrialCount++
+				addCell(stepCells, i, t.ParamString())
 				continue
 			}
 			ss.TrialCount = 1
 			stepIndex[key] = len(out.Steps)
+			addCell(stepCells, len(out.Steps), t.ParamString())
 			out.Steps = append(out.Steps, ss)
+		}
+	}
+	for i := range out.Services {
+		if out.Services[i].TrialCount < out.Trials {
+			out.Services[i].Cells = svcCells[i]
+		}
+	}
+	for i := range out.Steps {
+		if out.Steps[i].TrialCount < out.Trials {
+			out.Steps[i].Cells = stepCells[i]
 		}
 	}
 	for _, g := range sandbox.Grants {
