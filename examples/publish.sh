@@ -22,19 +22,20 @@ cd "$(dirname "$0")/.."
 bf=./bin/benchflow
 max_load=${MAX_LOAD:-2}
 
-# name | pipeline | apply flags | reproduce flags | publish/report flags
+# name | pipeline | apply flags | reproduce flags (the grants its plan
+# needs beyond the sandbox) | publish/report flags
 # The flags shorten the studies' loads so that each example, measured and
 # reproduced, takes a few minutes here; a bundle records the variables it
 # ran with and reproduce reuses them.
 examples=(
   "quickstart|pipelines/quickstart.hcl|--repetitions 3|--var duration=1s|"
-  "docker-overhead|examples/docker-overhead/pipeline.hcl|--var duration=5s||--baseline deploy=host"
-  "docker-4k|examples/docker-4k/pipeline.hcl|--var duration=5s||--baseline deploy=host"
-  "nginx-vs-httpd|examples/nginx-vs-httpd/pipeline.hcl|--var requests=2000||"
-  "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000||--baseline deploy=host"
+  "docker-overhead|examples/docker-overhead/pipeline.hcl|--var duration=5s|--allow docker|--baseline deploy=host"
+  "docker-4k|examples/docker-4k/pipeline.hcl|--var duration=5s|--allow docker|--baseline deploy=host"
+  "nginx-vs-httpd|examples/nginx-vs-httpd/pipeline.hcl|--var requests=2000|--allow docker|"
+  "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000|--allow docker|--baseline deploy=host"
   "nginx-long-short|examples/nginx-long-short/study.hcl|--var duration=3s||"
   "nginx-http2|examples/nginx-http2/pipeline.hcl|--var duration=3s||--baseline tls=off"
-  "nomad-gateway|pipelines/gateway.hcl|--repetitions 5 --var duration=2s --var warm=1s||--baseline path=direct"
+  "nomad-gateway|pipelines/gateway.hcl|--repetitions 5 --var duration=2s --var warm=1s|--allow nomad|--baseline path=direct"
 )
 
 # Examples that need a stack this machine may not have: name | variables
@@ -55,7 +56,7 @@ if [ "${1:-}" = "--list" ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; th
     echo "$n:"
     echo "  $bf apply $p ${a:+$a }--out \$WORK/$n"
     echo "  $bf publish \$WORK/$n/latest examples/$n/bundle --force${b:+ $b}"
-    echo "  $bf reproduce examples/$n/bundle ${r:+$r }--out \$WORK/$n-again --exit-on none"
+    echo "  $bf reproduce examples/$n/bundle ${r:+$r }--yes --out \$WORK/$n-again --exit-on none"
     echo "  $bf publish \$WORK/$n-again/latest examples/$n/reproduced --force${b:+ $b}"
     echo "  $bf report --update examples/$n/README.md"
   done
@@ -112,7 +113,7 @@ for e in "${selected[@]}"; do
   # shellcheck disable=SC2086 # the flags are words on purpose
   $bf apply "$p" $a --out "$WORK/$n" -q
   $bf publish "$WORK/$n/latest" "examples/$n/bundle" --force $b
-  $bf reproduce "examples/$n/bundle" $r --out "$WORK/$n-again" -q --exit-on none
+  $bf reproduce "examples/$n/bundle" $r --yes --out "$WORK/$n-again" -q --exit-on none
   $bf publish "$WORK/$n-again/latest" "examples/$n/reproduced" --force $b
   $bf report --update "examples/$n/README.md"
   echo "== $(date -u +%H:%M:%S) $n done (load average $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -97,7 +97,8 @@ func TestApplyCACert(t *testing.T) {
 		t.Errorf("%d requests reached the handler through an unverified certificate", n)
 	}
 
-	// The bundle carries the CA file, and reproduces with it elsewhere.
+	// The bundle carries the CA file, and reproduces with it elsewhere
+	// (the server is the host's: --allow host-network).
 	if out, err := runBin(t, dir, "publish", runs[0], "pub/tls"); err != nil {
 		t.Fatalf("publish: %v\n%s", err, out)
 	}
@@ -113,7 +114,7 @@ func TestApplyCACert(t *testing.T) {
 	}
 	before = hits.Load()
 	elsewhere := t.TempDir()
-	out, err = runBin(t, elsewhere, "reproduce", moved, "--out", "again", "-q")
+	out, err = runBin(t, elsewhere, "reproduce", moved, "--yes", "--allow", "host-network", "--out", "again", "-q")
 	if err != nil {
 		t.Fatalf("reproduce: %v\n%s", err, out)
 	}

@@ -83,3 +83,47 @@ step "load" "long" {
 		t.Errorf("manifest: run %s, trial %s; want interrupted", m.Status, m.Trials[0].Status)
 	}
 }
+
+// TestReproduceDockerGranted: a docker bundle reproduces in the sandbox
+// with --allow docker as it runs unconfined: the container mounts the
+// service's rendered file from a host path (not the sandbox's private
+// /tmp, which the Docker engine cannot see) and serves it.
+func TestReproduceDockerGranted(t *testing.T) {
+	dockertest.Client(t) // skips without an engine
+	dockertest.Images(t, "nginx")
+	b := publishStudy(t, `
+pipeline "docker-granted" {}
+provider "docker" "nat" { pull = "never" }
+service "nginx" {
+  provider = "nat"
+  image    = "benchflow/nginx:local"
+  file "index.html" {
+    content = "granted\n"
+    mount   = "/usr/share/nginx/html/index.html"
+  }
+  port "http" { container = 80 }
+  health { http = "/" }
+}
+step "check" "file" {
+  url           = "${service.nginx.url}/"
+  body_contains = "granted"
+}
+step "load" "main" {
+  target      = "${service.nginx.url}/"
+  connections = 1
+  threads     = 1
+  requests    = 50
+}
+`)
+	work := t.TempDir()
+	out, err := runHome(t, work, t.TempDir(), "reproduce", b, "--allow", "docker", "--yes", "--out", "again", "-q")
+	if err != nil {
+		t.Fatalf("reproduce --allow docker: %v\n%s", err, out)
+	}
+	if m := readManifest(t, filepath.Join(work, "again", "latest")); m.Status != "ok" {
+		t.Errorf("run status %q, want ok:\n%s", m.Status, out)
+	}
+	if left, _ := os.ReadDir(filepath.Join(work, "again")); len(left) != 2 {
+		t.Errorf("again/ holds %d entries, want the run and latest (the services' folder removed)", len(left))
+	}
+}

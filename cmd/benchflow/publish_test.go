@@ -205,7 +205,7 @@ func TestReproduceBundle(t *testing.T) {
 	os.WriteFile(filepath.Join(moved, "SHA256SUMS"), sums, 0o644)
 
 	// --exit-on claims (the default): the claim that fails makes it exit 3.
-	out, err := runBin(t, dir, "reproduce", moved, "--var", "duration=300ms", "--out", "again", "-q")
+	out, err := runBin(t, dir, "reproduce", moved, "--yes", "--var", "duration=300ms", "--out", "again", "-q")
 	if code := exitCode(err); code != 3 || !strings.Contains(out, "1 claim(s) fail here") {
 		t.Fatalf("reproduce: exit %d, want 3 (a claim fails)\n%s", code, out)
 	}
@@ -247,7 +247,7 @@ func TestReproduceBundle(t *testing.T) {
 	data, _ := os.ReadFile(tp)
 	data[len(data)/2] ^= 1
 	os.WriteFile(tp, data, 0o644)
-	out, err = runBin(t, dir, "reproduce", moved, "--out", "third", "-q")
+	out, err = runBin(t, dir, "reproduce", moved, "--yes", "--out", "third", "-q")
 	if code := exitCode(err); code != 1 || !strings.Contains(out, "trials.parquet changed") {
 		t.Errorf("a changed byte: exit %d, output:\n%s\nwant exit 1 naming trials.parquet", code, out)
 	}

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -13,19 +21,58 @@ import (
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
+	"github.com/benchflow/benchflow/engine/sandbox"
+	"github.com/benchflow/benchflow/engine/trust"
+	"github.com/benchflow/benchflow/engine/tune"
 )
+
+// consentPrompt is what reproduce asks on a terminal (as Terraform asks
+// before apply).
+const consentPrompt = "Do you want to run this bundle here? Only 'yes' will be accepted: "
 
 func init() {
 	var vf varFlags
-	var out, exitOn, format string
-	var quiet, verbose bool
+	var out, exitOn, format, allowedSigners string
+	var allow []string
+	var quiet, verbose, yes, planOnly, asJSON, noSandbox bool
 	cmd := &cobra.Command{
 		Use:   "reproduce DIR",
-		Short: "Rerun a published bundle here and say which claims and cells reproduced",
-		Long: `reproduce checks the bundle DIR against its SHA256SUMS (a file that differs,
-is missing or is not listed is named and nothing runs), then runs the
-bundle's pipeline on this machine with the bundle's variables — through
-apply's own code path, into --out like apply — and prints one verdict:
+		Short: "Show what a published bundle will run, ask, then rerun it in a sandbox and say which claims and cells reproduced",
+		Long: `A bundle is code: its services, exec steps and tune steps run commands on
+this machine. reproduce therefore checks the bundle, prints a plan of
+everything it will do, asks before running anything, and runs it confined.
+
+1. Checks (any failure refuses, nothing runs): every file against
+   SHA256SUMS (a file that differs, is missing, is not listed or is not a
+   regular file — a FIFO, a symlink, a folder — is named); the pipeline's
+   sha256 against the one manifest.json records; the signature
+   SHA256SUMS.sig when there is one (--allowed-signers FILE says who may
+   have signed it, as ssh-keygen -Y verify; an unsigned bundle says so).
+
+2. The plan, built from the compiled pipeline with the bundle's variables:
+   every service (provider, command or image, working folder, ports, the
+   names of its environment variables, the files it writes), every exec
+   step's command, every tune change, the agents, every network target,
+   what the run needs beyond the sandbox (the grants below), and the
+   sandbox's rules. --plan prints it and stops (--json, or --format json,
+   prints it as JSON: docs/cli.md#reproduce).
+
+3. Consent: on a terminal it asks, and only "yes" goes on; without a
+   terminal it needs --yes, else it exits 1 having run nothing.
+
+4. The run, confined by bubblewrap (bwrap): benchflow apply of the staged
+   pipeline in a sandbox where the file system is read-only but --out and
+   a private /tmp, home folders are hidden, and the network is a loopback
+   of its own. Whatever leaves the sandbox is a grant named in the plan and
+   given one by one with --allow: docker (the Docker socket and the host
+   network), k8s (the kubeconfig and the host network), nomad (the Nomad,
+   Consul and APISIX addresses and the host network), tune (sysctls, the
+   CPU governor, negative nice), host-network. A bundle that needs a grant
+   not given refuses before anything runs. --no-sandbox runs unconfined
+   (after the plan and consent still). Ctrl-C stops the run and waits for
+   its teardown.
+
+5. The verdict, as before:
 
   claims       each claim's outcome here (holds, fails, inconclusive) beside
                its outcome in the bundle
@@ -37,20 +84,24 @@ apply's own code path, into --out like apply — and prints one verdict:
                userland proxy, cgroup version, server and tool versions),
                named again next to each claim and cell that moved
 
-Every variable can be changed with --var (a shorter duration); the
-bundle's repetitions and seed are kept unless --repetitions or --seed say
-otherwise. The new run is a run folder like any other (benchflow publish
-bundles it); the verdict is also written into it as reproduction.md and
-reproduction.json.
+The results go only under --out (default: reproduce-<pipeline name> in the
+current folder); a bundle's output { dir } is ignored. Every variable can
+be changed with --var (a shorter duration); the bundle's repetitions and
+seed are kept unless --repetitions or --seed say otherwise. The new run is
+a run folder like any other (benchflow publish bundles it); the verdict is
+also written into it as reproduction.md and reproduction.json.
 
-Exit status: 1 when the bundle cannot be read or does not match its
-checksums, the pipeline is invalid, or a trial failed; 130 when
-interrupted; with --exit-on claims (the default) 3 when a claim fails here
-(inconclusive is not a failure), as report --fail-on-claims; with --exit-on
-cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
-		Example: `  benchflow reproduce examples/quickstart/bundle
-  benchflow reproduce studies/nat --var duration=5s --out /tmp/results
-  benchflow reproduce studies/nat --exit-on cells --format markdown`,
+Exit status: 1 when the bundle cannot be read or fails a check, the
+pipeline is invalid, consent was not given, a grant is missing, or a trial
+failed; 130 when interrupted; with --exit-on claims (the default) 3 when a
+claim fails here (inconclusive is not a failure), as report
+--fail-on-claims; with --exit-on cells 2 when a cell did not reproduce;
+with --exit-on none 0 otherwise.`,
+		Example: `  benchflow reproduce examples/quickstart/bundle --plan      # what it would do; runs nothing
+  benchflow reproduce examples/quickstart/bundle               # the plan, then asks
+  benchflow reproduce examples/quickstart/bundle --yes --var duration=1s
+  benchflow reproduce studies/nat --allow docker --yes --out /tmp/results
+  benchflow reproduce studies/nat --allowed-signers ~/.ssh/allowed_signers --plan --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if quiet && verbose {
@@ -66,12 +117,43 @@ cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
 			default:
 				return &exitError{code: 1, err: fmt.Errorf("unknown --format %q (want text, markdown or json)", format)}
 			}
+			if asJSON && !planOnly {
+				return &exitError{code: 1, err: errors.New("--json goes with --plan (the verdict's format is --format)")}
+			}
+			var grants []sandbox.Grant
+			for _, a := range allow {
+				for _, name := range strings.Split(a, ",") {
+					g, err := sandbox.ParseGrant(strings.TrimSpace(name))
+					if err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("--allow: %w", err)}
+					}
+					grants = append(grants, g)
+				}
+			}
+			if noSandbox && len(grants) > 0 {
+				return &exitError{code: 1, err: errors.New("--allow and --no-sandbox cannot be used together (unconfined, everything is allowed)")}
+			}
 			dir := args[0]
+			var checks []trust.Check
 			n, err := bundle.Verify(dir)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			fmt.Fprintf(stderr, "bundle %s: %d files match %s\n", dir, n, bundle.SumsFile)
+			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted", n, bundle.SumsFile)})
+			sig, err := bundle.CheckSignature(dir, allowedSigners)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("%w: refusing the bundle", err)}
+			}
+			switch {
+			case !sig.Present && allowedSigners != "":
+				return &exitError{code: 1, err: fmt.Errorf("bundle %s is not signed (no %s), and --allowed-signers %s asks for a signer: refusing it", dir, bundle.SigFile, allowedSigners)}
+			case !sig.Present:
+				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: "unsigned: nothing says who published it"})
+			case sig.Checked:
+				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s, allowed by %s", sig.Signer(), allowedSigners)})
+			default:
+				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s %s, a key it carries itself: --allowed-signers FILE checks whose it is", sig.KeyType, sig.Fingerprint)})
+			}
 			published, err := results.ReadRun(dir)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)}
@@ -104,10 +186,77 @@ cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			sum, runErr := applyPlan(pl, run.Options{OutDir: out}, quiet, verbose)
-			var ee *exitError
-			if errors.As(runErr, &ee) && ee.code == 130 || sum == nil || sum.Dir == "" {
-				return runErr
+			if got := run.PipelineSHA256(pl.Pipeline); got != m.Pipeline.SHA256 {
+				return &exitError{code: 1, err: fmt.Errorf("bundle %s: its pipeline %s has sha256 %.12s…, but manifest.json records %.12s… for the pipeline that ran: refusing it", dir, bundle.PipelineFile(m), got, orDash(m.Pipeline.SHA256))}
+			}
+			checks = append(checks, trust.Check{Name: "pipeline", OK: true, Detail: fmt.Sprintf("%s has the sha256 manifest.json records (%.12s…)", bundle.PipelineFile(m), m.Pipeline.SHA256)})
+
+			if out == "" {
+				out = bundle.ReproduceDir(pl.Pipeline.Name)
+			}
+			absOut, err := filepath.Abs(out)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			tp := trust.Inspect(pl)
+			tp.Bundle, tp.Checks = dir, checks
+			tp.Notes = append(tp.Notes, "results: only under "+out+" (--out)")
+			if d := pl.Pipeline.Output.Dir; d != "" && d != "results" {
+				tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
+			}
+			spec := sandboxSpec(absOut, stage, grants, vf.varFiles)
+			if noSandbox {
+				tp.Sandbox = []string{"NONE (--no-sandbox): every command runs as you, with your files, your network and your privileges"}
+			} else {
+				tp.Sandbox = spec.Describe()
+			}
+			missing := tp.Missing(grants)
+			if noSandbox {
+				missing = nil
+			}
+			if planOnly {
+				if asJSON || format == "json" {
+					return tp.WriteJSON(cmd.OutOrStdout())
+				}
+				if err := tp.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				if len(missing) > 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "\n"+missingText(missing))
+				}
+				return nil
+			}
+			if err := tp.WriteText(stderr); err != nil {
+				return err
+			}
+			if len(missing) > 0 {
+				return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
+			}
+			if !noSandbox {
+				if err := sandbox.Available(); err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("%w; nothing ran", err)}
+				}
+			}
+			if err := consent(yes); err != nil {
+				return err
+			}
+
+			var sum *run.Summary
+			var runErr error
+			if noSandbox {
+				sum, runErr = applyPlan(pl, run.Options{OutDir: absOut}, quiet, verbose)
+				var ee *exitError
+				if errors.As(runErr, &ee) && ee.code == 130 || sum == nil || sum.Dir == "" {
+					return runErr
+				}
+			} else {
+				var runDir string
+				runDir, runErr = applyConfined(spec, file, absOut, &in, quiet, verbose)
+				var ee *exitError
+				if errors.As(runErr, &ee) && ee.code == 130 || runDir == "" {
+					return runErr
+				}
+				sum = &run.Summary{Dir: runDir}
 			}
 			here, err := results.ReadRun(sum.Dir)
 			if err != nil {
@@ -143,12 +292,225 @@ cells 2 when a cell did not reproduce; with --exit-on none 0 otherwise.`,
 		},
 	}
 	vf.register(cmd)
-	cmd.Flags().StringVarP(&out, "out", "o", "", "results directory of the new run (default: the pipeline's output dir, or \"results\")")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "results directory of the new run (default: reproduce-<pipeline name> in the current folder; the bundle's output dir is ignored)")
 	cmd.Flags().StringVar(&exitOn, "exit-on", "claims", "what makes the exit status non-zero: claims (3 when a claim fails here), cells (2 when a cell did not reproduce) or none")
-	cmd.Flags().StringVar(&format, "format", "text", "verdict format: text, markdown or json")
+	cmd.Flags().StringVar(&format, "format", "text", "verdict format: text, markdown or json (with --plan, json prints the plan as JSON)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only warnings, failures and the verdict")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "run without asking (needed without a terminal): consent to the plan printed")
+	cmd.Flags().BoolVar(&planOnly, "plan", false, "print the plan and stop: run nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --plan: print the plan as JSON")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "grant the run something beyond the sandbox: docker, k8s, nomad, tune, host-network (repeatable, or a comma list)")
+	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run unconfined, as you, with your files and network (after the plan and consent still)")
+	cmd.Flags().StringVar(&allowedSigners, "allowed-signers", "", "an allowed-signers file (as ssh-keygen -Y verify reads it): the bundle must be signed by a key it lists")
 	rootCmd.AddCommand(cmd)
+}
+
+// missingText names the grants a plan needs that were not given, and the
+// flag that gives them.
+func missingText(missing []trust.Need) string {
+	var parts, flags []string
+	for _, n := range missing {
+		parts = append(parts, fmt.Sprintf("%s (%s: %s)", n.Grant, trust.GrantMeaning(n.Grant), strings.Join(n.Why, "; ")))
+		flags = append(flags, "--allow "+string(n.Grant))
+	}
+	return fmt.Sprintf("this bundle needs what the sandbox does not give: %s; rerun with %s once you accept that, or with --no-sandbox to run it unconfined", strings.Join(parts, ", "), strings.Join(flags, " "))
+}
+
+// consent asks on a terminal for "yes"; without one it needs --yes.
+func consent(yes bool) error {
+	if yes {
+		return nil
+	}
+	if !isTerminal(os.Stdin) {
+		return &exitError{code: 1, err: errors.New("no terminal to ask on: read the plan above and pass --yes to run it (or --plan to only print it); nothing ran")}
+	}
+	fmt.Fprint(stderr, "\n"+consentPrompt)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		return &exitError{code: 1, err: errors.New("reproduce cancelled (only 'yes' runs the bundle); nothing ran")}
+	}
+	return nil
+}
+
+// sandboxSpec is the confinement of a reproduction writing into out, with
+// the staged bundle in stage: read-write out (and, with the tune grant,
+// benchflow's state folder, so a killed run's sysctls are restored by
+// gc), read-only the staged bundle, the executable and the --var-file
+// files.
+func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) sandbox.Spec {
+	s := sandbox.Spec{ReadWrite: []string{out}, ReadOnly: []string{stage}, Grants: grants, Dir: out}
+	if exe, err := os.Executable(); err == nil {
+		s.ReadOnly = append(s.ReadOnly, exe)
+	}
+	for _, f := range varFiles {
+		if abs, err := filepath.Abs(f); err == nil {
+			s.ReadOnly = append(s.ReadOnly, abs)
+		}
+	}
+	has := func(g sandbox.Grant) bool {
+		for _, h := range grants {
+			if h == g {
+				return true
+			}
+		}
+		return false
+	}
+	state := "/tmp/benchflow-state"
+	if has(sandbox.GrantTune) {
+		state = tune.StateDir()
+		s.ReadWrite = append(s.ReadWrite, state)
+	}
+	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state}
+	if has(sandbox.GrantDocker) || has(sandbox.GrantK8s) || has(sandbox.GrantNomad) {
+		// A daemon outside the sandbox (dockerd) mounts the services'
+		// files by their host path: they cannot be in the private /tmp.
+		s.Env = append(s.Env, "BENCHFLOW_TMPDIR="+servicesDir(out))
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		keep := false
+		switch {
+		case k == "PATH", k == "LANG", k == "TZ", k == "TERM", k == "NO_COLOR", k == "USER", k == "LOGNAME", strings.HasPrefix(k, "LC_"):
+			keep = true
+		case k == "BENCHFLOW_TMPDIR", k == "BENCHFLOW_STATE_DIR":
+		case strings.HasPrefix(k, "BENCHFLOW_"):
+			keep = true
+		case k == "DOCKER_HOST":
+			keep = has(sandbox.GrantDocker)
+		case k == "KUBECONFIG":
+			keep = has(sandbox.GrantK8s)
+		case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
+			keep = has(sandbox.GrantNomad)
+		}
+		if keep {
+			s.Env = append(s.Env, kv)
+		}
+	}
+	if has(sandbox.GrantK8s) && os.Getenv("KUBECONFIG") == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			s.Env = append(s.Env, "KUBECONFIG="+filepath.Join(h, ".kube", "config"))
+		}
+	}
+	return s
+}
+
+// servicesDir is where the services' files are rendered when a daemon
+// outside the sandbox reads them: a folder of the run's --out.
+func servicesDir(out string) string { return filepath.Join(out, ".benchflow-services") }
+
+// applyConfined runs `benchflow apply FILE --out OUT …` in the sandbox
+// spec, forwarding Ctrl-C and SIGTERM (the first stops the run and waits
+// for its teardown, a second forces it, as apply does), and returns the
+// folder of the run it wrote ("" when it wrote none) and an *exitError
+// with the child's status.
+func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, verbose bool) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("finding benchflow's executable: %w", err)}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", &exitError{code: 1, err: err}
+	}
+	for _, d := range spec.ReadWrite[1:] {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", &exitError{code: 1, err: err}
+		}
+	}
+	for _, kv := range spec.Env {
+		if d, ok := strings.CutPrefix(kv, "BENCHFLOW_TMPDIR="); ok {
+			if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return "", &exitError{code: 1, err: err}
+			}
+			// Emptied by the run's teardown (gc removes what a killed
+			// run left); only an empty folder is removed.
+			defer os.Remove(d)
+		}
+	}
+	argv := []string{exe, "apply", file, "--out", out}
+	for _, kv := range vf.vars {
+		argv = append(argv, "--var", kv)
+	}
+	for _, f := range vf.varFiles {
+		abs, _ := filepath.Abs(f)
+		argv = append(argv, "--var-file", abs)
+	}
+	if vf.reps > 0 {
+		argv = append(argv, "--repetitions", strconv.Itoa(vf.reps))
+	}
+	if vf.seed != 0 {
+		argv = append(argv, "--seed", strconv.FormatInt(vf.seed, 10))
+	}
+	argv = append(argv, "--max-trials", strconv.Itoa(vf.maxTrials))
+	if quiet {
+		argv = append(argv, "-q")
+	}
+	if verbose {
+		argv = append(argv, "-v")
+	}
+	before, _ := os.Readlink(filepath.Join(out, "latest"))
+	c, err := spec.Command(context.Background(), argv)
+	if err != nil {
+		return "", &exitError{code: 1, err: err}
+	}
+	c.Stdin = nil
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := c.Start(); err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("starting the sandbox: %w", err)}
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				// The sandbox runs in a session of its own: the terminal's
+				// Ctrl-C reaches only this process, which passes it on.
+				_ = c.Cancel()
+			}
+		}
+	}()
+	waitErr := c.Wait()
+	code := 0
+	var xe *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &xe):
+		code = xe.ExitCode()
+		if code < 0 {
+			code = 130 // killed by a signal
+		}
+	default:
+		return "", &exitError{code: 1, err: fmt.Errorf("running the sandbox: %w", waitErr)}
+	}
+	var runErr error
+	switch code {
+	case 0:
+	case 130:
+		runErr = &exitError{code: 130, err: errors.New("interrupted")}
+	default:
+		runErr = &exitError{code: 1, err: fmt.Errorf("the confined run exited with status %d", code)}
+	}
+	after, _ := os.Readlink(filepath.Join(out, "latest"))
+	if after == "" || after == before {
+		return "", runErr
+	}
+	if !filepath.IsAbs(after) {
+		after = filepath.Join(out, after)
+	}
+	return after, runErr
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // saveVerdict writes the verdict into the new run folder as

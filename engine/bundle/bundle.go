@@ -321,7 +321,7 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []s
 }
 
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := openRegular(src)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func TestReproduceMDEscapes(t *testing.T) {
 	m.Pipeline.Variables = map[string]any{"note": hostile, "n": 1.0}
 	m.Environment["cpu_model"] = hostile
 	m.Environment["kernel_name"] = hostile
-	md := reproduceMD("bundle", m, MachineLoad(run), []File{{Path: "sources/" + hostile, Bytes: 3}}, nil)
+	md := reproduceMD("bundle", m, MachineLoad(run), []File{{Path: "sources/" + hostile, Bytes: 3}}, nil, nil)
 	checkMarkdown(t, "REPRODUCE.md", md)
 	if !strings.Contains(md, "| `` note `` |") && !strings.Contains(md, "| `note` |") {
 		t.Errorf("REPRODUCE.md lost the variable's name:\n%s", md)

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hiddeco/sshsig"
@@ -18,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/userfile"
 )
 
 // SigFile is the bundle's signature over SHA256SUMS, in the armored
@@ -164,7 +163,7 @@ func fromAgent(keyPath string, pub ssh.PublicKey, why, other string) (*SigningKe
 // sign writes dir's SigFile: the signature of its SHA256SUMS, through a
 // temporary file renamed into place.
 func (k *SigningKey) sign(dir string) (err error) {
-	sums, err := readBundleFile(dir, SumsFile, pipeline.MaxFileSize)
+	sums, err := readBundleFile(dir, SumsFile, userfile.MaxSize)
 	if err != nil {
 		return fmt.Errorf("signing %s: %w", dir, err)
 	}
@@ -231,7 +230,7 @@ func CheckSignature(dir, allowedSigners string) (Signature, error) {
 	if sig.Namespace != SigNamespace {
 		return s, refuse(dir, "%s was made for namespace %q, not %q (it signs something other than a bundle)", SigFile, sig.Namespace, SigNamespace)
 	}
-	sums, err := readBundleFile(dir, SumsFile, pipeline.MaxFileSize)
+	sums, err := readBundleFile(dir, SumsFile, userfile.MaxSize)
 	if err != nil {
 		return s, fmt.Errorf("checking the signature of %s: %w", dir, err)
 	}
@@ -258,53 +257,8 @@ func CheckSignature(dir, allowedSigners string) (Signature, error) {
 }
 
 // readBundleFile reads the bundle's file name (SigFile, SHA256SUMS) if it
-// is a regular file of at most limit bytes: a symlink, a FIFO, a device
-// or a folder is refused without being opened (and the opened file is
-// checked again: O_NOFOLLOW, O_NONBLOCK).
+// is a regular file itself of at most limit bytes: a symlink, a FIFO, a
+// device or a folder is refused without being opened.
 func readBundleFile(dir, name string, limit int64) ([]byte, error) {
-	p := filepath.Join(dir, name)
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: refusing it", p, fileKind(fi.Mode()))
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: refusing it", p, fileKind(fi.Mode()))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes: refusing it", p, limit)
-	}
-	return b, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a regular file"
+	return userfile.ReadNoFollow(filepath.Join(dir, name), limit)
 }

@@ -102,13 +102,27 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// ReproduceDir is where `benchflow reproduce` puts its run by default, in
+// the current folder: reproduce-<pipeline name>, the name kept to
+// letters, digits, '-', '_' and '.'.
+func ReproduceDir(pipelineName string) string {
+	b := []byte(pipelineName)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	return "reproduce-" + string(b)
+}
+
 // Commands are the shell commands that check and rerun the bundle named
 // name (its folder, relative to where they run).
 func Commands(name string, m *results.Manifest) []string {
 	q := shellQuote(name)
 	cmds := []string{
 		"cd " + q + " && sha256sum -c --quiet SHA256SUMS && cd ..",
-		"benchflow reproduce " + q,
+		"benchflow reproduce " + q + " --plan   # what it will run here; runs nothing",
+		"benchflow reproduce " + q + "   # the plan, then asks; runs it in a sandbox",
 	}
 	vars, _ := Vars(m)
 	if len(vars) > 0 {
@@ -116,7 +130,7 @@ func Commands(name string, m *results.Manifest) []string {
 		if _, ok := vars["duration"]; ok {
 			k = "duration" // the one usually shortened
 		}
-		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --var %s   # any variable can be changed", q, shellQuote(k+"="+vars[k])))
+		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --yes --var %s   # without asking; any variable can be changed", q, shellQuote(k+"="+vars[k])))
 	}
 	cmds = append(cmds, "benchflow report "+q)
 	return cmds
@@ -145,13 +159,15 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 		fmt.Fprintf(&b, "checks it, and so does `benchflow reproduce %s --allowed-signers ALLOWED_SIGNERS`.\n\n", shellQuote(name))
 	}
 	b.WriteString("## 2. Rerun it here\n\n")
-	b.WriteString("From the folder that holds this bundle:\n\n")
+	b.WriteString("A bundle is code: its services and steps run commands on the machine that reproduces it. From the folder that holds this bundle,\n\n")
+	fmt.Fprintf(&b, "    benchflow reproduce %s --plan\n\n", shellQuote(name))
+	b.WriteString("prints what it will do there and runs nothing: every service's command or image, every `exec` and `tune` step, every network target, and what it needs beyond the sandbox (`--allow docker`, `--allow tune`, …). Then\n\n")
 	fmt.Fprintf(&b, "    benchflow reproduce %s\n\n", shellQuote(name))
-	b.WriteString("runs the pipeline on this machine with the bundle's variables and prints one verdict: per claim whether it holds here beside its outcome in the bundle, per matrix cell whether it reproduced (`compare`'s rule) with the ratio and its interval, and every recorded environment field that differs, next to the cells and claims that moved. ")
-	b.WriteString("`--var name=value` changes a variable (a shorter duration), `--out DIR` is where the new run goes (default `results/`; the new run is itself a run folder that `benchflow publish` bundles), `--exit-on claims|cells|none` chooses what makes the exit status non-zero.\n\n")
+	b.WriteString("prints the same plan, asks (`yes` to go on; `--yes` without a terminal), runs the pipeline in a sandbox (the file system read-only but the results folder, home folders hidden, a network of its own; benchflow's docs/publishing.md, \"Trusting a bundle\") on this machine with the bundle's variables, and prints one verdict: per claim whether it holds here beside its outcome in the bundle, per matrix cell whether it reproduced (`compare`'s rule) with the ratio and its interval, and every recorded environment field that differs, next to the cells and claims that moved. ")
+	fmt.Fprintf(&b, "`--var name=value` changes a variable (a shorter duration), `--out DIR` is where the new run goes (default `%s/`; the new run is itself a run folder that `benchflow publish` bundles), `--exit-on claims|cells|none` chooses what makes the exit status non-zero.\n\n", ReproduceDir(p.Name))
 	vars, sensitive := Vars(m)
 	b.WriteString("### The same by hand\n\n")
-	b.WriteString("The pipeline's folder is `sources/` with the pipeline beside it:\n\n")
+	b.WriteString("The pipeline's folder is `sources/` with the pipeline beside it; `apply` runs it unconfined, as you, so read it first:\n\n")
 	fmt.Fprintf(&b, "    mkdir study && cp %s/%s study/ && { cp -R %s/sources/. study/ 2>/dev/null || true; }\n", shellQuote(name), PipelineFile(m), shellQuote(name))
 	var flags []string
 	for _, k := range sortedKeys(vars) {

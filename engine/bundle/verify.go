@@ -68,9 +68,12 @@ func Verify(dir string) (int, error) {
 	for _, p := range paths {
 		listed[p] = true
 		got, _, err := hashFile(filepath.Join(dir, filepath.FromSlash(p)))
+		kind := notRegular(filepath.Join(dir, filepath.FromSlash(p)), err)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			ve.Problems = append(ve.Problems, Problem{p, "missing"})
+		case kind != "":
+			ve.Problems = append(ve.Problems, Problem{p, "is " + kind + ", not a regular file"})
 		case err != nil:
 			return 0, fmt.Errorf("verifying %s: %w", dir, err)
 		case got != sums[p]:
@@ -113,7 +116,7 @@ func IsBundle(dir string) bool {
 // readSums parses SHA256SUMS: lines "<64 hex>  <path>" (or " *<path>",
 // sha256sum's binary mark).
 func readSums(dir string) (map[string]string, error) {
-	b, err := userfile.Read(filepath.Join(dir, SumsFile), userfile.MaxSize)
+	b, err := readBundleFile(dir, SumsFile, userfile.MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("verifying %s: %w (no %s)", dir, ErrNotBundle, SumsFile)
 	}
@@ -137,10 +140,25 @@ func readSums(dir string) (map[string]string, error) {
 	return sums, nil
 }
 
-// hashFile hashes a regular file (engine/userfile's rule, any size): a
-// FIFO or a device in a bundle is refused, never read.
+// openRegular opens p, a file of the bundle, for reading only if it is
+// a regular file itself (engine/userfile's no-follow rule, any size): a
+// symlink, a FIFO, a device or a folder is refused without being opened.
+func openRegular(p string) (*os.File, error) { return userfile.OpenNoFollow(p, 0) }
+
+// notRegular says what p is when err refused it for not being a regular
+// file ("a FIFO", "a symbolic link", …), else "".
+func notRegular(p string, err error) string {
+	if !errors.Is(err, userfile.ErrNotRegular) {
+		return ""
+	}
+	if fi, lerr := os.Lstat(p); lerr == nil {
+		return userfile.Kind(fi.Mode())
+	}
+	return "something else"
+}
+
 func hashFile(p string) (sum string, n int64, err error) {
-	f, err := userfile.Open(p, 0)
+	f, err := openRegular(p)
 	if err != nil {
 		return "", 0, err
 	}

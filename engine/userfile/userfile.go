@@ -126,6 +126,47 @@ func Open(path string, limit int64) (*os.File, error) {
 	return f, nil
 }
 
+// OpenNoFollow is Open for a path that must itself be the file, as
+// every file of a bundle (engine/bundle): a symbolic link is refused
+// like a FIFO or a device, without being opened (Lstat), and the open is
+// O_NOFOLLOW|O_NONBLOCK, so a link or a FIFO swapped in between is
+// refused too.
+func OpenNoFollow(path string, limit int64) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, plain(path, err)
+	}
+	if err := Check(path, fi, limit); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &Error{msg: fmt.Sprintf("%s: not a regular file (a symbolic link)", path), err: ErrNotRegular}
+		}
+		return nil, plain(path, err)
+	}
+	if fi, err = f.Stat(); err == nil {
+		err = Check(path, fi, limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadNoFollow reads path under OpenNoFollow's rule, counting what it
+// reads against limit (which must be > 0).
+func ReadNoFollow(path string, limit int64) ([]byte, error) {
+	f, err := OpenNoFollow(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(path, f, limit)
+}
+
 // Read reads path (an OS path) under Open's rule, counting what it reads
 // against limit (which must be > 0).
 func Read(path string, limit int64) ([]byte, error) {

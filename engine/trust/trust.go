@@ -1,0 +1,403 @@
+// Package trust says what a pipeline will do on this machine before it
+// runs: the plan `benchflow reproduce` prints and asks consent for. It reads
+// the compiled plan (engine/plan: every trial evaluated in dry mode), never
+// the pipeline's text: every service with its provider, command or image,
+// working folder, ports, environment names and files; every exec step's
+// command; every tune change; the agents; every network target the loads
+// and checks reach; and what the run needs beyond the sandbox, as the
+// sandbox's grant names (engine/sandbox).
+package trust
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
+	"github.com/benchflow/benchflow/engine/sandbox"
+	"github.com/benchflow/benchflow/engine/steps"
+)
+
+// Plan is what a pipeline will do, and (filled by the caller) how it will
+// be confined and what was checked. Its JSON form is what `benchflow
+// reproduce --plan --json` prints (docs/cli.md#reproduce).
+type Plan struct {
+	Bundle   string `json:"bundle,omitempty"`
+	Pipeline string `json:"pipeline"`
+	Trials   int    `json:"trials"`
+	// Services are the distinct deployments of each service across the
+	// trials (a service whose command depends on the matrix appears once
+	// per command), in declaration order.
+	Services []Service `json:"services"`
+	// Steps are the steps that run something or reach something: exec,
+	// tune, check, warm and load (collect and provision only read).
+	Steps []Step `json:"steps"`
+	// Targets are every URL a load, warm or check step reaches, once
+	// each: a service of the run (shown as ${service.NAME.url}) or an
+	// address.
+	Targets []Target `json:"targets"`
+	// Needs are the grants the run needs beyond the sandbox, each with
+	// the reasons, in sandbox.Grants order.
+	Needs []Need `json:"needs"`
+	// Sandbox are the confinement's facts (sandbox.Spec.Describe), or
+	// one line saying the run is not confined.
+	Sandbox []string `json:"sandbox"`
+	// Checks are the bundle's checks (checksums, pipeline sha256,
+	// signature), in the order they ran.
+	Checks []Check `json:"checks"`
+	// Notes are what the reader should know besides (the bundle's
+	// output dir ignored, where the results go).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Service is one deployment of a service.
+type Service struct {
+	Name         string   `json:"name"`
+	Provider     string   `json:"provider"`
+	ProviderType string   `json:"provider_type"`
+	Image        string   `json:"image,omitempty"`
+	Command      []string `json:"command,omitempty"`
+	// Dir is where the process runs (local) or where its files are
+	// mounted (containers).
+	Dir   string   `json:"dir"`
+	Ports []string `json:"ports,omitempty"`
+	// Env are the names of the variables it sets, never their values.
+	Env []string `json:"env,omitempty"`
+	// Files are the files written for it: "NAME (template) -> WHERE".
+	Files []string `json:"files,omitempty"`
+	// ProviderSettings are the provider block's settings (addresses,
+	// networks), as plan.Settings lists them.
+	ProviderSettings map[string]any `json:"provider_settings,omitempty"`
+	TrialCount       int            `json:"trial_count"`
+	// Cells are the matrix cells ("size=6 keepalive=true") whose trials
+	// deploy it this way, when not every trial does.
+	Cells []string `json:"cells,omitempty"`
+}
+
+// Step is one distinct evaluation of a step that acts.
+type Step struct {
+	Address string   `json:"address"`
+	Kind    string   `json:"kind"`
+	Command []string `json:"command,omitempty"` // exec
+	Dir     string   `json:"dir,omitempty"`     // exec
+	Env     []string `json:"env,omitempty"`     // exec: names only
+	// Tune's changes.
+	Sysctl      map[string]string `json:"sysctl,omitempty"`
+	Rlimits     map[string]string `json:"rlimits,omitempty"`
+	ServiceCPUs string            `json:"service_cpus,omitempty"`
+	LoaderCPUs  string            `json:"loader_cpus,omitempty"`
+	Nice        *int              `json:"nice,omitempty"`
+	// Load, warm and check: the URLs reached, and the agents a load
+	// step starts ("3 on provider local").
+	Targets    []string `json:"targets,omitempty"`
+	Agents     string   `json:"agents,omitempty"`
+	TrialCount int      `json:"trial_count"`
+	Cells      []string `json:"cells,omitempty"` // as Service.Cells
+}
+
+// Target is one URL reached.
+type Target struct {
+	URL string `json:"url"`
+	// Reach is "service" (a service of this run: its url, or a loopback
+	// address at service.NAME.port, 0 in the plan), "loopback" (a port a
+	// service of this run is given by number, on the run's own
+	// loopback), "host-loopback" (another port on loopback: the host's
+	// own services, only with the host-network grant) or "outside"
+	// (anything else: only with the host-network grant).
+	Reach string `json:"reach"`
+}
+
+// Need is one grant the run needs.
+type Need struct {
+	Grant sandbox.Grant `json:"grant"`
+	Why   []string      `json:"why"`
+}
+
+// Check is one check of the bundle.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Inspect reads the plan pl: every trial evaluated dry (nothing is
+// contacted, nothing written). Values are redacted with redact.Default
+// (the plan's sensitive values are in it after the plan is built).
+func Inspect(pl *plan.Plan) *Plan {
+	out := &Plan{Pipeline: pl.Pipeline.Name, Trials: len(pl.Trials), Services: []Service{}, Steps: []Step{}, Targets: []Target{}, Needs: []Need{}}
+	needs := map[sandbox.Grant][]string{}
+	need := func(g sandbox.Grant, why string) {
+		for _, w := range needs[g] {
+			if w == why {
+				return
+			}
+		}
+		needs[g] = append(needs[g], why)
+	}
+	svcIndex := map[string]int{}
+	stepIndex := map[string]int{}
+	svcCells := map[int][]string{}
+	stepCells := map[int][]string{}
+	addCell := func(m map[int][]string, i int, c string) {
+		for _, x := range m[i] {
+			if x == c {
+				return
+			}
+		}
+		m[i] = append(m[i], c)
+	}
+	targets := map[string]bool{}
+	fixed := map[string]bool{} // host ports the services are given by number
+	addTarget := func(u string) string {
+		u = redact.Default.String(u)
+		if !targets[u] {
+			targets[u] = true
+			t := Target{URL: u, Reach: reach(u, fixed)}
+			out.Targets = append(out.Targets, t)
+			if t.Reach == "outside" || t.Reach == "host-loopback" {
+				need(sandbox.GrantHostNetwork, "reaches "+u)
+			}
+		}
+		return u
+	}
+	for _, t := range pl.Trials {
+		te := pl.NewTrialEval(t, true)
+		for _, s := range pl.Pipeline.Services {
+			sv := Service{Name: s.Name, Dir: "its own folder under the private /tmp"}
+			sp, d := te.ServiceProvider(s)
+			var at plan.Placement
+			if sp != nil && !d.HasErrors() {
+				sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
+				at.Provider = sp.Provider
+				if sp.Config != nil {
+					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config))
+				}
+			}
+			ps, _ := te.PrepareService(s, at)
+			if ps == nil {
+				continue
+			}
+			sv.Image = ps.Spec.Image
+			for _, a := range ps.Spec.Command {
+				sv.Command = append(sv.Command, redact.Default.String(a))
+			}
+			if sv.ProviderType != "local" {
+				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
+			} else if wd, ok := sv.ProviderSettings["work_dir"].(string); ok && wd != "" {
+				sv.Dir = wd
+			}
+			for _, pc := range ps.Ports {
+				if pc.Host != "" && pc.Host != "auto" {
+					fixed[pc.Host] = true
+				}
+			}
+			for _, p := range ps.Spec.Ports {
+				txt := p.Name + " (a free loopback port)"
+				if p.Container > 0 {
+					txt = fmt.Sprintf("%s (container %d)", p.Name, p.Container)
+				}
+				sv.Ports = append(sv.Ports, txt)
+			}
+			sv.Env = names(ps.Spec.Env)
+			for _, f := range ps.Files {
+				where := "its folder"
+				if f.Mount != "" && sv.ProviderType != "local" {
+					where = f.Mount
+				} else if sv.ProviderType != "local" {
+					where = ps.SelfDir + "/" + f.Name
+				}
+				sv.Files = append(sv.Files, fmt.Sprintf("%s (%s) -> %s", f.Name, f.From, where))
+			}
+			switch sandbox.Grant(sv.ProviderType) {
+			case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
+				need(sandbox.Grant(sv.ProviderType), fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType))
+			}
+			key := keyOf(sv)
+			if i, ok := svcIndex[key]; ok {
+				out.Services[i].TrialCount++
+				addCell(svcCells, i, t.ParamString())
+				continue
+			}
+			sv.TrialCount = 1
+			svcIndex[key] = len(out.Services)
+			addCell(svcCells, len(out.Services), t.ParamString())
+			out.Services = append(out.Services, sv)
+		}
+		for _, st := range pl.Pipeline.Steps {
+			cfg, d := te.Step(st)
+			if d.HasErrors() || cfg == nil {
+				continue
+			}
+			ss := Step{Address: st.Addr(), Kind: st.Kind}
+			switch c := cfg.(type) {
+			case *pipeline.ExecConfig:
+				for _, a := range c.Command {
+					ss.Command = append(ss.Command, redact.Default.String(a))
+				}
+				ss.Dir = c.Dir
+				if ss.Dir == "" {
+					ss.Dir = "the pipeline's folder"
+				}
+				ss.Env = names(c.Env)
+			case *pipeline.TuneConfig:
+				ss.Sysctl, ss.Rlimits = c.Sysctl, c.Rlimits
+				if c.Nofile > 0 {
+					if ss.Rlimits == nil {
+						ss.Rlimits = map[string]string{}
+					}
+					ss.Rlimits = copyMap(ss.Rlimits)
+					ss.Rlimits["nofile"] = fmt.Sprint(c.Nofile)
+				}
+				ss.ServiceCPUs, ss.LoaderCPUs, ss.Nice = c.ServiceCPUs, c.LoaderCPUs, c.Nice
+				if len(c.Sysctl) > 0 {
+					need(sandbox.GrantTune, st.Addr()+" writes sysctls (as root)")
+				}
+				if c.Nice != nil && *c.Nice < 0 {
+					need(sandbox.GrantTune, st.Addr()+" raises the services' priority (nice < 0)")
+				}
+			case *pipeline.CheckConfig:
+				ss.Targets = []string{addTarget(c.URL)}
+			case *steps.LoadConfig:
+				if c.Target != "" {
+					ss.Targets = append(ss.Targets, addTarget(c.Target))
+				}
+				for _, u := range c.URLs {
+					ss.Targets = append(ss.Targets, addTarget(u.URL))
+				}
+				if a := c.Agents; a != nil {
+					asp, d := te.AgentsProvider(a)
+					typ := "local"
+					name := a.Provider
+					if asp != nil && !d.HasErrors() {
+						typ, name = asp.Type.Name, asp.Name
+					}
+					ss.Agents = fmt.Sprintf("%d benchflow agent(s) on provider %s (%s)", a.Count, name, typ)
+					switch sandbox.Grant(typ) {
+					case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
+						need(sandbox.Grant(typ), fmt.Sprintf("%s runs its agents on provider %s (%s)", st.Addr(), name, typ))
+					}
+				}
+			default:
+				continue // collect, provision: they read, run nothing
+			}
+			key := keyOf(ss)
+			if i, ok := stepIndex[key]; ok {
+				out.Steps[i].TrialCount++
+				addCell(stepCells, i, t.ParamString())
+				continue
+			}
+			ss.TrialCount = 1
+			stepIndex[key] = len(out.Steps)
+			addCell(stepCells, len(out.Steps), t.ParamString())
+			out.Steps = append(out.Steps, ss)
+		}
+	}
+	for i := range out.Services {
+		if out.Services[i].TrialCount < out.Trials {
+			out.Services[i].Cells = svcCells[i]
+		}
+	}
+	for i := range out.Steps {
+		if out.Steps[i].TrialCount < out.Trials {
+			out.Steps[i].Cells = stepCells[i]
+		}
+	}
+	for _, g := range sandbox.Grants {
+		if len(needs[g]) > 0 {
+			out.Needs = append(out.Needs, Need{Grant: g, Why: needs[g]})
+		}
+	}
+	return out
+}
+
+// Missing returns the grants p needs that allowed does not hold.
+func (p *Plan) Missing(allowed []sandbox.Grant) []Need {
+	var out []Need
+	for _, n := range p.Needs {
+		ok := false
+		for _, g := range allowed {
+			ok = ok || g == n.Grant
+		}
+		if !ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Grants are the grant names p needs.
+func (p *Plan) Grants() []sandbox.Grant {
+	var out []sandbox.Grant
+	for _, n := range p.Needs {
+		out = append(out, n.Grant)
+	}
+	return out
+}
+
+// reach says where a URL goes: "service" when its host is a service's
+// placeholder, "loopback" for a loopback address at a port of fixed (the
+// sandbox's own loopback), "host-loopback" for another loopback port,
+// "outside" else.
+func reach(u string, fixed map[string]bool) string {
+	if strings.Contains(u, "${service.") {
+		return "service"
+	}
+	pu, err := url.Parse(u)
+	if err != nil || pu.Hostname() == "" {
+		return "outside"
+	}
+	h := pu.Hostname()
+	if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "outside"
+	}
+	port := pu.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
+	}
+	if port == "0" {
+		// service.NAME.port(s) before provisioning: a service's port.
+		return "service"
+	}
+	if fixed[port] {
+		return "loopback"
+	}
+	return "host-loopback"
+}
+
+func names(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// redactSettings drops secrets from a provider's settings: values that
+// hold a sensitive value are shown redacted.
+func redactSettings(m map[string]any) map[string]any {
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			m[k] = redact.Default.String(s)
+		}
+	}
+	return m
+}
+
+func keyOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
