@@ -49,9 +49,14 @@ testacc-k8s: build ## The k8s acceptance tests against the local cluster (after 
 bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scripts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) build -o bin/floor ./engine/load/bench/floor
-	FLOOR=bin/floor ENGINES="uring epoll" ./engine/load/bench/compare-wrk.sh $(BIN)
+	$(GO) build -o bin/h2floor ./engine/load/bench/h2floor
+	# Both placements: shared cores (PIN=0, as a user's run) and server and
+	# client on cores of their own (PIN=1), each against its floor.
+	for pin in 0 1; do \
+		PIN=$$pin FLOOR=bin/floor ENGINES="uring epoll" ./engine/load/bench/compare-wrk.sh $(BIN) && \
+		PIN=$$pin FLOOR=bin/h2floor ./engine/load/bench/compare-h2load.sh $(BIN) || exit 1; \
+	done
 	ENGINES="uring epoll" BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
-	./engine/load/bench/compare-h2load.sh $(BIN)
 	BFFLAGS="--busy-poll 10us" ./engine/load/bench/compare-h2load.sh $(BIN)
 	STREAMS=10 BFFLAGS="--nap 50us" ./engine/load/bench/compare-h2load.sh $(BIN)
 

@@ -20,12 +20,21 @@
 # shown in the last column; the first error output of a client goes to
 # stderr. A row with errors does not measure what it says.
 #
+# PROTOS (default "tls h2c") chooses the servers: nginx serving HTTP/2
+# over TLS (ALPN h2) and over cleartext (h2c, prior knowledge: h2load's
+# and benchflow --h2's way with http:// URLs), one server block each.
+# With FLOOR (a binary built from ./engine/load/bench/h2floor, the least
+# any HTTP/2 client must do here) each row also shows the floor's CPU per
+# request, measured in the same pairs, and benchflow's over it.
+#
 # Environment: PAIRS (default 5), DURATION (default 5s), CONNS (default 16:
 #   HTTP/2 multiplexes, so fewer connections than compare-wrk's 64 carry
 #   the same requests in flight with STREAMS 10), THREADS (default 1),
 #   STREAMS (default "1 10"), CASES (default "6b 1k": bodies of 6 bytes and
-#   1 KiB), PORT (default: a free one), NGINX (default /usr/sbin/nginx),
-#   H2LOAD (default h2load), BFFLAGS (extra flags for benchflow load).
+#   1 KiB), PROTOS (default "tls h2c"), PIN (default 0: shared cores; 1:
+#   server on core 1, clients on core 0), FLOOR (see above), PORT and
+#   PORT2 (default: free ones), NGINX (default /usr/sbin/nginx), H2LOAD
+#   (default h2load), BFFLAGS (extra flags for benchflow load).
 set -euo pipefail
 
 BF=${1:?usage: compare-h2load.sh path/to/benchflow}
@@ -39,6 +48,12 @@ CASES=${CASES:-"6b 1k"}
 NGINX=${NGINX:-/usr/sbin/nginx}
 H2LOAD=${H2LOAD:-h2load}
 read -r -a BFFLAGS <<<"${BFFLAGS:-}"
+read -r -a PROTOS <<<"${PROTOS:-tls h2c}"
+FLOOR=${FLOOR:-}
+[ -z "$FLOOR" ] || [ -x "$FLOOR" ] || { echo "compare-h2load: FLOOR=$FLOOR is not executable (go build -o h2floor ./engine/load/bench/h2floor)" >&2; exit 1; }
+for p in "${PROTOS[@]}"; do
+	case $p in tls | h2c) ;; *) echo "compare-h2load: PROTOS: $p: want tls or h2c" >&2; exit 1 ;; esac
+done
 
 command -v "$H2LOAD" >/dev/null || { echo "compare-h2load: h2load not found (apt-get install nghttp2-client)" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "compare-h2load: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
@@ -51,15 +66,19 @@ NAME=compare-h2load
 . "$(dirname "$0")/lib.sh"
 printf 'hello\n' >"$DIR/www/6b"
 head -c 1024 /dev/urandom >"$DIR/www/1k"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-	-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-	-keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>"$DIR/openssl.log" ||
-	{ echo "compare-h2load: openssl could not make a certificate:" >&2; cat "$DIR/openssl.log" >&2; exit 1; }
+make_cert
 # keepalive_requests also bounds the streams of an HTTP/2 connection
 # (nginx >= 1.19.7): high enough that no GOAWAY ends one mid-run.
+# The h2c server block listens on PORT2.
 start_nginx https "ssl http2" 100000000 "    ssl_certificate $DIR/cert.pem;
     ssl_certificate_key $DIR/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;"
+    ssl_protocols TLSv1.2 TLSv1.3;
+    server {
+        listen 127.0.0.1:$PORT2 http2;
+        root $DIR/www;
+    }"
+curl -fs --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$PORT2/6b" ||
+	{ echo "compare-h2load: nginx does not answer h2c on port $PORT2:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
 
 # Each measure_* runs its client under /usr/bin/time and prints
 # "RPS CPU_US_PER_REQUEST ERRORS CIPHER": req/s, the client CPU time
@@ -67,10 +86,15 @@ start_nginx https "ssl http2" 100000000 "    ssl_certificate $DIR/cert.pem;
 # responses, and the negotiated TLS cipher. A run with errors also copies
 # the client's output to stderr (once per client and case: see $shown).
 # They run in this shell (not in a subshell) so that $shown persists.
-measure_h2load() {
-	local streams=$1 url=$2 rc=0
+# measure_h2load and measure_floor print h2load's summary the same way
+# (h2floor prints h2load's lines).
+measure_h2load() { measure_h2style h2load "$1" "$2" "$H2LOAD" -t"$THREADS" -c"$CONNS" -m"$1" -D "$DURATION" "$2"; }
+measure_floor() { measure_h2style floor "$1" "$2" "$FLOOR" -t "$THREADS" -c "$CONNS" -m "$1" -d "$DURATION" "$2"; }
+measure_h2style() {
+	local who=$1 rc=0
+	shift 3
 	/usr/bin/time -o "$DIR/time" -f 'CPUSECS %U %S' \
-		"$H2LOAD" -t"$THREADS" -c"$CONNS" -m"$streams" -D "$DURATION" "$url" >"$DIR/out" 2>&1 || rc=$?
+		"${CLIENT_ON[@]}" "$@" >"$DIR/out" 2>&1 || rc=$?
 	awk -v rc="$rc" '
 		/^finished in/ {rps=$4}
 		/^requests:/ {done=$6; failed=$10; errored=$12+$14}
@@ -87,14 +111,14 @@ measure_h2load() {
 			printf "%s %.3f %d %s\n", rps+0, (done > 0 ? cpu*1e6/done : 0), err, (cipher == "" ? "?" : cipher)
 		}' "$DIR/out" "$DIR/time"
 	if [ "$rc" != 0 ] || ! awk '/^requests:/ {f=$10+$12+$14} /^status codes:/ {f+=$7+$9; n++} END {exit !(n == 1 && f == 0)}' "$DIR/out"; then
-		[ -n "${shown[h2load]:-}" ] || { echo "compare-h2load: h2load errors (exit $rc):" >&2; grep -v '^progress' "$DIR/out" | tail -n 20 >&2; }
-		shown[h2load]=1
+		[ -n "${shown[$who]:-}" ] || { echo "compare-h2load: $who errors (exit $rc):" >&2; grep -v '^progress' "$DIR/out" | tail -n 20 >&2; }
+		shown[$who]=1
 	fi
 }
 measure_bf() {
 	local streams=$1 url=$2 rc=0
 	/usr/bin/time -o "$DIR/time" -f 'CPUSECS %U %S' \
-		"$BF" load --json --h2 -t"$THREADS" -c"$CONNS" --streams "$streams" -d"$DURATION" "${BFFLAGS[@]}" "$url" >"$DIR/out" 2>"$DIR/err" || rc=$?
+		"${CLIENT_ON[@]}" "$BF" load --json --h2 -t"$THREADS" -c"$CONNS" --streams "$streams" -d"$DURATION" "${BFFLAGS[@]}" "$url" >"$DIR/out" 2>"$DIR/err" || rc=$?
 	local cpu
 	cpu=$(awk '/^CPUSECS/ {print $2+$3}' "$DIR/time")
 	if ! jq -r --arg cpu "$cpu" --arg rc "$rc" '
@@ -112,32 +136,43 @@ measure_bf() {
 	fi
 }
 
-echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///') (TLS + HTTP/2), $("$H2LOAD" --version | head -1), $(nproc) cores, -t$THREADS -c$CONNS -D$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %7s %10s %10s %7s   %12s %12s %7s   %s\n' case streams h2load_rps bf_rps ratio h2load_cpu_us bf_cpu_us eff 'errors h2load/bf'
-echo "(ratio = benchflow req/s ÷ h2load req/s; cpu_us = client CPU µs per request; eff = h2load cpu ÷ benchflow cpu; all medians; errors summed over the pairs)"
+echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///') (HTTP/2: ${PROTOS[*]}), $("$H2LOAD" --version | head -1), $(nproc) cores, $PLACEMENT, -t$THREADS -c$CONNS -D$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}${FLOOR:+, floor $FLOOR}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %-5s %7s %10s %10s %7s   %12s %12s %7s' case proto streams h2load_rps bf_rps ratio h2load_cpu_us bf_cpu_us eff
+[ -z "$FLOOR" ] || printf '   %12s %8s' floor_cpu_us bf/floor
+printf '   %s\n' 'errors h2load/bf'
+echo "(ratio = benchflow req/s ÷ h2load req/s; cpu_us = client CPU µs per request; eff = h2load cpu ÷ benchflow cpu${FLOOR:+; bf/floor = benchflow cpu ÷ floor cpu}; all medians; errors summed over the pairs)"
 ciphers=
 for c in $CASES; do
-	url="https://127.0.0.1:$PORT/$c"
-	for m in "${STREAMS[@]}"; do
-		declare -A shown=()
-		h_all=() hc_all=() b_all=() bc_all=() ratios=() effs=()
-		h_err=0 b_err=0
-		for _ in $(seq "$PAIRS"); do
-			measure_h2load "$m" "$url" >"$DIR/res"
-			read -r h hc he hcipher <"$DIR/res"
-			measure_bf "$m" "$url" >"$DIR/res"
-			read -r b bc be bcipher <"$DIR/res"
-			h_all+=("$h") hc_all+=("$hc") b_all+=("$b") bc_all+=("$bc")
-			ratios+=("$(ratio "$b" "$h")") effs+=("$(ratio "$hc" "$bc")")
-			h_err=$((h_err + he)) b_err=$((b_err + be))
-			[ -n "$ciphers" ] || ciphers="TLS ciphers: h2load $hcipher, benchflow $bcipher"
+	for proto in "${PROTOS[@]}"; do
+		if [ "$proto" = tls ]; then url="https://127.0.0.1:$PORT/$c"; else url="http://127.0.0.1:$PORT2/$c"; fi
+		for m in "${STREAMS[@]}"; do
+			declare -A shown=()
+			h_all=() hc_all=() b_all=() bc_all=() ratios=() effs=() fc_all=() floors=()
+			h_err=0 b_err=0
+			for _ in $(seq "$PAIRS"); do
+				measure_h2load "$m" "$url" >"$DIR/res"
+				read -r h hc he hcipher <"$DIR/res"
+				measure_bf "$m" "$url" >"$DIR/res"
+				read -r b bc be bcipher <"$DIR/res"
+				h_all+=("$h") hc_all+=("$hc") b_all+=("$b") bc_all+=("$bc")
+				ratios+=("$(ratio "$b" "$h")") effs+=("$(ratio "$hc" "$bc")")
+				h_err=$((h_err + he)) b_err=$((b_err + be))
+				if [ -n "$FLOOR" ]; then
+					measure_floor "$m" "$url" >"$DIR/res"
+					read -r _ fc _ _ <"$DIR/res"
+					fc_all+=("$fc") floors+=("$(ratio "$bc" "$fc")")
+				fi
+				[ -n "$ciphers" ] || [ "$proto" != tls ] || ciphers="TLS ciphers: h2load $hcipher, benchflow $bcipher"
+			done
+			printf '%-6s %-5s %7s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f' "$c" "$proto" "$m" \
+				"$(printf '%s\n' "${h_all[@]}" | median)" "$(printf '%s\n' "${b_all[@]}" | median)" \
+				"$(printf '%s\n' "${ratios[@]}" | median)" \
+				"$(printf '%s\n' "${hc_all[@]}" | median)" "$(printf '%s\n' "${bc_all[@]}" | median)" \
+				"$(printf '%s\n' "${effs[@]}" | median)"
+			[ -z "$FLOOR" ] || printf '   %12.2f %8.3f' "$(printf '%s\n' "${fc_all[@]}" | median)" "$(printf '%s\n' "${floors[@]}" | median)"
+			printf '   %s/%s   (pair ratios: %s)\n' "$h_err" "$b_err" "${ratios[*]}"
+			unset shown
 		done
-		printf '%-6s %7s %10.0f %10.0f %7.3f   %12.2f %12.2f %7.3f   %s/%s   (pair ratios: %s)\n' "$c" "$m" \
-			"$(printf '%s\n' "${h_all[@]}" | median)" "$(printf '%s\n' "${b_all[@]}" | median)" \
-			"$(printf '%s\n' "${ratios[@]}" | median)" \
-			"$(printf '%s\n' "${hc_all[@]}" | median)" "$(printf '%s\n' "${bc_all[@]}" | median)" \
-			"$(printf '%s\n' "${effs[@]}" | median)" "$h_err" "$b_err" "${ratios[*]}"
-		unset shown
 	done
 done
-echo "$ciphers"
+echo "${ciphers:-no TLS case}"

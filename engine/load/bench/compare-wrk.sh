@@ -7,7 +7,11 @@
 # most 0.80x wrk's CPU per request.
 #
 # Environment: PAIRS (default 5), DURATION (default 5s), CONNS (default 64),
-#   THREADS (default 1), CASES (default "6b 6b-close 1k 1k-close 1m 1m-close"),
+#   THREADS (default 1), CASES (default "6b 6b-close 1k 1k-close 1m 1m-close
+#   6b-tls 1k-tls": -close sends Connection: close on every request, -tls
+#   goes over TLS 1.3 to a second server block, keep-alive, certificate not
+#   verified), PIN (default 0: shared cores; 1: nginx on core 1, the
+#   clients on core 0),
 #   ENGINES (default "auto"; e.g. "uring epoll": BENCHFLOW_LOAD_ENGINE for
 #   each benchflow run), PORT (default: a free one), NGINX (default
 #   /usr/sbin/nginx), WRK (default wrk), BFFLAGS (extra flags for
@@ -22,7 +26,7 @@ PAIRS=${PAIRS:-5}
 DURATION=${DURATION:-5s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-1}
-CASES=${CASES:-"6b 6b-close 1k 1k-close 1m 1m-close"}
+CASES=${CASES:-"6b 6b-close 1k 1k-close 1m 1m-close 6b-tls 1k-tls"}
 read -r -a ENGINES <<<"${ENGINES:-auto}"
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
@@ -40,29 +44,42 @@ NAME=compare-wrk
 printf 'hello\n' >"$DIR/www/6b"
 head -c 1024 /dev/urandom >"$DIR/www/1k"
 head -c 1048576 /dev/urandom >"$DIR/www/1m"
-start_nginx http "" 1000000
+make_cert
+# The TLS server block listens on PORT2.
+start_nginx http "" 1000000 "    ssl_certificate $DIR/cert.pem;
+    ssl_certificate_key $DIR/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    server {
+        listen 127.0.0.1:$PORT2 ssl;
+        root $DIR/www;
+    }"
+curl -fsk -o /dev/null "https://127.0.0.1:$PORT2/6b" ||
+	{ echo "compare-wrk: nginx does not answer TLS on port $PORT2:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
 
 # measure TOOL ARGS… prints "RPS CPU_US_PER_REQUEST": the tool's req/s and
 # the client CPU time (user+system) it spent per completed request.
 measure() {
 	local out
-	out=$( { /usr/bin/time -f 'CPUSECS %U %S' "$@"; } 2>&1 )
+	out=$( { /usr/bin/time -f 'CPUSECS %U %S' "${CLIENT_ON[@]}" "$@"; } 2>&1 )
 	awk '/^Requests\/sec:/ {rps=$2} / requests in / {n=$1} /^CPUSECS/ {cpu=$2+$3}
 		END {if (n > 0) printf "%s %.3f\n", rps, cpu*1e6/n; else printf "%s 0\n", rps}' <<<"$out"
 }
 
-echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "nginx $($NGINX -v 2>&1 | sed 's/.*\///'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(nproc) cores, $PLACEMENT, -t$THREADS -c$CONNS -d$DURATION, $PAIRS pairs${BFFLAGS:+, benchflow ${BFFLAGS[*]}}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-10s %-10s %10s %10s %7s   %12s %12s %7s\n' case engine wrk_rps bf_rps ratio wrk_cpu_us bf_cpu_us eff
 echo "(ratio = benchflow req/s ÷ wrk req/s; cpu_us = client CPU µs per request; eff = wrk cpu ÷ benchflow cpu; all medians)"
 for c in $CASES; do
 	file=${c%-close}
 	extra=()
 	bfextra=()
+	url="http://127.0.0.1:$PORT/$file"
 	if [ "$c" != "$file" ]; then
 		extra=(-H 'Connection: close')
 		bfextra=(--close)
+	elif [ "${c%-tls}" != "$c" ]; then
+		file=${c%-tls}
+		url="https://127.0.0.1:$PORT2/$file"
 	fi
-	url="http://127.0.0.1:$PORT/$file"
 	w_all=()
 	wc_all=()
 	declare -A b_all=() bc_all=() ratios=() effs=()

@@ -1,7 +1,7 @@
 # lib.sh — what compare-wrk.sh and compare-h2load.sh share: a temporary
-# folder removed on exit, a free loopback port, Debian's nginx (one
-# worker, no access log, sendfile) started on it and stopped on exit, and
-# the median and ratio helpers. Sourced by them after NAME (the script's
+# folder removed on exit, free loopback ports, a self-signed certificate,
+# the placement (PIN), Debian's nginx (one worker, no access log, sendfile)
+# started on them and stopped on exit, and the median and ratio helpers. Sourced by them after NAME (the script's
 # name, for messages) and NGINX are set.
 
 DIR=$(mktemp -d "/tmp/benchflow-$NAME.XXXXXX")
@@ -15,9 +15,41 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# A free loopback port: bind to 0 and read what the kernel picked.
-PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}
+# Free loopback ports: bind to 0 and read what the kernel picked. PORT
+# is the main server's; PORT2 a second server block's (the other protocol).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+PORT=${PORT:-$(free_port)}
+PORT2=${PORT2:-$(free_port)}
 mkdir -p "$DIR/www" "$DIR/logs" "$DIR/tmp"
+
+# PIN=1 places the server on core 1 and every client on core 0 (taskset),
+# so that each has a core of its own and a client's CPU per request is
+# its own; PIN=0 (the default) lets the kernel place them on shared cores,
+# as a user's run does. The placement is printed in each script's header.
+PIN=${PIN:-0}
+SERVER_ON=()
+CLIENT_ON=()
+case $PIN in
+0) PLACEMENT="shared cores" ;;
+1)
+	[ "$(nproc)" -ge 2 ] || { echo "$NAME: PIN=1 needs 2 cores, this machine has $(nproc)" >&2; exit 1; }
+	command -v taskset >/dev/null || { echo "$NAME: PIN=1 needs taskset (apt-get install util-linux)" >&2; exit 1; }
+	SERVER_ON=(taskset -c 1)
+	CLIENT_ON=(taskset -c 0)
+	PLACEMENT="pinned: server on core 1, client on core 0"
+	;;
+*) echo "$NAME: PIN=$PIN: want 0 (shared cores) or 1 (pinned)" >&2; exit 1 ;;
+esac
+
+# make_cert writes a self-signed certificate for 127.0.0.1 to
+# $DIR/cert.pem and $DIR/key.pem (neither client verifies it).
+make_cert() {
+	command -v openssl >/dev/null || { echo "$NAME: openssl not found (apt-get install openssl)" >&2; exit 1; }
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+		-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+		-keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>"$DIR/openssl.log" ||
+		{ echo "$NAME: openssl could not make a certificate:" >&2; cat "$DIR/openssl.log" >&2; exit 1; }
+}
 
 # start_nginx SCHEME LISTEN_FLAGS KEEPALIVE_REQUESTS [HTTP_LINES]: writes
 # $DIR/nginx.conf serving $DIR/www on 127.0.0.1:$PORT (LISTEN_FLAGS after
@@ -50,7 +82,7 @@ $extra
     }
 }
 CONF
-	"$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
+	"${SERVER_ON[@]}" "$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
 	NGINX_PID=$!
 	for _ in $(seq 50); do
 		curl -fsk -o /dev/null "$scheme://127.0.0.1:$PORT/6b" 2>/dev/null && return 0
