@@ -24,8 +24,12 @@
 //     `benchflow plan` prints), AgentLauncher (load agents of a step's
 //     agents block; agents.go, announced by Type.Agents);
 //   - of a Deployment: Liveness (early-exit detection during health
-//     waits), ProcessReporter and InfraNamer (for collect steps),
-//     VersionReporter (platform versions in the manifest).
+//     waits), ProcessReporter (for collect steps), VersionReporter
+//     (platform versions in the manifest).
+//
+// What a type is, rather than what it can do, is data of its Type: the
+// endpoint attributes it exposes (Attrs), whether it launches agents
+// (Agents), and the infrastructure processes it starts (Infra).
 //
 // Providers know nothing of HCL files or the pipeline model: they receive an
 // evaluated ServiceSpec.
@@ -67,6 +71,15 @@ type Type struct {
 	// Agents reports that the type's providers implement AgentLauncher
 	// (they can run the load agents of a step's agents block).
 	Agents bool
+	// Infra lists the infrastructure processes the type's deployments
+	// start on this machine (an agent, a gateway, an ingress controller):
+	// process names (comm as the kernel shows it, truncated to 15 bytes,
+	// or a prefix ending in "*") that the whole-machine accounting of
+	// collect steps counts as role "infra" rather than "other" in a trial
+	// with a service of this type. Names every deployment shares
+	// (dockerd, containerd-shim*, kubelet, nomad, …) are already in
+	// engine/collect.InfraNames.
+	Infra []string
 }
 
 // NewRequest carries what New needs.
@@ -200,17 +213,6 @@ type Process struct {
 // sampled by collect steps.
 type ProcessReporter interface {
 	Processes(ctx context.Context) ([]Process, error)
-}
-
-// InfraNamer is implemented by deployments that start infrastructure
-// processes on this machine (an agent, a gateway, an ingress controller):
-// the process names (comm as the kernel shows it, truncated to 15 bytes,
-// or a prefix ending in "*") that the whole-machine accounting of collect
-// steps counts as role "infra" rather than "other". Names every
-// deployment shares (dockerd, containerd-shim*, kubelet, nomad, …) are
-// already in engine/collect.InfraNames.
-type InfraNamer interface {
-	InfraNames() []string
 }
 
 // VersionReporter is implemented by deployments on a platform whose

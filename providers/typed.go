@@ -15,10 +15,12 @@ type Spec[C any] struct {
 	// decoded config; c is never nil (an absent block is a zero C). It
 	// contacts nothing and applies the checks of C's Validate again.
 	New func(name string, c *C) (Provider, error)
-	// Attrs, GC and Agents are the Type's fields of the same names.
+	// Attrs, GC, Agents and Infra are the Type's fields of the same
+	// names.
 	Attrs  []string
 	GC     func(ctx context.Context, req *GCRequest) ([]string, error)
 	Agents bool
+	Infra  []string
 }
 
 // TypeOf builds the Type of s. It owns the three things every provider
@@ -45,6 +47,7 @@ func TypeOf[C any, P interface {
 		Attrs:  s.Attrs,
 		GC:     s.GC,
 		Agents: s.Agents,
+		Infra:  s.Infra,
 	}
 }
 

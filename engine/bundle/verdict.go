@@ -202,12 +202,8 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 // docker provider.
 func usesDocker(m *results.Manifest, trials []string) bool {
 	for _, id := range trials {
-		if t := m.Trial(id); t != nil {
-			for _, s := range t.Services {
-				if s.Type == "docker" {
-					return true
-				}
-			}
+		if t := m.Trial(id); t != nil && t.RanOn("docker") {
+			return true
 		}
 	}
 	return false

@@ -16,7 +16,7 @@ const (
 // bytes, or a prefix ending in "*") that the machine accounting counts as
 // infrastructure: container engines and their helpers, orchestrator
 // agents, proxies and ingress controllers. Providers add the names of
-// what they start through providers.InfraNamer (Config.InfraNames).
+// what they start through providers.Type.Infra (Config.InfraNames).
 var InfraNames = []string{
 	"dockerd", "docker-proxy", "containerd", "containerd-shim*", "runc", "fuse-overlayfs",
 	"slirp4netns", "rootlesskit", "vpnkit",

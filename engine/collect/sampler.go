@@ -39,7 +39,7 @@ type Config struct {
 	Machine   bool
 	Threshold float64
 	// InfraNames extends InfraNames with what the deployments started
-	// (providers.InfraNamer).
+	// (providers.Type.Infra).
 	InfraNames []string
 	// Quiet is the quiet check window before sampling starts (machine
 	// accounting only; 0 means none): Start waits that long, measuring

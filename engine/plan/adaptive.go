@@ -55,14 +55,15 @@ func (pl *Plan) TrialEstimate() time.Duration {
 	te := pl.NewTrialEval(pl.Trials[0], true)
 	var total time.Duration
 	for _, n := range pl.Steps {
-		if n.Step.Kind != pipeline.KindLoad && n.Step.Kind != pipeline.KindWarm {
+		b := steps.BehaviourOf(n.Step.Kind)
+		if !b.Drives {
 			continue
 		}
 		cfg, d := te.Step(n.Step)
-		c, ok := cfg.(*steps.LoadConfig)
-		if d.HasErrors() || !ok {
+		if d.HasErrors() {
 			continue
 		}
+		c := steps.LoadOf(cfg)
 		dur, err := pipeline.ParseDuration(c.Duration)
 		if err != nil {
 			continue
@@ -71,9 +72,9 @@ func (pl *Plan) TrialEstimate() time.Duration {
 			switch {
 			case c.Requests > 0:
 				dur = 0
-			case n.Step.Kind == pipeline.KindWarm && c.Until == "steady":
+			case b.Warms() && c.Until == "steady":
 				dur = 30 * time.Second
-			case n.Step.Kind == pipeline.KindWarm:
+			case b.Warms():
 				dur = 5 * time.Second
 			default:
 				dur = 10 * time.Second

@@ -166,7 +166,7 @@ func (b *dagBuilder) explicitEdges(n *StepNode) {
 			if target == nil {
 				continue
 			}
-			if n.Step.Kind == pipeline.KindCollect && attr == "during" {
+			if steps.BehaviourOf(n.Step.Kind).During && attr == "during" {
 				b.during(n, target, tr)
 				continue
 			}
@@ -174,7 +174,7 @@ func (b *dagBuilder) explicitEdges(n *StepNode) {
 		}
 	}
 	b.dependsOn(n)
-	if n.Step.Kind == pipeline.KindCollect && n.During == "" && len(refs["during"]) == 0 && !hasAttr(n.Step.Body, "during") {
+	if steps.BehaviourOf(n.Step.Kind).During && n.During == "" && len(refs["during"]) == 0 && !hasAttr(n.Step.Body, "during") {
 		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing collect target",
 			Detail:  `A collect step needs during = step.load.<name>: the load it samples.`,
 			Subject: n.Step.DeclRange.Ptr()})
@@ -183,7 +183,7 @@ func (b *dagBuilder) explicitEdges(n *StepNode) {
 
 // during records the load or warm step collect step n samples.
 func (b *dagBuilder) during(n, target *StepNode, tr hcl.Traversal) {
-	if target.Step.Kind != pipeline.KindLoad && target.Step.Kind != pipeline.KindWarm {
+	if !steps.BehaviourOf(target.Step.Kind).Drives {
 		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid collect target",
 			Detail:  fmt.Sprintf("A collect step runs during a load or warm step; %s is a %s step.", target.Addr(), target.Step.Kind),
 			Subject: tr.SourceRange().Ptr()})
@@ -280,7 +280,7 @@ func setLevels(topo []*StepNode, explicit map[*StepNode][]*StepNode) map[*StepNo
 // aside: they run during their load), and, for warm and load steps, the
 // one before them, since they never overlap.
 func dependencies(nodes, topo []*StepNode, topoIdx map[*StepNode]int, explicit map[*StepNode][]*StepNode) map[*StepNode]map[*StepNode]bool {
-	sequenced := func(n *StepNode) bool { return n.Step.Kind != pipeline.KindCollect }
+	sequenced := func(n *StepNode) bool { return !steps.BehaviourOf(n.Step.Kind).During }
 	deps := map[*StepNode]map[*StepNode]bool{}
 	for _, n := range nodes {
 		deps[n] = map[*StepNode]bool{}
@@ -315,7 +315,7 @@ func dependencies(nodes, topo []*StepNode, topoIdx map[*StepNode]int, explicit m
 	// Warm and load steps never overlap: chain them.
 	var chain []*StepNode
 	for _, n := range topo {
-		if n.Step.Kind == pipeline.KindWarm || n.Step.Kind == pipeline.KindLoad {
+		if steps.BehaviourOf(n.Step.Kind).Drives {
 			chain = append(chain, n)
 		}
 	}

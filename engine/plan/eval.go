@@ -498,8 +498,8 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	if k := steps.Lookup(st.Kind); k != nil && k.Refs != nil {
 		refs = k.Refs(cfg)
 	}
-	if c, ok := cfg.(*steps.LoadConfig); ok {
-		diags = append(diags, te.checkAgentsProvider(st, c)...)
+	if steps.BehaviourOf(st.Kind).Drives {
+		diags = append(diags, te.checkAgentsProvider(st, steps.LoadOf(cfg))...)
 	}
 	for _, f := range refs.Files {
 		if err := statFile(te.plan.Pipeline.FS, f.Path); err != nil {

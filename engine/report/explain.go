@@ -196,8 +196,8 @@ func usesDocker(run *results.Run) bool {
 	if run.Manifest == nil {
 		return false
 	}
-	for _, t := range run.Manifest.Trials {
-		if strings.Contains(t.Provider, "docker") {
+	for i := range run.Manifest.Trials {
+		if run.Manifest.Trials[i].RanOn("docker") {
 			return true
 		}
 	}

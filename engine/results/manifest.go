@@ -180,6 +180,18 @@ func (m *Manifest) Trial(trialID string) *TrialEntry {
 	return nil
 }
 
+// RanOn reports whether the trial deployed a service on a provider of
+// type typ ("docker"): the one test of a trial's provider type, by the
+// type each service recorded, never by a provider's name.
+func (t *TrialEntry) RanOn(typ string) bool {
+	for _, s := range t.Services {
+		if s.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
 // Done reports whether trialID completed (status "ok" or "skipped") and
 // need not run again on resume.
 func (m *Manifest) Done(trialID string) bool {

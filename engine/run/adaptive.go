@@ -12,6 +12,7 @@ import (
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/steps"
 )
 
 // adaptive drives repetitions = { min, max, precision, budget }: it
@@ -47,7 +48,7 @@ func (ad *adaptive) observe(t *plan.Trial, rec *results.TrialRecord, elapsed tim
 		ad.rps[t.Cell] = map[string][]float64{}
 	}
 	for _, s := range rec.Steps {
-		if s.Kind != pipeline.KindLoad {
+		if !steps.BehaviourOf(s.Kind).Measures {
 			continue
 		}
 		if !contains(ad.steps, s.Name) {

@@ -51,16 +51,16 @@ func (tr *trialRun) collectConfig(name string, cc *pipeline.CollectConfig, quiet
 	return c
 }
 
-// infraNames collects the infrastructure names the trial's deployments
-// declare (providers.InfraNamer).
+// infraNames collects the infrastructure process names the provider types
+// of the trial's deployed services declare (providers.Type.Infra).
 func (tr *trialRun) infraNames() []string {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	var out []string
 	for _, name := range tr.svcOrder {
 		if l := tr.services[name]; l != nil && l.dep != nil {
-			if n, ok := l.dep.(providers.InfraNamer); ok {
-				out = append(out, n.InfraNames()...)
+			if t, ok := providers.Lookup(l.typ); ok {
+				out = append(out, t.Infra...)
 			}
 		}
 	}

@@ -452,7 +452,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		if d.HasErrors() {
 			return fmt.Errorf("collect %s: %w", cn.Step.Name, diag.Err(d))
 		}
-		cc := cfg.(*pipeline.CollectConfig)
+		cc := steps.CollectOf(cfg)
 		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)
 		machine = machine || ccfg.Machine
 		s, err := collect.Start(ctx, ccfg)
@@ -483,7 +483,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
-	case c.Agents != nil && st.Kind == pipeline.KindWarm && c.Until == "steady":
+	case c.Agents != nil && steps.BehaviourOf(st.Kind).Warms() && c.Until == "steady":
 		res, agents, lerr = tr.warmSteadyOnAgents(ctx, st, c, opts)
 	case c.Agents != nil:
 		res, agents, lerr = tr.runOnAgents(ctx, st, c.Agents, opts)
@@ -492,7 +492,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		if at := capacity.At(); at != nil {
 			res = at.Result
 		}
-	case st.Kind == pipeline.KindWarm && c.Until == "steady":
+	case steps.BehaviourOf(st.Kind).Warms() && c.Until == "steady":
 		res, lerr = tr.warmSteady(ctx, st, c, opts, nil)
 	default:
 		res, lerr = load.Run(ctx, opts)
@@ -507,7 +507,7 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 			}
 		}
 	}
-	if lerr == nil && st.Kind == pipeline.KindLoad {
+	if lerr == nil && steps.BehaviourOf(st.Kind).Measures {
 		lerr = tooManyErrors(st.Name, res, c.MaxErrorRatio)
 	}
 	var ex *collect.Explanation

@@ -16,6 +16,7 @@ import (
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/scratch"
+	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -216,14 +217,15 @@ func (tr *trialRun) execute(ctx context.Context) error {
 	}
 	explicit := map[string]bool{}
 	for _, st := range p.Steps {
-		if st.Kind != pipeline.KindProvision {
+		k := steps.Lookup(st.Kind)
+		if k == nil || k.Deploys == nil {
 			continue
 		}
 		cfg, d := tr.te.Step(st)
 		if d.HasErrors() {
 			return diag.Err(d)
 		}
-		for _, s := range cfg.(*pipeline.ProvisionConfig).Services {
+		for _, s := range k.Deploys(cfg) {
 			explicit[s] = true
 		}
 	}

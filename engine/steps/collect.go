@@ -17,10 +17,11 @@ import (
 // during the load or warm step its during names. It does not run on its
 // own: engine/run starts it with that step.
 var collectKind = KindOf(Spec[pipeline.CollectConfig]{
-	Name:     pipeline.KindCollect,
-	Phase:    4,
-	Validate: validateCollect,
-	Refs:     func(c *pipeline.CollectConfig) Refs { return Refs{Services: c.Services} },
+	Name:      pipeline.KindCollect,
+	Phase:     4,
+	Behaviour: Behaviour{During: true},
+	Validate:  validateCollect,
+	Refs:      func(c *pipeline.CollectConfig) Refs { return Refs{Services: c.Services} },
 })
 
 func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnostics {

@@ -22,24 +22,26 @@ import (
 // a capacity search) against the services, with the collect steps that
 // name it running alongside.
 var loadKind = KindOf(Spec[LoadConfig]{
-	Name:     pipeline.KindLoad,
-	Phase:    4,
-	Blocks:   loadBlocks,
-	Validate: validateLoad,
-	Refs:     loadRefs,
-	Run:      runLoad,
+	Name:      pipeline.KindLoad,
+	Phase:     4,
+	Blocks:    loadBlocks,
+	Behaviour: Behaviour{Drives: true, Measures: true},
+	Validate:  validateLoad,
+	Refs:      loadRefs,
+	Run:       runLoad,
 })
 
 // warmKind is `step "warm"`: a load before the measured ones whose results
 // are tagged "warm" (5s by default, or until steady). It shares the load
 // step's schema.
 var warmKind = KindOf(Spec[LoadConfig]{
-	Name:     pipeline.KindWarm,
-	Phase:    3,
-	Blocks:   loadBlocks,
-	Validate: validateLoad,
-	Refs:     loadRefs,
-	Run:      runLoad,
+	Name:      pipeline.KindWarm,
+	Phase:     3,
+	Blocks:    loadBlocks,
+	Behaviour: Behaviour{Drives: true},
+	Validate:  validateLoad,
+	Refs:      loadRefs,
+	Run:       runLoad,
 })
 
 // LoadConfig is the body of `step "load"` and `step "warm"`: the schema

@@ -20,7 +20,8 @@ var provisionKind = KindOf(Spec[pipeline.ProvisionConfig]{
 		}
 		return nil
 	},
-	Refs: func(c *pipeline.ProvisionConfig) Refs { return Refs{Services: c.Services} },
+	Refs:    func(c *pipeline.ProvisionConfig) Refs { return Refs{Services: c.Services} },
+	Deploys: func(c *pipeline.ProvisionConfig) []string { return c.Services },
 	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.ProvisionConfig) error {
 		return t.Provision(ctx, c.Services)
 	},

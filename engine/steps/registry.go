@@ -21,6 +21,9 @@ type Kind struct {
 	// Phase orders kinds in the DAG when no reference does: 0 provision,
 	// 1 tune, 2 check/exec, 3 warm, 4 load (collect runs during a load).
 	Phase int
+	// Behaviour is what engine/plan and engine/run ask of a kind instead
+	// of testing its name.
+	Behaviour
 	// NewConfig returns a pointer to the zero schema struct of a step's
 	// body: gohcl tags for attributes and nested blocks alike (a load
 	// step's url and search blocks). engine/hclconf and engine/starconf
@@ -39,7 +42,30 @@ type Kind struct {
 	// Run runs the step in a trial; nil for kinds that do not run on
 	// their own (collect runs during the load it names).
 	Run func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error
+	// Deploys reports the services a decoded body deploys when the step
+	// runs (a provision step's services); nil when the kind deploys none.
+	// Services no such step names are deployed before all other steps.
+	Deploys func(cfg any) []string
 }
+
+// Behaviour declares how a kind takes part in a trial.
+type Behaviour struct {
+	// During: the step does not run in sequence but during the driving
+	// step its during attribute names (collect), which it must name.
+	During bool
+	// Drives: the step drives load at the services and its body is a
+	// *LoadConfig (load, warm). Driving steps never overlap; during
+	// steps run alongside them; they make up a trial's estimated time.
+	Drives bool
+	// Measures: the step's results are the measurement (load), which
+	// max_error_ratio checks and adaptive repetition observes. A driving
+	// kind that does not measure warms: its results are tagged warm, it
+	// may run until = "steady", and its default duration is shorter.
+	Measures bool
+}
+
+// Warms reports a driving kind whose results are not the measurement.
+func (b Behaviour) Warms() bool { return b.Drives && !b.Measures }
 
 // Spec declares a step kind whose body decodes into a C (a struct with
 // gohcl tags): the kind's own code receives a *C, never an any.
@@ -47,6 +73,7 @@ type Spec[C any] struct {
 	Name   string
 	Phase  int
 	Blocks []Block
+	Behaviour
 	// Validate checks a decoded body for one trial (nil: nothing to
 	// check beyond the schema).
 	Validate func(st *pipeline.Step, c *C) hcl.Diagnostics
@@ -54,6 +81,8 @@ type Spec[C any] struct {
 	Refs func(c *C) Refs
 	// Run runs the step (nil for kinds that run during another step).
 	Run func(ctx context.Context, t Trial, st *pipeline.Step, c *C) error
+	// Deploys reports the services the step deploys (nil: none).
+	Deploys func(c *C) []string
 }
 
 // KindOf builds the Kind of s: NewConfig returns a fresh *C, and Validate,
@@ -66,6 +95,7 @@ func KindOf[C any](s Spec[C]) *Kind {
 		Name:      s.Name,
 		Phase:     s.Phase,
 		Blocks:    s.Blocks,
+		Behaviour: s.Behaviour,
 		NewConfig: func() any { return new(C) },
 		Validate: func(st *pipeline.Step, cfg any) hcl.Diagnostics {
 			if s.Validate == nil {
@@ -76,6 +106,9 @@ func KindOf[C any](s Spec[C]) *Kind {
 	}
 	if s.Refs != nil {
 		k.Refs = func(cfg any) Refs { return s.Refs(configOf[C](s.Name, cfg)) }
+	}
+	if s.Deploys != nil {
+		k.Deploys = func(cfg any) []string { return s.Deploys(configOf[C](s.Name, cfg)) }
 	}
 	if s.Run != nil {
 		k.Run = func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
@@ -149,6 +182,25 @@ var byName = func() map[string]*Kind {
 
 // Lookup returns the kind named name, or nil.
 func Lookup(name string) *Kind { return byName[name] }
+
+// BehaviourOf returns the behaviour the kind named name declares (none
+// for an unknown kind, which validation reports).
+func BehaviourOf(name string) Behaviour {
+	if k := byName[name]; k != nil {
+		return k.Behaviour
+	}
+	return Behaviour{}
+}
+
+// LoadOf returns the body of a driving step (Behaviour.Drives: load,
+// warm), decoded by its kind's NewConfig.
+func LoadOf(cfg any) *LoadConfig { return configOf[LoadConfig]("load or warm", cfg) }
+
+// CollectOf returns the body of a collect step, decoded by its kind's
+// NewConfig.
+func CollectOf(cfg any) *pipeline.CollectConfig {
+	return configOf[pipeline.CollectConfig](pipeline.KindCollect, cfg)
+}
 
 // Names lists every step kind's name, in declaration order.
 func Names() []string {

@@ -61,3 +61,47 @@ func TestBlocksMatchSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestBehaviour pins what each kind declares instead of being tested by
+// name: collect runs during a driving step, load and warm drive (only load
+// measures), provision deploys its services, and the driving and collect
+// bodies are read back through LoadOf and CollectOf.
+func TestBehaviour(t *testing.T) {
+	want := map[string]Behaviour{
+		"provision": {}, "tune": {}, "check": {}, "exec": {},
+		"warm":    {Drives: true},
+		"load":    {Drives: true, Measures: true},
+		"collect": {During: true},
+	}
+	for _, name := range Names() {
+		if got := BehaviourOf(name); got != want[name] {
+			t.Errorf("%s: behaviour %+v, want %+v", name, got, want[name])
+		}
+		k := Lookup(name)
+		if (k.Deploys != nil) != (name == "provision") {
+			t.Errorf("%s: Deploys set = %v", name, k.Deploys != nil)
+		}
+		if b := k.Behaviour; b.Drives && LoadOf(k.NewConfig()) == nil {
+			t.Errorf("%s: LoadOf of its config is nil", name)
+		}
+	}
+	if BehaviourOf("nope") != (Behaviour{}) {
+		t.Error("an unknown kind declares a behaviour")
+	}
+	if !BehaviourOf("warm").Warms() || BehaviourOf("load").Warms() {
+		t.Error("Warms: want warm only")
+	}
+	if CollectOf(Lookup("collect").NewConfig()) == nil {
+		t.Error("CollectOf of a collect config is nil")
+	}
+	got := Lookup("provision").Deploys(&pipeline.ProvisionConfig{Services: []string{"a", "b"}})
+	if !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("provision deploys %v, want [a b]", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("LoadOf of a collect config did not panic")
+		}
+	}()
+	LoadOf(Lookup("collect").NewConfig())
+}
