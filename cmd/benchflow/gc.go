@@ -60,7 +60,8 @@ Kubernetes cluster directly (gc then looks only at k8s, unless a FILE or
 --provider says more).
 
 Backends that cannot be reached (no Docker engine, no kubeconfig) are
-skipped with a note.`,
+skipped; the note "skipped k8s: …" is printed only with -v, with --provider
+naming that backend, or for a backend the pipeline FILE configures.`,
 		Example: `  benchflow gc
   benchflow gc --provider docker
   benchflow gc --provider local -o results
@@ -107,7 +108,7 @@ skipped with a note.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the k8s cluster of this kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&kubeContext, "context", "", "the k8s cluster of this kubeconfig context (default: the current one)")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive, and the backends skipped because they cannot be reached")
 	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
 	vf.registerVars(cmd)
 	rootCmd.AddCommand(cmd)

@@ -24,8 +24,9 @@ func init() {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the built-in HTTP/1.1 target server",
-		Long: `serve runs a small, fast HTTP/1.1 server to benchmark against, so a first
+		Short: "Run the built-in HTTP target server (HTTP/1.1, h2c, TLS)",
+		Long: `serve runs a small, fast HTTP server (HTTP/1.1 and h2c on one port, HTTPS
+with HTTP/2 by ALPN under --tls) to benchmark against, so a first
 pipeline needs nothing installed. Every path answers a generated body of --size
 bytes ("hello\n" repeated), or the files of --dir; /bytes/<n> always answers n
 bytes (n may carry a unit: /bytes/4KiB). It can misbehave on purpose: --delay

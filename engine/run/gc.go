@@ -67,7 +67,8 @@ type GCOptions struct {
 }
 
 // GC removes leftovers of crashed runs for every registered provider type
-// (or the selected ones). Unreachable backends are skipped with a note.
+// (or the selected ones). Unreachable backends are skipped, with a note
+// when verbose, selected or configured.
 func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	names := providers.Names()
 	if len(o.Configs) > 0 {
@@ -155,7 +156,12 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 		}
 		total += len(removed)
 		if errors.Is(err, providers.ErrUnavailable) {
-			fmt.Fprintf(w, "skipped %s: %v\n", n, err)
+			// A backend this machine does not have (no k8s, no Nomad) is
+			// named only when asked for: with -v, --only, or a pipeline
+			// that configures it.
+			if o.notesSkipped(n) {
+				fmt.Fprintf(w, "skipped %s: %v\n", n, err)
+			}
 			continue
 		}
 		if err != nil {
@@ -171,4 +177,12 @@ func GC(ctx context.Context, w io.Writer, o GCOptions) error {
 	}
 	fmt.Fprintln(w)
 	return errors.Join(errs...)
+}
+
+// notesSkipped reports whether gc names provider type n when its backend
+// cannot be reached: with -v, when --provider selects it, or when the
+// pipeline configures it. A machine without k8s or Nomad is not told so on
+// every gc.
+func (o GCOptions) notesSkipped(n string) bool {
+	return o.Verbose || len(o.Configs[n]) > 0 || slices.Contains(o.Only, n)
 }
