@@ -38,8 +38,9 @@ func buildGatewayPlan(t *testing.T, in plan.Inputs) *plan.Plan {
 // repetitions trials.
 func TestGatewayPipelinePlans(t *testing.T) {
 	pl := buildGatewayPlan(t, plan.Inputs{})
-	if len(pl.Trials) != 2*3*2 {
-		t.Errorf("%d trials, want 12", len(pl.Trials))
+	// Five repetitions by default: the claims need at least three.
+	if len(pl.Trials) != 2*3*5 {
+		t.Errorf("%d trials, want 30", len(pl.Trials))
 	}
 	var axes []string
 	for _, a := range pl.Axes {
@@ -50,8 +51,8 @@ func TestGatewayPipelinePlans(t *testing.T) {
 	}
 	// The direct path alone needs no APISIX.
 	pl = buildGatewayPlan(t, plan.Inputs{Vars: map[string]string{"paths": `["direct"]`}})
-	if len(pl.Trials) != 3*2 {
-		t.Errorf("paths=[direct]: %d trials, want 6", len(pl.Trials))
+	if len(pl.Trials) != 3*5 {
+		t.Errorf("paths=[direct]: %d trials, want 15", len(pl.Trials))
 	}
 	for _, tr := range pl.Trials {
 		if p := tr.ParamString(); !strings.Contains(p, "path=direct") {
