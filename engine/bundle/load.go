@@ -17,9 +17,12 @@ import (
 // then, and quiet_other_pct and busy_start: the CPU of the processes
 // outside the run).
 //
-// A machine is busy when more than half of the quiet checks found a busy
-// start (processes outside the run using the CPU just before a load):
-// they measure what else ran, trial by trial. Without quiet checks (no
+// The machine's state is results.MachineState's rule, the one the report
+// and the page use too: busy when more than half of the quiet-checked
+// trials started busy (processes outside the run using the CPU just before
+// a load) or were noisy (during it), partly busy when some were, quiet
+// when none was: they measure what else ran, trial by trial. Without quiet
+// checks (no
 // collect step), when the 1-minute load average before the first trial is
 // at least its CPUs (on average every CPU had another runnable task to
 // share with the loader and the server). Either makes absolute figures
@@ -47,11 +50,16 @@ type Load struct {
 	TrialLoadMax    float64 `json:"trial_load_max"`
 	QuietMedianPct  float64 `json:"quiet_median_pct"`
 	QuietMaxPct     float64 `json:"quiet_max_pct"`
-	// BusyStarts counts the quiet checks that flagged a busy start.
+	// BusyStarts counts the quiet checks that flagged a busy start;
+	// Noisy the trials whose verdict is noisy.
 	BusyStarts int `json:"busy_starts"`
-	// Busy is the rule above; Why says which part of it, in words.
-	Busy bool   `json:"busy"`
-	Why  string `json:"why,omitempty"`
+	Noisy      int `json:"noisy"`
+	// State is "busy", "partly busy", "quiet" or "unknown" (the rule
+	// above); Busy is State == "busy"; Why says which part of the rule, in
+	// words.
+	State string `json:"state"`
+	Busy  bool   `json:"busy"`
+	Why   string `json:"why,omitempty"`
 }
 
 // MachineLoad reads a run's load (see Load).
@@ -82,7 +90,10 @@ func MachineLoad(run *results.Run) Load {
 		l.LoadAverage = append(l.LoadAverage, la...)
 	}
 	var quiet, loads []float64
-	for _, t := range run.Trials {
+	var state results.MachineState
+	for i := range run.Trials {
+		t := &run.Trials[i]
+		state.Add(t)
 		if t.StepKind == "warm" || t.QuietWindowS <= 0 {
 			continue
 		}
@@ -90,10 +101,8 @@ func MachineLoad(run *results.Run) Load {
 		if t.QuietLoadAvg > 0 {
 			loads = append(loads, t.QuietLoadAvg)
 		}
-		if t.BusyStart {
-			l.BusyStarts++
-		}
 	}
+	l.BusyStarts, l.Noisy = state.BusyStarts, state.Noisy
 	l.QuietChecks = len(quiet)
 	if len(quiet) > 0 {
 		sort.Float64s(quiet)
@@ -106,16 +115,17 @@ func MachineLoad(run *results.Run) Load {
 		l.TrialLoadMedian = median(loads)
 		l.TrialLoadMax = loads[len(loads)-1]
 	}
-	var why []string
 	switch {
 	case l.QuietChecks > 0:
-		if 2*l.BusyStarts > l.QuietChecks {
-			why = append(why, fmt.Sprintf("%d of %d trials started busy", l.BusyStarts, l.QuietChecks))
-		}
+		l.State, l.Why = state.State(), state.Why()
 	case l.CPUs > 0 && len(l.LoadAverage) > 0 && l.LoadAverage[0] >= float64(l.CPUs):
-		why = append(why, fmt.Sprintf("load average before the first trial %s ≥ %d CPUs", num(l.LoadAverage[0]), l.CPUs))
+		l.State, l.Why = results.MachineBusy, fmt.Sprintf("load average before the first trial %s ≥ %d CPUs", num(l.LoadAverage[0]), l.CPUs)
+	case len(l.LoadAverage) > 0:
+		l.State = results.MachineQuiet
+	default:
+		l.State = results.MachineUnknown
 	}
-	l.Busy, l.Why = len(why) > 0, strings.Join(why, "; ")
+	l.Busy = l.State == results.MachineBusy
 	return l
 }
 
@@ -164,15 +174,16 @@ func (l Load) QuietText() string {
 		l.QuietMedianPct, l.QuietMaxPct, l.BusyStarts, l.QuietChecks)
 }
 
-// Verdict is "busy (load average 24.10 ≥ 2 CPUs)", "quiet" or "unknown".
+// Verdict is "busy (load average 24.10 ≥ 2 CPUs)", "partly busy (1 of
+// 12 trials started busy)", "quiet" or "unknown (not recorded)".
 func (l Load) Verdict() string {
 	switch {
-	case l.Busy:
-		return "busy (" + l.Why + ")"
-	case l.Recorded():
-		return "quiet"
+	case !l.Recorded() || l.State == results.MachineUnknown || l.State == "":
+		return "unknown (not recorded)"
+	case l.Why != "":
+		return l.State + " (" + l.Why + ")"
 	}
-	return "unknown (not recorded)"
+	return l.State
 }
 
 // String is the load in one line, as the published page and REPRODUCE.md

@@ -188,3 +188,30 @@ func TestVariableDifferences(t *testing.T) {
 		t.Errorf("variableDifferences = %+v, want %+v", got, want)
 	}
 }
+
+// TestMachineLoadNoisyIsNeverQuiet: a run whose trials are all noisy, one
+// of three started busy (the rule "busy only when more than half started
+// busy" called it quiet): its state is busy in the words of
+// results.MachineState, which the report's notices use too, and the line
+// the page's environment row and the README state never says quiet.
+func TestMachineLoadNoisyIsNeverQuiet(t *testing.T) {
+	r := loadRun("a", 1000, []any{0.4, 0.5, 0.6}, 1, "v1")
+	r.Trials[0].BusyStart = true
+	for i := range r.Trials {
+		r.Trials[i].Verdict = "noisy"
+	}
+	l := MachineLoad(r)
+	want := results.MachineStateOf(r.Trials).String()
+	if !l.Busy || l.Verdict() != want || want != "busy (1 of 3 trials started busy; 3 of 3 noisy)" {
+		t.Errorf("all noisy: %+v, verdict %q, want %q", l, l.Verdict(), want)
+	}
+	if s := l.String(); !strings.HasPrefix(s, want+";") || strings.Contains(s, "quiet;") {
+		t.Errorf("all noisy: %s", s)
+	}
+	// One noisy trial of three: partly busy, not busy (reproduce does not
+	// name it as a difference) and not quiet.
+	r.Trials[1].Verdict, r.Trials[2].Verdict = "server-bound", "server-bound"
+	if l := MachineLoad(r); l.Busy || l.State != results.MachinePartly || l.Verdict() != "partly busy (1 of 3 trials started busy; 1 of 3 noisy)" {
+		t.Errorf("one noisy trial: %+v, %q", l, l.Verdict())
+	}
+}

@@ -148,10 +148,15 @@ func cellVerdict(c *Cell, rows map[[2]string]*rowFacts) *CellVerdict {
 	return v
 }
 
-// busyNotice warns about trials that started on a busy machine.
+// busyNotice warns about trials that started on a busy machine or were
+// noisy, led by the machine's state in the words of results.MachineState
+// (the words of the page's environment row and of reproduce).
 func (f *trialFacts) busyNotice() []string {
 	busy, total, worst, top, noisy := f.busy, f.total, f.worst, f.top, f.noisy
 	var out []string
+	if st := f.machine.State(); st == results.MachineBusy || st == results.MachinePartly {
+		out = append(out, "machine: "+f.machine.String())
+	}
 	if busy > 0 {
 		m := fmt.Sprintf("%d of %d trials started on a busy machine: processes outside the run used up to %.0f%% of a core just before the load", busy, total, worst)
 		if top != "" {

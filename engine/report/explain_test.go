@@ -133,7 +133,9 @@ func TestReportVerdicts(t *testing.T) {
 	if err := json.Unmarshal(j.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Notices) != 2 || len(doc.Cells) != 2 || doc.Cells[0].Verdict == nil || doc.Cells[0].Verdict.Verdict != "server-bound" {
+	// The machine's state leads the notices, in the words the page's
+	// environment row and reproduce use (results.MachineState).
+	if len(doc.Notices) != 3 || doc.Notices[0] != "machine: partly busy (1 of 4 trials started busy; 1 of 4 noisy)" || len(doc.Cells) != 2 || doc.Cells[0].Verdict == nil || doc.Cells[0].Verdict.Verdict != "server-bound" {
 		t.Errorf("json: %s", j.String())
 	}
 

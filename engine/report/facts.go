@@ -47,6 +47,8 @@ type trialFacts struct {
 	busy, total, noisy int
 	worst              float64
 	top                string
+	// machine: the machine's state, by results.MachineState's rule
+	machine results.MachineState
 }
 
 func newTrialFacts(run *results.Run, noHist bool) *trialFacts {
@@ -73,6 +75,7 @@ func newTrialFacts(run *results.Run, noHist bool) *trialFacts {
 
 // add records one trials row, in trial order.
 func (f *trialFacts) add(t *results.TrialRow) {
+	f.machine.Add(t)
 	if f.pct != nil {
 		k := [2]string{t.TrialID, t.Step}
 		f.pct[k] = append(f.pct[k], [4]float64{t.LatencyP50US, t.LatencyP90US, t.LatencyP99US, t.LatencyP999US})
