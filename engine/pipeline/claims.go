@@ -104,11 +104,16 @@ const (
 	UnitPercent = "%"
 	UnitCount   = "count"
 	UnitSeconds = "s"
+	// UnitCPUPerRequest is CPU time per request: µs of one core's time
+	// spent per completed request (the cpu_*_us_per_req metrics).
+	UnitCPUPerRequest = "µs/req"
 )
 
 // ClaimMetrics are the trials columns a claim may name, with their unit,
-// and latency_p9999_us: p99.99 of the trial's latency histogram
-// (latency.parquet; trials.parquet stops at p99.9).
+// latency_p9999_us: p99.99 of the trial's latency histogram
+// (latency.parquet; trials.parquet stops at p99.9), and the CPU time per
+// request of the service, the infrastructure, the loader and their sum
+// (the stack), derived from the trial's CPU shares and req/s.
 var ClaimMetrics = map[string]string{
 	"rps":                        UnitRate,
 	"capacity_rps":               UnitRate,
@@ -130,6 +135,10 @@ var ClaimMetrics = map[string]string{
 	"cpu_idle_pct":               UnitPercent,
 	"cpu_steal_pct":              UnitPercent,
 	"cpu_unattributed_pct":       UnitPercent,
+	"cpu_service_us_per_req":     UnitCPUPerRequest,
+	"cpu_infra_us_per_req":       UnitCPUPerRequest,
+	"cpu_loader_us_per_req":      UnitCPUPerRequest,
+	"cpu_stack_us_per_req":       UnitCPUPerRequest,
 	"requests":                   UnitCount,
 	"errors":                     UnitCount,
 	"bytes":                      UnitCount,
@@ -152,8 +161,9 @@ var ClaimVerdicts = []string{"server-bound", "infrastructure-bound", "loader-bou
 
 // ParseBound parses "OP NUMBER[UNIT]" for a ratio (unit "") or a value of
 // a metric with unit. Latencies take a duration ("10ms", "250us") or a
-// bare number of µs; percentages an optional "%"; rates and counts a bare
-// number.
+// bare number of µs; percentages an optional "%"; CPU per request a
+// number of µs with an optional "us"/"µs" or "/req" ("< 50", "< 50us/req");
+// rates and counts a bare number.
 func ParseBound(s, unit string) (Bound, error) {
 	b := Bound{Text: s}
 	t := strings.TrimSpace(s)
@@ -187,6 +197,10 @@ func ParseBound(s, unit string) (Bound, error) {
 		v, err = strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
 	case UnitRate:
 		v, err = strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "/s")), 64)
+	case UnitCPUPerRequest:
+		n := strings.TrimSpace(strings.TrimSuffix(t, "/req"))
+		n = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(n, "us"), "µs"))
+		v, err = strconv.ParseFloat(n, 64)
 	default:
 		v, err = strconv.ParseFloat(t, 64)
 	}

@@ -195,10 +195,27 @@ var claimMetric = map[string]func(*results.TrialRow) float64{
 	"cpu_idle_pct":               func(t *results.TrialRow) float64 { return t.CPUIdlePct },
 	"cpu_steal_pct":              func(t *results.TrialRow) float64 { return t.CPUStealPct },
 	"cpu_unattributed_pct":       func(t *results.TrialRow) float64 { return t.CPUUnattributedPct },
-	"requests":                   func(t *results.TrialRow) float64 { return float64(t.Requests) },
-	"errors":                     func(t *results.TrialRow) float64 { return float64(t.Errors) },
-	"bytes":                      func(t *results.TrialRow) float64 { return float64(t.Bytes) },
-	"duration_s":                 func(t *results.TrialRow) float64 { return t.DurationS },
+	"cpu_service_us_per_req":     func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPUServicePct, t.RPS) },
+	"cpu_infra_us_per_req":       func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPUInfraPct, t.RPS) },
+	"cpu_loader_us_per_req":      func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPULoaderPct, t.RPS) },
+	"cpu_stack_us_per_req": func(t *results.TrialRow) float64 {
+		return cpuPerRequest(t.CPUServicePct+t.CPUInfraPct+t.CPULoaderPct, t.RPS)
+	},
+	"requests":   func(t *results.TrialRow) float64 { return float64(t.Requests) },
+	"errors":     func(t *results.TrialRow) float64 { return float64(t.Errors) },
+	"bytes":      func(t *results.TrialRow) float64 { return float64(t.Bytes) },
+	"duration_s": func(t *results.TrialRow) float64 { return t.DurationS },
+}
+
+// cpuPerRequest is the CPU time per request, in µs, of a part of the
+// budget that used pct % of one core while the trial completed rps
+// requests a second: pct/100 core-seconds a second over rps requests.
+// NaN without requests (no rate to divide by).
+func cpuPerRequest(pct, rps float64) float64 {
+	if !(rps > 0) {
+		return math.NaN()
+	}
+	return pct / 100 * 1e6 / rps
 }
 
 // evaluateClaims judges every claim of the run's manifest on s.
@@ -614,6 +631,8 @@ func fmtClaimValue(v float64, unit string) string {
 		return strconv.FormatFloat(v, 'g', 4, 64) + " s"
 	case pipeline.UnitCount:
 		return strconv.FormatFloat(v, 'f', 0, 64)
+	case pipeline.UnitCPUPerRequest:
+		return strconv.FormatFloat(v, 'g', 3, 64) + " µs/req"
 	}
 	if v != 0 && math.Abs(v) < 0.01 {
 		return strconv.FormatFloat(v, 'g', 3, 64) // a ratio far below 1

@@ -420,3 +420,68 @@ func TestClaimMetricRatioFormats(t *testing.T) {
 		t.Fatalf("claims.parquet: %+v, ok %v, %v", back, ok, err)
 	}
 }
+
+// TestClaimCPUPerRequest: the CPU µs per request of the service, the
+// infrastructure, the loader and their sum are claim metrics, judged like
+// any other: a ratio of cells (nat costs the service more per request
+// than host), a ratio of two metrics of one trial (the proxy costs more
+// than the server), and a value. Each trial's shares are its req/s times
+// a per-request cost, so the round's drift cancels in the per-request
+// figures.
+func TestClaimCPUPerRequest(t *testing.T) {
+	nat := map[string]any{"deploy": "nat"}
+	host := map[string]any{"deploy": "host"}
+	service := metricClaim("nat-costs-the-server", "cpu_service_us_per_req", "", "> 1.2", nat)
+	service.Versus = map[string]any{"deploy": "host"}
+	stack, err := pipeline.ParseBound("< 40us/req", pipeline.ClaimMetrics["cpu_stack_us_per_req"])
+	if err != nil || stack.Value != 40 {
+		t.Fatalf("ParseBound(< 40us/req) = %v, %v; want 40", stack, err)
+	}
+	run := claimRun(4, 0.5,
+		service,
+		metricClaim("proxy-costs-more", "cpu_infra_us_per_req", "cpu_service_us_per_req", "> 1", nat),
+		metricClaim("proxy-costs-less", "cpu_infra_us_per_req", "cpu_service_us_per_req", "< 1", nat),
+		results.ClaimSpec{Name: "host-stack", Kind: results.ClaimValue, Metric: "cpu_stack_us_per_req", Step: "main",
+			Cell: host, Bound: stack.Text, BoundOp: stack.Op, BoundValue: stack.Value},
+	)
+	jitter := []float64{0.02, -0.01, 0.015, -0.02, 0.01}
+	for i := range run.Trials {
+		tr := &run.Trials[i]
+		j := 1 + jitter[i%len(jitter)]
+		// µs per request: host 20 service + 1 infra + 5 loader; nat 30 + 40 + 5.
+		svc, infra := 20.0, 1.0
+		if tr.Param("deploy") == "nat" {
+			svc, infra = 30, 40
+		}
+		tr.CPUServicePct = tr.RPS * svc * j / 1e4
+		tr.CPUInfraPct = tr.RPS * infra * j / 1e4
+		tr.CPULoaderPct = tr.RPS * 5 / 1e4
+	}
+	got := outcomes(t, run)
+	want := map[string]string{"nat-costs-the-server": ClaimHolds, "proxy-costs-more": ClaimHolds, "proxy-costs-less": ClaimFails, "host-stack": ClaimHolds}
+	for name, w := range want {
+		if got[name].Outcome != w {
+			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)
+		}
+	}
+	if e := got["nat-costs-the-server"].Estimate; math.Abs(e-1.5) > 0.05 {
+		t.Errorf("nat-costs-the-server: estimate %v, want about 30/20 = 1.5", e)
+	}
+	if e := got["proxy-costs-more"].Estimate; math.Abs(e-40.0/30) > 0.01 {
+		t.Errorf("proxy-costs-more: estimate %v, want 40/30", e)
+	}
+	h := got["host-stack"]
+	if math.Abs(h.Estimate-26) > 1 {
+		t.Errorf("host-stack: estimate %v µs/req, want about 20+1+5 = 26", h.Estimate)
+	}
+	if l := h.estimateLabel(); !strings.Contains(l, "µs/req") {
+		t.Errorf("host-stack reads %q, want the estimate in µs/req", l)
+	}
+	// Without requests there is no CPU per request: the trial's round is
+	// left out of a ratio of two metrics rather than counted as free.
+	run.Trials[2].RPS = 0
+	got = outcomes(t, run)
+	if o := got["proxy-costs-more"]; o.N != 3 || !strings.Contains(o.Detail, "1 round(s) left out") {
+		t.Errorf("proxy-costs-more without one trial's req/s: n=%d, %s", o.N, o.Detail)
+	}
+}
