@@ -366,21 +366,16 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 }
 
 // loadFlags names each load.Options setting (load.FieldError.Field) by
-// its flag.
-var loadFlags = map[string]string{
-	"connections": "-c/--connections",
-	"threads":     "-t/--threads",
-	"duration":    "-d/--duration",
-	"requests":    "-n/--requests",
-	"rate":        "-R/--rate",
-	"timeout":     "--timeout",
-	"busy_poll":   "--busy-poll",
-	"nap":         "--nap",
-	"engine":      "--engine",
-	"protocol":    "--h2",
-	"streams":     "--streams",
-	"cacert":      "--cacert",
-}
+// its flag, from the options' declaration (load.Declared).
+var loadFlags = func() map[string]string {
+	m := map[string]string{}
+	for _, d := range load.Declared {
+		if d.Attr != "" && d.Flag != "" {
+			m[d.Attr] = d.FlagName()
+		}
+	}
+	return m
+}()
 
 // validateLoadFlags applies load.Options.Validate, the rule load and warm
 // steps follow too, and words its first problem with the flag's name. On
