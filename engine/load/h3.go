@@ -117,6 +117,7 @@ func (c *conn) h3Loop(wg *sync.WaitGroup) {
 			o := outcome{class: classConnect, err: h3Error(err)}
 			if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
 				o.class = classTimeout
+				o.err = fmt.Errorf("no QUIC handshake with %s within the timeout (is an HTTP/3 server listening on UDP there?): %w", ep.addr, err)
 			}
 			if !c.h2Failed(o, start, now) {
 				return
