@@ -199,6 +199,12 @@ func (s *h3Session) next() (intended time.Duration, ok bool) {
 // connection failed.
 func (s *h3Session) stream() bool {
 	c, r := s.c, s.c.r
+	var timer *time.Timer // the stream's own: conn.sleep's timer is the slot's
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		intended, ok := s.next()
 		if !ok {
@@ -208,11 +214,13 @@ func (s *h3Session) stream() bool {
 			return dead == nil
 		}
 		if r.openLoop {
-			if d := intended - time.Since(r.start); d > 0 && !c.sleep(d) {
+			if d := intended - time.Since(r.start); d > 0 && !h3Sleep(&timer, r.stopCh, d) {
 				return true
 			}
 		}
-		req := &r.reqs[c.pick()]
+		s.mu.Lock()
+		req := &r.reqs[c.pick()] // the slot's generator, shared by its streams
+		s.mu.Unlock()
 		sent := time.Since(r.start)
 		o, n := s.exchange(req, intended, sent)
 		done := time.Since(r.start)
@@ -318,5 +326,20 @@ func validateH3(o Options, bad func(field, value, reason string)) {
 	}
 	if err := sameEndpoint(o.Targets); err != nil {
 		bad("protocol", o.Protocol, err.Error())
+	}
+}
+
+// h3Sleep waits d on the stream's timer: false when the load stopped.
+func h3Sleep(t **time.Timer, stop <-chan struct{}, d time.Duration) bool {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return true
+	case <-stop:
+		return false
 	}
 }

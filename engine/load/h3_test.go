@@ -136,6 +136,22 @@ func TestH3OpenLoopSeesTheStall(t *testing.T) {
 	}
 }
 
+// TestH3OpenLoopStreams: an open-loop load over several streams per
+// connection sends the whole schedule (run it with -race: the streams
+// share the slot's budget, schedule and generator).
+func TestH3OpenLoopStreams(t *testing.T) {
+	url := newH3Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	res, err := Run(context.Background(), Options{
+		Targets: []Target{{URL: url + "/a"}, {URL: url + "/b"}}, Protocol: ProtoH3, Connections: 2, Streams: 4, Rate: 400, Requests: 200,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 200 || res.Errors != 0 {
+		t.Fatalf("requests %d, errors %d (%s), want 200 and 0", res.Requests, res.Errors, res.ErrorSummary())
+	}
+}
+
 // TestH3Timeout: a server that never answers costs timeouts, not a hung
 // load: every request of the budget ends as a timeout.
 func TestH3Timeout(t *testing.T) {
