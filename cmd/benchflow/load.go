@@ -34,6 +34,7 @@ type loadCmd struct {
 	method, body, bodyFile, out  string
 	latency, jsonOut, closeConns bool
 	h2                           bool
+	h3                           bool
 	scriptFile                   string
 	findMax                      findMaxFlags
 }
@@ -143,6 +144,7 @@ func (l *loadCmd) registerRequestFlags(f *pflag.FlagSet) {
 func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.closeConns, "close", false, "open a new connection per request (like -H 'Connection: close')")
 	f.BoolVar(&l.h2, "h2", false, "HTTP/2: over TLS by ALPN for https://, cleartext with prior knowledge (h2c) for http://")
+	f.BoolVar(&l.h3, "h3", false, "HTTP/3 over QUIC (https:// targets only; --streams sets concurrent streams per connection)")
 	f.IntVar(&l.opts.Streams, "streams", 1, "with --h2: concurrent streams per connection (`N`), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS")
 	f.StringVar(&l.opts.CACert, "cacert", "", "verify https:// certificates against the CA certificates in `FILE` (PEM); default: no verification")
 	f.StringVar(&l.opts.SNI, "sni", "", "TLS server `NAME` to send (default: the URL's host)")
@@ -187,8 +189,14 @@ func (l *loadCmd) run(cmd *cobra.Command, args []string) error {
 func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *script.Script, error) {
 	opts := l.opts
 	var err error
+	if l.h2 && l.h3 {
+		return opts, nil, fmt.Errorf("--h2 and --h3: choose one protocol")
+	}
 	if l.h2 {
 		opts.Protocol = load.ProtoH2
+	}
+	if l.h3 {
+		opts.Protocol = load.ProtoH3
 	}
 	if cmd.Flags().Changed("duration") || opts.Requests == 0 {
 		if opts.Duration, err = pipeline.ParseDuration(l.duration); err != nil {

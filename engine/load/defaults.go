@@ -244,17 +244,21 @@ func (o Options) Validate() error {
 		bad("engine", o.Engine, "want auto, uring, epoll or goroutines")
 	}
 	h2 := o.Protocol == ProtoH2
+	h3 := o.Protocol == ProtoH3
 	switch o.Protocol {
-	case "", ProtoHTTP1, ProtoH2:
+	case "", ProtoHTTP1, ProtoH2, ProtoH3:
 	default:
-		bad("protocol", o.Protocol, `want "http/1.1" or "h2" (HTTP/2: over TLS by ALPN for https, h2c for http)`)
+		bad("protocol", o.Protocol, `want "http/1.1", "h2" (HTTP/2: over TLS by ALPN for https, h2c for http) or "h3" (HTTP/3 over QUIC, https only)`)
+	}
+	if h3 {
+		validateH3(o, bad)
 	}
 	switch {
 	case o.Streams < 0:
 		bad("streams", strconv.Itoa(o.Streams), "must be at least 1")
 	case o.Streams > MaxStreams:
 		bad("streams", strconv.Itoa(o.Streams), fmt.Sprintf("must be at most %d", MaxStreams))
-	case o.Streams > 1 && !h2:
+	case o.Streams > 1 && !h2 && !h3:
 		bad("streams", strconv.Itoa(o.Streams), `concurrent streams need protocol "h2" (HTTP/1.1 sends one request at a time per connection)`)
 	}
 	if h2 {

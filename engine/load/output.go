@@ -68,6 +68,8 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		if r.Naps > 0 {
 			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapMean().Nanoseconds())/1e3))
 		}
+	case ProtoH3:
+		fmt.Fprintf(&b, "  HTTP/3 over QUIC, %d concurrent streams per connection\n", r.Streams)
 	}
 	if r.TLSVersion != "" {
 		fmt.Fprintf(&b, "  %s, %s, ALPN %s\n", r.TLSVersion, r.TLSCipher, cmp.Or(r.ALPN, "none"))

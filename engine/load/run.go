@@ -65,6 +65,7 @@ type runner struct {
 	// h2spin is --busy-poll and --nap on the HTTP/2 client (nil without
 	// them).
 	h2spin *h2Spin
+	h3TLS  sync.Once // HTTP/3: the first connection's TLS state is reported
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
@@ -121,6 +122,13 @@ func newRunner(opts Options) (*runner, error) {
 				return nil, fmt.Errorf("building request for %q: %w", redactURL(t.URL), err)
 			}
 		}
+		var h3r *h3Request
+		if opts.Protocol == ProtoH3 {
+			if ep.tls == nil {
+				return nil, fmt.Errorf("protocol h3: %s is not an https:// URL (HTTP/3 runs over QUIC, which is always TLS)", redactURL(t.URL))
+			}
+			h3r = buildH3Request(t)
+		}
 		if ep.tls != nil {
 			if err := configureTLS(ep.tls, opts); err != nil {
 				return nil, err
@@ -139,9 +147,9 @@ func newRunner(opts Options) (*runner, error) {
 		r.urls = append(r.urls, redactURL(t.URL))
 		r.totalWeight += t.Weight
 		r.cum = append(r.cum, r.totalWeight)
-		r.reqs = append(r.reqs, request{raw: raw, h2: h2r, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
+		r.reqs = append(r.reqs, request{raw: raw, h2: h2r, h3: h3r, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
 	}
-	if opts.Protocol == ProtoH2 && len(r.endpoints) > 1 {
+	if (opts.Protocol == ProtoH2 || opts.Protocol == ProtoH3) && len(r.endpoints) > 1 {
 		return nil, r.mixedEndpoints(opts.Requester != nil)
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
@@ -458,7 +466,7 @@ func wantedEngine(opt string) (string, error) {
 // http:// and unix: targets on Linux, unless the goroutine engine is
 // asked for. Request scripts' targets count as their first URL's.
 func EventLoops(opts Options) bool {
-	if runtime.GOOS != "linux" || opts.Protocol == ProtoH2 {
+	if runtime.GOOS != "linux" || opts.Protocol == ProtoH2 || opts.Protocol == ProtoH3 {
 		return false
 	}
 	if e, err := wantedEngine(opts.Engine); err != nil || e == EngineGoroutines {
@@ -475,6 +483,14 @@ func EventLoops(opts Options) bool {
 // startSlots runs the slots on the event loops where they can serve the
 // load (uring_linux.go, poll_linux.go), else one goroutine per slot.
 func (r *runner) startSlots(wg *sync.WaitGroup) {
+	if r.opts.Protocol == ProtoH3 {
+		r.engine = EngineGoroutines
+		wg.Add(len(r.conns))
+		for _, c := range r.conns {
+			go c.h3Loop(wg)
+		}
+		return
+	}
 	if r.opts.Protocol == ProtoH2 {
 		r.engine = EngineGoroutines
 		r.h2spin = newH2Spin(r.opts.BusyPoll, r.opts.Nap)
@@ -580,6 +596,9 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		if len(r.endpoints) > 0 && r.endpoints[0].tls != nil {
 			res.Protocol = ProtoH2
 		}
+	}
+	if opts.Protocol == ProtoH3 {
+		res.Protocol, res.Streams, res.StreamLimit = ProtoH3, opts.Streams, opts.Streams
 	}
 	res.Targets = r.urls
 	if r.openLoop {

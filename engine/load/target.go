@@ -20,7 +20,8 @@ type endpoint struct {
 // request is a prebuilt request: the exact bytes written for each send.
 type request struct {
 	raw      []byte
-	h2       h2Request // the HTTP/2 form (Options.Protocol "h2")
+	h2       h2Request  // the HTTP/2 form (Options.Protocol "h2")
+	h3       *h3Request // the HTTP/3 form (Options.Protocol "h3")
 	head     bool
 	endpoint int // index into runner.endpoints
 	weight   int

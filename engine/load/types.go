@@ -53,7 +53,8 @@ type Options struct {
 	OnResponse func(status int)
 	// Protocol is "" or "http/1.1" (HTTP/1.1), or "h2": HTTP/2, over TLS
 	// negotiated by ALPN for https:// targets, cleartext with prior
-	// knowledge (h2c) for http:// and unix: targets. See h2.go.
+	// knowledge (h2c) for http:// and unix: targets. See h2.go. "h3" is
+	// HTTP/3 over QUIC, https:// targets only (h3.go).
 	Protocol string
 	// Streams is the number of concurrent HTTP/2 streams per connection
 	// (default 1), bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS.

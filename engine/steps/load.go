@@ -66,7 +66,7 @@ type LoadConfig struct {
 	BusyPoll    string            `hcl:"busy_poll,optional"` // --busy-poll, default off
 	Nap         string            `hcl:"nap,optional"`       // --nap, default off
 	Engine      string            `hcl:"engine,optional"`    // --engine: auto (default), uring, epoll, goroutines
-	Protocol    string            `hcl:"protocol,optional"`  // "http/1.1" (default) or "h2" (--h2)
+	Protocol    string            `hcl:"protocol,optional"`  // "http/1.1" (default), "h2" (--h2) or "h3" (--h3)
 	Streams     int               `hcl:"streams,optional"`   // --streams, HTTP/2 streams per connection
 	SNI         string            `hcl:"sni,optional"`       // --sni
 	// CACert is a PEM file of CA certificates, relative to the pipeline's

@@ -1,0 +1,345 @@
+package load
+
+// HTTP/3 (Options.Protocol "h3"): each connection slot is one QUIC
+// connection (github.com/quic-go/quic-go) carrying Options.Streams
+// concurrent request streams; framing and QPACK are the library's
+// (http3.ClientConn). Every exchange is recorded through conn.record, so
+// the shared timeout rule (runner.late), the HDR histograms and the open
+// loop's coordinated-omission correction hold as for HTTP/1.1 and HTTP/2.
+//
+// QUIC's own failures map onto the existing error classes, their message
+// naming them: a failed handshake or version negotiation is a connect
+// error, an idle timeout a timeout, a stateless reset a read error.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// ProtoH3 is HTTP/3 over QUIC (https:// targets only).
+const ProtoH3 = "h3"
+
+// h3MaxHeaderBytes bounds a response's header section (QPACK-decoded), so
+// a hostile server cannot grow it without limit.
+const h3MaxHeaderBytes = 64 << 10
+
+// h3Request is the HTTP/3 form of a target.
+type h3Request struct {
+	method  string
+	url     string
+	headers [][2]string
+	body    []byte
+}
+
+func buildH3Request(t Target) *h3Request {
+	m := t.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	return &h3Request{method: m, url: t.URL, headers: t.Headers, body: t.Body}
+}
+
+func (q *h3Request) newHTTP(ctx context.Context) (*http.Request, error) {
+	var body io.Reader
+	if len(q.body) > 0 {
+		body = bytes.NewReader(q.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, q.method, q.url, body)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range q.headers {
+		if http.CanonicalHeaderKey(h[0]) == "Host" {
+			req.Host = h[1]
+			continue
+		}
+		req.Header.Add(h[0], h[1])
+	}
+	return req, nil
+}
+
+// h3Session is one QUIC connection of a slot; mu serialises the slot's
+// bookkeeping (budget, open-loop schedule, record) among its streams.
+type h3Session struct {
+	c    *conn
+	cc   *http3.ClientConn
+	qc   *quic.Conn
+	mu   sync.Mutex
+	dead error // the connection failed: the streams end
+}
+
+// h3Config is the QUIC configuration of the load: no 0-RTT, the idle
+// timeout well above the request timeout.
+func (r *runner) h3Config() *quic.Config {
+	idle := 30 * time.Second
+	if r.opts.Timeout > 0 && 2*r.opts.Timeout > idle {
+		idle = 2 * r.opts.Timeout
+	}
+	return &quic.Config{MaxIdleTimeout: idle, KeepAlivePeriod: 0}
+}
+
+// h3Loop is the slot loop for HTTP/3: connect, run the streams until the
+// connection ends, reconnect, until the load ends.
+func (c *conn) h3Loop(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer c.flush()
+	r := c.r
+	for !r.stop.Load() {
+		if r.bounded && c.quota == 0 && r.remaining.Load() <= 0 {
+			return
+		}
+		if r.openLoop && r.hasEnd && c.next >= r.endOff {
+			return
+		}
+		start := time.Since(r.start)
+		e := r.reqs[0].endpoint
+		ep := r.endpoints[e]
+		cfg := ep.tls.Clone()
+		cfg.NextProtos = []string{http3.NextProtoH3}
+		ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(r.deadline(start, start)))
+		qc, err := quic.DialAddr(ctx, ep.addr, cfg, r.h3Config())
+		cancel()
+		now := time.Since(r.start)
+		if err != nil {
+			if r.stop.Load() || (r.hasEnd && now >= r.endOff) {
+				return
+			}
+			o := outcome{class: classConnect, err: h3Error(err)}
+			if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+				o.class = classTimeout
+				o.err = fmt.Errorf("no QUIC handshake with %s within the timeout (is an HTTP/3 server listening on UDP there?): %w", ep.addr, err)
+			}
+			if !c.h2Failed(o, start, now) {
+				return
+			}
+			continue
+		}
+		c.connFails = 0
+		st := qc.ConnectionState().TLS
+		c.mu.Lock()
+		c.connect.RecordValue(r.clamp(now - start))
+		if c.dialed[e] {
+			c.reconnects++
+		}
+		c.mu.Unlock()
+		c.dialed[e] = true
+		r.h3TLS.Do(func() {
+			r.tlsVersion, r.tlsCipher, r.alpn = tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol
+		})
+		tr := &http3.Transport{MaxResponseHeaderBytes: h3MaxHeaderBytes}
+		s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
+		finished := s.run()
+		qc.CloseWithError(0, "")
+		if finished {
+			return
+		}
+	}
+}
+
+// run runs the session's streams until the load ends (true) or the
+// connection fails (false).
+func (s *h3Session) run() bool {
+	r := s.c.r
+	n := max(r.opts.Streams, 1)
+	done := make(chan bool, n)
+	for range n {
+		go func() { done <- s.stream() }()
+	}
+	finished := true
+	for range n {
+		if !<-done {
+			finished = false
+		}
+	}
+	if n > s.c.maxStreams {
+		s.c.mu.Lock()
+		s.c.maxStreams = n
+		s.c.mu.Unlock()
+	}
+	return finished
+}
+
+// next claims the next request of the slot: false when the load is over.
+func (s *h3Session) next() (intended time.Duration, ok bool) {
+	c, r := s.c, s.c.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.stop.Load() || s.dead != nil {
+		return 0, false
+	}
+	if r.bounded {
+		if c.quota == 0 {
+			if c.quota = r.claim(); c.quota == 0 {
+				return 0, false
+			}
+		}
+		c.quota--
+	}
+	if r.openLoop {
+		intended = c.next
+		c.next += c.period
+		if r.hasEnd && intended >= r.endOff {
+			return 0, false
+		}
+	}
+	return intended, true
+}
+
+// stream is one stream's loop: true when the load ended, false when the
+// connection failed.
+func (s *h3Session) stream() bool {
+	c, r := s.c, s.c.r
+	var timer *time.Timer // the stream's own: conn.sleep's timer is the slot's
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		intended, ok := s.next()
+		if !ok {
+			s.mu.Lock()
+			dead := s.dead
+			s.mu.Unlock()
+			return dead == nil
+		}
+		if r.openLoop {
+			if d := intended - time.Since(r.start); d > 0 && !h3Sleep(&timer, r.stopCh, d) {
+				return true
+			}
+		}
+		s.mu.Lock()
+		req := &r.reqs[c.pick()] // the slot's generator, shared by its streams
+		s.mu.Unlock()
+		sent := time.Since(r.start)
+		o, n := s.exchange(req, intended, sent)
+		done := time.Since(r.start)
+		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
+			return true
+		}
+		if !r.openLoop {
+			intended = sent
+		}
+		s.mu.Lock()
+		c.mu.Lock()
+		c.bytes += n
+		c.mu.Unlock()
+		c.record(req, o, intended, sent, done)
+		if o.err != nil && o.class != classTimeout && s.qc.Context().Err() != nil && s.dead == nil {
+			s.dead = o.err
+		}
+		dead := s.dead
+		s.mu.Unlock()
+		if dead != nil {
+			return false
+		}
+	}
+}
+
+// exchange sends one request on a new stream and reads its response to
+// the end, within the shared deadline.
+func (s *h3Session) exchange(req *request, intended, sent time.Duration) (outcome, int64) {
+	r := s.c.r
+	ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(r.deadline(r.origin(intended, sent), sent)))
+	defer cancel()
+	hr, err := req.h3.newHTTP(ctx)
+	if err != nil {
+		return outcome{class: classWrite, err: err}, 0
+	}
+	resp, err := s.cc.RoundTrip(hr)
+	if err != nil {
+		return outcome{class: h3Class(err, classWrite), err: h3Error(err)}, 0
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return outcome{class: h3Class(err, classRead), err: h3Error(err)}, n
+	}
+	return outcome{status: resp.StatusCode}, n
+}
+
+// h3Class is the error class of a QUIC or HTTP/3 failure.
+func h3Class(err error, fallback int) int {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	var vn *quic.VersionNegotiationError
+	var reset *quic.StatelessResetError
+	var h3e *http3.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &idle), isTimeout(err):
+		return classTimeout
+	case errors.As(err, &hs), errors.As(err, &vn):
+		return classConnect
+	case errors.As(err, &reset):
+		return classRead
+	case errors.As(err, &h3e):
+		return classParse
+	}
+	return fallback
+}
+
+// h3Error names QUIC's failures in the message.
+func h3Error(err error) error {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	var vn *quic.VersionNegotiationError
+	var reset *quic.StatelessResetError
+	switch {
+	case errors.As(err, &idle):
+		return fmt.Errorf("QUIC idle timeout: %w", err)
+	case errors.As(err, &hs):
+		return fmt.Errorf("QUIC handshake timeout: %w", err)
+	case errors.As(err, &vn):
+		return fmt.Errorf("QUIC version negotiation failed: %w", err)
+	case errors.As(err, &reset):
+		return fmt.Errorf("QUIC stateless reset: %w", err)
+	}
+	return err
+}
+
+// validateH3 checks what HTTP/3 cannot do: QUIC is always TLS, one QUIC
+// connection per slot carries all its streams, and it runs on goroutines.
+func validateH3(o Options, bad func(field, value, reason string)) {
+	if Defaults(o).Close {
+		bad("protocol", o.Protocol, "a new connection per request (close) is not supported with HTTP/3 yet: use HTTP/1.1 or HTTP/2's connection count to measure setup")
+	}
+	if o.Engine == EngineUring || o.Engine == EngineEpoll {
+		bad("engine", o.Engine, "HTTP/3 runs on the goroutine engine only")
+	}
+	if o.BusyPoll > 0 || o.Nap > 0 {
+		bad("protocol", o.Protocol, "busy polling and naps are for HTTP/2 only")
+	}
+	for i, t := range o.Targets {
+		if len(t.URL) < 8 || t.URL[:8] != "https://" {
+			bad("target", redactURL(t.URL), fmt.Sprintf("target %d: HTTP/3 runs over QUIC, which is always TLS: want an https:// URL", i+1))
+		}
+	}
+	if err := sameEndpoint(o.Targets); err != nil {
+		bad("protocol", o.Protocol, err.Error())
+	}
+}
+
+// h3Sleep waits d on the stream's timer: false when the load stopped.
+func h3Sleep(t **time.Timer, stop <-chan struct{}, d time.Duration) bool {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return true
+	case <-stop:
+		return false
+	}
+}
