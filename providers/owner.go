@@ -1,7 +1,8 @@
 package providers
 
 import (
-	"bytes"
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"errors"
 	"fmt"
 	"os"
@@ -54,9 +55,6 @@ func (s OwnerState) String() string {
 	}
 	return "gone"
 }
-
-// procRoot is /proc; tests may point it elsewhere.
-var procRoot = "/proc"
 
 var self = sync.OnceValue(func() Owner {
 	o := Owner{PID: os.Getpid(), Boot: bootID()}
@@ -177,24 +175,22 @@ func (r *GCRequest) Keep(object, why string) {
 
 // procStart reads a process's start time and state from /proc/PID/stat.
 func procStart(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	l, _, err := procfs.ReadStat(pid)
 	if err != nil {
+		if errors.Is(err, procfs.ErrNoName) {
+			return 0, 0, errors.New("no command name")
+		}
 		return 0, 0, err
 	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return 0, 0, errors.New("no command name")
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
+	if l.Fields() < 20 || l.State() == 0 {
 		return 0, 0, errors.New("too few fields")
 	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	return start, f[0][0], err
+	start, err = strconv.ParseUint(string(l.Field(22)), 10, 64)
+	return start, l.State(), err
 }
 
 func bootID() string {
-	b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/random/boot_id"))
+	b, err := os.ReadFile(filepath.Join(procfs.Root, "sys/kernel/random/boot_id"))
 	if err != nil {
 		return ""
 	}

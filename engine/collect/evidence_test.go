@@ -1,6 +1,8 @@
 package collect
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"context"
 	"fmt"
 	"math"
@@ -47,9 +49,9 @@ func newFakeProc(t *testing.T) *fakeProc {
 	if err := os.MkdirAll(filepath.Join(f.root, "self"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old := procRoot
-	procRoot = f.root
-	t.Cleanup(func() { procRoot = old })
+	old := procfs.Root
+	procfs.Root = f.root
+	t.Cleanup(func() { procfs.Root = old })
 	f.set(0, 0)
 	return f
 }

@@ -1,6 +1,8 @@
 package collect
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"bytes"
 	"context"
 	"errors"
@@ -107,7 +109,7 @@ func newMachine(cfg Config) (*machine, error) {
 		return nil, fmt.Errorf("busy threshold %v is negative", cfg.BusyThreshold)
 	}
 	var r reader
-	b, err := r.read(filepath.Join(procRoot, "stat"))
+	b, err := r.read(filepath.Join(procfs.Root, "stat"))
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func newMachine(cfg Config) (*machine, error) {
 
 // uptimeTicks reads /proc/uptime in clock ticks.
 func (s *Sampler) uptimeTicks() uint64 {
-	b, err := s.rd.read(filepath.Join(procRoot, "uptime"))
+	b, err := s.rd.read(filepath.Join(procfs.Root, "uptime"))
 	if err != nil {
 		return 0
 	}
@@ -179,7 +181,7 @@ func (s *Sampler) eachStat(fn func(ent string, pid int, st procStat)) {
 		if err != nil {
 			continue
 		}
-		b, err := s.rd.read(filepath.Join(procRoot, ent, "stat"))
+		b, err := s.rd.read(filepath.Join(procfs.Root, ent, "stat"))
 		if err != nil {
 			continue
 		}
@@ -253,7 +255,7 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 			mp.total += du + ds
 			if du+ds+dc > 0 && !mp.cgDone {
 				mp.cgDone = true
-				if b, err := s.rd.read(filepath.Join(procRoot, ent, "cgroup")); err == nil {
+				if b, err := s.rd.read(filepath.Join(procfs.Root, ent, "cgroup")); err == nil {
 					mp.container = containerOf(b)
 				}
 				mp.pidNS = pidNamespace(pid)
@@ -551,7 +553,7 @@ func (s *Sampler) roleOf(mp *machProc) (role, name string, run bool) {
 
 // pidNamespace reads /proc/PID/ns/pid ("pid:[4026531836]"), or "".
 func pidNamespace(pid int) string {
-	ns, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "pid"))
+	ns, err := os.Readlink(filepath.Join(procfs.Root, strconv.Itoa(pid), "ns", "pid"))
 	if err != nil {
 		return ""
 	}
@@ -816,7 +818,7 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		busy = DefaultBusyThreshold
 	}
 	q.Busy = total >= busy
-	if b, err := s.rd.read(filepath.Join(procRoot, "loadavg")); err == nil {
+	if b, err := s.rd.read(filepath.Join(procfs.Root, "loadavg")); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			if la, err := strconv.ParseFloat(f[0], 64); err == nil && la >= 0 {
 				q.LoadAvg = la

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/benchflow/benchflow/engine/procfs"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/PID/stat and
@@ -15,9 +15,6 @@ import (
 const clockTicks = 100
 
 var pageSize = int64(os.Getpagesize())
-
-// procRoot is where /proc is read from; tests point it at fixtures.
-var procRoot = "/proc"
 
 // procStat is the part of /proc/PID/stat the sampler uses.
 type procStat struct {
@@ -37,66 +34,47 @@ type procStat struct {
 // pfKthread is the PF_KTHREAD bit of the flags field of /proc/PID/stat.
 const pfKthread = 0x00200000
 
-var errShort = errors.New("unparsable stat line")
+var errShort = procfs.ErrShort
 
-// parseStat parses /proc/PID/stat. The command name is between the first
-// "(" and the last ")" and may itself contain spaces and parentheses.
+// parseStat parses /proc/PID/stat (split by procfs.Split).
 func parseStat(b []byte) (procStat, error) {
 	var s procStat
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
+	l, err := procfs.Split(b)
+	if err != nil {
 		return s, errShort
 	}
-	s.comm = string(b[open+1 : end])
-	// Fields after ")": index 0 is field 3 (state).
-	var f [22][]byte
-	n := 0
-	rest := b[end+1:]
-	for n < len(f) {
-		rest = bytes.TrimLeft(rest, " ")
-		if len(rest) == 0 {
-			break
-		}
-		i := bytes.IndexByte(rest, ' ')
-		if i < 0 {
-			i = len(rest)
-		}
-		f[n] = rest[:i]
-		rest = rest[i:]
-		n++
-	}
-	if n < 20 {
+	s.comm = l.Comm()
+	if l.Fields() < 20 {
 		return s, errShort
 	}
-	var err error
-	if s.utime, err = atou(f[11]); err != nil {
+	// stat(5) field numbers.
+	if s.utime, err = l.Uint(14); err != nil {
 		return s, err
 	}
-	if s.stime, err = atou(f[12]); err != nil {
+	if s.stime, err = l.Uint(15); err != nil {
 		return s, err
 	}
-	cu, _ := atou(f[13]) // signed in the kernel's format; 0 if ever negative
-	cs, _ := atou(f[14])
+	cu, _ := l.Uint(16) // signed in the kernel's format; 0 if ever negative
+	cs, _ := l.Uint(17)
 	s.ctime = cu + cs
-	th, err := atou(f[17])
+	th, err := l.Uint(20)
 	if err != nil {
 		return s, err
 	}
 	s.threads = int64(th)
-	if s.starttime, err = atou(f[19]); err != nil {
+	if s.starttime, err = l.Uint(22); err != nil {
 		return s, err
 	}
-	pp, err := atou(f[1])
+	pp, err := l.Uint(4)
 	if err != nil {
 		return s, err
 	}
 	s.ppid = int(pp)
-	if s.flags, err = atou(f[6]); err != nil {
+	if s.flags, err = l.Uint(9); err != nil {
 		return s, err
 	}
-	if n >= 22 {
-		rss, err := atou(f[21])
+	if l.Has(24) {
+		rss, err := l.Uint(24)
 		if err != nil {
 			return s, err
 		}
@@ -105,20 +83,7 @@ func parseStat(b []byte) (procStat, error) {
 	return s, nil
 }
 
-func atou(b []byte) (uint64, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return 0, errShort
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return strconv.ParseUint(string(b), 10, 64) // for the error
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	return v, nil
-}
+func atou(b []byte) (uint64, error) { return procfs.Atou(b) }
 
 // parseStatmRSS returns the resident set size in bytes from /proc/PID/statm.
 func parseStatmRSS(b []byte) (int64, error) {
@@ -282,5 +247,5 @@ func (r *reader) read(path string) ([]byte, error) {
 }
 
 func pidPath(pid int, name string) string {
-	return filepath.Join(procRoot, strconv.Itoa(pid), name)
+	return procfs.Path(pid, name)
 }

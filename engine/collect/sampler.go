@@ -1,6 +1,8 @@
 package collect
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -150,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Sampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
 	}
-	if _, err := os.Stat(filepath.Join(procRoot, "self")); err != nil {
+	if _, err := os.Stat(filepath.Join(procfs.Root, "self")); err != nil {
 		return nil, fmt.Errorf("starting collect %q: %w", cfg.Step, err)
 	}
 	s := &Sampler{
@@ -430,7 +432,7 @@ func (s *Sampler) ctxSwitches(pid int, threads int64) (vol, nonvol uint64) {
 
 // listProc reads the entries of /proc into s.ents.
 func (s *Sampler) listProc() {
-	f, err := os.Open(procRoot)
+	f, err := os.Open(procfs.Root)
 	if err != nil {
 		s.ents = s.ents[:0]
 		return
@@ -453,7 +455,7 @@ func (s *Sampler) scanNames() {
 		if err != nil {
 			continue
 		}
-		b, err := s.rd.read(filepath.Join(procRoot, ent, "comm"))
+		b, err := s.rd.read(filepath.Join(procfs.Root, ent, "comm"))
 		if err != nil {
 			continue
 		}
@@ -513,7 +515,7 @@ func (s *Sampler) match(pid int, comm string) string {
 }
 
 func (s *Sampler) sampleSystem(tsec float64, first bool) error {
-	b, err := s.rd.read(filepath.Join(procRoot, "stat"))
+	b, err := s.rd.read(filepath.Join(procfs.Root, "stat"))
 	if err != nil {
 		return err
 	}
@@ -550,7 +552,7 @@ func (s *Sampler) sampleSystem(tsec float64, first bool) error {
 }
 
 func (s *Sampler) sampleNet(tsec float64, first bool) error {
-	b, err := s.rd.read(filepath.Join(procRoot, "net", "dev"))
+	b, err := s.rd.read(filepath.Join(procfs.Root, "net", "dev"))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"errors"
 	"fmt"
 	"os"
@@ -54,7 +56,7 @@ func tunedElsewhere(path string) error {
 		return err
 	}
 	own := filepath.Base(ownJournal())
-	netPath := strings.HasPrefix(filepath.Clean(path), filepath.Join(procRoot, "sys", "net")+"/")
+	netPath := strings.HasPrefix(filepath.Clean(path), filepath.Join(procfs.Root, "sys", "net")+"/")
 	for _, f := range files {
 		if filepath.Base(f) == own {
 			continue

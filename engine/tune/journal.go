@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,12 +215,12 @@ func RestoreJournals(alive func(owner map[string]string) bool) ([]string, error)
 		otherNS := j.NetNS != "" && j.NetNS != netNS()
 		for i := len(j.Sysctls) - 1; i >= 0; i-- {
 			e := j.Sysctls[i]
-			if otherNS && strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procRoot, "sys", "net")+"/") {
+			if otherNS && strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procfs.Root, "sys", "net")+"/") {
 				// Another network namespace's value: left for a gc there.
 				left = append([]journalEntry{e}, left...)
 				continue
 			}
-			if !strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procRoot, "sys")+"/") {
+			if !strings.HasPrefix(filepath.Clean(e.Path), filepath.Join(procfs.Root, "sys")+"/") {
 				errs = append(errs, fmt.Errorf("%s: %q is not a sysctl path; ignored", f, e.Path))
 				continue
 			}
@@ -228,7 +230,7 @@ func RestoreJournals(alive func(owner map[string]string) bool) ([]string, error)
 				left = append([]journalEntry{e}, left...)
 				continue
 			}
-			key := strings.ReplaceAll(strings.TrimPrefix(e.Path, filepath.Join(procRoot, "sys")+"/"), "/", ".")
+			key := strings.ReplaceAll(strings.TrimPrefix(e.Path, filepath.Join(procfs.Root, "sys")+"/"), "/", ".")
 			done = append(done, fmt.Sprintf("sysctl %s = %s (was %s)", key, e.Original, normalize(string(cur))))
 		}
 		j.Sysctls = left

@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +28,6 @@ type Settings struct {
 	PIDs        []int             // the service processes (host pids) the provider reported
 	Optional    bool              // a setting that cannot be applied becomes a warning instead of an error
 }
-
-// procRoot is where /proc is read from; tests point it elsewhere.
-var procRoot = "/proc"
 
 // hint is appended to errors caused by missing privileges.
 const hint = "run as root, or mark the tune step optional = true"
@@ -313,7 +312,7 @@ func sysctlPath(key string) (string, error) {
 			return "", fmt.Errorf("invalid sysctl name %q", key)
 		}
 	}
-	return filepath.Join(procRoot, "sys", rel), nil
+	return filepath.Join(procfs.Root, "sys", rel), nil
 }
 
 // normalize makes values comparable: the kernel separates fields with tabs
@@ -429,35 +428,23 @@ func applyRlimit(u *Undo, pid int, name string, v uint64) error {
 
 // tasks lists the thread ids of a process.
 func tasks(pid int) ([]int, error) {
-	ents, err := os.ReadDir(filepath.Join(procRoot, strconv.Itoa(pid), "task"))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if t, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, t)
-		}
-	}
-	return out, nil
+	return procfs.PIDs(filepath.Join(procfs.Root, strconv.Itoa(pid), "task"))
 }
 
 // threadNice reads the nice value of one thread from /proc/PID/task/TID/stat
 // (field 19).
 func threadNice(pid, tid int) (int, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat"))
+	l, _, err := procfs.ReadStatFile(filepath.Join(procfs.Root, strconv.Itoa(pid), "task", strconv.Itoa(tid), "stat"))
 	if err != nil {
+		if errors.Is(err, procfs.ErrNoName) {
+			return 0, errors.New("unparsable stat")
+		}
 		return 0, err
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, errors.New("unparsable stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 17 {
+	if l.Fields() < 17 {
 		return 0, errors.New("short stat")
 	}
-	return strconv.Atoi(f[16])
+	return l.Int(19)
 }
 
 // applyNice sets the nice value of every thread of pid (on Linux

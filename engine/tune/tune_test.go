@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -315,9 +317,9 @@ func TestSettingErrorMessage(t *testing.T) {
 // write/verify/restore sequence is covered without privileges.
 func TestSysctlFakeProc(t *testing.T) {
 	dir := t.TempDir()
-	old := procRoot
-	procRoot = dir
-	t.Cleanup(func() { procRoot = old })
+	old := procfs.Root
+	procfs.Root = dir
+	t.Cleanup(func() { procfs.Root = old })
 	p := filepath.Join(dir, "sys", "net", "ipv4", "ip_local_port_range")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("32768\t60999\n"), 0o644)
@@ -599,9 +601,9 @@ func TestNotRoot(t *testing.T) {
 // net.* sysctl of another network namespace is that namespace's own.
 func TestSysctlTunedElsewhereRefused(t *testing.T) {
 	dir := t.TempDir()
-	oldRoot, oldAlive := procRoot, JournalAlive
-	procRoot = dir
-	t.Cleanup(func() { procRoot, JournalAlive = oldRoot, oldAlive })
+	oldRoot, oldAlive := procfs.Root, JournalAlive
+	procfs.Root = dir
+	t.Cleanup(func() { procfs.Root, JournalAlive = oldRoot, oldAlive })
 	p := filepath.Join(dir, "sys", "net", "core", "somaxconn")
 	k := filepath.Join(dir, "sys", "kernel", "threads-max")
 	for _, f := range []string{p, k} {

@@ -7,6 +7,8 @@
 package hostproc
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"bufio"
 	"encoding/hex"
 	"fmt"
@@ -17,9 +19,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// procRoot is /proc; tests point it elsewhere.
-var procRoot = "/proc"
 
 // Listeners returns the pids of the processes holding a TCP socket that
 // listens on port, at ip or at the wildcard address (nil ip: any address),
@@ -32,29 +31,28 @@ func Listeners(ip net.IP, port int) ([]int, error) {
 	}
 	inodes := map[string]bool{}
 	for _, f := range []string{"net/tcp", "net/tcp6"} {
-		if err := listeningInodes(filepath.Join(procRoot, f), ip, port, inodes); err != nil && !os.IsNotExist(err) {
+		if err := listeningInodes(filepath.Join(procfs.Root, f), ip, port, inodes); err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
 	}
 	if len(inodes) == 0 {
 		return nil, nil
 	}
-	ents, err := os.ReadDir(procRoot)
+	all, err := procfs.PIDs("")
 	if err != nil {
 		return nil, err
 	}
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	for _, pid := range all {
+		if pid <= 0 {
 			continue
 		}
-		fds, err := os.ReadDir(filepath.Join(procRoot, e.Name(), "fd"))
+		fds, err := os.ReadDir(procfs.Path(pid, "fd"))
 		if err != nil {
 			continue // gone, or not ours to read
 		}
 		for _, fd := range fds {
-			l, err := os.Readlink(filepath.Join(procRoot, e.Name(), "fd", fd.Name()))
+			l, err := os.Readlink(filepath.Join(procfs.Path(pid, "fd"), fd.Name()))
 			if err != nil {
 				continue
 			}
@@ -129,7 +127,7 @@ func parseHexIP(s string) (net.IP, error) {
 // /proc/PID/stat (ReadStat), which holds the same bytes as /proc/PID/comm
 // without its final newline.
 func Comm(pid int) string {
-	st, err := ReadStat(procRoot, pid)
+	st, err := ReadStat(procfs.Root, pid)
 	if err != nil {
 		return ""
 	}

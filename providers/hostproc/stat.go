@@ -1,13 +1,12 @@
 package hostproc
 
 import (
-	"bytes"
-	"errors"
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // Stat holds the fields of /proc/PID/stat that providers use.
@@ -41,17 +40,16 @@ func ReadStat(root string, pid int) (Stat, error) {
 // the last ')', since it may itself hold spaces and parentheses; the
 // fields after it are split on white space.
 func ParseStat(b []byte) (Stat, error) {
-	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if i < 0 || j < i {
-		return Stat{}, errors.New("no process name in parentheses")
-	}
-	f := strings.Fields(string(b[j+1:]))
-	if len(f) < 2 {
-		return Stat{}, fmt.Errorf("%d fields after the process name, want at least 2 (state, parent pid)", len(f))
-	}
-	ppid, err := strconv.Atoi(f[1])
+	l, err := procfs.Split(b)
 	if err != nil {
-		return Stat{}, fmt.Errorf("parent pid %q is not a number", f[1])
+		return Stat{}, err
 	}
-	return Stat{Comm: string(b[i+1 : j]), PPID: ppid}, nil
+	if l.Fields() < 2 {
+		return Stat{}, fmt.Errorf("%d fields after the process name, want at least 2 (state, parent pid)", l.Fields())
+	}
+	ppid, err := l.Int(4)
+	if err != nil {
+		return Stat{}, fmt.Errorf("parent pid %q is not a number", l.Field(4))
+	}
+	return Stat{Comm: l.Comm(), PPID: ppid}, nil
 }

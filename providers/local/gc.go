@@ -1,13 +1,14 @@
 package local
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"github.com/benchflow/benchflow/providers"
 
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,7 +114,7 @@ func ownerAlive(v string) bool {
 
 // environValue reads one variable of a process's environment.
 func environValue(pid int, key string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "environ"))
+	b, err := os.ReadFile(procfs.Path(pid, "environ"))
 	if err != nil {
 		return "", false
 	}

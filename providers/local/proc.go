@@ -1,17 +1,13 @@
 package local
 
 import (
-	"bytes"
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 )
-
-// procRoot is where the process table is read from.
-var procRoot = "/proc"
 
 // proc is one line of the process table.
 type proc struct {
@@ -21,11 +17,9 @@ type proc struct {
 	start                uint64 // start time in clock ticks after boot; 0 if unknown
 }
 
-// readProc parses /proc/<pid>/stat. The command name is in parentheses and
-// may itself contain spaces and parentheses, so the fields after it are
-// found from the last ')'.
+// readProc parses /proc/<pid>/stat.
 func readProc(pid int) (proc, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	b, err := os.ReadFile(procfs.Path(pid, "stat"))
 	if err != nil {
 		return proc{}, err
 	}
@@ -33,26 +27,25 @@ func readProc(pid int) (proc, error) {
 }
 
 func parseStat(b []byte) (proc, error) {
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
+	l, err := procfs.Split(b)
+	if err != nil {
 		return proc{}, fmt.Errorf("parsing %q: no command name", b)
 	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	pid, err := l.Int(1)
 	if err != nil {
 		return proc{}, fmt.Errorf("parsing %q: %w", b, err)
 	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 4 || len(f[0]) != 1 {
+	if l.Fields() < 4 || l.State() == 0 {
 		return proc{}, fmt.Errorf("parsing %q: too few fields", b)
 	}
-	p := proc{pid: pid, state: f[0][0], comm: string(b[open+1 : end])}
+	p := proc{pid: pid, state: l.State(), comm: l.Comm()}
 	for i, dst := range []*int{&p.ppid, &p.pgid, &p.sid} {
-		if *dst, err = strconv.Atoi(f[i+1]); err != nil {
+		if *dst, err = l.Int(i + 4); err != nil {
 			return proc{}, fmt.Errorf("parsing %q: %w", b, err)
 		}
 	}
-	if len(f) > 19 { // field 22 of stat(5)
-		if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+	if l.Has(22) { // field 22 of stat(5)
+		if p.start, err = strconv.ParseUint(string(l.Field(22)), 10, 64); err != nil {
 			return proc{}, fmt.Errorf("parsing %q: start time: %w", b, err)
 		}
 	}
@@ -63,16 +56,12 @@ func parseStat(b []byte) (proc, error) {
 // skipped (their stat file is the only one read, and it is readable by
 // everyone while the process exists).
 func processTable() ([]proc, error) {
-	ents, err := os.ReadDir(procRoot)
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return nil, fmt.Errorf("reading the process table: %w", err)
 	}
-	out := make([]proc, 0, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	out := make([]proc, 0, len(pids))
+	for _, pid := range pids {
 		p, err := readProc(pid)
 		if err != nil {
 			continue // exited while we read the table

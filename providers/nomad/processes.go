@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"bytes"
 	"context"
 	"errors"
@@ -37,9 +39,6 @@ const (
 // statsTimeout bounds each client call of Processes (the engine calls it
 // at every sample).
 const statsTimeout = 2 * time.Second
-
-// procRoot is the /proc Processes reads (tests use a synthetic one).
-var procRoot = "/proc"
 
 // Processes reports, when the Nomad client running the job's allocations
 // is this machine, the processes of their tasks — role "service" (role
@@ -92,7 +91,7 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 			}
 		}
 		if listed == 0 && len(st.Tasks) > 0 {
-			pids = append(pids, d.containerPIDs(procRoot, a.id)...)
+			pids = append(pids, d.containerPIDs(procfs.Root, a.id)...)
 		}
 	}
 	gw := d.gatewayProcesses()
@@ -101,7 +100,7 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 		// without error: it is worth more to the accounting than none.
 		return nil, errors.Join(errs...)
 	}
-	return append(taskProcesses(procRoot, pids, role, os.Getpid()), gw...), nil
+	return append(taskProcesses(procfs.Root, pids, role, os.Getpid()), gw...), nil
 }
 
 // gatewayProcesses reports, with gateway = true and a gateway_url on a

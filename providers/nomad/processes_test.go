@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -311,9 +313,9 @@ func TestProcessesOfDockerTasks(t *testing.T) {
 			write(fmt.Sprint(p.pid), "environ", p.environ)
 		}
 	}
-	old := procRoot
-	procRoot = root
-	defer func() { procRoot = old }()
+	old := procfs.Root
+	procfs.Root = root
+	defer func() { procfs.Root = old }()
 	want := []providers.Process{
 		{PID: 20, Name: "containerd-shim", Role: "infra"},
 		{PID: 21, Name: "nginx", Role: "service"},

@@ -1,6 +1,8 @@
 package fake
 
 import (
+	"github.com/benchflow/benchflow/engine/procfs"
+
 	"fmt"
 	"net/http"
 	"os"
@@ -120,27 +122,13 @@ func family(pid int) []int {
 		return nil
 	}
 	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
+	pids, _ := procfs.PIDs("/proc")
+	for _, p := range pids {
+		l, _, err := procfs.ReadStatFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		if err != nil || l.Fields() < 2 {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
+		if pp, err := l.Int(4); err == nil {
 			parent[p] = pp
 		}
 	}

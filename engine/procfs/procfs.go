@@ -1,0 +1,167 @@
+// Package procfs reads the Linux process table: the one parser of
+// /proc/PID/stat and the one root every reader of /proc uses.
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Root is where /proc is read from; tests point it at a synthetic tree.
+var Root = "/proc"
+
+// Path is the file name under Root of a process (pid) and entry (name,
+// e.g. "stat" or "task/12/stat").
+func Path(pid int, name string) string {
+	return filepath.Join(Root, strconv.Itoa(pid), name)
+}
+
+// maxFields is how many fields after the command name a Stat keeps
+// (stat(5) documents 52 in all; the first two are the pid and the name).
+const maxFields = 50
+
+// ErrNoName is returned for a stat line without a name in parentheses.
+var ErrNoName = errors.New("no process name in parentheses")
+
+// Stat is a split /proc/PID/stat line. The command name is between the
+// first '(' and the last ')' and may itself hold spaces and parentheses;
+// the fields after it are split on white space. Field numbers are those
+// of stat(5): 1 is the pid, 2 the name, 3 the state, 4 the parent pid, …
+// A Stat holds no heap memory beyond the line it was split from.
+type Stat struct {
+	pid  []byte
+	comm []byte
+	f    [maxFields][]byte
+	n    int // fields after the name that were found
+}
+
+// Split splits the contents of a /proc/PID/stat file.
+func Split(b []byte) (Stat, error) {
+	var s Stat
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return s, ErrNoName
+	}
+	s.pid = bytes.TrimSpace(b[:open])
+	s.comm = b[open+1 : end]
+	rest := b[end+1:]
+	for s.n < maxFields {
+		i := 0
+		for i < len(rest) && isSpace(rest[i]) {
+			i++
+		}
+		rest = rest[i:]
+		if len(rest) == 0 {
+			break
+		}
+		j := 0
+		for j < len(rest) && !isSpace(rest[j]) {
+			j++
+		}
+		s.f[s.n] = rest[:j]
+		rest = rest[j:]
+		s.n++
+	}
+	return s, nil
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// Comm is the process's name exactly as the kernel keeps it.
+func (s *Stat) Comm() string { return string(s.comm) }
+
+// Fields is the number of fields found after the name (field 3 on).
+func (s *Stat) Fields() int { return s.n }
+
+// Has tells whether field n (stat(5) numbering, 3 or more) is present.
+func (s *Stat) Has(n int) bool { return n >= 3 && n-3 < s.n }
+
+// Field returns field n (stat(5) numbering; 1 is the pid); nil when absent.
+func (s *Stat) Field(n int) []byte {
+	switch {
+	case n == 1:
+		return s.pid
+	case n == 2:
+		return s.comm
+	case s.Has(n):
+		return s.f[n-3]
+	}
+	return nil
+}
+
+// State is field 3, the one-letter state (R, S, D, Z, …); 0 when it is
+// missing or longer than one byte.
+func (s *Stat) State() byte {
+	if f := s.Field(3); len(f) == 1 {
+		return f[0]
+	}
+	return 0
+}
+
+// ErrShort is returned by Uint for a field that is missing or empty.
+var ErrShort = errors.New("unparsable stat line")
+
+// Uint parses field n as an unsigned decimal number.
+func (s *Stat) Uint(n int) (uint64, error) { return Atou(s.Field(n)) }
+
+// Int parses field n as a (signed) decimal int, as strconv.Atoi does.
+func (s *Stat) Int(n int) (int, error) { return strconv.Atoi(string(s.Field(n))) }
+
+// Atou parses an unsigned decimal number without allocating (surrounding
+// white space allowed). The error is ErrShort for an empty b and
+// strconv's otherwise.
+func Atou(b []byte) (uint64, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0, ErrShort
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return strconv.ParseUint(string(b), 10, 64) // for the error
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, nil
+}
+
+// ReadStat reads and splits the stat file of pid under Root. The error
+// is the read error when the process is gone or not readable.
+func ReadStat(pid int) (Stat, []byte, error) { return ReadStatFile(Path(pid, "stat")) }
+
+// ReadStatFile reads and splits a stat file (a process's or a thread's).
+// It returns the bytes too, which the Stat points into.
+func ReadStatFile(path string) (Stat, []byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Stat{}, nil, err
+	}
+	s, err := Split(b)
+	return s, b, err
+}
+
+// PIDs lists the numeric entries of a /proc directory (root; "" means
+// Root), in directory order: the processes, or with root
+// Path(pid, "task") the threads of one process.
+func PIDs(root string) ([]int, error) {
+	if root == "" {
+		root = Root
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
