@@ -191,3 +191,17 @@ func TestH3Validate(t *testing.T) {
 		}
 	}
 }
+
+// The error of requests to several endpoints names the protocol it is about.
+func TestMixedEndpointsNamesTheProtocol(t *testing.T) {
+	r := &runner{urls: []string{"https://127.0.0.1:1/", "https://127.0.0.1:2/"}, reqs: []request{{}, {endpoint: 1}}}
+	for proto, want := range map[string]string{
+		ProtoH2: "protocol h2: targets 1 and 2 go to more than one scheme, host and port (https://127.0.0.1:1/, https://127.0.0.1:2/): one HTTP/2 connection",
+		ProtoH3: "protocol h3: the request script's requests go to more than one scheme, host and port (https://127.0.0.1:1/, https://127.0.0.1:2/): one HTTP/3 connection",
+	} {
+		err := r.mixedEndpoints(proto, proto == ProtoH3)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want it to begin %q", proto, err, want)
+		}
+	}
+}

@@ -150,7 +150,7 @@ func newRunner(opts Options) (*runner, error) {
 		r.reqs = append(r.reqs, request{raw: raw, h2: h2r, h3: h3r, head: strings.EqualFold(t.Method, "HEAD"), endpoint: e, weight: t.Weight})
 	}
 	if (opts.Protocol == ProtoH2 || opts.Protocol == ProtoH3) && len(r.endpoints) > 1 {
-		return nil, r.mixedEndpoints(opts.Requester != nil)
+		return nil, r.mixedEndpoints(opts.Protocol, opts.Requester != nil)
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
@@ -181,21 +181,23 @@ func newRunner(opts Options) (*runner, error) {
 	return r, nil
 }
 
-// mixedEndpoints words the error of HTTP/2 requests to more than one
-// endpoint, naming the first request that leaves the first one's (Validate
-// catches targets; a request script's requests are known only here).
-func (r *runner) mixedEndpoints(scripted bool) error {
-	const why = "one HTTP/2 connection per slot carries all its streams, so every request must go to the same scheme, host and port"
+// mixedEndpoints words the error of HTTP/2 or HTTP/3 requests to more than
+// one endpoint, naming the first request that leaves the first one's
+// (Validate catches targets; a request script's requests are known only
+// here).
+func (r *runner) mixedEndpoints(proto string, scripted bool) error {
+	name := map[string]string{ProtoH2: "HTTP/2", ProtoH3: "HTTP/3"}[proto]
+	why := "one " + name + " connection per slot carries all its streams, so every request must go to the same scheme, host and port"
 	for i, q := range r.reqs {
 		if q.endpoint != 0 {
 			what := fmt.Sprintf("targets 1 and %d", i+1)
 			if scripted {
 				what = "the request script's requests"
 			}
-			return fmt.Errorf("protocol h2: %s go to more than one scheme, host and port (%s, %s): %s", what, r.urls[0], r.urls[i], why)
+			return fmt.Errorf("protocol %s: %s go to more than one scheme, host and port (%s, %s): %s", proto, what, r.urls[0], r.urls[i], why)
 		}
 	}
-	return errors.New("protocol h2: " + why)
+	return errors.New("protocol " + proto + ": " + why)
 }
 
 func (r *runner) newHist() *hdrhistogram.Histogram {
