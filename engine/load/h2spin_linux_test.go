@@ -126,9 +126,9 @@ func TestH2SpinNap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	// Long enough that the writer below, started a quarter of the way
-	// in, is scheduled inside the nap even on a loaded machine.
-	const nap = 200 * time.Millisecond
+	// Long enough that the writer below, started a tenth of the way in,
+	// is scheduled inside the nap even on a loaded machine.
+	const nap = 500 * time.Millisecond
 	r := &runner{start: time.Now(), h2spin: newH2Spin(0, nap)}
 	r.conns = []*conn{{r: r, id: 0}}
 	defer r.h2spin.close()
@@ -143,13 +143,23 @@ func TestH2SpinNap(t *testing.T) {
 	if d := time.Since(begin); d < nap || c.naps.Load() != 1 || time.Duration(c.napTime.Load()) < nap {
 		t.Fatalf("gave up after %v with %d naps lasting %v, want one nap of at least %v", d, c.naps.Load(), time.Duration(c.napTime.Load()), nap)
 	}
-	// A response that arrives during the nap is read after it.
+	// A response that arrives during the nap is read after it. The nap
+	// lasts at least nap, so a write done before begin+nap was there when
+	// it ended; a writer that a loaded machine schedules only after that
+	// tests nothing, and says so.
+	wrote := make(chan time.Time, 1)
+	begin = time.Now()
 	go func() {
-		time.Sleep(nap / 4)
+		time.Sleep(nap / 10)
 		aPeer.Write([]byte("x"))
+		wrote <- time.Now()
 	}()
-	if !a.spin(c) {
-		t.Fatal("spin missed data that arrived during its nap")
+	got := a.spin(c)
+	if w := <-wrote; !got {
+		if w.After(begin.Add(nap)) {
+			t.Skipf("the writer ran %v after the nap began, after the nap's %v: nothing arrived during it", w.Sub(begin), nap)
+		}
+		t.Fatalf("spin missed data written %v into its nap of %v", w.Sub(begin), nap)
 	}
 	if c.naps.Load() != 2 {
 		t.Fatalf("%d naps in all, want 2", c.naps.Load())
