@@ -51,12 +51,16 @@ make_cert() {
 		{ echo "$NAME: openssl could not make a certificate:" >&2; cat "$DIR/openssl.log" >&2; exit 1; }
 }
 
-# start_nginx SCHEME LISTEN_FLAGS KEEPALIVE_REQUESTS [HTTP_LINES]: writes
-# $DIR/nginx.conf serving $DIR/www on 127.0.0.1:$PORT (LISTEN_FLAGS after
-# the address, e.g. "ssl http2"; HTTP_LINES added to the http block),
-# starts nginx and waits until SCHEME://127.0.0.1:$PORT/6b answers.
+# start_nginx SCHEME LISTEN_FLAGS KEEPALIVE_REQUESTS SCHEME2 LISTEN_FLAGS2
+# [CURL_FLAGS2]: makes a certificate (make_cert), writes $DIR/nginx.conf
+# serving $DIR/www on 127.0.0.1:$PORT (LISTEN_FLAGS after the address,
+# e.g. "ssl http2") and on 127.0.0.1:$PORT2 (LISTEN_FLAGS2: the scripts'
+# other protocol), both with that certificate, starts nginx and waits until
+# SCHEME://127.0.0.1:$PORT/6b answers, then checks that
+# SCHEME2://127.0.0.1:$PORT2/6b answers curl with CURL_FLAGS2.
 start_nginx() {
-	local scheme=$1 flags=$2 keepalive=$3 extra=${4:-}
+	local scheme=$1 flags=$2 keepalive=$3 scheme2=$4 flags2=$5 curl2=${6:-}
+	make_cert
 	cat >"$DIR/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -75,9 +79,15 @@ http {
     uwsgi_temp_path $DIR/tmp;
     scgi_temp_path $DIR/tmp;
     default_type application/octet-stream;
-$extra
+    ssl_certificate $DIR/cert.pem;
+    ssl_certificate_key $DIR/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
     server {
         listen 127.0.0.1:$PORT${flags:+ $flags};
+        root $DIR/www;
+    }
+    server {
+        listen 127.0.0.1:$PORT2${flags2:+ $flags2};
         root $DIR/www;
     }
 }
@@ -85,10 +95,13 @@ CONF
 	"${SERVER_ON[@]}" "$NGINX" -p "$DIR" -c "$DIR/nginx.conf" &
 	NGINX_PID=$!
 	for _ in $(seq 50); do
-		curl -fsk -o /dev/null "$scheme://127.0.0.1:$PORT/6b" 2>/dev/null && return 0
+		curl -fsk -o /dev/null "$scheme://127.0.0.1:$PORT/6b" 2>/dev/null && break
 		sleep 0.1
 	done
 	curl -fsk -o /dev/null "$scheme://127.0.0.1:$PORT/6b" || { echo "$NAME: nginx did not start:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
+	# shellcheck disable=SC2086 # CURL_FLAGS2 are flags
+	curl -fsk $curl2 -o /dev/null "$scheme2://127.0.0.1:$PORT2/6b" ||
+		{ echo "$NAME: nginx does not answer $scheme2 ($flags2) on port $PORT2:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
