@@ -1,6 +1,5 @@
-// Command h2floor is the cheapest HTTP/2 client of GET requests this
-// machine allows: it measures what a request costs a client that does
-// nothing but what HTTP/2 itself requires. Every request is one HEADERS
+// Command h2floor is an HTTP/2 client of GET requests that does nothing
+// but what HTTP/2 itself requires, to measure what that part costs. Every request is one HEADERS
 // frame encoded once, before the load (only its 4-byte stream id changes);
 // the requests that the responses of one read make room for go out in one
 // write; responses are counted by the END_STREAM flag of their last frame,
@@ -10,10 +9,13 @@
 // protocol demands and stops at the first GOAWAY or RST_STREAM.
 //
 // It is not a load generator: it checks one response's status before the
-// load and none during it. It is the floor under any HTTP/2 client of this
-// server — the CPU per request below which none can go — over TLS (https://,
-// ALPN h2, certificate not verified) or cleartext (http://, prior
-// knowledge, like h2load and benchflow --h2).
+// load and none during it. It does the least HTTP/2 work per request, but
+// through crypto/tls and Go's netpoller (blocking reads, one goroutine per
+// connection): benchflow's own socket loop spends less than it per request
+// (docs/performance.md has the figures), so it bounds the protocol's work,
+// not the system calls. Over TLS (https://, ALPN h2, certificate not
+// verified) or cleartext (http://, prior knowledge, like h2load and
+// benchflow --h2).
 //
 //	go run ./engine/load/bench/h2floor -c 16 -m 10 -d 5s https://127.0.0.1:8443/6b
 //
