@@ -179,7 +179,14 @@ func (c *Console) RunDone(s *run.Summary) {
 	if s.Skipped > 0 {
 		fmt.Fprintf(c.W, ", %d already complete", s.Skipped)
 	}
-	fmt.Fprintf(c.W, " of %d trials\nresults: %s\n", s.Trials, s.Dir)
+	fmt.Fprintf(c.W, " of %d trials", s.Trials)
+	if s.Reruns > 0 {
+		fmt.Fprintf(c.W, "; %d busy %s re-run and discarded", s.Reruns, map[bool]string{true: "attempt", false: "attempts"}[s.Reruns == 1])
+	}
+	if s.BusyKept > 0 {
+		fmt.Fprintf(c.W, ", %d still busy after the last re-run", s.BusyKept)
+	}
+	fmt.Fprintf(c.W, "\nresults: %s\n", s.Dir)
 	c.repeatedWarnings()
 	if len(s.Claims) > 0 {
 		fmt.Fprintf(c.W, "claims: %s (benchflow report %s shows them)\n", report.ClaimCounts(s.Claims), s.Dir)

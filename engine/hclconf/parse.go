@@ -43,6 +43,8 @@ type pipelineBlock struct {
 	ReuseServices bool           `hcl:"reuse_services,optional"`
 	// ExcludeUnsteady: see pipeline.Pipeline.ExcludeUnsteady.
 	ExcludeUnsteady bool `hcl:"exclude_unsteady,optional"`
+	// BusyRerun: see pipeline.Pipeline.BusyRerun.
+	BusyRerun *int64 `hcl:"busy_rerun,optional"`
 }
 
 type outputBlock struct {
@@ -291,6 +293,14 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 	}
 	p.ReuseServices = pb.ReuseServices
 	p.ExcludeUnsteady = pb.ExcludeUnsteady
+	if n := pb.BusyRerun; n != nil {
+		if *n < 0 || *n > pipeline.MaxBusyRerun {
+			diags = append(diags, attrDiag(body, "busy_rerun", "Invalid busy_rerun",
+				fmt.Sprintf("busy_rerun is how many times a trial that found the machine busy runs again: 0 (never) to %d, not %d.", pipeline.MaxBusyRerun, *n)))
+		} else {
+			p.BusyRerun = int(*n)
+		}
+	}
 	return diags
 }
 

@@ -20,6 +20,13 @@ const (
 	KindCollect   = "collect"
 )
 
+// DefaultBusyRerun is BusyRerun when the pipeline does not set busy_rerun;
+// MaxBusyRerun bounds it.
+const (
+	DefaultBusyRerun = 2
+	MaxBusyRerun     = 10
+)
+
 // Trial orders.
 const (
 	OrderInterleaved = "interleaved"
@@ -50,6 +57,14 @@ type Pipeline struct {
 	// steadiness check out of the report's intervals (they stay in the
 	// results and are shown, flagged). Default false: flagged, kept.
 	ExcludeUnsteady bool
+	// BusyRerun is how many times a trial that found the machine busy
+	// (a busy start, or a noisy verdict: processes outside the run used
+	// the CPU during its load) is run again, at once, before the next
+	// trial; the busy attempts stay in the tables, flagged discarded, and
+	// out of the estimates. DefaultBusyRerun unless busy_rerun is set; 0
+	// turns re-runs off. Only loads with a whole-machine collect step can
+	// find the machine busy.
+	BusyRerun int
 
 	Variables []*Variable
 	Locals    []*Local
@@ -174,6 +189,7 @@ func New(display string, fsys fs.FS, src []byte, format string) *Pipeline {
 		Repetitions: 1,
 		Order:       OrderInterleaved,
 		OnFailure:   "continue",
+		BusyRerun:   DefaultBusyRerun,
 		Matrix:      &Matrix{},
 		File:        display,
 		Dir:         path.Dir(display),

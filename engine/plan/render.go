@@ -319,6 +319,14 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if l := p.adaptiveLine(); l != "" {
 		fmt.Fprintln(w, l)
 	}
+	if n := pp.BusyRerun; n > 0 {
+		for _, s := range pp.Steps {
+			if s.Kind == pipeline.KindCollect {
+				fmt.Fprintf(w, "a trial whose load finds the machine busy runs again, up to %d %s (busy_rerun)\n", n, map[bool]string{true: "time", false: "times"}[n == 1])
+				break
+			}
+		}
+	}
 	fmt.Fprintln(w)
 
 	// Trials table.

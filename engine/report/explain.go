@@ -167,7 +167,27 @@ func (f *trialFacts) busyNotice() []string {
 	if noisy > 0 {
 		out = append(out, fmt.Sprintf("%d trial(s) are noisy: processes outside the run used 20%% of a core or more during the load (see verdict_evidence in trials.parquet)", noisy))
 	}
+	if n := len(f.rerun); n > 0 {
+		list := f.rerun
+		if n > 6 {
+			list = append(append([]string(nil), list[:6]...), fmt.Sprintf("%d more", n-6))
+		}
+		m := fmt.Sprintf("%d %s found the machine busy and %s run again (busy_rerun): %s; the busy %s in the tables (discarded = true), left out of every estimate",
+			n, pick(n, "attempt", "attempts"), pick(n, "was", "were"), strings.Join(list, ", "), pick(n, "attempt is", "attempts are"))
+		if f.stillBusy > 0 {
+			m += fmt.Sprintf("; %d still busy after the last re-run, kept and flagged", f.stillBusy)
+		}
+		out = append(out, m)
+	}
 	return out
+}
+
+// pick is one when n is 1, else many.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // processNotice reports the cells in which a process name used at least

@@ -3,6 +3,7 @@ package report
 import (
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
+	"strings"
 )
 
 // Point is one interval of a repetition's timeseries: the figures the
@@ -49,6 +50,30 @@ type trialFacts struct {
 	top                string
 	// machine: the machine's state, by results.MachineState's rule
 	machine results.MachineState
+	// rerun: the discarded attempts (busy_rerun), "c01-r1-a1 (busy
+	// start)", in trial order; stillBusy the trials × steps that counted
+	// although busy after their re-runs.
+	rerun     []string
+	seenRerun map[string]bool
+	stillBusy int
+}
+
+// discarded records a row of an attempt re-run because the machine was
+// busy: counted by the machine's state, listed once per attempt.
+func (f *trialFacts) discarded(t *results.TrialRow) {
+	f.machine.Add(t)
+	if t.StepKind == "warm" || f.seenRerun[t.TrialID] {
+		return
+	}
+	if f.seenRerun == nil {
+		f.seenRerun = map[string]bool{}
+	}
+	f.seenRerun[t.TrialID] = true
+	why := t.DiscardedWhy
+	if i := strings.Index(why, ":"); i > 0 {
+		why = why[:i]
+	}
+	f.rerun = append(f.rerun, t.TrialID+" ("+why+")")
 }
 
 func newTrialFacts(run *results.Run, noHist bool) *trialFacts {
@@ -82,6 +107,9 @@ func (f *trialFacts) add(t *results.TrialRow) {
 	}
 	if t.StepKind == "warm" {
 		return
+	}
+	if t.Attempt > 1 && t.Step != "" && (t.BusyStart || t.Verdict == "noisy") {
+		f.stillBusy++
 	}
 	r := &rowFacts{verdict: t.Verdict, evidence: t.VerdictEvidence, busy: t.BusyStart, cpu: results.CPUBudget{
 		TotalPct: t.CPUTotalPct, LoaderPct: t.CPULoaderPct, ServicePct: t.CPUServicePct, InfraPct: t.CPUInfraPct,

@@ -185,6 +185,12 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	series := map[[2]string][]slot{}
 	if err := run.EachTrial(func(t *results.TrialRow) error {
+		if t.Discarded {
+			// An attempt re-run because the machine was busy: in the
+			// tables, out of every estimate (busy_rerun).
+			facts.discarded(t)
+			return nil
+		}
 		facts.add(t)
 		if t.StepKind == "warm" {
 			return nil

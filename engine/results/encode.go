@@ -275,6 +275,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 		RunID: runID, TrialID: rec.TrialID, Index: int64(rec.Index), Repetition: int64(rec.Repetition),
 		Params: params, Provider: rec.Provider, StartedAt: rec.StartedAt.UTC(),
 		Status: status, Error: rec.Error, ServiceVersions: versions,
+		Attempt: int64(max(rec.Attempt, 1)), Discarded: rec.Discarded != "", DiscardedWhy: rec.Discarded,
 	}
 	if rec.StartedAt.IsZero() {
 		base.StartedAt = time.Time{}

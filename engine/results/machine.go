@@ -17,13 +17,20 @@ import "fmt"
 type MachineState struct {
 	// Checks counts the rows with a quiet check; BusyStarts those that
 	// started busy, Noisy those whose verdict is noisy, Disturbed those
-	// with either.
+	// with either. Rows of discarded attempts (busy_rerun) are not among
+	// them: Discarded counts them, and the state is that of the rows
+	// that count.
 	Checks, BusyStarts, Noisy, Disturbed int
+	Discarded                            int
 }
 
 // Add counts one trials row.
 func (m *MachineState) Add(t *TrialRow) {
 	if t.StepKind == "warm" || t.QuietWindowS <= 0 {
+		return
+	}
+	if t.Discarded {
+		m.Discarded++
 		return
 	}
 	m.Checks++
@@ -100,8 +107,15 @@ func (m MachineState) String() string {
 	case MachineUnknown:
 		return "unknown (no quiet check)"
 	case MachineQuiet:
+		if m.Discarded > 0 {
+			return fmt.Sprintf("%s (%d busy %s re-run and discarded)", st, m.Discarded, map[bool]string{true: "attempt", false: "attempts"}[m.Discarded == 1])
+		}
 		return st
 	default:
-		return st + " (" + m.Why() + ")"
+		why := m.Why()
+		if m.Discarded > 0 {
+			why += fmt.Sprintf("; %d busy %s re-run and discarded", m.Discarded, map[bool]string{true: "attempt", false: "attempts"}[m.Discarded == 1])
+		}
+		return st + " (" + why + ")"
 	}
 }

@@ -84,6 +84,11 @@ type Manifest struct {
 	Environment  map[string]any `json:"environment"`
 	OutputFormat string         `json:"output_format"` // FormatParquet (default) or FormatArrow
 	Trials       []TrialEntry   `json:"trials"`
+	// Discarded are the attempts run again because the machine was busy
+	// (pipeline busy_rerun), each with Discarded saying why; their rows
+	// are in the tables (discarded = true) under their own trial ids.
+	// Trials holds the attempts that count, one per planned trial.
+	Discarded []TrialEntry `json:"discarded,omitempty"`
 	// ExcludeUnsteady is the pipeline's exclude_unsteady: the report
 	// leaves unsteady repetitions out of its intervals.
 	ExcludeUnsteady bool `json:"exclude_unsteady,omitempty"`
@@ -148,9 +153,13 @@ type PipelineFile struct {
 
 // TrialEntry is one trial in manifest.json.
 type TrialEntry struct {
-	TrialID    string         `json:"trial_id"`
-	Index      int            `json:"index"`
-	Repetition int            `json:"repetition"`
+	TrialID    string `json:"trial_id"`
+	Index      int    `json:"index"`
+	Repetition int    `json:"repetition"`
+	// Attempt and Discarded: see TrialRecord (absent for a first
+	// attempt that counts, and in runs written before they existed).
+	Attempt    int            `json:"attempt,omitempty"`
+	Discarded  string         `json:"discarded,omitempty"`
 	Params     map[string]any `json:"params"`
 	Provider   string         `json:"provider"`
 	Status     string         `json:"status"`
@@ -170,11 +179,17 @@ func (m *Manifest) Fingerprint() string {
 	return s
 }
 
-// Trial returns the entry of trialID, or nil.
+// Trial returns the entry of trialID, or nil; a discarded attempt's
+// entry too (Discarded).
 func (m *Manifest) Trial(trialID string) *TrialEntry {
 	for i := range m.Trials {
 		if m.Trials[i].TrialID == trialID {
 			return &m.Trials[i]
+		}
+	}
+	for i := range m.Discarded {
+		if m.Discarded[i].TrialID == trialID {
+			return &m.Discarded[i]
 		}
 	}
 	return nil

@@ -139,6 +139,10 @@ func overlayParts(dir string, m *Manifest) error {
 		}
 		if i, ok := at[n]; ok {
 			m.Trials[i] = e
+		} else if have := m.Trial(n); have != nil {
+			*have = e // a discarded attempt's
+		} else if e.Discarded != "" {
+			m.Discarded = append(m.Discarded, e)
 		} else {
 			at[n] = len(m.Trials)
 			m.Trials = append(m.Trials, e)
@@ -152,6 +156,9 @@ func overlayParts(dir string, m *Manifest) error {
 func openRunFiles(dir, format string, m *Manifest) (*runFiles, error) {
 	rf := &runFiles{dir: dir, format: format, inParts: map[string]bool{}, index: make(map[string]int, len(m.Trials))}
 	for _, t := range m.Trials {
+		rf.index[t.TrialID] = t.Index
+	}
+	for _, t := range m.Discarded {
 		rf.index[t.TrialID] = t.Index
 	}
 	names, err := listParts(dir)

@@ -12,7 +12,15 @@ type TrialRecord struct {
 	TrialID    string
 	Index      int // 0-based position in execution order
 	Repetition int // 1-based
-	Params     []Param
+	// Attempt is 1 for a trial's first run and counts its re-runs
+	// (pipeline busy_rerun); Discarded says why an attempt was left out
+	// of the estimates ("busy start: …", "noisy: …"), "" for the attempt
+	// that counts. A discarded attempt is committed under its own id
+	// (the trial's id plus "-a<attempt>"), the attempt that counts under
+	// the trial's.
+	Attempt   int
+	Discarded string
+	Params    []Param
 	// Provider is the provider name (or "type.name" list joined by ",")
 	// that deployed the trial's services.
 	Provider   string

@@ -119,6 +119,14 @@ type TrialRow struct {
 	// Agents is the number of agents that ran the step (its agents
 	// block); 0 when it ran in the benchflow process.
 	Agents int64
+	// Attempt is 1 for a trial's first run, 2 and 3 for its re-runs
+	// (pipeline busy_rerun); 0 in runs written before the column existed.
+	// Discarded rows are attempts left out of the estimates (the machine
+	// was busy), DiscardedWhy says why; the attempt that counts has
+	// Discarded false.
+	Attempt      int64
+	Discarded    bool
+	DiscardedWhy string
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
@@ -438,6 +446,9 @@ var trialColumnsTail = []column[TrialRow]{
 	str("alpn", func(r *TrialRow) *string { return &r.ALPN }),
 	i64("errors_reset", func(r *TrialRow) *int64 { return &r.ErrorsReset }),
 	i64("errors_goaway", func(r *TrialRow) *int64 { return &r.ErrorsGoaway }),
+	i64("attempt", func(r *TrialRow) *int64 { return &r.Attempt }),
+	boolean("discarded", func(r *TrialRow) *bool { return &r.Discarded }),
+	str("discarded_why", func(r *TrialRow) *string { return &r.DiscardedWhy }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search

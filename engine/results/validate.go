@@ -279,5 +279,17 @@ func (m *Manifest) validate() error {
 		}
 		seen[t.TrialID] = true
 	}
+	for i, t := range m.Discarded {
+		if t.TrialID == "" {
+			return fmt.Errorf("discarded attempt %d has no trial_id", i+1)
+		}
+		if t.Discarded == "" {
+			return fmt.Errorf("discarded attempt %q does not say why it was discarded", t.TrialID)
+		}
+		if seen[t.TrialID] {
+			return fmt.Errorf("trial %q is listed twice", t.TrialID)
+		}
+		seen[t.TrialID] = true
+	}
 	return nil
 }

@@ -357,6 +357,10 @@ func (w *Writer) entryOf(rec *TrialRecord) TrialEntry {
 	e.TrialID = rec.TrialID
 	e.Index = rec.Index
 	e.Repetition = rec.Repetition
+	e.Attempt, e.Discarded = 0, rec.Discarded
+	if rec.Attempt > 1 {
+		e.Attempt = rec.Attempt
+	}
 	if len(rec.Params) > 0 {
 		e.Params = map[string]any{}
 		for _, p := range rec.Params {
@@ -379,6 +383,10 @@ func (w *Writer) entryOf(rec *TrialRecord) TrialEntry {
 func (w *Writer) setEntry(e TrialEntry) {
 	if have := w.m.Trial(e.TrialID); have != nil {
 		*have = e
+		return
+	}
+	if e.Discarded != "" {
+		w.m.Discarded = append(w.m.Discarded, e)
 		return
 	}
 	w.m.Trials = append(w.m.Trials, e)

@@ -47,6 +47,9 @@ type Summary struct {
 	OK      int
 	Failed  int
 	Skipped int // already complete (resume)
+	// Reruns counts the attempts discarded because the machine was busy
+	// (busy_rerun); BusyKept the trials still busy after the last re-run.
+	Reruns, BusyKept int
 	// Claims are the pipeline's claims judged on the run (also in
 	// claims.parquet); empty without claims.
 	Claims []report.ClaimOutcome
@@ -274,8 +277,37 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			next = pl.Trials[i+1]
 		}
 		rec, elapsed := r.runTrial(ctx, t, next)
+		// A trial that found the machine busy runs again at once, before
+		// the next one (the order of the others is kept), up to
+		// busy_rerun times; the busy attempts are recorded, discarded.
+		var failed error
+		for attempt := 1; ; attempt++ {
+			rec.Attempt = attempt
+			why := busyReason(rec)
+			if why == "" || attempt > pl.Pipeline.BusyRerun || ctx.Err() != nil {
+				if why != "" && pl.Pipeline.BusyRerun > 0 {
+					s.BusyKept++
+					rep.Warnf("trial %s: the machine was still busy after %d re-runs: this attempt is kept, flagged (%s)", t.ID, pl.Pipeline.BusyRerun, shortWhy(why))
+				}
+				break
+			}
+			r.discard(rec, attempt, why)
+			redactRecord(rec)
+			if failed = w.CommitTrial(rec); failed != nil {
+				break
+			}
+			s.Reruns++
+			rep.TrialDone(t, rec, elapsed)
+			rep.Warnf("trial %s: %s; discarded (attempt %d, kept in the tables as %s), running it again (%d of at most %d re-runs)", t.ID, why, attempt, rec.TrialID, attempt, pl.Pipeline.BusyRerun)
+			var more time.Duration
+			rec, more = r.runTrial(ctx, t, next)
+			elapsed += more
+		}
 		redactRecord(rec)
-		if err := w.CommitTrial(rec); err != nil {
+		if failed == nil {
+			failed = w.CommitTrial(rec)
+		}
+		if err := failed; err != nil {
 			// Results that cannot be written (a full disk, say) make
 			// further trials pointless: stop here. The trial is reported
 			// as what it is: not recorded.

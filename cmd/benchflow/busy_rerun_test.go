@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// TestBusyTrialIsRerun runs a real study while a second process (not
+// benchflow's, a CPU-bound shell loop the test starts) keeps a core busy
+// during exactly one trial: that trial is run again, its busy attempt
+// stays in the tables flagged discarded, and the report's cell is made
+// of the three attempts that count. On a machine that is busy anyway
+// (make test runs packages side by side) other trials may be re-run too:
+// the test asserts what the busy period caused, and that every discarded
+// attempt is out of the estimates.
+func TestBusyTrialIsRerun(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "busy.hcl")
+	if err := os.WriteFile(pipe, []byte(`
+pipeline "busy" {
+  repetitions = 3
+  busy_rerun  = 2
+}
+provider "local" "host" {}
+service "web" {
+  provider = "host"
+  command  = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}"]
+  port "http" {}
+  health {
+    http = "/"
+  }
+}
+step "load" "main" {
+  target      = "${service.web.url}/"
+  connections = 2
+  threads     = 1
+  duration    = "1s"
+}
+step "collect" "cpu" {
+  during   = step.load.main
+  interval = "250ms"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "apply", pipe, "--out", out)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var burner *exec.Cmd
+	stopBurner := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if burner != nil && burner.Process != nil {
+			syscall.Kill(-burner.Process.Pid, syscall.SIGKILL)
+			burner.Wait()
+		}
+		burner = nil
+	}
+	defer stopBurner()
+	var log strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			log.WriteString(line + "\n")
+			switch {
+			case strings.Contains(line, "trial c01-r2") && strings.HasSuffix(line, ": started") && !strings.Contains(log.String(), "c01-r2-a1"):
+				mu.Lock()
+				if burner == nil {
+					burner = exec.Command("sh", "-c", "while :; do :; done")
+					burner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+					if err := burner.Start(); err != nil {
+						t.Error(err)
+					}
+				}
+				mu.Unlock()
+			case strings.Contains(line, "trial c01-r2: ") && strings.Contains(line, "running it again"):
+				stopBurner()
+			}
+		}
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	stopBurner()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, log.String())
+	}
+	latest := filepath.Join(out, "latest")
+	var m struct {
+		Trials []struct {
+			TrialID string `json:"trial_id"`
+			Status  string `json:"status"`
+			Attempt int    `json:"attempt"`
+		} `json:"trials"`
+		Discarded []struct {
+			TrialID   string `json:"trial_id"`
+			Attempt   int    `json:"attempt"`
+			Discarded string `json:"discarded"`
+		} `json:"discarded"`
+	}
+	b, err := os.ReadFile(filepath.Join(latest, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tr := range m.Trials {
+		ids = append(ids, tr.TrialID)
+		if tr.Status != "ok" {
+			t.Errorf("trial %s: %s", tr.TrialID, tr.Status)
+		}
+	}
+	if strings.Join(ids, " ") != "c01-r1 c01-r2 c01-r3" {
+		t.Fatalf("manifest trials %v, want the three planned ones (discarded attempts are listed apart)\n%s", ids, log.String())
+	}
+	busy := false
+	for _, d := range m.Discarded {
+		if d.Discarded == "" || !strings.HasPrefix(d.TrialID, "c01-r") || !strings.Contains(d.TrialID, "-a") {
+			t.Errorf("discarded entry %+v", d)
+		}
+		if d.TrialID == "c01-r2-a1" && (strings.HasPrefix(d.Discarded, "busy start") || strings.HasPrefix(d.Discarded, "noisy")) {
+			busy = true
+		}
+	}
+	if !busy {
+		t.Fatalf("the trial run while a core was kept busy was not re-run: discarded %+v\n%s", m.Discarded, log.String())
+	}
+	if !strings.Contains(log.String(), "busy attempt") {
+		t.Errorf("apply's summary line does not count the re-runs:\n%s", log.String())
+	}
+
+	// The tables keep every attempt, flagged.
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var nDiscarded, nKept, keptR2Attempt int
+	q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE discarded), count(*) FILTER (WHERE NOT discarded),
+		max(attempt) FILTER (WHERE trial_id = 'c01-r2') FROM read_parquet('%s') WHERE step = 'main'`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&nDiscarded, &nKept, &keptR2Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if nDiscarded != len(m.Discarded) || nKept != 3 || keptR2Attempt < 2 {
+		t.Errorf("trials.parquet: %d discarded rows (manifest: %d), %d kept (want 3), c01-r2 counted at attempt %d (want ≥ 2)", nDiscarded, len(m.Discarded), nKept, keptR2Attempt)
+	}
+
+	// The report's estimate is made of the attempts that count.
+	rb, err := exec.Command(bin, "report", latest, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	var rep struct {
+		Trials  int      `json:"trials"`
+		Notices []string `json:"notices"`
+		Cells   []struct {
+			N        int      `json:"n"`
+			TrialIDs []string `json:"trial_ids"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(rb, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Trials != 3 || len(rep.Cells) != 1 || rep.Cells[0].N != 3 || strings.Join(rep.Cells[0].TrialIDs, " ") != "c01-r1 c01-r2 c01-r3" {
+		t.Errorf("report: %d trials, cells %+v; want one cell of c01-r1 c01-r2 c01-r3", rep.Trials, rep.Cells)
+	}
+	if n := strings.Join(rep.Notices, "\n"); !strings.Contains(n, "c01-r2-a1 (") || !strings.Contains(n, "left out of every estimate") {
+		t.Errorf("report notices do not say what was re-run:\n%s", n)
+	}
+}

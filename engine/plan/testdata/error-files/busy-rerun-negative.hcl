@@ -1,0 +1,3 @@
+pipeline "p" {
+  busy_rerun = -1 # ERROR: Invalid busy_rerun
+}

@@ -1,0 +1,41 @@
+package starconf
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/benchflow/benchflow/engine/hclconf"
+	"github.com/benchflow/benchflow/engine/pipeline"
+)
+
+// TestBusyRerun: busy_rerun is on by default (pipeline.DefaultBusyRerun),
+// and both front ends decode it alike.
+func TestBusyRerun(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for _, c := range []struct {
+		hcl, star string
+		want      int
+	}{
+		{`pipeline "p" {}`, `pipeline("p")`, pipeline.DefaultBusyRerun},
+		{`pipeline "p" { busy_rerun = 0 }`, `pipeline("p", busy_rerun = 0)`, 0},
+		{`pipeline "p" { busy_rerun = 5 }`, `pipeline("p", busy_rerun = 5)`, 5},
+	} {
+		p, d := hclconf.ParseSource(fsys, "p.hcl", []byte(c.hcl))
+		if d.HasErrors() {
+			t.Fatalf("%s: %v", c.hcl, d)
+		}
+		if p.BusyRerun != c.want {
+			t.Errorf("%s: BusyRerun %d, want %d", c.hcl, p.BusyRerun, c.want)
+		}
+		p, d = ParseSource(fsys, "p.star", []byte(c.star))
+		if d.HasErrors() {
+			t.Fatalf("%s: %v", c.star, d)
+		}
+		if p.BusyRerun != c.want {
+			t.Errorf("%s: BusyRerun %d, want %d", c.star, p.BusyRerun, c.want)
+		}
+	}
+	if _, d := ParseSource(fsys, "p.star", []byte(`pipeline("p", busy_rerun = 11)`)); !d.HasErrors() || d[0].Summary != "Invalid busy_rerun" {
+		t.Errorf("busy_rerun = 11: %v, want Invalid busy_rerun", d)
+	}
+}
