@@ -145,11 +145,39 @@ func Start(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
-	s.Port = freePort(t)
+	// The port is free when chosen, but another process may take it before
+	// Caddy binds it: then Caddy exits saying so and a new port is tried.
+	for attempt := 1; ; attempt++ {
+		err := s.launch(t, bin, caPool)
+		if err == nil {
+			return s
+		}
+		if attempt < 3 && errors.Is(err, errPortTaken) {
+			t.Logf("Caddy could not bind port %d (taken since it was chosen), trying another: %v", s.Port, err)
+			continue
+		}
+		t.Fatalf("Caddy %s on port %d: %v\n%s", version, s.Port, err, s.Stderr())
+	}
+}
+
+// errPortTaken: Caddy exited because its port was in use.
+var errPortTaken = errors.New("the port was taken")
+
+// launch runs Caddy on a newly chosen free port, registers its stop, and
+// waits until it is ready; an error when it exited or did not answer.
+func (s *Server) launch(t testing.TB, bin string, caPool *x509.CertPool) error {
+	t.Helper()
+	dir := s.Dir
+	s.Port = pickPort(t)
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d", s.Port)
 	conf := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(conf, []byte(caddyfile(dir, s.Port)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "caddy.log")
+	var logStart int64 // where this attempt's part of caddy.log starts
+	if fi, err := os.Stat(logFile); err == nil {
+		logStart = fi.Size()
 	}
 	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Dir = dir
@@ -168,13 +196,17 @@ func Start(t testing.TB) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	s.Pid = cmd.Process.Pid
+	pid := cmd.Process.Pid
+	s.Pid = pid
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
+	ready := false
 	t.Cleanup(func() {
 		select {
 		case <-exited:
-			t.Errorf("Caddy (pid %d) exited before the test ended: %s", s.Pid, s.Stderr())
+			if ready {
+				t.Errorf("Caddy (pid %d) exited before the test ended: %s", pid, s.Stderr())
+			}
 			return
 		default:
 		}
@@ -183,15 +215,28 @@ func Start(t testing.TB) *Server {
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			syscall.Kill(-s.Pid, syscall.SIGKILL)
+			syscall.Kill(-pid, syscall.SIGKILL)
 			<-exited
-			t.Errorf("Caddy (pid %d) did not stop within 10 s of SIGTERM; its process group was killed", s.Pid)
+			t.Errorf("Caddy (pid %d) did not stop within 10 s of SIGTERM; its process group was killed", pid)
 		}
 	})
 	if err := s.waitReady(caPool, exited); err != nil {
-		t.Fatalf("Caddy %s on port %d: %v\n%s", version, s.Port, err, s.Stderr())
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(out.Name())
+			l, _ := os.ReadFile(logFile)
+			if int64(len(l)) >= logStart {
+				b = append(b, l[logStart:]...)
+			}
+			if bytes.Contains(b, []byte("address already in use")) {
+				return fmt.Errorf("%w: %v", errPortTaken, err)
+			}
+		default:
+		}
+		return err
 	}
-	return s
+	ready = true
+	return nil
 }
 
 // Stderr is Caddy's own output (its log goes to caddy.log).
@@ -342,6 +387,9 @@ func (s *Server) AccessSince(t testing.TB, since, n int) []Entry {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// pickPort chooses Caddy's port (a variable for the test of the retry).
+var pickPort = freePort
 
 // freePort is a port free on 127.0.0.1 for both TCP and UDP at the time
 // of the call.
