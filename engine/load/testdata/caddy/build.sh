@@ -26,7 +26,7 @@ if [ -x "$BIN" ] && [ "$(built)" = "$CADDY_VERSION" ]; then
   echo "$BIN"; exit 0
 fi
 mkdir -p "$CACHE" || { echo "build.sh: cannot create $CACHE (set BENCHFLOW_CADDY_CACHE to a folder you can write)" >&2; exit 1; }
-log "$CADDY_VERSION: building from the Go module proxy into $CACHE (a few minutes cold)"
+log "$CADDY_VERSION: building from the Go module proxy into $CACHE (minutes cold: dependencies are downloaded and compiled)"
 # Outside any module (cd /), so the work tree's go.mod has no say; the
 # build uses Caddy's own go.mod, as `go install pkg@version` always does.
 cd /
