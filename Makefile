@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test testacc testacc-k8s cluster-build cluster-up cluster-down bench lint fmt-check fmt images clean fuzz
+.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -21,6 +21,13 @@ test: build ## Run the whole test suite (Docker tests skip without an engine)
 	BENCHFLOW_LOAD_ENGINE=goroutines $(GO) test -count=1 -timeout 10m ./engine/load
 	BENCHFLOW_LOAD_ENGINE=epoll $(GO) test -count=1 -timeout 10m ./engine/load
 	BENCHFLOW_LOAD_ENGINE=uring $(GO) test -count=1 -timeout 10m ./engine/load
+
+# Caddy, the real HTTP/1.1 + HTTP/2 + HTTP/3 server of the load generator's
+# tests (engine/load caddy_test.go, cmd/benchflow caddy_e2e_test.go), built
+# from the Go module proxy into BENCHFLOW_CADDY_CACHE (default
+# /var/cache/benchflow-caddy), outside the work tree. Without it those tests skip.
+caddy: ## Build Caddy v2.11.9 for the real-server tests (cached outside the tree; prints its path)
+	./engine/load/testdata/caddy/build.sh
 
 testacc: build ## Acceptance tests against real clusters (needs BENCHFLOW_ACC=1 and cluster settings)
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run 'Acc' $(PKGS)
