@@ -4,7 +4,8 @@
 // Entry points: New builds a Client; PutUpstream, PutRoute, Get, Delete,
 // DeleteForce and List manage objects; WaitRoute polls the proxy until a
 // route answers; Discovered and WaitDiscovered read the control API's
-// Consul discovery dump.
+// Consul discovery dump; Version reads APISIX's version from the admin
+// API's Server header.
 // The admin key is held by the client and never appears in an error.
 //
 // Sibling packages: providers/nomad (the provider that uses this client),
