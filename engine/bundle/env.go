@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,7 +15,9 @@ import (
 // the manifest's environment (nested maps as "tools.nginx",
 // "sysctls.net.core.somaxconn", "cpu_vulnerabilities.meltdown"; lists
 // joined with ", ") and the versions the providers reported for the
-// services ("services.<provider type>.<name>", from the trials).
+// services ("services.<provider type>.<name>", e.g.
+// "services.nomad.nomad_client", from the trials: every value any trial
+// reported, sorted, joined with ", ").
 func Environment(m *results.Manifest) map[string]string {
 	out := map[string]string{}
 	if m == nil {
@@ -39,12 +42,25 @@ func Environment(m *results.Manifest) map[string]string {
 		}
 	}
 	walk("", m.Environment)
+	// A version seen in some trials only (APISIX's in gateway trials)
+	// is the stack's all the same; different values in different
+	// trials (clients upgraded mid-run) are all listed.
+	seen := map[string][]string{}
 	for _, t := range m.Trials {
 		for _, s := range t.Services {
 			for k, v := range s.Versions {
-				out["services."+s.Type+"."+k] = v
+				f := "services." + s.Type + "." + k
+				for _, part := range strings.Split(v, ", ") {
+					if part = strings.TrimSpace(part); part != "" && !slices.Contains(seen[f], part) {
+						seen[f] = append(seen[f], part)
+					}
+				}
 			}
 		}
+	}
+	for f, vs := range seen {
+		sort.Strings(vs)
+		out[f] = strings.Join(vs, ", ")
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -42,5 +43,91 @@ func TestDifferences(t *testing.T) {
 	}
 	if !docker["docker_storage_driver"] || docker["cpu_model"] {
 		t.Errorf("docker marks: %v", docker)
+	}
+}
+
+// stackManifest is a gateway run's manifest: direct trials record Nomad's
+// and Consul's versions, gateway trials APISIX's and etcd's too.
+func stackManifest(client string) *results.Manifest {
+	base := map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "consul": "1.16.4"}
+	gw := map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "consul": "1.16.4",
+		"apisix": "3.9.1", "etcd": "3.4.23", "etcd_cluster": "3.4.0"}
+	return &results.Manifest{Environment: map[string]any{"cpu_model": "AMD EPYC"}, Trials: []results.TrialEntry{
+		{TrialID: "t1", Services: []results.ServiceEntry{{Name: "web", Type: "nomad", Versions: base}}},
+		{TrialID: "t2", Services: []results.ServiceEntry{{Name: "web", Type: "nomad", Versions: gw}}},
+	}}
+}
+
+// TestStackVersions: the stack's versions are environment fields whether
+// every trial or only some recorded them, a differing one is a named
+// difference, and values that differ between trials are all kept.
+func TestStackVersions(t *testing.T) {
+	a, b := stackManifest("1.6.5"), stackManifest("1.7.0")
+	env := Environment(a)
+	for f, want := range map[string]string{
+		"services.nomad.nomad_server": "1.6.5", "services.nomad.nomad_client": "1.6.5", "services.nomad.consul": "1.16.4",
+		"services.nomad.apisix": "3.9.1", "services.nomad.etcd": "3.4.23", "services.nomad.etcd_cluster": "3.4.0",
+	} {
+		if env[f] != want {
+			t.Errorf("%s = %q, want %q", f, env[f], want)
+		}
+	}
+	var got []string
+	for _, d := range Differences(a, b) {
+		got = append(got, d.String())
+		if d.Docker {
+			t.Errorf("%s marked as Docker's", d.Field)
+		}
+	}
+	if want := "services.nomad.nomad_client: 1.6.5 → 1.7.0"; strings.Join(got, "|") != want {
+		t.Errorf("differences %q, want %q", got, want)
+	}
+	// One side without APISIX's version (it did not answer): absent.
+	delete(b.Trials[1].Services[0].Versions, "apisix")
+	got = nil
+	for _, d := range Differences(a, b) {
+		got = append(got, d.String())
+	}
+	if want := "services.nomad.apisix: 3.9.1 → (absent)|services.nomad.nomad_client: 1.6.5 → 1.7.0"; strings.Join(got, "|") != want {
+		t.Errorf("differences %q, want %q", got, want)
+	}
+	// A client upgraded between trials, and a trial on two clients.
+	a.Trials[1].Services[0].Versions["nomad_client"] = "1.7.0"
+	a.Trials = append(a.Trials, results.TrialEntry{TrialID: "t3", Services: []results.ServiceEntry{{Name: "web", Type: "nomad",
+		Versions: map[string]string{"nomad_client": "1.6.5, 1.8.1"}}}})
+	if got := Environment(a)["services.nomad.nomad_client"]; got != "1.6.5, 1.7.0, 1.8.1" {
+		t.Errorf("nomad_client over trials = %q", got)
+	}
+}
+
+// TestVerdictNamesStackVersions: a cell that did not reproduce on a
+// stack with another Nomad client is explained by that version, and the
+// verdict's environment table shows both values.
+func TestVerdictNamesStackVersions(t *testing.T) {
+	withStack := func(r *results.Run, client string) *results.Run {
+		for i := range r.Manifest.Trials {
+			r.Manifest.Trials[i].Services = []results.ServiceEntry{{Name: "web", Type: "nomad",
+				Versions: map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "apisix": "3.9.1"}}}
+		}
+		return r
+	}
+	a := withStack(loadRun("20261201T000000Z-aaaa", 1000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.6.5")
+	b := withStack(loadRun("20261202T000000Z-bbbb", 2000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.7.0")
+	v, err := Judge("bundle", a, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Environment) != 1 || v.Environment[0].String() != "services.nomad.nomad_client: 1.6.5 → 1.7.0" {
+		t.Errorf("environment differences: %v", v.Environment)
+	}
+	if len(v.Cells) != 1 || v.Cells[0].Reproduced != "no" || strings.Join(v.Cells[0].Explain, "|") != "services.nomad.nomad_client" {
+		t.Fatalf("cells: %+v", v.Cells)
+	}
+	var text strings.Builder
+	if err := v.Write(&text, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`services\.nomad\.nomad_client\s+1\.6\.5\s+1\.7\.0`).MatchString(text.String()) {
+		t.Errorf("text verdict lacks the nomad_client row:\n%s", text.String())
 	}
 }

@@ -2,9 +2,11 @@ package k8s_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -51,7 +54,8 @@ func TestAccK8sIngress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
+	sv, err := cs.Discovery().ServerVersion()
+	if err != nil {
 		t.Fatalf("the cluster of %s does not answer: %v", kubeconfig, err)
 	}
 
@@ -80,6 +84,34 @@ func TestAccK8sIngress(t *testing.T) {
 	for _, f := range []string{"manifest.json", "trials.parquet", "latency.parquet"} {
 		if st, err := os.Stat(filepath.Join(runDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+
+	// Every trial recorded the cluster's versions (VersionReporter).
+	b, err = os.ReadFile(filepath.Join(runDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m results.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	kubelets := map[string]bool{}
+	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			kubelets[n.Status.NodeInfo.KubeletVersion] = true
+		}
+	}
+	for _, tr := range m.Trials {
+		for _, s := range tr.Services {
+			if s.Versions["k8s_server"] != sv.GitVersion {
+				t.Errorf("trial %s: service %s: k8s_server %q, want %q", tr.TrialID, s.Name, s.Versions["k8s_server"], sv.GitVersion)
+			}
+			for _, k := range strings.Split(s.Versions["kubelet"], ", ") {
+				if !kubelets[k] {
+					t.Errorf("trial %s: service %s: kubelet %q is not a node's (%v)", tr.TrialID, s.Name, k, kubelets)
+				}
+			}
 		}
 	}
 

@@ -62,6 +62,7 @@ func newSimWith(t *testing.T, mode string, configure func(*sim), objs ...runtime
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
 		Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.31.2"},
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeHostName, Address: "node-1"},
 				{Type: corev1.NodeInternalIP, Address: "10.1.2.3"},

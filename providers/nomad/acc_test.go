@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -258,6 +259,7 @@ func TestAccProvision(t *testing.T) {
 	} else if len(ps) > 0 {
 		t.Errorf("processes %+v of a client on another machine", ps)
 	}
+	checkAccVersions(t, dep, gateway)
 	if err := dep.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -600,4 +602,42 @@ func TestAccWithoutConsul(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// checkAccVersions: the stack's versions the deployment reports are the
+// ones the agents give their own API clients; APISIX's is a version, and
+// etcd's is there when APISIX_ETCD is set.
+func checkAccVersions(t *testing.T, dep providers.Deployment, gateway bool) {
+	t.Helper()
+	got := dep.(providers.VersionReporter).PlatformVersions(context.Background())
+	t.Logf("versions: %v", got)
+	nc, err := napi.NewClient(napi.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := nc.Agent().Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent is a server, a client or both: its version is one of them.
+	v, _ := self.Config["Version"].(map[string]any)
+	if own := fmt.Sprint(v["Version"]); v == nil || (!strings.HasPrefix(got["nomad_client"], own) && !strings.HasPrefix(got["nomad_server"], own)) {
+		t.Errorf("nomad versions %q / %q, the agent says %v", got["nomad_server"], got["nomad_client"], v)
+	}
+	if got["nomad_server"] == "" || got["nomad_client"] == "" {
+		t.Errorf("nomad_server %q, nomad_client %q: want both", got["nomad_server"], got["nomad_client"])
+	}
+	cc, err := capi.NewClient(capi.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := cc.Agent().Self(); err != nil || got["consul"] == "" || !strings.HasPrefix(got["consul"], fmt.Sprint(cs["Config"]["Version"])) {
+		t.Errorf("consul version %q, the agent says %v (%v)", got["consul"], cs["Config"]["Version"], err)
+	}
+	if gateway && !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(got["apisix"]) {
+		t.Errorf("apisix version %q, want x.y.z (its admin API's Server header)", got["apisix"])
+	}
+	if gateway && os.Getenv("APISIX_ETCD") != "" && (got["etcd"] == "" || got["etcd_cluster"] == "") {
+		t.Errorf("etcd %q, etcd_cluster %q with APISIX_ETCD=%s", got["etcd"], got["etcd_cluster"], os.Getenv("APISIX_ETCD"))
+	}
 }

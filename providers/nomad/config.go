@@ -66,6 +66,11 @@ type Config struct {
 	// the load; default APISIX_CONTROL, then http://127.0.0.1:9090.
 	// "off" skips the check.
 	APISIXControl string `hcl:"apisix_control,optional"`
+	// EtcdAddress is the client URL of APISIX's etcd (its
+	// deployment.etcd.host); default APISIX_ETCD. When set, the
+	// manifest records etcd's version (GET /version) in gateway trials;
+	// nothing else is read or written there.
+	EtcdAddress string `hcl:"etcd_address,optional"`
 	// RouteURI is the route's uri (default "/*").
 	RouteURI string `hcl:"route_uri,optional"`
 	// Discovery is "consul" (the default with service_provider "consul":
@@ -217,7 +222,16 @@ func (c *Config) problems() configErrors {
 			errs = append(errs, bad("apisix_control", "%q is not http(s)://host:port (APISIX's control API, default http://127.0.0.1:9090) or \"off\"", c.APISIXControl))
 		}
 	}
+	if c.EtcdAddress != "" && !httpURL(c.EtcdAddress) {
+		errs = append(errs, bad("etcd_address", "%q is not http(s)://host:port (the client URL of APISIX's etcd, from etcd_address or APISIX_ETCD, e.g. http://127.0.0.1:2379)", c.EtcdAddress))
+	}
 	return errs
+}
+
+// httpURL reports whether s is an http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // resolve validates c, applies defaults (the environment's first) and
@@ -271,6 +285,9 @@ func resolve(c *Config) (*settings, error) {
 	if s.Gateway && s.APISIXControl == "" {
 		s.APISIXControl = getenv("APISIX_CONTROL", "http://127.0.0.1:9090")
 	}
+	if s.Gateway && s.EtcdAddress == "" {
+		s.EtcdAddress = os.Getenv("APISIX_ETCD")
+	}
 	errs := s.Config.problems()
 	s.ready = 2 * time.Minute
 	if d, err := time.ParseDuration(s.ReadyTimeout); err == nil && d > 0 {
@@ -292,6 +309,7 @@ func resolve(c *Config) (*settings, error) {
 		if s.GatewayURL == "" {
 			s.GatewayURL = os.Getenv("APISIX_GATEWAY")
 		}
+
 		// Missing gateway addresses fail Provision, not New, so that
 		// `benchflow render` works without them.
 		var missing []string

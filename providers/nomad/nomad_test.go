@@ -41,7 +41,7 @@ func newStack(t *testing.T) *fake.Stack {
 	t.Helper()
 	st := fake.NewStack(testKey)
 	t.Cleanup(st.Close)
-	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_REGION", "NOMAD_NAMESPACE", "APISIX_ADMIN_KEY"} {
+	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_REGION", "NOMAD_NAMESPACE", "APISIX_ADMIN_KEY", "APISIX_ETCD"} {
 		t.Setenv(v, "")
 	}
 	t.Setenv(testKeyEnv, testKey)

@@ -2,6 +2,8 @@ package nomad_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/plan"
@@ -92,6 +96,7 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
 	t.Setenv("APISIX_CONTROL", st.APISIX.ControlURL())
 	t.Setenv("APISIX_ADMIN_KEY", key)
+	t.Setenv("APISIX_ETCD", st.Etcd.URL())
 	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
 		t.Setenv(v, "")
 	}
@@ -137,6 +142,13 @@ func TestGatewayPipelineOnFakes(t *testing.T) {
 	if p := st.APISIX.Proxied(); gatewayRequests == 0 || p < uint64(gatewayRequests) {
 		t.Errorf("gateway forwarded %d requests, gateway loads measured %d", p, gatewayRequests)
 	}
+	// Each trial's manifest entry holds the versions of the stack it
+	// used, as the fakes report them: APISIX and its etcd for the
+	// gateway path only.
+	stack := map[string]string{"nomad_server": "1.6.5", "nomad_client": "1.6.5", "consul": "1.16.4"}
+	gateway := map[string]string{"apisix": "3.9.1", "etcd": "3.4.23", "etcd_cluster": "3.4.0"}
+	maps.Copy(gateway, stack)
+	checkManifestVersions(t, sum.Dir, map[string]map[string]string{"direct": stack, "gateway": gateway})
 	err = filepath.Walk(sum.Dir, func(path string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
 			return err
@@ -184,6 +196,7 @@ func TestGatewayPipelineWithoutConsul(t *testing.T) {
 	t.Setenv("APISIX_ADMIN", st.APISIX.AdminURL())
 	t.Setenv("APISIX_GATEWAY", st.APISIX.GatewayURL())
 	t.Setenv("APISIX_CONTROL", "")
+	t.Setenv("APISIX_ETCD", "")
 	t.Setenv("APISIX_ADMIN_KEY", key)
 	for _, v := range []string{"NOMAD_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_NAMESPACE", "NOMAD_REGION"} {
 		t.Setenv(v, "")
@@ -221,9 +234,49 @@ func TestGatewayPipelineWithoutConsul(t *testing.T) {
 	if p := st.APISIX.Proxied(); gatewayRequests == 0 || p < uint64(gatewayRequests) {
 		t.Errorf("gateway forwarded %d requests, gateway loads measured %d", p, gatewayRequests)
 	}
+	stack := map[string]string{"nomad_server": "1.6.5", "nomad_client": "1.6.5"}
+	gateway := map[string]string{"apisix": "3.9.1"}
+	maps.Copy(gateway, stack)
+	checkManifestVersions(t, sum.Dir, map[string]map[string]string{"direct": stack, "gateway": gateway})
 	ln.Close()
 	<-accepted
 	if n := dials.Load(); n > 0 {
 		t.Errorf("CONSUL_HTTP_ADDR was dialled %d times with service_provider=nomad", n)
+	}
+}
+
+// checkManifestVersions reads dir/manifest.json and checks that every
+// trial's service "web" recorded the versions want lists for its path.
+func checkManifestVersions(t *testing.T, dir string, want map[string]map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Trials []struct {
+			TrialID  string         `json:"trial_id"`
+			Params   map[string]any `json:"params"`
+			Services []struct {
+				Name     string            `json:"name"`
+				Versions map[string]string `json:"versions"`
+			} `json:"services"`
+		} `json:"trials"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Trials) == 0 {
+		t.Fatal("manifest lists no trials")
+	}
+	for _, tr := range m.Trials {
+		path, _ := tr.Params["path"].(string)
+		if len(tr.Services) != 1 || tr.Services[0].Name != "web" {
+			t.Errorf("trial %s: services %+v, want web only", tr.TrialID, tr.Services)
+			continue
+		}
+		if d := cmp.Diff(want[path], tr.Services[0].Versions); d != "" {
+			t.Errorf("trial %s (path %s): versions (-want +manifest):\n%s", tr.TrialID, path, d)
+		}
 	}
 }

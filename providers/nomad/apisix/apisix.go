@@ -4,7 +4,8 @@
 // Entry points: New builds a Client; PutUpstream, PutRoute, Get, Delete,
 // DeleteForce and List manage objects; WaitRoute polls the proxy until a
 // route answers; Discovered and WaitDiscovered read the control API's
-// Consul discovery dump.
+// Consul discovery dump; Version reads APISIX's version from the admin
+// API's Server header.
 // The admin key is held by the client and never appears in an error.
 //
 // Sibling packages: providers/nomad (the provider that uses this client),
@@ -408,4 +409,34 @@ func WaitDiscovered(ctx context.Context, hc *http.Client, control, service strin
 		case <-t.C:
 		}
 	}
+}
+
+// Version asks the admin API for APISIX's version: the "APISIX/3.9.1"
+// Server header APISIX puts on every admin answer (apisix/init.lua,
+// http_admin), read from a list of at most 10 routes. It is "" when the
+// header carries no version (enable_server_tokens: false) or is not
+// APISIX's.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/apisix/admin/routes?page=1&page_size=10", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-API-KEY", c.key)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return ServerVersion(resp.Header.Get("Server")), nil
+}
+
+// ServerVersion is the version in an APISIX Server header: "APISIX/3.9.1"
+// → "3.9.1"; "" for "APISIX" alone or another server's header.
+func ServerVersion(server string) string {
+	v, ok := strings.CutPrefix(strings.TrimSpace(server), "APISIX/")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }

@@ -194,3 +194,31 @@ func TestWaitDiscovered(t *testing.T) {
 		t.Errorf("WaitDiscovered without a control API = %v", err)
 	}
 }
+
+// TestVersion: the version comes from the admin API's Server header, with
+// the right key or not (APISIX sets the header before checking it), and is
+// "" when server tokens are off.
+func TestVersion(t *testing.T) {
+	f := fake.NewAPISIX("key", nil)
+	defer f.Close()
+	f.Version = "3.9.1"
+	for _, key := range []string{"key", "wrong"} {
+		c, err := apisix.New(f.AdminURL(), key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Version(context.Background()); err != nil || v != "3.9.1" {
+			t.Errorf("key %q: Version = %q, %v; want 3.9.1", key, v, err)
+		}
+	}
+	f.ServerTokensOff = true
+	c, _ := apisix.New(f.AdminURL(), "key", nil)
+	if v, err := c.Version(context.Background()); err != nil || v != "" {
+		t.Errorf("server tokens off: Version = %q, %v; want \"\"", v, err)
+	}
+	for in, want := range map[string]string{"APISIX/3.9.1": "3.9.1", "APISIX": "", "nginx": "", "openresty/1.21.4.2": "", " APISIX/3.10.0 ": "3.10.0"} {
+		if got := apisix.ServerVersion(in); got != want {
+			t.Errorf("ServerVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -33,6 +33,12 @@ import (
 type APISIX struct {
 	// Key is the admin key expected in X-API-KEY.
 	Key string
+	// Version is the version in the Server header of the admin API and
+	// the gateway ("APISIX/3.9.1"; default DefaultAPISIXVersion);
+	// ServerTokensOff leaves it out ("APISIX"), as enable_server_tokens:
+	// false does.
+	Version         string
+	ServerTokensOff bool
 	// RouteCacheLag and DiscoveryLag: see above.
 	RouteCacheLag, DiscoveryLag time.Duration
 
@@ -84,7 +90,7 @@ func NewAPISIX(key string, consul *Consul) *APISIX {
 		},
 		Transport: a.tr,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeNginxPage(w, http.StatusBadGateway, "502 Bad Gateway")
+			a.writeNginxPage(w, http.StatusBadGateway, "502 Bad Gateway")
 		},
 	}
 	a.admin = httptest.NewServer(http.HandlerFunc(a.serveAdmin))
@@ -102,7 +108,9 @@ func (a *APISIX) ControlURL() string { return a.control.URL }
 // port, weight}]}}.
 func (a *APISIX) serveControl(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/discovery/consul/dump" || r.Method != http.MethodGet {
-		writeNginxPage(w, http.StatusNotFound, "404 Not Found")
+		// The control API sets no Server header of its own: nginx's,
+		// with server_tokens off.
+		nginxPage(w, "nginx", http.StatusNotFound, "404 Not Found")
 		return
 	}
 	services := map[string][]map[string]any{}
@@ -196,12 +204,9 @@ func (a *APISIX) ids(m map[string]*adminItem) []string {
 	return out
 }
 
-// apisixServer is the Server header of the admin API and the gateway.
-const apisixServer = "APISIX/3.x-fake"
-
-func writeAdminJSON(w http.ResponseWriter, code int, v any) {
+func (a *APISIX) writeAdminJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Server", apisixServer)
+	w.Header().Set("Server", a.server())
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
 }
@@ -209,9 +214,14 @@ func writeAdminJSON(w http.ResponseWriter, code int, v any) {
 // writeNginxPage answers as nginx does where APISIX has no answer of its
 // own (no node to proxy to, a path the admin or control API does not
 // serve): an HTML page titled with the status.
-func writeNginxPage(w http.ResponseWriter, code int, title string) {
+func (a *APISIX) writeNginxPage(w http.ResponseWriter, code int, title string) {
+	nginxPage(w, a.server(), code, title)
+}
+
+// nginxPage is nginx's page for a status, with the given Server header.
+func nginxPage(w http.ResponseWriter, server string, code int, title string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Server", apisixServer)
+	w.Header().Set("Server", server)
 	w.WriteHeader(code)
 	_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", title, title)
 }
@@ -226,35 +236,35 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	// APISIX 3.9.1 answers a missing and a wrong key alike, without the
 	// reason (which only its error.log names).
 	if k := r.Header.Get("X-API-KEY"); k != a.Key {
-		writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token"})
+		a.writeAdminJSON(w, http.StatusUnauthorized, map[string]any{"error_msg": "failed to check token"})
 		return
 	}
 	if a.noStore.Load() {
-		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"error_msg": "has no healthy etcd endpoint available"})
+		a.writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"error_msg": "has no healthy etcd endpoint available"})
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apisix/admin/")
 	if !ok {
-		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "404 Route Not Found"})
+		a.writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "404 Route Not Found"})
 		return
 	}
 	kind, id, _ := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
 	if kind != "routes" && kind != "upstreams" {
-		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "Unsupported resource type: " + kind})
+		a.writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "Unsupported resource type: " + kind})
 		return
 	}
 	switch {
 	case r.Method == http.MethodOptions:
 		// The admin API's CORS answer (APISIX 3.9.1).
-		w.Header().Set("Server", apisixServer)
+		w.Header().Set("Server", a.server())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		return
 	case r.Method == http.MethodHead:
-		writeNginxPage(w, http.StatusNotFound, "404 Not Found")
+		a.writeNginxPage(w, http.StatusNotFound, "404 Not Found")
 		return
 	case !slices.Contains(adminMethods, r.Method):
-		writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "not found"})
+		a.writeAdminJSON(w, http.StatusNotFound, map[string]any{"error_msg": "not found"})
 		return
 	}
 	a.mu.Lock()
@@ -278,23 +288,23 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 				list = append(list, map[string]any{"key": "/apisix/" + kind + "/" + k, "value": it.value,
 					"createdIndex": it.created, "modifiedIndex": it.modified})
 			}
-			writeAdminJSON(w, http.StatusOK, map[string]any{"total": len(list), "list": list})
+			a.writeAdminJSON(w, http.StatusOK, map[string]any{"total": len(list), "list": list})
 			return
 		}
 		it, ok := store[id]
 		if !ok {
-			writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
+			a.writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
 			return
 		}
-		writeAdminJSON(w, http.StatusOK, map[string]any{"key": key, "value": it.value,
+		a.writeAdminJSON(w, http.StatusOK, map[string]any{"key": key, "value": it.value,
 			"createdIndex": it.created, "modifiedIndex": it.modified})
 	case http.MethodPut:
 		if id == "" {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "missing " + strings.TrimSuffix(kind, "s") + " id"})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "missing " + strings.TrimSuffix(kind, "s") + " id"})
 			return
 		}
 		if !adminIDRE.MatchString(id) {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": `invalid configuration: property "id" validation failed: object matches none of the required`})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": `invalid configuration: property "id" validation failed: object matches none of the required`})
 			return
 		}
 		var v map[string]any
@@ -304,11 +314,11 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				msg += ": " + err.Error()
 			}
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"req_body": string(body), "error_msg": msg})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"req_body": string(body), "error_msg": msg})
 			return
 		}
 		if bid, ok := v["id"]; ok && fmt.Sprint(bid) != id {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": fmt.Sprintf("wrong %s id", strings.TrimSuffix(kind, "s"))})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": fmt.Sprintf("wrong %s id", strings.TrimSuffix(kind, "s"))})
 			return
 		}
 		var msg string
@@ -318,7 +328,7 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			msg = a.checkRouteLocked(v)
 		}
 		if msg != "" {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": msg})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": msg})
 			return
 		}
 		if kind == "upstreams" {
@@ -339,10 +349,10 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			store[id] = &adminItem{value: v, created: a.index, modified: a.index, at: time.Now()}
 			code = http.StatusCreated
 		}
-		writeAdminJSON(w, code, map[string]any{"key": key, "value": v})
+		a.writeAdminJSON(w, code, map[string]any{"key": key, "value": v})
 	case http.MethodDelete:
 		if id == "" {
-			writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "missing " + strings.TrimSuffix(kind, "s") + " id"})
+			a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{"error_msg": "missing " + strings.TrimSuffix(kind, "s") + " id"})
 			return
 		}
 		if kind == "upstreams" && r.URL.Query().Get("force") != "true" {
@@ -350,7 +360,7 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			// cache, which lags behind the admin API by RouteCacheLag.
 			for _, rid := range a.cachedRoutesLocked() {
 				if fmt.Sprint(a.routeValueLocked(rid)["upstream_id"]) == id {
-					writeAdminJSON(w, http.StatusBadRequest, map[string]any{
+					a.writeAdminJSON(w, http.StatusBadRequest, map[string]any{
 						"error_msg": fmt.Sprintf("can not delete this upstream, route [%s] is still using it now", rid)})
 					return
 				}
@@ -358,7 +368,7 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		it, ok := store[id]
 		if !ok {
-			writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
+			a.writeAdminJSON(w, http.StatusNotFound, map[string]any{"message": "Key not found"})
 			return
 		}
 		delete(store, id)
@@ -366,9 +376,9 @@ func (a *APISIX) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			a.gone = append(a.gone, goneRoute{id: id, value: it.value, at: time.Now()})
 		}
 		a.index++
-		writeAdminJSON(w, http.StatusOK, map[string]any{"deleted": "1", "key": key})
+		a.writeAdminJSON(w, http.StatusOK, map[string]any{"deleted": "1", "key": key})
 	default:
-		writeAdminJSON(w, http.StatusMethodNotAllowed, map[string]any{"error_msg": "not supported `" + r.Method + "` method for " + strings.TrimSuffix(kind, "s")})
+		a.writeAdminJSON(w, http.StatusMethodNotAllowed, map[string]any{"error_msg": "not supported `" + r.Method + "` method for " + strings.TrimSuffix(kind, "s")})
 	}
 }
 
@@ -624,7 +634,7 @@ func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 	nodes, found := a.resolve(r)
 	if !found {
 		// APISIX 3.9.1: JSON, labelled text/plain.
-		w.Header().Set("Server", apisixServer)
+		w.Header().Set("Server", a.server())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error_msg":"404 Route Not Found"}`+"\n")
@@ -632,7 +642,7 @@ func (a *APISIX) serveGateway(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(nodes) == 0 {
 		// No node (the discovery holds none yet): nginx's own page.
-		writeNginxPage(w, http.StatusServiceUnavailable, "503 Service Temporarily Unavailable")
+		a.writeNginxPage(w, http.StatusServiceUnavailable, "503 Service Temporarily Unavailable")
 		return
 	}
 	n := nodes[int(a.rr.Add(1)-1)%len(nodes)]

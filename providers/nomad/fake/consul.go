@@ -35,11 +35,15 @@ type Instance struct {
 	Status string
 }
 
-// Consul replays GET /v1/health/service/:name with blocking queries.
+// Consul replays GET /v1/health/service/:name with blocking queries, and
+// GET /v1/agent/self (the agent's version).
 type Consul struct {
 	// Token, when set, must be sent as X-Consul-Token (or a bearer
 	// token); otherwise requests get 403 "ACL not found".
 	Token string
+	// Version is what GET /v1/agent/self reports as Config.Version
+	// (default DefaultConsulVersion).
+	Version string
 
 	srv *httptest.Server
 	notifier
@@ -263,6 +267,10 @@ func (c *Consul) Index() uint64 {
 func (c *Consul) serve(w http.ResponseWriter, r *http.Request) {
 	if c.Token != "" && requestToken(r, "X-Consul-Token") != c.Token {
 		http.Error(w, "ACL not found", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == "/v1/agent/self" && r.Method == http.MethodGet {
+		c.agentSelf(w)
 		return
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, "/v1/health/service/")

@@ -25,8 +25,14 @@
 // APISIX's schema (apisix/schema_def.lua) and can lag like its worker
 // caches (RouteCacheLag, DiscoveryLag).
 //
-// Entry points: NewConsul, NewNomad, NewAPISIX, and NewStack, which starts
-// the three wired together (NewStackWithoutConsul: Nomad and APISIX only).
+// Each reports a realistic version where the real piece does (versions.go):
+// Nomad 1.6.5 in GET /v1/agent/self, /v1/agent/members and its node's
+// nomad.version, Consul 1.16.4 in GET /v1/agent/self, APISIX 3.9.1 in the
+// Server header of its admin API and gateway, and etcd 3.4.23 in GET
+// /version (NewEtcd, APISIX's store as far as its version).
+//
+// Entry points: NewConsul, NewNomad, NewAPISIX, NewEtcd, and NewStack, which
+// starts them wired together (NewStackWithoutConsul: no Consul).
 // Every fake exposes its state (jobs, running allocations, Consul instances
 // and Nomad service registrations, routes, upstreams) so tests can assert
 // that nothing was left registered.

@@ -91,6 +91,10 @@ type Nomad struct {
 	// servers takes to add a nomad-provider service registration once its
 	// task runs, and to remove it once the allocation is told to stop.
 	ServiceSyncDelay time.Duration
+	// Version is the Nomad version the agent (GET /v1/agent/self, its
+	// serf member's "build" tag in /v1/agent/members) and the client node
+	// (attribute nomad.version) report; default DefaultNomadVersion.
+	Version string
 
 	consul *Consul
 	srv    *httptest.Server
@@ -403,6 +407,10 @@ func (n *Nomad) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			httpError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL path %q", p))
 		}
+	case p == "/v1/agent/self" && r.Method == http.MethodGet:
+		n.agentSelf(w)
+	case p == "/v1/agent/members" && r.Method == http.MethodGet:
+		n.agentMembers(w)
 	case strings.HasPrefix(p, "/v1/var/"):
 		n.variable(w, r, ns, strings.TrimPrefix(p, "/v1/var/"))
 	case p == "/v1/vars" && r.Method == http.MethodGet:

@@ -11,23 +11,29 @@ type Stack struct {
 	Consul *Consul
 	Nomad  *Nomad
 	APISIX *APISIX
+	// Etcd is APISIX's store, as far as its version (GET /version).
+	Etcd *Etcd
 }
 
-// NewStack starts the three fakes; adminKey is APISIX's admin key.
+// NewStack starts the four fakes; adminKey is APISIX's admin key.
 func NewStack(adminKey string) *Stack {
 	c := NewConsul()
-	return &Stack{Consul: c, Nomad: NewNomad(c), APISIX: NewAPISIX(adminKey, c)}
+	return &Stack{Consul: c, Nomad: NewNomad(c), APISIX: NewAPISIX(adminKey, c), Etcd: NewEtcd()}
 }
 
-// NewStackWithoutConsul starts a Nomad fake without Consul and an APISIX
-// fake without Consul discovery; adminKey is APISIX's admin key.
+// NewStackWithoutConsul starts a Nomad fake without Consul, an APISIX
+// fake without Consul discovery and its etcd; adminKey is APISIX's admin
+// key.
 func NewStackWithoutConsul(adminKey string) *Stack {
-	return &Stack{Nomad: NewNomad(nil), APISIX: NewAPISIX(adminKey, nil)}
+	return &Stack{Nomad: NewNomad(nil), APISIX: NewAPISIX(adminKey, nil), Etcd: NewEtcd()}
 }
 
 // Close stops everything, gateway first.
 func (s *Stack) Close() {
 	s.APISIX.Close()
+	if s.Etcd != nil {
+		s.Etcd.Close()
+	}
 	s.Nomad.Close()
 	if s.Consul != nil {
 		s.Consul.Close()

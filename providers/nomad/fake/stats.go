@@ -48,7 +48,7 @@ func (n *Nomad) node(w http.ResponseWriter, id string) {
 		ID: nodeID, Name: nodeName, Datacenter: "dc1", NodePool: "default", Status: "ready",
 		HTTPAddr: strings.TrimPrefix(n.srv.URL, "http://"), SchedulingEligibility: "eligible",
 		Attributes: map[string]string{
-			"unique.hostname": host, "nomad.version": "1.6.5", "kernel.name": "linux",
+			"unique.hostname": host, "nomad.version": n.nomadVersion(), "kernel.name": "linux",
 			"os.name": "linux", "cpu.numcores": "2",
 		},
 	})
