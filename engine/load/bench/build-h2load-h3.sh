@@ -11,9 +11,10 @@
 # (nghttp2's configure.ac). ngtcp2's GnuTLS backend builds against Debian
 # 12's libgnutls28-dev 3.7.9, but no nghttp2 program can use it, and
 # Debian 12's own OpenSSL (3.0) and wolfSSL (5.5.4) are too old. So the
-# recipe builds wolfSSL too, the set nghttp2's own CI builds together:
+# recipe builds wolfSSL too, with the set nghttp2 v1.69.0's own CI builds
+# together (v1.70.0 wants C++23's <print>, which Debian 12's g++ 12 lacks):
 #
-#   wolfSSL v5.9.2-stable, nghttp3 v1.18.0, ngtcp2 v1.25.0, nghttp2 v1.70.0
+#   wolfSSL v5.9.0-stable, nghttp3 v1.15.0, ngtcp2 v1.22.1, nghttp2 v1.69.0
 #
 # All four are static libraries (--disable-shared), so DIR/bin/h2load needs
 # only the system's libev, c-ares and zlib. Each stage is skipped when its
@@ -30,10 +31,10 @@
 set -euo pipefail
 
 DIR=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/benchflow/h2load-h3}
-WOLFSSL_TAG=${WOLFSSL_TAG:-v5.9.2-stable}
-NGHTTP3_TAG=${NGHTTP3_TAG:-v1.18.0}
-NGTCP2_TAG=${NGTCP2_TAG:-v1.25.0}
-NGHTTP2_TAG=${NGHTTP2_TAG:-v1.70.0}
+WOLFSSL_TAG=${WOLFSSL_TAG:-v5.9.0-stable}
+NGHTTP3_TAG=${NGHTTP3_TAG:-v1.15.0}
+NGTCP2_TAG=${NGTCP2_TAG:-v1.22.1}
+NGHTTP2_TAG=${NGHTTP2_TAG:-v1.69.0}
 GITHUB=${GITHUB:-https://github.com}
 JOBS=${JOBS:-$(nproc)}
 NAME=build-h2load-h3
@@ -120,6 +121,6 @@ if [ ! -x "$DIR/bin/h2load" ]; then
 	cp "$DIR/src/nghttp2/src/h2load" "$DIR/bin/h2load"
 fi
 "$DIR/bin/h2load" --version
-"$DIR/bin/h2load" --help | grep -q -- '--npn-list' && "$DIR/bin/h2load" --help | grep -q 'h3' ||
+"$DIR/bin/h2load" --help | grep -q -- '--alpn-list' && "$DIR/bin/h2load" --help | grep -q -- '--h3' ||
 	{ echo "$NAME: $DIR/bin/h2load does not offer h3" >&2; exit 1; }
 echo "H2LOAD_H3=$DIR/bin/h2load"

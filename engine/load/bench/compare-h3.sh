@@ -23,8 +23,8 @@
 # openssl), with SERVER_THREADS Go processors (default 1, as nginx's one
 # worker in the other scripts). If H2LOAD_H3 names an h2load built with
 # HTTP/3 (engine/load/bench/build-h2load-h3.sh), each pair also runs
-# `h2load --npn-list h3` and each row adds its req/s, CPU per request and
-# benchflow's ratios to it.
+# `h2load --alpn-list=h3` (the newer name of --npn-list) and each row
+# adds its req/s, CPU per request and benchflow's ratios to it.
 #
 # Errors of each client are counted per case (h3floor and h2load: failed
 # requests and non-2xx responses; benchflow: every error class of its JSON
@@ -141,7 +141,7 @@ start_server
 # They run in this shell (not in a subshell) so that $shown persists.
 # h3floor prints h2load's summary lines, so measure_h2style reads both.
 measure_floor() { measure_h2style floor "$H3FLOOR" -t "$THREADS" -c "$CONNS" -m "$1" -d "$DURATION" "$2"; }
-measure_h2load() { measure_h2style h2load "$H2LOAD_H3" --npn-list h3 -t"$THREADS" -c"$CONNS" -m"$1" -D "$DURATION" "$2"; }
+measure_h2load() { measure_h2style h2load "$H2LOAD_H3" --alpn-list=h3 -t"$THREADS" -c"$CONNS" -m"$1" -D "$DURATION" "$2"; }
 measure_h2style() {
 	local who=$1 rc=0
 	shift
