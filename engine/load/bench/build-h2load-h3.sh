@@ -39,12 +39,12 @@ GITHUB=${GITHUB:-https://github.com}
 JOBS=${JOBS:-$(nproc)}
 NAME=build-h2load-h3
 
-mkdir -p "$DIR"
-DIR=$(cd "$DIR" && pwd)
+DIR=$(realpath -m "$DIR")
 top=$(cd "$(dirname "$0")" && git rev-parse --show-toplevel 2>/dev/null || true)
 case $DIR/ in
 "$top"/*) [ -z "$top" ] || { echo "$NAME: $DIR is inside benchflow's tree ($top): build outside it (sources and binaries are never committed)" >&2; exit 1; } ;;
 esac
+mkdir -p "$DIR"
 
 missing=()
 for t in git cc c++ make autoreconf automake libtoolize pkg-config; do
@@ -67,12 +67,14 @@ fetch() {
 	[ -d "$DIR/src/$name/.git" ] && return
 	echo "== fetching $repo $tag" >&2
 	rm -rf "$DIR/src/$name"
-	git clone -q --depth 1 -b "$tag" "$GITHUB/$repo" "$DIR/src/$name"
+	git -c advice.detachedHead=false clone -q --depth 1 -b "$tag" "$GITHUB/$repo" "$DIR/src/$name" ||
+		{ echo "$NAME: could not clone $tag of $GITHUB/$repo" >&2; exit 1; }
 	local d=$DIR/src/$name key url
 	git -C "$d" config -f .gitmodules --get-regexp '\.url$' | while read -r key url; do
 		git -C "$d" config "$key" "$GITHUB/${url#https://github.com/}"
 	done
-	git -C "$d" submodule -q update --init -- "$@"
+	git -C "$d" -c advice.detachedHead=false submodule -q update --init -- "$@" ||
+		{ echo "$NAME: could not fetch the submodules $* of $repo" >&2; exit 1; }
 }
 
 # build NAME RESULT CONFIGURE_ARGS…: autoreconf, configure with

@@ -103,7 +103,9 @@ start_server() {
 	admin off
 	auto_https off
 	persist_config off
-	storage file_system $DIR/caddy
+	storage file_system {
+		root $DIR/caddy
+	}
 	servers {
 		protocols h1 h2 h3
 	}
