@@ -120,7 +120,11 @@ CONF
 		XDG_DATA_HOME=$DIR/caddy XDG_CONFIG_HOME=$DIR/caddy GOMAXPROCS=$SERVER_THREADS \
 			"${SERVER_ON[@]}" "$BENCHFLOW_CADDY" run --adapter caddyfile --config "$DIR/Caddyfile" 2>"$DIR/logs/server.log" &
 		NGINX_PID=$!
-		SERVER_NAME="caddy $("$BENCHFLOW_CADDY" version | cut -d' ' -f1)"
+		local v
+		v=$("$BENCHFLOW_CADDY" version | cut -d' ' -f1)
+		# A caddy from go install says "unknown": its module says more.
+		[ "$v" != unknown ] || v=$(go version -m "$BENCHFLOW_CADDY" 2>/dev/null | awk '$2 == "github.com/caddyserver/caddy/v2" {print $3}') || true
+		SERVER_NAME="caddy ${v:-?}"
 		;;
 	esac
 	for _ in $(seq 50); do
