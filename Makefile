@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench lint fmt-check fmt images clean fuzz
+.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-bins lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -53,10 +53,8 @@ testacc-k8s: build ## The k8s acceptance tests against the local cluster (after 
 	set -a && . $(CLUSTER_STATE)/env && set +a && \
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run 'Acc' -v ./providers/k8s/...
 
-bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scripts
+bench: build bench-bins ## Benchmarks: Go benchmarks and the wrk, h2load and HTTP/3 comparison scripts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
-	$(GO) build -o bin/floor ./engine/load/bench/floor
-	$(GO) build -o bin/h2floor ./engine/load/bench/h2floor
 	# Both placements: shared cores (PIN=0, as a user's run) and server and
 	# client on cores of their own (PIN=1), each against its floor.
 	for pin in 0 1; do \
@@ -66,6 +64,19 @@ bench: build ## Benchmarks: Go benchmarks and the wrk and h2load comparison scri
 	ENGINES="uring epoll" BFFLAGS="--busy-poll 20us" CASES="6b 1k" ./engine/load/bench/compare-wrk.sh $(BIN)
 	BFFLAGS="--busy-poll 10us" ./engine/load/bench/compare-h2load.sh $(BIN)
 	STREAMS=10 BFFLAGS="--nap 50us" ./engine/load/bench/compare-h2load.sh $(BIN)
+	# HTTP/3: benchflow --h3 against quic-go's plain loop (h3floor) on
+	# quic-go's server (h3server), both placements.
+	for pin in 0 1; do PIN=$$pin ./engine/load/bench/compare-h3.sh $(BIN) || exit 1; done
+
+bench-h3: build bench-bins ## The HTTP/3 comparison alone, short (PAIRS=1 DURATION=2s unless set)
+	PAIRS=$${PAIRS:-1} DURATION=$${DURATION:-2s} ./engine/load/bench/compare-h3.sh $(BIN)
+
+# The floors and the HTTP/3 server the comparison scripts run, in bin/.
+bench-bins:
+	$(GO) build -o bin/floor ./engine/load/bench/floor
+	$(GO) build -o bin/h2floor ./engine/load/bench/h2floor
+	$(GO) build -o bin/h3floor ./engine/load/bench/h3floor
+	$(GO) build -o bin/h3server ./engine/load/bench/h3server
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine/hclconf:FuzzParsePipeline ./engine/starconf:FuzzParseStar \

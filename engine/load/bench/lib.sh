@@ -1,4 +1,4 @@
-# lib.sh — what compare-wrk.sh and compare-h2load.sh share: a temporary
+# lib.sh — what compare-wrk.sh, compare-h2load.sh and compare-h3.sh share: a temporary
 # folder removed on exit, free loopback ports, a self-signed certificate,
 # the placement (PIN), Debian's nginx (one worker, no access log, sendfile)
 # started on them and stopped on exit, and the median and ratio helpers. Sourced by them after NAME (the script's
@@ -17,8 +17,27 @@ trap cleanup EXIT INT TERM
 
 # Free loopback ports: bind to 0 and read what the kernel picked. PORT
 # is the main server's; PORT2 a second server block's (the other protocol).
+# With PORT_PROTO=udp (set before sourcing), PORT is free for UDP and TCP
+# both: an HTTP/3 server listens on UDP, Caddy on both.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-PORT=${PORT:-$(free_port)}
+free_udp_port() {
+	python3 -c '
+import socket
+for _ in range(100):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+    port = u.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        t.close(); u.close()
+    print(port); break
+else:
+    raise SystemExit("no port free for both UDP and TCP")'
+}
+if [ "${PORT_PROTO:-tcp}" = udp ]; then PORT=${PORT:-$(free_udp_port)}; else PORT=${PORT:-$(free_port)}; fi
 PORT2=${PORT2:-$(free_port)}
 mkdir -p "$DIR/www" "$DIR/logs" "$DIR/tmp"
 
