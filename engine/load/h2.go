@@ -1306,7 +1306,7 @@ func configureTLS(cfg *tls.Config, o Options) error {
 		}
 		cfg.RootCAs, cfg.InsecureSkipVerify = pool, false
 	}
-	if o.TLSResume {
+	if o.TLSResume || o.H3ZeroRTT {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1024)
 	} else {
 		cfg.SessionTicketsDisabled = true
