@@ -181,3 +181,48 @@ func TestH3UDPPortTaken(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestH3ShutdownEndsDelayedRequests: a request waiting in the delay when
+// the server stops is answered 503 over HTTP/3 (without the Connection
+// header HTTP/3 forbids, which a client would reject), and the server
+// returns.
+func TestH3ShutdownEndsDelayedRequests(t *testing.T) {
+	ready := make(chan net.Addr, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ListenAndServe(ctx, Config{Addr: "127.0.0.1:0", TLS: true, H3: true, Delay: time.Hour, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	var addr string
+	select {
+	case a := <-ready:
+		addr = a.String()
+	case err := <-done:
+		t.Fatalf("ListenAndServe: %v", err)
+	}
+	got := make(chan *http.Response, 1)
+	fail := make(chan error, 1)
+	go func() {
+		resp, err := h3Client(t).Get("https://" + addr + "/")
+		if err != nil {
+			fail <- err
+			return
+		}
+		resp.Body.Close()
+		got <- resp
+	}()
+	time.Sleep(100 * time.Millisecond) // let the request reach the handler
+	cancel()
+	select {
+	case resp := <-got:
+		if resp.StatusCode != 503 || resp.ProtoMajor != 3 {
+			t.Errorf("%s status %d, want HTTP/3 503", resp.Proto, resp.StatusCode)
+		}
+	case err := <-fail:
+		t.Errorf("the delayed request failed instead of a 503: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe: %v", err)
+	}
+}
