@@ -82,7 +82,8 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 				// speaks goes to stderr.
 				if cfg.H3 {
 					fmt.Fprintf(out, "listening on https://%s\n", a)
-					fmt.Fprintf(cmd.ErrOrStderr(), "serving HTTP/3 over QUIC on UDP port %d (0-RTT accepted), HTTP/2 (ALPN h2) and HTTP/1.1 over TLS, with a self-signed certificate made at start: benchflow load --h3 https://%s/\n", a.(*net.TCPAddr).Port, a)
+					_, port, _ := net.SplitHostPort(a.String())
+					fmt.Fprintf(cmd.ErrOrStderr(), "serving HTTP/3 over QUIC on UDP port %s (0-RTT accepted), HTTP/2 (ALPN h2) and HTTP/1.1 over TLS, with a self-signed certificate made at start: benchflow load --h3 https://%s/\n", port, a)
 					return
 				}
 				if cfg.TLS {
