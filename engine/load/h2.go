@@ -1308,6 +1308,9 @@ func configureTLS(cfg *tls.Config, o Options) error {
 	}
 	if o.TLSResume || o.H3ZeroRTT {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1024)
+		if o.Protocol == ProtoH3 {
+			cfg.ClientSessionCache = h3SessionCache{cfg.ClientSessionCache}
+		}
 	} else {
 		cfg.SessionTicketsDisabled = true
 	}

@@ -180,6 +180,29 @@ func h3DialFailure(err error, addr string) outcome {
 	return o
 }
 
+// h3SessionCache hands each QUIC connection its own copy of a cached TLS
+// session: quic-go sets the session's EarlyData when a connection resumes
+// it, so connections resuming one session at once would write the shared
+// state concurrently (the race detector sees it in TestH3CloseZeroRTT).
+type h3SessionCache struct{ tls.ClientSessionCache }
+
+func (c h3SessionCache) Get(key string) (*tls.ClientSessionState, bool) {
+	cs, ok := c.ClientSessionCache.Get(key)
+	if !ok || cs == nil {
+		return cs, ok
+	}
+	ticket, st, err := cs.ResumptionState()
+	if err != nil || st == nil {
+		return nil, false
+	}
+	cp := *st
+	own, err := tls.NewResumptionState(ticket, &cp)
+	if err != nil {
+		return nil, false
+	}
+	return own, true
+}
+
 // h3Report keeps the first connection's TLS state for the result.
 func (r *runner) h3Report(st tls.ConnectionState) {
 	r.h3TLS.Do(func() {
