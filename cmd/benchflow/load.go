@@ -148,6 +148,7 @@ func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
 	f.IntVar(&l.opts.Streams, "streams", 1, "with --h2: concurrent streams per connection (`N`), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS")
 	f.StringVar(&l.opts.CACert, "cacert", "", "verify https:// certificates against the CA certificates in `FILE` (PEM); default: no verification")
 	f.StringVar(&l.opts.SNI, "sni", "", "TLS server `NAME` to send (default: the URL's host)")
+	f.BoolVar(&l.opts.H3ZeroRTT, "h3-0rtt", false, "with --h3: new connections resume a TLS session and send their first GET/HEAD as 0-RTT early data (the summary counts those accepted); default off")
 	f.BoolVar(&l.opts.TLSResume, "tls-resume", false, "resume TLS sessions on new connections (abbreviated handshakes); default: a full handshake per connection")
 }
 

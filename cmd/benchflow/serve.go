@@ -24,12 +24,14 @@ func init() {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the built-in HTTP target server (HTTP/1.1, h2c, TLS)",
+		Short: "Run the built-in HTTP target server (HTTP/1.1, h2c, TLS, HTTP/3)",
 		Long: `serve runs a small, fast HTTP server (HTTP/1.1 and h2c on one port, HTTPS
 with HTTP/2 by ALPN under --tls) to benchmark against, so a first
 pipeline needs nothing installed. Every path answers a generated body of --size
 bytes ("hello\n" repeated), or the files of --dir; /bytes/<n> always answers n
-bytes (n may carry a unit: /bytes/4KiB). It can misbehave on purpose: --delay
+bytes (n may carry a unit: /bytes/4KiB). --h3 adds HTTP/3 over QUIC on
+the UDP port of the same number (TLS implied), advertised by Alt-Svc on the
+TLS responses, with 0-RTT early data accepted. It can misbehave on purpose: --delay
 waits before each answer, --stall/--stall-every freeze it periodically (for
 coordinated-omission tests), --status sets the response code. With --workers N
 and --delay D it is a queue of known capacity: N requests are served at once,
@@ -39,13 +41,14 @@ for "benchflow load --find-max".
 A keep-alive connection idle for --idle-timeout (60s) is closed, so clients
 that leave connections open cannot hold the server's descriptors for good.
 
-It prints "listening on http://ADDR" (https://ADDR with --tls) once ready,
+It prints "listening on http://ADDR" (https://ADDR with --tls or --h3) once ready,
 what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 		Example: `  benchflow serve
   benchflow serve --addr 127.0.0.1:0 --size 4KiB
   benchflow serve --dir ./www
   benchflow serve --stall 200ms --stall-every 2s
   benchflow serve --workers 4 --delay 2ms      # capacity 2,000 req/s
+  benchflow serve --h3                         # then: benchflow load --h3 https://127.0.0.1:8080/
   benchflow serve --idle-timeout 5s            # close idle keep-alive connections sooner`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,6 +66,12 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 			default:
 				cfg.IdleTimeout = idle
 			}
+			if cfg.H3 {
+				if cmd.Flags().Changed("tls") && !cfg.TLS {
+					return fmt.Errorf("--h3 with --tls=false: HTTP/3 runs over QUIC, which is always TLS (leave --tls out: --h3 implies it)")
+				}
+				cfg.TLS = true
+			}
 			if !serve.IsLoopback(cfg.Addr) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not a loopback address: anyone who can reach this host can load this server\n", cfg.Addr)
 			}
@@ -71,6 +80,12 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 				// The first line is exactly "listening on URL": scripts
 				// and tests read the address from it; what the server
 				// speaks goes to stderr.
+				if cfg.H3 {
+					fmt.Fprintf(out, "listening on https://%s\n", a)
+					_, port, _ := net.SplitHostPort(a.String())
+					fmt.Fprintf(cmd.ErrOrStderr(), "serving HTTP/3 over QUIC on UDP port %s (0-RTT accepted), HTTP/2 (ALPN h2) and HTTP/1.1 over TLS, with a self-signed certificate made at start: benchflow load --h3 https://%s/\n", port, a)
+					return
+				}
 				if cfg.TLS {
 					fmt.Fprintf(out, "listening on https://%s\n", a)
 					fmt.Fprintln(cmd.ErrOrStderr(), "serving HTTP/2 (ALPN h2) and HTTP/1.1 over TLS with a self-signed certificate made at start")
@@ -97,7 +112,8 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 	f.Var(units.NewDurationFlag(&cfg.StallEvery, 0), "stall-every", "stall once every `DUR` (with --stall)")
 	f.IntVar(&status, "status", 200, "answer every request with status `CODE`")
 	f.BoolVar(&cfg.TLS, "tls", false, "serve HTTPS (HTTP/2 by ALPN, and HTTP/1.1) with a self-signed certificate made at start")
-	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "allow at most `N` concurrent HTTP/2 streams per connection (0: 250)")
+	f.BoolVar(&cfg.H3, "h3", false, "also serve HTTP/3 over QUIC on the UDP port of the same number, 0-RTT accepted (implies --tls)")
+	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "allow at most `N` concurrent HTTP/2 streams (with --h3: QUIC request streams) per connection (0: 250)")
 	f.DurationVar(&idle, "idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle for `DUR` (0: never)")
 	rootCmd.AddCommand(cmd)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -70,5 +71,64 @@ func TestServeIdleTimeoutFlag(t *testing.T) {
 	help, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
 	if !strings.Contains(string(help), "--idle-timeout DUR") || !strings.Contains(string(help), "(default 1m0s)") {
 		t.Errorf("serve --help does not document --idle-timeout and its default:\n%s", help)
+	}
+}
+
+// TestServeH3: `benchflow serve --h3` (no --tls: it implies it) prints an
+// https:// address and the load command for it on stderr, and `benchflow
+// load --h3` as printed loads it over HTTP/3; with --close and --h3-0rtt
+// most connections send early data, which the JSON counts.
+func TestServeH3(t *testing.T) {
+	cmd := exec.Command(bin, "serve", "--h3", "--addr", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOut, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on https://")
+	if err != nil || !ok {
+		t.Fatalf("serve --h3 printed %q (%v), want its https:// address", line, err)
+	}
+	said, _ := bufio.NewReader(errOut).ReadString('\n')
+	b, err := exec.Command(bin, "load", "--h3", "-c", "2", "-n", "50", "https://"+addr+"/").CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "HTTP/3 over QUIC") || !strings.Contains(string(b), "Requests/sec:") {
+		t.Fatalf("load --h3: %v\n%s", err, b)
+	}
+	b, err = exec.Command(bin, "load", "--h3", "--close", "--h3-0rtt", "-c", "2", "-n", "40", "--json", "https://"+addr+"/").Output()
+	if err != nil {
+		t.Fatalf("load --h3 --close --h3-0rtt: %v\n%s", err, b)
+	}
+	var j struct {
+		Requests int64  `json:"requests"`
+		Errors   int64  `json:"errors"`
+		Used0RTT *int64 `json:"used_0rtt"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if j.Requests != 40 || j.Errors != 0 || j.Used0RTT == nil || *j.Used0RTT < 30 {
+		t.Errorf("requests %d, errors %d, used_0rtt %v: want 40, 0 and most of the 40 connections", j.Requests, j.Errors, j.Used0RTT)
+	}
+	if want := "benchflow load --h3 https://" + addr + "/"; !strings.Contains(said, want) {
+		t.Errorf("serve --h3 said %q on stderr, want it to print %q", said, want)
+	}
+}
+
+// TestServeH3NeedsTLS: --h3 with --tls=false is refused, saying why.
+func TestServeH3NeedsTLS(t *testing.T) {
+	b, err := exec.Command(bin, "serve", "--h3", "--tls=false", "--addr", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "--h3 with --tls=false") || !strings.Contains(string(b), "always TLS") {
+		t.Errorf("serve --h3 --tls=false: %v\n%s\nwant a refusal naming both flags", err, b)
 	}
 }

@@ -64,6 +64,7 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 		m.Connections += r.Connections
 		m.Threads += r.Threads
 		m.Close = m.Close || r.Close
+		m.H3ZeroRTT = m.H3ZeroRTT || r.H3ZeroRTT
 		if m.Tag == "" {
 			m.Tag = r.Tag
 		}

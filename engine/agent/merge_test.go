@@ -149,3 +149,36 @@ func TestStreamLimitTravels(t *testing.T) {
 		t.Errorf("merged stream limit %d over %d connections, want 8 over 4", m.StreamLimit, m.Connections)
 	}
 }
+
+// TestUsed0RTTTravels: the HTTP/3 0-RTT setting and count cross the wire,
+// and the merged result adds the agents' counts.
+func TestUsed0RTTTravels(t *testing.T) {
+	var parts []Part
+	for _, used := range []int64{7, 5} {
+		res := &load.Result{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
+			Protocol: load.ProtoH3, Streams: 1, StreamLimit: 1, Connections: 1, H3ZeroRTT: true, Used0RTT: used}
+		res.Latency.RecordValue(100)
+		w, err := resultToWire(len(parts), res, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := w.LoadResult()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Used0RTT != used || !back.H3ZeroRTT {
+			t.Fatalf("0-RTT %v, %d connections after the wire, want true and %d", back.H3ZeroRTT, back.Used0RTT, used)
+		}
+		parts = append(parts, Part{Result: back})
+	}
+	m, err := Merge(parts, time.Unix(0, 0), time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Used0RTT != 12 || !m.H3ZeroRTT {
+		t.Errorf("merged: 0-RTT %v, %d connections; want true and 12", m.H3ZeroRTT, m.Used0RTT)
+	}
+	if o := ToWire(load.Options{Protocol: load.ProtoH3, H3ZeroRTT: true}).Options(); !o.H3ZeroRTT {
+		t.Error("H3ZeroRTT lost on the options' wire")
+	}
+}

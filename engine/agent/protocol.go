@@ -80,6 +80,7 @@ type WireOptions struct {
 	Streams     int          `json:"streams,omitempty"`
 	SNI         string       `json:"sni,omitempty"`
 	TLSResume   bool         `json:"tls_resume,omitempty"`
+	H3ZeroRTT   bool         `json:"h3_0rtt,omitempty"`
 }
 
 // StartRequest asks an agent to run its share of a load from StartNS, an
@@ -153,6 +154,8 @@ type Result struct {
 	MaxInFlight  int               `json:"max_in_flight,omitempty"`
 	StreamLimit  int               `json:"stream_limit,omitempty"`
 	Goaways      int64             `json:"goaways,omitempty"`
+	H3ZeroRTT    bool              `json:"h3_0rtt,omitempty"`
+	Used0RTT     int64             `json:"used_0rtt,omitempty"`
 	Naps         int64             `json:"naps,omitempty"`
 	NapTimeNS    int64             `json:"nap_time_ns,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
@@ -167,7 +170,7 @@ func ToWire(o load.Options) WireOptions {
 		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
 		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll), NapNS: int64(o.Nap),
 		IntervalNS: int64(o.Interval), Tag: o.Tag, Engine: o.Engine,
-		Protocol: o.Protocol, Streams: o.Streams, SNI: o.SNI, TLSResume: o.TLSResume,
+		Protocol: o.Protocol, Streams: o.Streams, SNI: o.SNI, TLSResume: o.TLSResume, H3ZeroRTT: o.H3ZeroRTT,
 	}
 	for _, t := range o.Targets {
 		w.Targets = append(w.Targets, WireTarget{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -181,7 +184,7 @@ func (w WireOptions) Options() load.Options {
 		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
 		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS), Nap: time.Duration(w.NapNS),
 		Interval: time.Duration(w.IntervalNS), Tag: w.Tag, Engine: w.Engine,
-		Protocol: w.Protocol, Streams: w.Streams, SNI: w.SNI, TLSResume: w.TLSResume,
+		Protocol: w.Protocol, Streams: w.Streams, SNI: w.SNI, TLSResume: w.TLSResume, H3ZeroRTT: w.H3ZeroRTT,
 	}
 	for _, t := range w.Targets {
 		o.Targets = append(o.Targets, load.Target{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
@@ -206,6 +209,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
 		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
 		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
+		H3ZeroRTT: res.H3ZeroRTT, Used0RTT: res.Used0RTT,
 		StreamLimit: res.StreamLimit, Naps: res.Naps, NapTimeNS: int64(res.NapTime),
 	}
 	var err error
@@ -247,6 +251,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
 		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
 		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
+		H3ZeroRTT: w.H3ZeroRTT, Used0RTT: w.Used0RTT,
 		StreamLimit: w.StreamLimit, Naps: w.Naps, NapTime: time.Duration(w.NapTimeNS),
 	}
 	if res.Status == nil {

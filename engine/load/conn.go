@@ -89,6 +89,7 @@ type conn struct {
 	// SETTINGS_MAX_CONCURRENT_STREAMS); 0 before the first SETTINGS.
 	streamLimit int
 	goaways     int64
+	used0RTT    int64     // HTTP/3: connections with 0-RTT accepted
 	retry       []h2Retry // HTTP/2: streams refused by a graceful GOAWAY
 }
 

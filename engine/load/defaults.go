@@ -252,6 +252,8 @@ func (o Options) Validate() error {
 	}
 	if h3 {
 		validateH3(o, bad)
+	} else if o.H3ZeroRTT {
+		bad("h3_0rtt", "true", `0-RTT early data is HTTP/3's: it needs protocol "h3" (--h3); HTTP/1.1 and HTTP/2 resume sessions with tls_resume (--tls-resume)`)
 	}
 	switch {
 	case o.Streams < 0:

@@ -1306,8 +1306,11 @@ func configureTLS(cfg *tls.Config, o Options) error {
 		}
 		cfg.RootCAs, cfg.InsecureSkipVerify = pool, false
 	}
-	if o.TLSResume {
+	if o.TLSResume || o.H3ZeroRTT {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1024)
+		if o.Protocol == ProtoH3 {
+			cfg.ClientSessionCache = h3SessionCache{cfg.ClientSessionCache}
+		}
 	} else {
 		cfg.SessionTicketsDisabled = true
 	}

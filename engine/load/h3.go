@@ -10,6 +10,14 @@ package load
 // QUIC's own failures map onto the existing error classes, their message
 // naming them: a failed handshake or version negotiation is a connect
 // error, an idle timeout a timeout, a stateless reset a read error.
+//
+// With Options.Close each slot opens a new QUIC connection per request
+// (h3CloseLoop): the handshake is part of the latency, as for HTTP/1.1's
+// --close. Options.H3ZeroRTT makes new connections resume a TLS session
+// from the load's shared session cache and send their first request as
+// 0-RTT early data (quic.DialAddrEarly, http3.MethodGet0RTT); the
+// connections the server accepted early data on are counted
+// (Result.Used0RTT).
 
 import (
 	"bytes"
@@ -35,16 +43,27 @@ const h3MaxHeaderBytes = 64 << 10
 
 // h3Request is the HTTP/3 form of a target.
 type h3Request struct {
+	// method is the request's method; with 0-RTT a GET or HEAD is sent
+	// as http3's GET_0RTT or HEAD_0RTT, which do not wait for the
+	// handshake (other methods are not replay-safe and wait).
 	method  string
 	url     string
 	headers [][2]string
 	body    []byte
 }
 
-func buildH3Request(t Target) *h3Request {
+func buildH3Request(t Target, zeroRTT bool) *h3Request {
 	m := t.Method
 	if m == "" {
 		m = http.MethodGet
+	}
+	if zeroRTT {
+		switch m {
+		case http.MethodGet:
+			m = http3.MethodGet0RTT
+		case http.MethodHead:
+			m = http3.MethodHead0RTT
+		}
 	}
 	return &h3Request{method: m, url: t.URL, headers: t.Headers, body: t.Body}
 }
@@ -78,8 +97,8 @@ type h3Session struct {
 	dead error // the connection failed: the streams end
 }
 
-// h3Config is the QUIC configuration of the load: no 0-RTT, the idle
-// timeout well above the request timeout.
+// h3Config is the QUIC configuration of the load: the idle timeout well
+// above the request timeout (0-RTT is the dial's choice: h3Dial).
 func (r *runner) h3Config() *quic.Config {
 	idle := 30 * time.Second
 	if r.opts.Timeout > 0 && 2*r.opts.Timeout > idle {
@@ -103,23 +122,13 @@ func (c *conn) h3Loop(wg *sync.WaitGroup) {
 		}
 		start := time.Since(r.start)
 		e := r.reqs[0].endpoint
-		ep := r.endpoints[e]
-		cfg := ep.tls.Clone()
-		cfg.NextProtos = []string{http3.NextProtoH3}
-		ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(r.deadline(start, start)))
-		qc, err := quic.DialAddr(ctx, ep.addr, cfg, r.h3Config())
-		cancel()
+		qc, err := c.h3Dial(e, r.deadline(start, start))
 		now := time.Since(r.start)
 		if err != nil {
 			if r.stop.Load() || (r.hasEnd && now >= r.endOff) {
 				return
 			}
-			o := outcome{class: classConnect, err: h3Error(err)}
-			if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
-				o.class = classTimeout
-				o.err = fmt.Errorf("no QUIC handshake with %s within the timeout (is an HTTP/3 server listening on UDP there?): %w", ep.addr, err)
-			}
-			if !c.h2Failed(o, start, now) {
+			if !c.h2Failed(h3DialFailure(err, r.endpoints[e].addr), start, now) {
 				return
 			}
 			continue
@@ -133,14 +142,149 @@ func (c *conn) h3Loop(wg *sync.WaitGroup) {
 		}
 		c.mu.Unlock()
 		c.dialed[e] = true
-		r.h3TLS.Do(func() {
-			r.tlsVersion, r.tlsCipher, r.alpn = tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol
-		})
+		r.h3Report(st)
 		tr := &http3.Transport{MaxResponseHeaderBytes: h3MaxHeaderBytes}
 		s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
 		finished := s.run()
+		c.h3Count0RTT(qc)
 		qc.CloseWithError(0, "")
 		if finished {
+			return
+		}
+	}
+}
+
+// h3Dial opens a QUIC connection to endpoint e, giving up at the offset
+// deadline. With 0-RTT it returns as soon as the connection can carry
+// early data (a resumed session), before the handshake completes.
+func (c *conn) h3Dial(e int, deadline time.Duration) (*quic.Conn, error) {
+	r := c.r
+	ep := r.endpoints[e]
+	cfg := ep.tls.Clone() // shares the session cache
+	cfg.NextProtos = []string{http3.NextProtoH3}
+	ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(deadline))
+	defer cancel()
+	if r.opts.H3ZeroRTT {
+		return quic.DialAddrEarly(ctx, ep.addr, cfg, r.h3Config())
+	}
+	return quic.DialAddr(ctx, ep.addr, cfg, r.h3Config())
+}
+
+// h3DialFailure is the outcome of a failed QUIC dial to addr.
+func h3DialFailure(err error, addr string) outcome {
+	o := outcome{class: classConnect, err: h3Error(err)}
+	if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		o.class = classTimeout
+		o.err = fmt.Errorf("no QUIC handshake with %s within the timeout (is an HTTP/3 server listening on UDP there?): %w", addr, err)
+	}
+	return o
+}
+
+// h3SessionCache hands each QUIC connection its own copy of a cached TLS
+// session: quic-go sets the session's EarlyData when a connection resumes
+// it, so connections resuming one session at once would write the shared
+// state concurrently (the race detector sees it in TestH3CloseZeroRTT).
+type h3SessionCache struct{ tls.ClientSessionCache }
+
+func (c h3SessionCache) Get(key string) (*tls.ClientSessionState, bool) {
+	cs, ok := c.ClientSessionCache.Get(key)
+	if !ok || cs == nil {
+		return cs, ok
+	}
+	ticket, st, err := cs.ResumptionState()
+	if err != nil || st == nil {
+		return nil, false
+	}
+	cp := *st
+	own, err := tls.NewResumptionState(ticket, &cp)
+	if err != nil {
+		return nil, false
+	}
+	return own, true
+}
+
+// h3Report keeps the first connection's TLS state for the result.
+func (r *runner) h3Report(st tls.ConnectionState) {
+	r.h3TLS.Do(func() {
+		r.tlsVersion, r.tlsCipher, r.alpn = tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol
+	})
+}
+
+// h3Count0RTT counts a connection the server accepted 0-RTT early data
+// on (read once its requests are done: by then the server's handshake
+// flight, which says so, has been processed).
+func (c *conn) h3Count0RTT(qc *quic.Conn) {
+	if !c.r.opts.H3ZeroRTT || !qc.ConnectionState().Used0RTT {
+		return
+	}
+	c.mu.Lock()
+	c.used0RTT++
+	c.mu.Unlock()
+}
+
+// h3CloseLoop is the slot loop for HTTP/3 with a new connection per
+// request (Options.Close): claim a request, dial, send it, read the
+// response, close the connection. Its latency counts from before the
+// dial, so it holds the handshake (or, with 0-RTT, none of it), as
+// HTTP/1.1's --close does.
+func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer c.flush()
+	r := c.r
+	tr := &http3.Transport{MaxResponseHeaderBytes: h3MaxHeaderBytes}
+	for {
+		if r.stop.Load() {
+			return
+		}
+		if r.bounded {
+			if c.quota == 0 {
+				if c.quota = r.claim(); c.quota == 0 {
+					return
+				}
+			}
+			c.quota--
+		}
+		var intended time.Duration
+		if r.openLoop {
+			intended = c.next
+			c.next += c.period
+			if r.hasEnd && intended >= r.endOff {
+				return
+			}
+			if d := intended - time.Since(r.start); d > 0 && !c.sleep(d) {
+				return
+			}
+		}
+		req := &r.reqs[c.pick()]
+		sent := time.Since(r.start)
+		if !r.openLoop {
+			intended = sent
+		}
+		e := req.endpoint
+		var o outcome
+		var n int64
+		qc, err := c.h3Dial(e, r.deadline(r.origin(intended, sent), sent))
+		if err != nil {
+			o = h3DialFailure(err, r.endpoints[e].addr)
+		} else {
+			o.connect = max(time.Since(r.start)-sent, 1)
+			s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
+			conn0 := o.connect
+			o, n = s.exchange(req, intended, sent)
+			o.connect = conn0
+			r.h3Report(qc.ConnectionState().TLS) // complete by now, also with 0-RTT
+			c.h3Count0RTT(qc)
+			qc.CloseWithError(0, "")
+		}
+		done := time.Since(r.start)
+		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
+			return // in flight when the load ended: not measured
+		}
+		c.mu.Lock()
+		c.bytes += n
+		c.mu.Unlock()
+		c.record(req, o, intended, sent, done)
+		if d := c.backoff(o); d > 0 && !c.sleep(d) {
 			return
 		}
 	}
@@ -310,8 +454,8 @@ func h3Error(err error) error {
 // validateH3 checks what HTTP/3 cannot do: QUIC is always TLS, one QUIC
 // connection per slot carries all its streams, and it runs on goroutines.
 func validateH3(o Options, bad func(field, value, reason string)) {
-	if Defaults(o).Close {
-		bad("protocol", o.Protocol, "a new connection per request (close) is not supported with HTTP/3 yet: use HTTP/1.1 or HTTP/2's connection count to measure setup")
+	if d := Defaults(o); d.Close && d.Streams > 1 {
+		bad("streams", fmt.Sprint(o.Streams), "a new connection per request (close) carries one request stream: leave streams out, or keep connections alive")
 	}
 	if o.Engine == EngineUring || o.Engine == EngineEpoll {
 		bad("engine", o.Engine, "HTTP/3 runs on the goroutine engine only")

@@ -182,7 +182,7 @@ func TestH3Validate(t *testing.T) {
 		want string
 	}{
 		{Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Protocol: ProtoH3}, "https://"},
-		{Options{Targets: []Target{{URL: "https://127.0.0.1:1/"}}, Protocol: ProtoH3, Close: true}, "new connection per request"},
+		{Options{Targets: []Target{{URL: "https://127.0.0.1:1/"}}, Protocol: ProtoH3, Close: true, Streams: 2}, "one request stream"},
 		{Options{Targets: []Target{{URL: "https://127.0.0.1:1/"}}, Protocol: ProtoH3, Engine: EngineUring}, "goroutine engine"},
 	} {
 		err := c.o.Validate()

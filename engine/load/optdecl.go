@@ -54,10 +54,11 @@ var Declared = []OptionDecl{
 	{Field: "Nap", Attr: "nap", Flag: "nap", Wire: "nap_ns", Unit: "duration", Default: "0 (off)", Limit: "1ms (MaxNap); protocol h2, streams 2 or more, closed loop", Doc: "HTTP/2: sleep by the clock before waiting to be woken"},
 	{Field: "Interval", Attr: "interval", Wire: "interval_ns", Unit: "duration", Default: "1s", Limit: "at least 10ms (MinInterval), at most 100,000 in the duration", Doc: "timeseries interval"},
 	{Field: "Engine", Attr: "engine", Flag: "engine", Wire: "engine", Unit: "name", Default: "auto", Limit: "auto, uring, epoll or goroutines", Doc: "load engine"},
-	{Field: "Protocol", Attr: "protocol", Flag: "h2", Wire: "protocol", Unit: "name", Default: "http/1.1", Limit: "http/1.1 or h2", Doc: "HTTP version (the command's --h2 sets h2)"},
+	{Field: "Protocol", Attr: "protocol", Flag: "h2", Wire: "protocol", Unit: "name", Default: "http/1.1", Limit: "http/1.1, h2 or h3", Doc: "HTTP version (the command's --h2 sets h2, --h3 h3)"},
 	{Field: "Streams", Attr: "streams", Flag: "streams", Wire: "streams", Unit: "count", Default: "1", Limit: "at least 1", Doc: "HTTP/2 streams per connection"},
 	{Field: "CACert", Attr: "cacert", Flag: "cacert", Local: "a CA file is read on this machine; a load with one is refused for agents", Unit: "file", Default: "none (no verification)", Doc: "verify https certificates against this PEM file"},
 	{Field: "SNI", Attr: "sni", Flag: "sni", Wire: "sni", Unit: "name", Default: "the URL's host", Doc: "TLS server name"},
 	{Field: "TLSResume", Attr: "tls_resume", Flag: "tls-resume", Wire: "tls_resume", Unit: "bool", Default: "false", Doc: "resume TLS sessions on new connections"},
+	{Field: "H3ZeroRTT", Attr: "h3_0rtt", Flag: "h3-0rtt", Wire: "h3_0rtt", Unit: "bool", Default: "false", Limit: "protocol h3", Doc: "HTTP/3: new connections resume a TLS session and send their first request as 0-RTT early data"},
 	{Field: "Tag", Wire: "tag", Unit: "name", Default: "the step kind", Doc: "labels the result (warm or load); set by the step kind"},
 }

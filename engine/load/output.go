@@ -128,6 +128,13 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.Reconnects > 0 {
 		fmt.Fprintf(&b, "  Reconnects: %d\n", r.Reconnects)
 	}
+	if r.H3ZeroRTT {
+		var conns int64
+		if r.Connect != nil {
+			conns = r.Connect.TotalCount()
+		}
+		fmt.Fprintf(&b, "  0-RTT: %d of %d connections sent early data the server accepted\n", r.Used0RTT, conns)
+	}
 	fmt.Fprintf(&b, "Requests/sec: %10.2f\n", r.RPS())
 	tps := 0.0
 	if r.Duration > 0 {
@@ -268,6 +275,8 @@ type JSONResult struct {
 	Streams     int               `json:"streams"`
 	MaxInFlight int               `json:"max_in_flight,omitempty"`
 	Goaways     int64             `json:"goaways,omitempty"`
+	H3ZeroRTT   bool              `json:"h3_0rtt,omitempty"`
+	Used0RTT    *int64            `json:"used_0rtt,omitempty"` // HTTP/3 only, 0 included
 	Naps        int64             `json:"naps,omitempty"`
 	NapMeanUS   float64           `json:"nap_mean_us,omitempty"`
 	TLSVersion  string            `json:"tls_version,omitempty"`
@@ -329,6 +338,11 @@ func ToJSON(r *Result) *JSONResult {
 		ErrorSample: r.ErrorSample, TargetRate: r.TargetRate, Reconnects: r.Reconnects, Engine: r.Engine,
 		Protocol: r.Protocol, Streams: r.Streams, MaxInFlight: r.MaxInFlight, Goaways: r.Goaways, TLSVersion: r.TLSVersion, TLSCipher: r.TLSCipher, ALPN: r.ALPN,
 		Warning: r.Warning, Intervals: []JSONInterval{},
+	}
+	if r.Protocol == ProtoH3 {
+		j.H3ZeroRTT = r.H3ZeroRTT
+		n := r.Used0RTT
+		j.Used0RTT = &n
 	}
 	if r.Naps > 0 {
 		j.Naps = r.Naps

@@ -127,7 +127,7 @@ func newRunner(opts Options) (*runner, error) {
 			if ep.tls == nil {
 				return nil, fmt.Errorf("protocol h3: %s is not an https:// URL (HTTP/3 runs over QUIC, which is always TLS)", redactURL(t.URL))
 			}
-			h3r = buildH3Request(t)
+			h3r = buildH3Request(t, opts.H3ZeroRTT)
 		}
 		if ep.tls != nil {
 			if err := configureTLS(ep.tls, opts); err != nil {
@@ -489,7 +489,11 @@ func (r *runner) startSlots(wg *sync.WaitGroup) {
 		r.engine = EngineGoroutines
 		wg.Add(len(r.conns))
 		for _, c := range r.conns {
-			go c.h3Loop(wg)
+			if r.opts.Close {
+				go c.h3CloseLoop(wg)
+			} else {
+				go c.h3Loop(wg)
+			}
 		}
 		return
 	}
@@ -601,6 +605,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	}
 	if opts.Protocol == ProtoH3 {
 		res.Protocol, res.Streams, res.StreamLimit = ProtoH3, opts.Streams, opts.Streams
+		res.H3ZeroRTT = opts.H3ZeroRTT
 	}
 	res.Targets = r.urls
 	if r.openLoop {
@@ -647,6 +652,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 			res.StreamLimit = min(res.StreamLimit, c.streamLimit)
 		}
 		res.Goaways += c.goaways
+		res.Used0RTT += c.used0RTT
 		res.Naps += c.naps.Load()
 		res.NapTime += time.Duration(c.napTime.Load())
 		c.mu.Unlock()

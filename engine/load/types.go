@@ -73,6 +73,13 @@ type Options struct {
 	CACertPEM []byte
 	SNI       string
 	TLSResume bool
+	// H3ZeroRTT (protocol h3) makes new QUIC connections resume a TLS
+	// session from the load's session cache and send their first request
+	// as 0-RTT early data (GET and HEAD only: other methods are not
+	// replay-safe and wait for the handshake). Off by default; it matters
+	// for new connections (Close, or reconnects), and Result.Used0RTT
+	// counts the connections the server accepted early data on.
+	H3ZeroRTT bool
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
 	Tag string
@@ -138,6 +145,9 @@ type Result struct {
 	Targets []string
 	// Close reports a new connection per request (--close).
 	Close bool
+	// H3ZeroRTT reports that HTTP/3 connections offered 0-RTT early data
+	// (--h3-0rtt); Used0RTT counts those the server accepted it on.
+	H3ZeroRTT bool
 	// ErrorSample holds the first error message seen per class of ErrorsBy
 	// (no entry for "http").
 	ErrorSample map[string]string
@@ -171,6 +181,11 @@ type Result struct {
 	// did not process are sent again on a new connection, not counted as
 	// errors; after any other, they count as "goaway" errors.
 	Goaways int64
+	// Used0RTT counts the HTTP/3 connections whose server accepted 0-RTT
+	// early data (Options.H3ZeroRTT; quic-go's
+	// ConnectionState().Used0RTT). Of Connect.TotalCount() connections,
+	// the others made a full or resumed 1-RTT handshake.
+	Used0RTT int64
 	// Naps counts the naps taken (Options.Nap) and NapTime sums how long
 	// they lasted: the timer's cost (tens of microseconds in a virtual
 	// machine) makes each longer than asked. A response that arrived
@@ -218,7 +233,7 @@ func (r *Result) NapMean() time.Duration {
 func (r *Result) Achieved() bool { return r == nil || r.Warning == "" }
 
 // AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
-// HTTP/2 GOAWAYs, naps and their time, late sends, the status and
+// HTTP/2 GOAWAYs, HTTP/3 0-RTT connections, naps and their time, late sends, the status and
 // error-class counts, and the error samples r lacks (r's own first sample
 // of a class wins). Histograms, durations
 // and intervals are left to the caller, whose time semantics differ
@@ -229,6 +244,7 @@ func (r *Result) AddCounts(o *Result) {
 	r.Bytes += o.Bytes
 	r.Reconnects += o.Reconnects
 	r.Goaways += o.Goaways
+	r.Used0RTT += o.Used0RTT
 	r.Naps += o.Naps
 	r.NapTime += o.NapTime
 	r.LateSends += o.LateSends

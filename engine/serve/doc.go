@@ -13,6 +13,10 @@
 //   - IsLoopback tells whether an address binds only loopback (the CLI
 //     warns otherwise).
 //
+// With Config.TLS and Config.H3 it also serves HTTP/3 over QUIC
+// (quic-go's http3.Server) on the UDP port of the TLS port's number,
+// accepting 0-RTT early data, and advertises it with Alt-Svc.
+//
 // Generated bodies are Pattern ("hello\n") repeated and cut to length, so
 // they can be checked byte for byte. docs/serve.md is the user guide.
 //

@@ -20,7 +20,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // DefaultAddr is where ListenAndServe listens when Config.Addr is empty.
@@ -87,10 +91,20 @@ type Config struct {
 	// Without it the server speaks HTTP/1.1 and cleartext HTTP/2 with
 	// prior knowledge (h2c) on the same port.
 	TLS bool
+	// H3, with TLS, also serves HTTP/3 over QUIC on the UDP port of the
+	// same number as the TLS listener, with the same handler and
+	// certificate, and accepts 0-RTT early data (so a load can measure
+	// resumed handshakes: benchflow load --h3-0rtt). The TLS responses
+	// advertise it with Alt-Svc. It needs TLS: QUIC is always encrypted.
+	H3 bool
 	// MaxStreams bounds the concurrent HTTP/2 streams per connection
-	// (SETTINGS_MAX_CONCURRENT_STREAMS; 250 when 0).
+	// (SETTINGS_MAX_CONCURRENT_STREAMS; 250 when 0), and with H3 the
+	// concurrent request streams a QUIC connection may open.
 	MaxStreams int
 }
+
+// DefaultMaxStreams is Config.MaxStreams when 0.
+const DefaultMaxStreams = 250
 
 // DefaultIdleTimeout is Config.IdleTimeout when 0 (--idle-timeout): longer
 // than any pause of a load between two requests on one connection, short
@@ -124,6 +138,9 @@ type file struct {
 	ctype []string
 	clen  []string
 }
+
+// ErrH3NeedsTLS is the error of a Config with H3 but not TLS.
+var ErrH3NeedsTLS = errors.New("HTTP/3 runs over QUIC, which is always TLS: set TLS (--tls) as well")
 
 var (
 	textPlain  = []string{"text/plain; charset=utf-8"}
@@ -168,6 +185,8 @@ func newHandler(cfg Config, stopping <-chan struct{}) (*handler, error) {
 		return nil, fmt.Errorf("stall every %s: needs a stall duration (Stall, --stall)", cfg.StallEvery)
 	case cfg.Stall > 0 && cfg.Stall >= cfg.StallEvery:
 		return nil, fmt.Errorf("stall %s every %s: the stall must be shorter than the period", cfg.Stall, cfg.StallEvery)
+	case cfg.H3 && !cfg.TLS:
+		return nil, ErrH3NeedsTLS
 	}
 	if cfg.Workers > 0 {
 		h.workers = make(chan *worker, cfg.Workers)
@@ -243,13 +262,13 @@ func (h *handler) loadDir(dir string) error {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.workers != nil {
 		if !h.serveQueued(r.Context()) {
-			w.Header()["Connection"] = closeValue
+			h.closing(w, r)
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
 		}
 	} else if h.delay > 0 || h.every > 0 {
 		if !h.pause(r.Context()) {
-			w.Header()["Connection"] = closeValue
+			h.closing(w, r)
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
 		}
@@ -287,6 +306,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.generated(w, r, h.size, h.sizeLen)
+}
+
+// closing marks the response of a server shutting down: HTTP/1.1 closes
+// the connection after it. HTTP/2 and HTTP/3 forbid the header (HTTP/3
+// clients reject a response carrying it); their servers send GOAWAY.
+func (h *handler) closing(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header()["Connection"] = closeValue
+	}
 }
 
 // generated writes n bytes of Pattern.
@@ -399,50 +427,121 @@ func (h *handler) wait(now time.Time) time.Duration {
 }
 
 // ListenAndServe listens on cfg.Addr (DefaultAddr when empty) and serves
-// until ctx ends; see Serve.
+// until ctx ends; see Serve. With cfg.H3 it also listens on the UDP port
+// of the same number; port 0 picks one free for both.
 func ListenAndServe(ctx context.Context, cfg Config) error {
 	addr := cfg.Addr
 	if addr == "" {
 		addr = DefaultAddr
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+	if !(cfg.H3 && cfg.TLS) {
+		ln, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		return Serve(ctx, ln, cfg)
 	}
-	return Serve(ctx, ln, cfg)
+	_, port, _ := net.SplitHostPort(addr)
+	var last error
+	// A free TCP port may be taken in UDP: with port 0, try a few.
+	for range 10 {
+		ln, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		pc, err := listenUDP(ctx, ln.Addr())
+		if err == nil {
+			return serve(ctx, ln, pc, cfg)
+		}
+		ln.Close()
+		last = err
+		if port != "0" {
+			break
+		}
+	}
+	return last
 }
 
-// Serve serves HTTP/1.1 and HTTP/2 (h2c, or h2 with cfg.TLS) on ln until ctx ends, then shuts down gracefully:
-// it stops accepting, ends delayed and stalled requests with 503, waits up
-// to cfg.ShutdownTimeout for the requests in flight and closes the rest.
-// It closes ln. cfg.Addr is ignored. It returns nil after a shutdown caused
-// by ctx, and the error otherwise.
-func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
-	stopping := make(chan struct{})
-	h, err := newHandler(cfg, stopping)
+// listenUDP opens the UDP socket of HTTP/3 at the TCP listener's address.
+func listenUDP(ctx context.Context, a net.Addr) (net.PacketConn, error) {
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(ctx, "udp", a.String())
 	if err != nil {
-		ln.Close()
-		return err
+		return nil, fmt.Errorf("listening on UDP %s for HTTP/3: %w", a, err)
 	}
-	srv := newServer(cfg, h)
-	if cfg.TLS {
-		cert, err := SelfSigned()
-		if err != nil {
+	return pc, nil
+}
+
+// Serve serves HTTP/1.1 and HTTP/2 (h2c, or h2 with cfg.TLS) on ln until
+// ctx ends, then shuts down gracefully: it stops accepting, ends delayed
+// and stalled requests with 503, waits up to cfg.ShutdownTimeout for the
+// requests in flight and closes the rest. With cfg.H3 it also serves
+// HTTP/3 on the UDP socket it opens at ln's address, and closes that
+// socket before it returns. It closes ln. cfg.Addr is ignored. It returns
+// nil after a shutdown caused by ctx, and the error otherwise.
+func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
+	var pc net.PacketConn
+	if cfg.H3 && cfg.TLS {
+		var err error
+		if pc, err = listenUDP(ctx, ln.Addr()); err != nil {
 			ln.Close()
 			return err
 		}
+	}
+	return serve(ctx, ln, pc, cfg)
+}
+
+// serve is Serve with the UDP socket of HTTP/3 (nil without cfg.H3).
+func serve(ctx context.Context, ln net.Listener, pc net.PacketConn, cfg Config) error {
+	closeAll := func() {
+		ln.Close()
+		if pc != nil {
+			pc.Close()
+		}
+	}
+	stopping := make(chan struct{})
+	h, err := newHandler(cfg, stopping)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	srv := newServer(cfg, h)
+	var h3srv *http3.Server
+	if cfg.TLS {
+		cert, err := SelfSigned()
+		if err != nil {
+			closeAll()
+			return err
+		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		if pc != nil {
+			h3srv = newH3Server(cfg, h, cert)
+			srv.Handler = altSvc(h, pc.LocalAddr())
+		}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	pending := 1
 	go func() { errc <- srv.Serve(ln) }()
+	if h3srv != nil {
+		pending++
+		go func() {
+			if err := h3srv.Serve(pc); err != nil {
+				errc <- fmt.Errorf("HTTP/3 on UDP %s: %w", pc.LocalAddr(), err)
+				return
+			}
+			errc <- http.ErrServerClosed
+		}()
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
+	var failed error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+		pending--
+		failed = fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
 	close(stopping)
@@ -452,13 +551,69 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	var wg sync.WaitGroup
+	if h3srv != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h3srv.Shutdown(sctx); err != nil {
+				h3srv.Close()
+			}
+		}()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	wg.Wait()
+	if pc != nil {
+		pc.Close() // http3.Server leaves open a socket it was given
 	}
-	return nil
+	for ; pending > 0; pending-- {
+		err := <-errc
+		if failed == nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
+			failed = fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+		}
+	}
+	return failed
+}
+
+// newH3Server is the HTTP/3 server for h: cert, 0-RTT accepted, cfg's
+// idle timeout and stream limit.
+func newH3Server(cfg Config, h http.Handler, cert tls.Certificate) *http3.Server {
+	streams := cfg.MaxStreams
+	if streams <= 0 {
+		streams = DefaultMaxStreams
+	}
+	qc := &quic.Config{Allow0RTT: true, MaxIncomingStreams: int64(streams)}
+	idle := cfg.IdleTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultIdleTimeout
+	case idle < 0:
+		idle = 0 // http3: never; QUIC's own idle timeout (30s of silence) still applies
+	}
+	if idle > 0 {
+		qc.MaxIdleTimeout = idle
+	}
+	return &http3.Server{
+		Handler:     h,
+		TLSConfig:   http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
+		QUICConfig:  qc,
+		IdleTimeout: idle,
+	}
+}
+
+// altSvc advertises HTTP/3 on the UDP port of a on every response of h.
+func altSvc(h http.Handler, a net.Addr) http.Handler {
+	port := 0
+	if u, ok := a.(*net.UDPAddr); ok {
+		port = u.Port
+	}
+	v := []string{fmt.Sprintf(`h3=":%d"; ma=86400`, port)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Alt-Svc"] = v
+		h.ServeHTTP(w, r)
+	})
 }
 
 // newServer is the http.Server for h with cfg's timeouts.

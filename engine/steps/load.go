@@ -74,6 +74,7 @@ type LoadConfig struct {
 	// against it. The run keeps it in sources/.
 	CACert    string `hcl:"cacert,optional"`
 	TLSResume bool   `hcl:"tls_resume,optional"` // --tls-resume
+	H3ZeroRTT bool   `hcl:"h3_0rtt,optional"`    // --h3-0rtt
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -232,7 +233,7 @@ func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []erro
 	o.BusyPoll = duration("busy_poll", c.BusyPoll)
 	o.Nap = duration("nap", c.Nap)
 	o.Engine = c.Engine
-	o.Protocol, o.Streams, o.SNI, o.TLSResume = c.Protocol, c.Streams, c.SNI, c.TLSResume
+	o.Protocol, o.Streams, o.SNI, o.TLSResume, o.H3ZeroRTT = c.Protocol, c.Streams, c.SNI, c.TLSResume, c.H3ZeroRTT
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true
 	}
