@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Root is where /proc is read from; tests point it at a synthetic tree.
@@ -164,4 +165,43 @@ func PIDs(root string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// Cmdline reads the command line of pid under Root: its arguments, or
+// nil for a kernel thread or a zombie (an empty file) and an error when
+// the process is gone.
+func Cmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile(Path(pid, "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return strings.Split(string(b), "\x00"), nil
+}
+
+// CommandLine prints argv on one line for a listing, at most max runes
+// (0: no limit): the program by its base name, the arguments joined by
+// spaces, control characters as spaces, "…" where it was cut.
+func CommandLine(argv []string, max int) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	a := append([]string(nil), argv...)
+	if strings.Contains(a[0], "/") {
+		a[0] = filepath.Base(a[0])
+	}
+	s := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.Join(a, " "))
+	s = strings.TrimSpace(s)
+	if r := []rune(s); max > 0 && len(r) > max {
+		s = strings.TrimRight(string(r[:max-1]), " ") + "…"
+	}
+	return s
 }
