@@ -24,8 +24,8 @@ const (
 // benchflow loading another server and a child of ours.
 type machineOf struct {
 	self, child, otherBF, otherKid, dockerd, kubelet *fakePID
-	ourProxy, theirProxy, ourShim, theirShim       *fakePID
-	ourFuse, theirFuse, svc                        *fakePID
+	ourProxy, theirProxy, ourShim, theirShim         *fakePID
+	ourFuse, theirFuse, svc                          *fakePID
 }
 
 func fuseArgs(dir string) []string {
