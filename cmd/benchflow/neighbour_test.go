@@ -26,30 +26,7 @@ import (
 // benchflow only with its pid, and the report gives no Docker advice.
 func TestLocalRunBesideNeighbours(t *testing.T) {
 	dir := t.TempDir()
-	start := func(name string, args ...string) *exec.Cmd {
-		t.Helper()
-		c := exec.Command(name, args...)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		return c
-	}
-	waitHTTP := func(url string) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			resp, err := http.Get(url)
-			if err == nil {
-				resp.Body.Close()
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never answered: %v", url, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	start, waitHTTP := starter(t)
 	// The neighbour: its server and its loader, bounded in time; neither
 	// is a child of the run's benchflow.
 	port := dockertest.FreePort(t)
@@ -62,19 +39,9 @@ func TestLocalRunBesideNeighbours(t *testing.T) {
 	// A container of another run, loaded through its published port.
 	container := ""
 	if dockerAnswers() {
-		dockertest.Images(t, "nginx")
-		cport := dockertest.FreePort(t)
-		out, err := exec.Command("docker", "run", "-d", "--rm", "--label", "dev.benchflow.test=neighbour",
-			"-p", fmt.Sprintf("127.0.0.1:%d:80", cport), dockertest.Nginx, "nginx", "-g", "daemon off;").Output()
-		if err != nil {
-			t.Fatalf("starting the neighbour's container: %v", err)
-		}
-		container = strings.TrimSpace(string(out))
-		t.Cleanup(func() { exec.Command("docker", "rm", "-f", container).Run() })
-		curl := fmt.Sprintf("http://127.0.0.1:%d/", cport)
-		waitHTTP(curl)
-		cl := start(bin, "load", "-c", "2", "-t", "1", "-d", "120s", curl)
-		neighbours[cl.Process.Pid] = "benchflow"
+		var pid int
+		container, _, pid = startNeighbourContainer(t, start, waitHTTP)
+		neighbours[pid] = "benchflow"
 	} else {
 		t.Log("no Docker engine: the neighbour runs no container")
 	}
@@ -173,4 +140,130 @@ func dockerAnswers() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").Run() == nil
+}
+
+// starter returns a function that starts a command for the test's
+// duration and one that waits until a URL answers.
+func starter(t *testing.T) (func(string, ...string) *exec.Cmd, func(string)) {
+	start := func(name string, args ...string) *exec.Cmd {
+		t.Helper()
+		c := exec.Command(name, args...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	waitHTTP := func(url string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			resp, err := http.Get(url)
+			if err == nil {
+				resp.Body.Close()
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never answered: %v", url, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return start, waitHTTP
+}
+
+// startNeighbourContainer runs Debian's nginx in a container that no run
+// of the test's benchflow created, published on a loopback port and
+// loaded by a benchflow process for the test's duration: it returns the
+// container's id, its host port and the loader's pid.
+func startNeighbourContainer(t *testing.T, start func(string, ...string) *exec.Cmd, waitHTTP func(string)) (string, int, int) {
+	t.Helper()
+	dockertest.Images(t, "nginx")
+	cport := dockertest.FreePort(t)
+	out, err := exec.Command("docker", "run", "-d", "--rm", "--label", "dev.benchflow.test=neighbour",
+		"-p", fmt.Sprintf("127.0.0.1:%d:80", cport), dockertest.Nginx, "nginx", "-g", "daemon off;").Output()
+	if err != nil {
+		t.Fatalf("starting the neighbour's container: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", id).Run() })
+	url := fmt.Sprintf("http://127.0.0.1:%d/", cport)
+	waitHTTP(url)
+	cl := start(bin, "load", "-c", "2", "-t", "1", "-d", "120s", url)
+	return id, cport, cl.Process.Pid
+}
+
+// TestDockerRunBesideNeighbour: a docker trial beside a loaded container
+// of another run: each engine helper is charged by relation — the
+// trial's docker-proxy (its published port) and fuse-overlayfs (its root
+// filesystem) are its infrastructure, the neighbour's, of the same names,
+// are other.
+func TestDockerRunBesideNeighbour(t *testing.T) {
+	dockertest.Client(t) // skips without an engine
+	start, waitHTTP := starter(t)
+	id, cport, lpid := startNeighbourContainer(t, start, waitHTTP)
+	upper, err := exec.Command("docker", "inspect", "--format", "{{.GraphDriver.Data.UpperDir}}", id).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirFS := strings.TrimSpace(string(upper))
+	theirs := map[int]string{lpid: "their loader"}
+	for _, pid := range servePIDs(fmt.Sprintf("-host-port %d ", cport)) {
+		theirs[pid] = "their docker-proxy"
+	}
+	if theirFS != "" && theirFS != "<no value>" {
+		for _, pid := range servePIDs(theirFS) {
+			theirs[pid] = "their fuse-overlayfs"
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.hcl")
+	src := `
+pipeline "docker-beside-neighbour" {}
+provider "docker" "nat" { pull = "never" }
+service "nginx" {
+  provider = "nat"
+  image    = "benchflow/nginx:local"
+  port "http" { container = 80 }
+  health { http = "/" }
+}
+step "load" "wrk" {
+  target      = "${service.nginx.url}/"
+  connections = 2
+  threads     = 1
+  duration    = "3s"
+  requests    = 200000
+}
+step "collect" "cpu" {
+  during    = step.load.wrk
+  threshold = 0
+}
+`
+	run, row := applyExplained(t, file, src)
+	if row == nil || row.CPUTotalPct <= 0 {
+		t.Fatalf("no budget in the trials row: %+v", row)
+	}
+	t.Logf("budget: service %.1f%%, infra %.1f%%, loader %.1f%%, other %.1f%% of %.0f%%; verdict %s (%s)",
+		row.CPUServicePct, row.CPUInfraPct, row.CPULoaderPct, row.CPUOtherPct, row.CPUTotalPct, row.Verdict, row.VerdictEvidence)
+	ourProxy := false
+	for _, p := range run.Processes {
+		if what, ok := theirs[int(p.PID)]; ok {
+			if p.Role != "other" {
+				t.Errorf("%s (pid %d, %s) has role %q, want other", what, p.PID, p.Process, p.Role)
+			}
+			continue
+		}
+		if p.Process == "docker-proxy" && p.Role == "infra" && p.CPUPct > 0 {
+			ourProxy = true
+		}
+	}
+	if len(theirs) < 2 {
+		t.Errorf("found no docker-proxy of the neighbour's port %d: the test proves nothing of it", cport)
+	}
+	if !ourProxy {
+		t.Errorf("no docker-proxy row with role infra and CPU: the trial's own proxy was not charged to it")
+	}
+	if row.CPUInfraPct <= 0 {
+		t.Errorf("cpu_infra_pct %.1f%% for a trial behind docker-proxy", row.CPUInfraPct)
+	}
 }
