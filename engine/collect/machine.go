@@ -248,19 +248,21 @@ func (s *Sampler) argv(mp *machProc) []string {
 }
 
 // budgetRole maps a row role to the budget part it counts in: a process
-// matched by name counts in the role its relation to the run gives it
-// (another's docker-proxy is other even when named), else as service.
+// matched by name counts as the service unless it is a kernel thread, or
+// infrastructure of the run by relation — or a helper of a container that
+// is not the run's (another's docker-proxy is other even when named).
 func (s *Sampler) budgetRole(mp *machProc, tg target) string {
 	switch tg.role {
 	case RoleService, RoleInfra, RoleLoader:
 		return tg.role
 	}
-	r := s.classify(mp)
-	if r == RoleOther && relationOnly(mp.comm) {
+	switch {
+	case mp.kthread:
+		return RoleKernel
+	case s.infraOf(mp):
+		return RoleInfra
+	case relationOnly(mp.comm):
 		return RoleOther
-	}
-	if r != RoleOther {
-		return r
 	}
 	return RoleService
 }
