@@ -730,7 +730,7 @@ type ProcCPU struct {
 	// counted in its role's budget with it; 0 for most processes.
 	ChildrenPct float64 `json:"children_pct,omitempty"`
 	// Cmdline is the command line of a process of role other, as the
-	// listings show it (program by its base name, at most 60 characters).
+	// listings show it (procfs.CommandLine: at most 80 characters).
 	Cmdline string `json:"cmdline,omitempty"`
 }
 
@@ -808,7 +808,8 @@ func (s *Sampler) Explain() *Explanation {
 // quietCheck measures, over Config.Quiet, the CPU of the processes
 // outside the run: not reported by Config.RunProcs (nor their children,
 // nor processes of their containers or PID namespaces), not benchflow or
-// its children, not kernel threads. A process's CPU includes that of its
+// its children, not the run's infrastructure by relation (infraOf), not
+// kernel threads. A process's CPU includes that of its
 // children that ended within the window (the growth of its
 // cutime+cstime, less what those children had used when the window
 // began), so a build's compilers count with the make that ran them.
@@ -930,8 +931,8 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		} else if up0 > 0 && sn.start >= up0 {
 			d, kids = sn.ticks, sn.ctime // started during the window
 		}
-		if d+kids == 0 || inRun(pid) {
-			continue
+		if d+kids == 0 || inRun(pid) || s.infraOf(&machProc{pid: pid, comm: sn.comm, ppid: sn.ppid, starttime: sn.start}) {
+			continue // the run's, or its infrastructure by relation
 		}
 		p := parts[pid]
 		if p == nil {

@@ -125,7 +125,7 @@ func argValue(argv []string, flag string) string {
 }
 
 // cmdlineWidth is how much of a command line a listing shows.
-const cmdlineWidth = 60
+const cmdlineWidth = 80
 
 // procLabel names a process in a listing: a process of the run by its
 // name, another's by its name, pid and command line, so two of one name

@@ -233,3 +233,36 @@ func TestQuietCheckNamesByPID(t *testing.T) {
 		t.Errorf("quiet top %q: want both benchflows by pid and command line, the busier first", q.Top)
 	}
 }
+
+// TestQuietCheckLeavesOutRunInfra: in the quiet check before a docker
+// trial's load, its own fuse-overlayfs and docker-proxy (busy with the
+// health checks and the warm-up) are not outside the run; the
+// neighbour's are.
+func TestQuietCheckLeavesOutRunInfra(t *testing.T) {
+	f := newFakeProc(t)
+	x := newMachineOf()
+	x.self.pid = os.Getpid()
+	all := x.all()
+	f.set(0, 0, all...)
+	quietHook = func() {
+		for _, p := range []*fakePID{x.ourFuse, x.ourProxy, x.theirFuse, x.theirProxy} {
+			p.utime += 30
+		}
+		f.set(1, 120, all...)
+	}
+	defer func() { quietHook = nil }()
+	s := f.samplerWith(os.Getpid(), Config{Containers: []providers.Container{{ID: ourID, IP: "172.17.0.2",
+		Ports: []providers.ContainerPort{{Host: 18080, Container: 80}}, Mounts: []string{ourFS + "/merged"}}}})
+	s.cfg.Quiet = 10 * time.Millisecond
+	if err := s.quietCheck(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q := s.m.quiet
+	t.Logf("quiet: %.1f%% (%s)", q.OtherPct, q.Top)
+	if strings.Contains(q.Top, "pid 60") || strings.Contains(q.Top, "pid 80") {
+		t.Errorf("quiet top %q counts the trial's own docker-proxy or fuse-overlayfs", q.Top)
+	}
+	if !strings.Contains(q.Top, "pid 61") || !strings.Contains(q.Top, "pid 81") {
+		t.Errorf("quiet top %q, want the neighbour's docker-proxy (pid 61) and fuse-overlayfs (pid 81)", q.Top)
+	}
+}

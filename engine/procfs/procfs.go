@@ -183,8 +183,10 @@ func Cmdline(pid int) ([]string, error) {
 }
 
 // CommandLine prints argv on one line for a listing, at most max runes
-// (0: no limit): the program by its base name, the arguments joined by
-// spaces, control characters as spaces, "…" where it was cut.
+// (0: no limit): the program by its base name, each argument longer than
+// 32 runes by its head and tail ("lowerdir=/va…e7f8a9b0c1d/work": where
+// two command lines differ is often the end of a path), the arguments
+// joined by spaces, control characters as spaces, "…" where it was cut.
 func CommandLine(argv []string, max int) string {
 	if len(argv) == 0 {
 		return ""
@@ -192,6 +194,11 @@ func CommandLine(argv []string, max int) string {
 	a := append([]string(nil), argv...)
 	if strings.Contains(a[0], "/") {
 		a[0] = filepath.Base(a[0])
+	}
+	for i := 1; i < len(a); i++ {
+		if r := []rune(a[i]); len(r) > 32 {
+			a[i] = string(r[:12]) + "…" + string(r[len(r)-16:])
+		}
 	}
 	s := strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
