@@ -39,9 +39,10 @@ type machine struct {
 	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
 
 	// The containers and PID namespaces of the processes providers
-	// reported, with their roles (noteRunGroups); selfNS is benchflow's.
-	runCont, runNS map[string]string
-	selfNS         string
+	// reported, with their roles (noteRunGroups); selfNS and selfCont
+	// are benchflow's own, never a group of the run.
+	runCont, runNS   map[string]string
+	selfNS, selfCont string
 	// runParents are the parents of the service processes providers
 	// reported: a containerd-shim among them serves the run.
 	runParents map[int]bool
@@ -614,18 +615,22 @@ func runRole(role string) bool {
 // a process of the same container or namespace that the provider missed
 // (forked after it listed them, or listed by a slow engine a pass late)
 // is the run's too, never another process. The host's own namespace is
-// not a group.
+// not a group, nor the container benchflow itself runs in (a CI job's:
+// its neighbours there are not the run's, and it deploys no container).
 func (s *Sampler) noteRunGroups() {
 	m := s.m
 	if m.runCont == nil {
 		m.runCont, m.runNS = map[string]string{}, map[string]string{}
 		m.selfNS = pidNamespace(s.self)
+		if b, err := s.rd.read(pidPath(s.self, "cgroup")); err == nil {
+			m.selfCont = containerOf(b)
+		}
 	}
 	for pid, tg := range s.tgt {
 		if !runRole(tg.role) {
 			continue
 		}
-		if ps := s.procs[pid]; ps != nil && ps.container != "" {
+		if ps := s.procs[pid]; ps != nil && ps.container != "" && ps.container != m.selfCont {
 			if _, ok := m.runCont[ps.container]; !ok {
 				m.runCont[ps.container] = tg.role
 			}
@@ -1027,18 +1032,21 @@ func listParts(ps []namePart, n int, when string) string {
 // (other than the host's own namespace): a process in one of them is the
 // run's whether or not its provider listed it.
 type runGroups struct {
-	selfNS string
-	cont   map[string]bool
-	ns     map[string]bool
-	rd     reader
+	selfNS   string
+	selfCont string
+	cont     map[string]bool
+	ns       map[string]bool
+	rd       reader
 }
 
 func newRunGroups(self int) *runGroups {
-	return &runGroups{selfNS: pidNamespace(self), cont: map[string]bool{}, ns: map[string]bool{}}
+	g := &runGroups{selfNS: pidNamespace(self), cont: map[string]bool{}, ns: map[string]bool{}}
+	g.selfCont = g.container(self)
+	return g
 }
 
 func (g *runGroups) add(pid int) {
-	if c := g.container(pid); c != "" {
+	if c := g.container(pid); c != "" && c != g.selfCont {
 		g.cont[c] = true
 	}
 	if ns := pidNamespace(pid); ns != "" && ns != g.selfNS {

@@ -266,3 +266,26 @@ func TestQuietCheckLeavesOutRunInfra(t *testing.T) {
 		t.Errorf("quiet top %q, want the neighbour's docker-proxy (pid 61) and fuse-overlayfs (pid 81)", q.Top)
 	}
 }
+
+// TestOwnContainerIsNoGroup: benchflow itself runs in a container (a CI
+// job's) with its local service: the other processes of that container
+// are not the run's for sharing it, and the run deploys no container, so
+// the engine is not its infrastructure.
+func TestOwnContainerIsNoGroup(t *testing.T) {
+	f := newFakeProc(t)
+	x := newMachineOf()
+	ci := "/docker/" + theirID
+	x.self.cgroup, x.svc.cgroup, x.svc.ns, x.svc.ppid = ci, ci, "", 10
+	x.otherBF.cgroup = ci // a neighbour in the same CI container
+	s := f.samplerWith(10, Config{Procs: func(context.Context) []providers.Process {
+		return []providers.Process{{PID: 50, Name: "nginx", Role: RoleService}}
+	}})
+	ex := x.run(f, s)
+	got := rolesByPID(ex)
+	if got[20] != RoleOther || got[5] != RoleOther || got[50] != RoleService {
+		t.Errorf("neighbour in our container %q, dockerd %q, service %q: want other, other, service", got[20], got[5], got[50])
+	}
+	if b := ex.Budget; b.InfraPct > 0.01 {
+		t.Errorf("infra %.1f%%, want 0", b.InfraPct)
+	}
+}
