@@ -24,7 +24,8 @@
 //     `benchflow plan` prints), AgentLauncher (load agents of a step's
 //     agents block; agents.go, announced by Type.Agents);
 //   - of a Deployment: Liveness (early-exit detection during health
-//     waits), ProcessReporter (for collect steps), VersionReporter
+//     waits), ProcessReporter (for collect steps), ContainerReporter
+//     (the containers whose helper processes are the run's), VersionReporter
 //     (platform versions in the manifest).
 //
 // What a type is, rather than what it can do, is data of its Type: the
@@ -72,13 +73,14 @@ type Type struct {
 	// (they can run the load agents of a step's agents block).
 	Agents bool
 	// Infra lists the infrastructure processes the type's deployments
-	// start on this machine (an agent, a gateway, an ingress controller):
-	// process names (comm as the kernel shows it, truncated to 15 bytes,
-	// or a prefix ending in "*") that the whole-machine accounting of
-	// collect steps counts as role "infra" rather than "other" in a trial
-	// with a service of this type. Names every deployment shares
-	// (dockerd, containerd-shim*, kubelet, nomad, …) are already in
-	// engine/collect.InfraNames.
+	// use on this machine (an engine, an agent, a gateway, an ingress
+	// controller): process names (comm as the kernel shows it, truncated
+	// to 15 bytes, or a prefix ending in "*") that the whole-machine
+	// accounting of collect steps counts as role "infra" rather than
+	// "other" — only in a trial with a service of this type. A process
+	// that serves one container (docker-proxy, containerd-shim,
+	// fuse-overlayfs) is never listed here: it is the run's only by
+	// relation to the run's containers (ContainerReporter).
 	Infra []string
 }
 
@@ -213,6 +215,34 @@ type Process struct {
 // sampled by collect steps.
 type ProcessReporter interface {
 	Processes(ctx context.Context) ([]Process, error)
+}
+
+// ContainerReporter is implemented by deployments that run containers on
+// this machine. What it reports ties the engine's helper processes to the
+// run by relation rather than by name (engine/collect): a docker-proxy
+// forwards one of the Ports, a containerd-shim names the ID, a
+// fuse-overlayfs mounts one of the Mounts. Called once per collect step,
+// after Provision.
+type ContainerReporter interface {
+	Containers() []Container
+}
+
+// Container is one container a deployment started.
+type Container struct {
+	ID string // the engine's full id (64 hex digits for Docker)
+	// IP is its address on the engine's network ("" on the host network).
+	IP string
+	// Ports are its published ports.
+	Ports []ContainerPort
+	// Mounts are the host paths of its root filesystem (the merged,
+	// upper and work directories of an overlay): where a FUSE storage
+	// driver serves it from.
+	Mounts []string
+}
+
+// ContainerPort is a published port: Host on the host, Container inside.
+type ContainerPort struct {
+	Host, Container int
 }
 
 // VersionReporter is implemented by deployments on a platform whose

@@ -7,6 +7,12 @@
 //     first pass only records baselines.
 //   - (*Sampler).Stop takes a last sample and returns the rows, ready for
 //     results.TrialRecord (Processes, System, Network).
+//   - With Config.Machine, (*Sampler).Explain returns the CPU budget, the
+//     quiet check and the processes' means; Judge turns them into a
+//     verdict. Whose a process is is decided by relation to the run
+//     (relation.go): reported by a provider, in its containers, lineage,
+//     the helpers of its containers (Config.Containers), the trial's
+//     provider types' infrastructure (Config.InfraNames) — never by name.
 //   - Summary averages process rows per name ("nginx 96%, docker-proxy
 //     120%") for the report and the progress line; FormatSummary prints it.
 //
@@ -20,5 +26,6 @@
 // engine/load drives the load this package observes, engine/results writes
 // the rows to processes.parquet, system.parquet and network.parquet, and
 // engine/run (the executor) maps pipeline.CollectConfig to Config and asks
-// the deployments (providers.ProcessReporter) for their processes.
+// the deployments for their processes (providers.ProcessReporter) and
+// containers (providers.ContainerReporter, RelationOf).
 package collect

@@ -36,6 +36,7 @@ type fakePID struct {
 	start              uint64 // clock ticks after boot
 	threads            int64
 	cgroup, ns         string // "" for the host's
+	cmdline            []string
 	kthread            bool
 	removed            bool
 	rss                int64
@@ -101,6 +102,7 @@ func (f *fakeProc) set(dt float64, busy uint64, ps ...*fakePID) {
 		}
 		f.write(filepath.Join(strconv.Itoa(p.pid), "cgroup"), "12:pids:"+cg+"\n0::"+cg+"\n")
 		f.write(filepath.Join(strconv.Itoa(p.pid), "statm"), "100 10 5 1 0 50 0\n")
+		f.write(filepath.Join(strconv.Itoa(p.pid), "cmdline"), strings.Join(p.cmdline, "\x00")+"\x00")
 		f.write(filepath.Join(strconv.Itoa(p.pid), "status"), "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t1\n")
 		ns := "pid:[4026531836]" // the host's, like the test process's
 		if p.ns != "" {
@@ -119,7 +121,13 @@ func (f *fakeProc) set(dt float64, busy uint64, ps ...*fakePID) {
 // the pid benchflow has in it.
 func (f *fakeProc) sampler(self int, procs func(context.Context) []providers.Process) *Sampler {
 	f.t.Helper()
-	cfg := Config{Step: "cpu", Interval: time.Second, Machine: true, Procs: procs}
+	return f.samplerWith(self, Config{Procs: procs})
+}
+
+// samplerWith is sampler with more of the config (the run's relation).
+func (f *fakeProc) samplerWith(self int, cfg Config) *Sampler {
+	f.t.Helper()
+	cfg.Step, cfg.Interval, cfg.Machine = "cpu", time.Second, true
 	s := &Sampler{cfg: cfg, ctx: context.Background(), procs: map[int]*procState{}, names: map[int]*nameEntry{},
 		net: map[string]ifCounters{}, net2: map[string]ifCounters{}, self: self, tgt: map[int]target{}}
 	m, err := newMachine(cfg)

@@ -24,7 +24,7 @@ import (
 // decides which ones crossed the threshold.
 type machine struct {
 	threshold float64
-	infra     *infraMatcher
+	rel       *relation // what ties processes to the run (relation.go)
 	ncpu      int
 
 	passT     []float64 // t_s of each pass; pass 0 is the baseline
@@ -39,9 +39,13 @@ type machine struct {
 	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
 
 	// The containers and PID namespaces of the processes providers
-	// reported, with their roles (noteRunGroups); selfNS is benchflow's.
-	runCont, runNS map[string]string
-	selfNS         string
+	// reported, with their roles (noteRunGroups); selfNS and selfCont
+	// are benchflow's own, never a group of the run.
+	runCont, runNS   map[string]string
+	selfNS, selfCont string
+	// runParents are the parents of the service processes providers
+	// reported: a containerd-shim among them serves the run.
+	runParents map[int]bool
 
 	quiet    *results.QuietCheck
 	budget   *results.CPUBudget
@@ -70,6 +74,12 @@ type machProc struct {
 	container string
 	pidNS     string // its PID namespace ("pid:[4026532184]"), read with container
 	cgDone    bool
+	// argv is its command line, read once (again after an exec changed
+	// its comm, argvComm): relations are read from it, and a process of
+	// another is listed by it.
+	argv     []string
+	argvComm string
+	argvRead bool
 	// runRole and runName: the role and name a provider reported it with
 	// at some pass (service, infra or loader). A process keeps its
 	// identity for its whole life, so its passes before the provider
@@ -118,7 +128,7 @@ func newMachine(cfg Config) (*machine, error) {
 		return nil, errors.New("no cpuN line in /proc/stat")
 	}
 	return &machine{
-		threshold: th, infra: newInfraMatcher(cfg.InfraNames), ncpu: n,
+		threshold: th, rel: newRelation(cfg), ncpu: n, runParents: map[int]bool{},
 		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{}, goneUp: map[int]int{},
 	}, nil
 }
@@ -140,34 +150,128 @@ func (s *Sampler) uptimeTicks() uint64 {
 	return uint64(v * clockTicks)
 }
 
-// classify gives a process no provider reported its role.
-func (s *Sampler) classify(pid int, kthread bool, comm string) string {
+// classify gives its role to a process no provider reported and that is
+// in no container or PID namespace of the run (relation.go): benchflow
+// itself and its descendants are the loader's, a descendant of a service
+// or an agent is theirs, kernel threads are the kernel's, a helper that
+// serves one of the run's containers or an engine or agent of the
+// trial's providers is infrastructure; anything else is another's.
+func (s *Sampler) classify(mp *machProc) string {
 	switch {
-	case pid == s.self:
+	case mp.pid == s.self:
 		return RoleLoader
-	case kthread:
+	case mp.kthread:
 		return RoleKernel
-	case s.m.infra.match(comm):
+	}
+	if r := s.lineage(mp); r != "" {
+		return r
+	}
+	if s.infraOf(mp) {
 		return RoleInfra
 	}
 	return RoleOther
 }
 
-// budgetRole maps a row role to the budget part it counts in: a process
-// matched by name counts as infrastructure when its name is on the
-// infrastructure list, as kernel for a kernel thread, else as service.
-func (s *Sampler) budgetRole(pid int, tg target, targeted, kthread bool, comm string) string {
-	if !targeted {
-		return s.classify(pid, kthread, comm)
+// lineage is the role of the nearest ancestor that is benchflow (loader)
+// or a process a provider reported as a service or the loader (an agent),
+// or "". Infrastructure passes nothing on: dockerd is the parent of every
+// run's docker-proxy.
+func (s *Sampler) lineage(mp *machProc) string {
+	m := s.m
+	child, pid := mp, mp.ppid
+	for range 64 {
+		if pid <= 1 {
+			return ""
+		}
+		if pid == s.self {
+			return RoleLoader
+		}
+		a := m.procs[pid]
+		if a == nil || a.starttime > child.starttime {
+			return "" // gone, or the pid was reused
+		}
+		if a.runRole == RoleService || a.runRole == RoleLoader {
+			return a.runRole
+		}
+		child, pid = a, a.ppid
 	}
+	return ""
+}
+
+// infraOf reports a process that serves the run by relation: a helper of
+// one of its containers, a container engine in a trial with containers,
+// an infrastructure name of the trial's provider types.
+func (s *Sampler) infraOf(mp *machProc) bool {
+	m := s.m
+	r := m.rel
+	switch {
+	case mp.comm == commDockerProxy:
+		return r.proxyOf(s.argv(mp))
+	case strings.HasPrefix(mp.comm, commShim):
+		return m.runParents[mp.pid] || shimOf(s.argv(mp), s.runIDs())
+	case mp.comm == commFuseOverlay:
+		return r.fuseOf(s.argv(mp))
+	case r.infra.match(mp.comm):
+		return true
+	case r.engines.match(mp.comm):
+		return len(r.ids) > 0 || len(m.runCont) > 0
+	}
+	return false
+}
+
+// runIDs are the 12-digit prefixes of the run's container ids: those the
+// providers reported, and those of the containers their processes run in.
+func (s *Sampler) runIDs() map[string]bool {
+	m := s.m
+	if len(m.runCont) == 0 {
+		return m.rel.ids
+	}
+	ids := make(map[string]bool, len(m.rel.ids)+len(m.runCont))
+	for id := range m.rel.ids {
+		ids[id] = true
+	}
+	for c := range m.runCont {
+		if _, id, ok := strings.Cut(c, ":"); ok && len(id) == 12 {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// argv reads a process's command line once (again when an exec changed
+// its comm); nil when it is gone or a kernel thread.
+func (s *Sampler) argv(mp *machProc) []string {
+	if !mp.argvRead || mp.argvComm != mp.comm {
+		mp.argvRead, mp.argvComm = true, mp.comm
+		mp.argv, _ = procfs.Cmdline(mp.pid)
+	}
+	return mp.argv
+}
+
+// budgetRole maps a row role to the budget part it counts in: a process
+// matched by name counts as the service unless it is a kernel thread, or
+// infrastructure of the run by relation — or a helper of a container that
+// is not the run's (another's docker-proxy is other even when named).
+func (s *Sampler) budgetRole(mp *machProc, tg target) string {
 	switch tg.role {
 	case RoleService, RoleInfra, RoleLoader:
 		return tg.role
 	}
-	if r := s.classify(pid, kthread, comm); r != RoleOther {
-		return r
+	switch {
+	case mp.kthread:
+		return RoleKernel
+	case s.infraOf(mp):
+		return RoleInfra
+	case relationOnly(mp.comm):
+		return RoleOther
 	}
 	return RoleService
+}
+
+// relationOnly reports the helpers of one container, which are the run's
+// only by relation, whatever a collect step names.
+func relationOnly(comm string) bool {
+	return comm == commDockerProxy || comm == commFuseOverlay || strings.HasPrefix(comm, commShim)
 }
 
 // eachStat calls fn with the parsed /proc/PID/stat of every process of
@@ -236,7 +340,10 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 		if targeted {
 			// Counted now; untargeted ticks are counted in finishMachine,
 			// once the process's role is known for its whole life.
-			role := s.budgetRole(pid, tg, true, mp.kthread, st.comm)
+			if tg.role == RoleService {
+				m.runParents[st.ppid] = true
+			}
+			role := s.budgetRole(mp, tg)
 			m.roleTicks[role] += du + ds
 			if dc > 0 {
 				waits = append(waits, waited{mp, role, dc})
@@ -259,6 +366,7 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 					mp.container = containerOf(b)
 				}
 				mp.pidNS = pidNamespace(pid)
+				s.argv(mp) // while it lives: it names it if it is another's
 			}
 		}
 	})
@@ -452,6 +560,18 @@ func (s *Sampler) finishMachine() {
 	}
 	m.procsCPU = s.procAverages(w)
 	s.addChildren(all, w, minTicks)
+	// Another's processes are listed by their command lines.
+	byPID := make(map[int]*machProc, len(all))
+	for _, mp := range all {
+		byPID[mp.pid] = mp
+	}
+	for i := range m.procsCPU {
+		if p := &m.procsCPU[i]; p.Role == RoleOther {
+			if mp := byPID[p.PID]; mp != nil {
+				p.Cmdline = procfs.CommandLine(mp.argv, cmdlineWidth)
+			}
+		}
+	}
 }
 
 // addChildren gives each process that reaped children no pass saw (they
@@ -495,18 +615,22 @@ func runRole(role string) bool {
 // a process of the same container or namespace that the provider missed
 // (forked after it listed them, or listed by a slow engine a pass late)
 // is the run's too, never another process. The host's own namespace is
-// not a group.
+// not a group, nor the container benchflow itself runs in (a CI job's:
+// its neighbours there are not the run's, and it deploys no container).
 func (s *Sampler) noteRunGroups() {
 	m := s.m
 	if m.runCont == nil {
 		m.runCont, m.runNS = map[string]string{}, map[string]string{}
 		m.selfNS = pidNamespace(s.self)
+		if b, err := s.rd.read(pidPath(s.self, "cgroup")); err == nil {
+			m.selfCont = containerOf(b)
+		}
 	}
 	for pid, tg := range s.tgt {
 		if !runRole(tg.role) {
 			continue
 		}
-		if ps := s.procs[pid]; ps != nil && ps.container != "" {
+		if ps := s.procs[pid]; ps != nil && ps.container != "" && ps.container != m.selfCont {
 			if _, ok := m.runCont[ps.container]; !ok {
 				m.runCont[ps.container] = tg.role
 			}
@@ -548,7 +672,7 @@ func (s *Sampler) roleOf(mp *machProc) (role, name string, run bool) {
 	case mp.pidNS != "" && mp.pidNS != m.selfNS && m.runNS[mp.pidNS] != "":
 		return m.runNS[mp.pidNS], mp.comm, true
 	}
-	return s.classify(mp.pid, mp.kthread, mp.comm), mp.comm, false
+	return s.classify(mp), mp.comm, false
 }
 
 // pidNamespace reads /proc/PID/ns/pid ("pid:[4026531836]"), or "".
@@ -610,6 +734,18 @@ type ProcCPU struct {
 	// ended within an interval; their CPU reached it when it reaped them),
 	// counted in its role's budget with it; 0 for most processes.
 	ChildrenPct float64 `json:"children_pct,omitempty"`
+	// Cmdline is the command line of a process of role other, as the
+	// listings show it (procfs.CommandLine: at most 80 characters).
+	Cmdline string `json:"cmdline,omitempty"`
+}
+
+// Label names the process in a listing: by its name when it is the
+// run's, by name, pid and command line when it is another's.
+func (p ProcCPU) Label() string {
+	if p.Role != RoleOther {
+		return p.Process
+	}
+	return procLabel(p.Process, p.PID, p.Cmdline)
 }
 
 // procAverages averages the rows per pid over the window (a process that
@@ -677,7 +813,8 @@ func (s *Sampler) Explain() *Explanation {
 // quietCheck measures, over Config.Quiet, the CPU of the processes
 // outside the run: not reported by Config.RunProcs (nor their children,
 // nor processes of their containers or PID namespaces), not benchflow or
-// its children, not kernel threads. A process's CPU includes that of its
+// its children, not the run's infrastructure by relation (infraOf), not
+// kernel threads. A process's CPU includes that of its
 // children that ended within the window (the growth of its
 // cutime+cstime, less what those children had used when the window
 // began), so a build's compilers count with the make that ran them.
@@ -786,7 +923,7 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		before[up] += sa.ticks + sa.ctime
 	}
-	parts := map[string]*quietPart{}
+	parts := map[int]*quietPart{} // by pid: two processes of one name are two parts
 	total := 0.0
 	for pid, sn := range b {
 		if sn.kth {
@@ -799,13 +936,13 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		} else if up0 > 0 && sn.start >= up0 {
 			d, kids = sn.ticks, sn.ctime // started during the window
 		}
-		if d+kids == 0 || inRun(pid) {
-			continue
+		if d+kids == 0 || inRun(pid) || s.infraOf(&machProc{pid: pid, comm: sn.comm, ppid: sn.ppid, starttime: sn.start}) {
+			continue // the run's, or its infrastructure by relation
 		}
-		p := parts[sn.comm]
+		p := parts[pid]
 		if p == nil {
-			p = &quietPart{name: sn.comm}
-			parts[sn.comm] = p
+			p = &quietPart{name: procLabel(sn.comm, pid, readCmdline(pid))}
+			parts[pid] = p
 		}
 		p.own += float64(d) / clockTicks / dt * 100
 		p.kids += float64(kids) / clockTicks / dt * 100
@@ -832,18 +969,19 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 // quietHook, when set (tests), runs after the quiet check's first read.
 var quietHook func()
 
-// quietPart is the CPU of the processes of one name outside the run in
-// the quiet window: their own and their children's that ended within it.
+// quietPart is the CPU of one process outside the run in the quiet
+// window (named by name, pid and command line): its own and its
+// children's that ended within it.
 type quietPart struct {
 	name      string
 	own, kids float64
 	n         int
 }
 
-// quietTop lists the n busiest names of the quiet check and what the
-// others used, so the parts add up to the total: "cc1 31%, make 40% (39%
-// in children that ended within the window), 3 more 1.2%".
-func quietTop(parts map[string]*quietPart, n int) string {
+// quietTop lists the n busiest processes of the quiet check and what the
+// others used, so the parts add up to the total: "make (pid 812: make
+// -j2) 40% (39% in children that ended within the window), 3 more 1.2%".
+func quietTop(parts map[int]*quietPart, n int) string {
 	ps := make([]namePart, 0, len(parts))
 	for _, p := range parts {
 		ps = append(ps, namePart{name: p.name, own: p.own, kids: p.kids, count: p.n})
@@ -894,18 +1032,21 @@ func listParts(ps []namePart, n int, when string) string {
 // (other than the host's own namespace): a process in one of them is the
 // run's whether or not its provider listed it.
 type runGroups struct {
-	selfNS string
-	cont   map[string]bool
-	ns     map[string]bool
-	rd     reader
+	selfNS   string
+	selfCont string
+	cont     map[string]bool
+	ns       map[string]bool
+	rd       reader
 }
 
 func newRunGroups(self int) *runGroups {
-	return &runGroups{selfNS: pidNamespace(self), cont: map[string]bool{}, ns: map[string]bool{}}
+	g := &runGroups{selfNS: pidNamespace(self), cont: map[string]bool{}, ns: map[string]bool{}}
+	g.selfCont = g.container(self)
+	return g
 }
 
 func (g *runGroups) add(pid int) {
-	if c := g.container(pid); c != "" {
+	if c := g.container(pid); c != "" && c != g.selfCont {
 		g.cont[c] = true
 	}
 	if ns := pidNamespace(pid); ns != "" && ns != g.selfNS {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,13 +16,13 @@ import (
 )
 
 // TestMachineAccounting runs a real nginx under load next to a CPU burner
-// that nothing names: the whole-machine accounting must find the burner
+// that nothing names and that is not a descendant of this process (which
+// plays benchflow: its children are the loader's): the whole-machine accounting must find the burner
 // (role other, in processes.parquet) and count it in the budget, whose
 // parts add up to the machine.
 func TestMachineAccounting(t *testing.T) {
 	addr, dir, master := startNginx(t)
-	burn := startSleep(t, "sh", "-c", "while :; do :; done")
-	bpid := burn.Process.Pid
+	bpid := startOrphan(t, "while :; do :; done")
 	s, err := Start(context.Background(), Config{
 		Step:     "cpu",
 		Interval: 250 * time.Millisecond,
@@ -214,4 +217,21 @@ func mapValues(m map[int]*machProc) []*machProc {
 		out = append(out, v)
 	}
 	return out
+}
+
+// startOrphan runs script in a shell whose parent exits at once, so it is
+// no descendant of the test process (it is reparented to init or the
+// nearest subreaper); it is killed by its pid at the end of the test.
+func startOrphan(t *testing.T, script string) int {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "sh -c '"+script+"' >/dev/null 2>&1 </dev/null & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("orphan's pid %q: %v", out, err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
 }

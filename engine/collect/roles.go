@@ -6,35 +6,38 @@ import (
 )
 
 // Roles the whole-machine accounting gives to processes no provider
-// reported and no name matched (besides RoleLoader and RoleInfra).
+// reported and no relation ties to the run (besides RoleLoader and
+// RoleInfra, see relation.go).
 const (
 	RoleKernel = "kernel" // kernel threads (ksoftirqd, kworker, …)
 	RoleOther  = "other"  // everything else
 )
 
-// InfraNames are the process names (comm, which the kernel truncates to 15
-// bytes, or a prefix ending in "*") that the machine accounting counts as
-// infrastructure: container engines and their helpers, orchestrator
-// agents, proxies and ingress controllers. Providers add the names of
-// what they start through providers.Type.Infra (Config.InfraNames).
-var InfraNames = []string{
-	"dockerd", "docker-proxy", "containerd", "containerd-shim*", "runc", "fuse-overlayfs",
-	"slirp4netns", "rootlesskit", "vpnkit",
-	"kubelet", "kube-proxy", "kube-apiserver", "kube-controller", "kube-scheduler",
-	"etcd", "coredns", "k3s", "k3s-server", "k3s-agent", "flanneld", "calico-node",
-	"traefik", "nginx-ingress-c", "nginx-ingress-controller", "envoy", "haproxy",
-	"nomad", "consul", "apisix", "openresty",
-}
+// ContainerEngines are the names (comm) of the container engines and
+// their runtimes: infrastructure of a trial that deploys containers (a
+// provider reported a container of it, or one of its processes runs in
+// one), and other processes in any other trial — a local-only run is not
+// charged for the Docker engine a neighbour keeps busy.
+var ContainerEngines = []string{"dockerd", "containerd", "runc", "rootlesskit", "slirp4netns", "vpnkit"}
 
-// infraMatcher matches process names against InfraNames plus extra names.
+// Helpers of one container, the run's only by relation to the run's
+// containers (relation.go): never by name.
+const (
+	commDockerProxy = "docker-proxy"
+	commShim        = "containerd-shim" // comm of containerd-shim-runc-v2 too (15 bytes)
+	commFuseOverlay = "fuse-overlayfs"
+)
+
+// infraMatcher matches process names against a list of names (exact, or
+// a prefix ending in "*").
 type infraMatcher struct {
 	exact    map[string]bool
 	prefixes []string
 }
 
-func newInfraMatcher(extra []string) *infraMatcher {
+func newInfraMatcher(names []string) *infraMatcher {
 	m := &infraMatcher{exact: map[string]bool{}}
-	for _, n := range append(append([]string(nil), InfraNames...), extra...) {
+	for _, n := range names {
 		if p, ok := strings.CutSuffix(n, "*"); ok {
 			m.prefixes = append(m.prefixes, p)
 			continue

@@ -26,10 +26,10 @@ func TestContainerOf(t *testing.T) {
 }
 
 func TestInfraMatcher(t *testing.T) {
-	m := newInfraMatcher([]string{"my-gateway"})
+	m := newInfraMatcher([]string{"my-gateway", "kube-controller-manager", "k3s*"})
 	for name, want := range map[string]bool{
-		"dockerd": true, "containerd-shim": true, "containerd-shim-runc-v2": true, "fuse-overlayfs": true,
-		"nginx-ingress-c": true, "my-gateway": true, "nginx": false, "bash": false, "docker": false,
+		"my-gateway": true, "kube-controller": true, "k3s-server": true,
+		"dockerd": false, "docker-proxy": false, "fuse-overlayfs": false, "nginx": false, "k8s": false,
 	} {
 		if got := m.match(name); got != want {
 			t.Errorf("match(%q) = %v, want %v", name, got, want)

@@ -40,9 +40,15 @@ type Config struct {
 	// other, and Explain returns the CPU budget of the load.
 	Machine   bool
 	Threshold float64
-	// InfraNames extends InfraNames with what the deployments started
-	// (providers.Type.Infra).
+	// InfraNames are the infrastructure process names of the provider
+	// types the trial's services ran on (providers.Type.Infra): counted
+	// as infra in this trial only.
 	InfraNames []string
+	// Containers are the containers the trial's deployments started
+	// (providers.ContainerReporter): the docker-proxy, containerd-shim
+	// and fuse-overlayfs that serve them are the trial's infrastructure,
+	// others' are other processes (relation.go).
+	Containers []providers.Container
 	// Quiet is the quiet check window before sampling starts (machine
 	// accounting only; 0 means none): Start waits that long, measuring
 	// the CPU of the processes outside the run (neither Procs' pids nor

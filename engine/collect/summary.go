@@ -24,8 +24,10 @@ type ProcessCPU struct {
 }
 
 // Summary: mean CPU% per process name over a set of samples (for the
-// report/progress line: "nginx 96%, docker-proxy 120%"). The result is
-// sorted by step, then by CPU, highest first.
+// report/progress line: "nginx 96%, docker-proxy 120%"). Rows of role
+// other are another's: each process is its own entry, named with its pid
+// ("benchflow (pid 4242) 60%"), never added to the run's of the same
+// name. The result is sorted by step, then by CPU, highest first.
 func Summary(ps []results.ProcessSample) []ProcessCPU {
 	type key struct{ step, name string }
 	type instant struct {
@@ -41,6 +43,9 @@ func Summary(ps []results.ProcessSample) []ProcessCPU {
 	groups := map[key]*acc{}
 	for i, p := range ps {
 		k := key{p.Step, p.Process}
+		if p.Role == RoleOther {
+			k.name = procLabel(p.Process, int(p.PID), "")
+		}
 		g := groups[k]
 		if g == nil {
 			g = &acc{first: i, role: p.Role, pids: map[int]bool{}, at: map[float64]*instant{}}

@@ -199,7 +199,7 @@ func Judge(e Evidence) Verdict {
 		waiters := append(byRole(RoleInfra), byRole(RoleOther)...)
 		sort.SliceStable(waiters, func(i, j int) bool { return waiters[i].CPUPct > waiters[j].CPUPct })
 		if len(waiters) > 0 {
-			ev += fmt.Sprintf(" — top waiter %s %s", waiters[0].Process, fmtPct(waiters[0].CPUPct))
+			ev += fmt.Sprintf(" — top waiter %s %s", waiters[0].Label(), fmtPct(waiters[0].CPUPct))
 		}
 		return Verdict{VerdictNotCPU, ev}
 	}
@@ -213,7 +213,8 @@ func Judge(e Evidence) Verdict {
 }
 
 // partsOf lists what makes up a role's share of the budget (total, % of
-// one core) from its processes: the n busiest names, each with the CPU of
+// one core) from its processes: the n busiest names (another's processes
+// each by name, pid and command line: ProcCPU.Label), each with the CPU of
 // its children that ended between samples (which the budget counts with
 // the parent that reaped them), the other listed processes as "N more",
 // and the remainder, the processes each below the listing threshold, so
@@ -225,11 +226,12 @@ func partsOf(ps []ProcCPU, total float64, n int) string {
 	var parts []namePart
 	listed := 0.0
 	for _, p := range ps {
-		i, ok := by[p.Process]
+		l := p.Label()
+		i, ok := by[l]
 		if !ok {
 			i = len(parts)
-			by[p.Process] = i
-			parts = append(parts, namePart{name: p.Process})
+			by[l] = i
+			parts = append(parts, namePart{name: l})
 		}
 		parts[i].own += p.CPUPct
 		parts[i].kids += p.ChildrenPct

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Root is where /proc is read from; tests point it at a synthetic tree.
@@ -164,4 +165,50 @@ func PIDs(root string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// Cmdline reads the command line of pid under Root: its arguments, or
+// nil for a kernel thread or a zombie (an empty file) and an error when
+// the process is gone.
+func Cmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile(Path(pid, "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return strings.Split(string(b), "\x00"), nil
+}
+
+// CommandLine prints argv on one line for a listing, at most max runes
+// (0: no limit): the program by its base name, each argument longer than
+// 32 runes by its head and tail ("lowerdir=/va…e7f8a9b0c1d/work": where
+// two command lines differ is often the end of a path), the arguments
+// joined by spaces, control characters as spaces, "…" where it was cut.
+func CommandLine(argv []string, max int) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	a := append([]string(nil), argv...)
+	if strings.Contains(a[0], "/") {
+		a[0] = filepath.Base(a[0])
+	}
+	for i := 1; i < len(a); i++ {
+		if r := []rune(a[i]); len(r) > 32 {
+			a[i] = string(r[:12]) + "…" + string(r[len(r)-16:])
+		}
+	}
+	s := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.Join(a, " "))
+	s = strings.TrimSpace(s)
+	if r := []rune(s); max > 0 && len(r) > max {
+		s = strings.TrimRight(string(r[:max-1]), " ") + "…"
+	}
+	return s
 }

@@ -71,3 +71,23 @@ func TestRootAndPIDs(t *testing.T) {
 		t.Errorf("ReadStat of a pid without stat: %v, want not-exist", err)
 	}
 }
+
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		max  int
+		want string
+	}{
+		{nil, 80, ""},
+		{[]string{"/usr/local/bin/benchflow", "load", "-c", "4", "http://127.0.0.1:18701/"}, 80, "benchflow load -c 4 http://127.0.0.1:18701/"},
+		{[]string{"fuse-overlayfs", "-o", "lowerdir=/var/lib/docker/l/A,upperdir=/var/lib/docker/fuse-overlayfs/0c1d2e3f4a5b/diff", "/var/lib/docker/fuse-overlayfs/4b0bc85fe2f5/merged"}, 80,
+			"fuse-overlayfs -o lowerdir=/va…c1d2e3f4a5b/diff /var/lib/doc…bc85fe2f5/merged"},
+		{[]string{"sh", "-c", "echo a\nb"}, 80, "sh -c echo a b"},
+		{[]string{"docker-proxy", "-proto", "tcp", "-host-ip", "127.0.0.1", "-host-port", "18090", "-container-ip", "172.17.0.3", "-container-port", "80"}, 60,
+			"docker-proxy -proto tcp -host-ip 127.0.0.1 -host-port 18090…"},
+	} {
+		if got := CommandLine(c.argv, c.max); got != c.want {
+			t.Errorf("CommandLine(%q, %d) = %q, want %q", c.argv, c.max, got, c.want)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func (tr *trialRun) collectConfig(name string, cc *pipeline.CollectConfig, quiet
 			c.Threshold = 1e-9 // keep every process that used any CPU
 		}
 	}
-	c.InfraNames = tr.infraNames()
+	c.InfraNames, c.Containers = tr.relation()
 	if quiet {
 		c.Quiet = collect.DefaultQuiet
 		if cc.QuietCheck != "" {
@@ -51,20 +51,29 @@ func (tr *trialRun) collectConfig(name string, cc *pipeline.CollectConfig, quiet
 	return c
 }
 
-// infraNames collects the infrastructure process names the provider types
-// of the trial's deployed services declare (providers.Type.Infra).
-func (tr *trialRun) infraNames() []string {
+// relation is what ties machine processes to the trial beyond those the
+// deployments report: the infrastructure names of the provider types its
+// deployed services ran on (providers.Type.Infra; another type's
+// infrastructure is another's), and the containers the deployments
+// started (providers.ContainerReporter), whose docker-proxy, shim and
+// fuse-overlayfs are the trial's.
+func (tr *trialRun) relation() (infra []string, containers []providers.Container) {
 	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	var out []string
+	var deps []providers.Deployment
+	seen := map[string]bool{}
 	for _, name := range tr.svcOrder {
-		if l := tr.services[name]; l != nil && l.dep != nil {
-			if t, ok := providers.Lookup(l.typ); ok {
-				out = append(out, t.Infra...)
-			}
+		l := tr.services[name]
+		if l == nil || l.dep == nil {
+			continue
+		}
+		deps = append(deps, l.dep)
+		if t, ok := providers.Lookup(l.typ); ok && !seen[l.typ] {
+			seen[l.typ] = true
+			infra = append(infra, t.Infra...)
 		}
 	}
-	return out
+	tr.mu.Unlock()
+	return infra, collect.RelationOf(deps)
 }
 
 // explainStep records a load's CPU budget, quiet check and verdict.

@@ -16,7 +16,10 @@
 //     Teardown), providers.Liveness (Alive: the container's exit code and
 //     last log lines when it died) and providers.ProcessReporter
 //     (Processes: the container's processes as host pids, plus the
-//     docker-proxy, dockerd and containerd-shim processes serving it).
+//     docker-proxy, dockerd and containerd-shim processes serving it) and
+//     providers.ContainerReporter (Containers: its id, address, published
+//     ports and root filesystem directories, by which the machine
+//     accounting tells its helpers from another run's).
 //   - GC removes every container, network and volume labelled
 //     providers.LabelManaged that a crashed run left behind.
 //

@@ -362,6 +362,7 @@ func (d *Deployment) start(ctx context.Context, cfg *container.Config, hc *conta
 	if info.State != nil {
 		d.initPID = info.State.Pid
 	}
+	d.mounts = rootfsDirs(info.GraphDriver.Data)
 	if info.NetworkSettings == nil {
 		return nil
 	}
@@ -521,6 +522,39 @@ type Deployment struct {
 	procMu    sync.Mutex
 	procsFile string              // the container's cgroup.procs, once found
 	infra     []providers.Process // docker-proxy, dockerd, shim, once found
+	mounts    []string            // host dirs of its root filesystem (GraphDriver)
+}
+
+var _ providers.ContainerReporter = (*Deployment)(nil)
+
+// Containers reports the container with its address, published ports
+// and root filesystem directories, by which the machine accounting tells
+// this run's docker-proxy, containerd-shim and fuse-overlayfs from
+// another's.
+func (d *Deployment) Containers() []providers.Container {
+	if d.id == "" {
+		return nil
+	}
+	c := providers.Container{ID: d.id, IP: d.containerIP, Mounts: append([]string(nil), d.mounts...)}
+	for _, p := range d.published {
+		if p.host != 0 {
+			c.Ports = append(c.Ports, providers.ContainerPort{Host: p.host, Container: p.container.Int()})
+		}
+	}
+	return []providers.Container{c}
+}
+
+// rootfsDirs picks the directories of a container's root filesystem out
+// of the engine's GraphDriver data (MergedDir, UpperDir, WorkDir of
+// overlay2 and fuse-overlayfs): the mount point a FUSE driver serves.
+func rootfsDirs(data map[string]string) []string {
+	var out []string
+	for _, k := range []string{"MergedDir", "UpperDir", "WorkDir"} {
+		if v := data[k]; v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Endpoint is where the service answers from the host: the bind address (or

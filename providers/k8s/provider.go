@@ -26,7 +26,19 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Attrs:  EndpointAttrs,
 	GC:     GC,
 	Agents: true,
+	Infra:  Infra,
 })
+
+// Infra are the processes of a cluster whose node is this machine: its
+// agents and control plane, its container runtime and the ingress
+// controllers and proxies that carry traffic to pods. The machine
+// accounting counts them as infrastructure only in a trial with a k8s
+// service.
+var Infra = []string{
+	"kubelet", "kube-proxy", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+	"etcd", "coredns", "k3s", "k3s-server", "k3s-agent", "flanneld", "calico-node",
+	"containerd", "nginx-ingress-controller", "traefik", "envoy", "haproxy",
+}
 
 func init() { providers.Register(Type) }
 

@@ -30,7 +30,15 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Attrs:  Attrs,
 	GC:     GC,
 	Agents: true,
+	Infra:  Infra,
 })
+
+// Infra are the processes of a Nomad deployment on this machine: the
+// agent (and its executors), Consul, and the gateways a job may sit
+// behind (APISIX on OpenResty with its etcd, Envoy, Traefik, HAProxy).
+// The machine accounting counts them as infrastructure only in a trial
+// with a nomad service.
+var Infra = []string{"nomad", "consul", "apisix", "openresty", "etcd", "envoy", "traefik", "haproxy"}
 
 func init() { providers.Register(Type) }
 
