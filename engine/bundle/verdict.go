@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -83,45 +82,12 @@ type Verdict struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// VariableDifference is a variable whose value here is not the bundle's.
-type VariableDifference struct {
-	Name   string `json:"name"`
-	Bundle string `json:"bundle"`
-	Here   string `json:"here"`
-}
+// VariableDifference is a variable whose value here is not the bundle's
+// (report.VariableDifference: compare names them the same way).
+type VariableDifference = report.VariableDifference
 
-// variableDifferences compares the effective variables of two runs.
 func variableDifferences(a, b *results.Manifest) []VariableDifference {
-	str := func(v any, ok bool) string {
-		if !ok {
-			return "(not set)"
-		}
-		if s, isStr := v.(string); isStr {
-			return s
-		}
-		j, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(j)
-	}
-	names := map[string]bool{}
-	for k := range a.Pipeline.Variables {
-		names[k] = true
-	}
-	for k := range b.Pipeline.Variables {
-		names[k] = true
-	}
-	var out []VariableDifference
-	for k := range names {
-		va, oka := a.Pipeline.Variables[k]
-		vb, okb := b.Pipeline.Variables[k]
-		if x, y := str(va, oka), str(vb, okb); x != y {
-			out = append(out, VariableDifference{Name: k, Bundle: x, Here: y})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return report.VariableDifferences(a, b)
 }
 
 // Judge sets the run here beside the bundle's run: claims by name
