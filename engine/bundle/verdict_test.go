@@ -232,3 +232,38 @@ func TestChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsSuggestAShorterLoad: the page's "Reproduce it" suggests a
+// --var that changes something (a shorter duration, fewer requests), never
+// the bundle's own value, which reproduce uses anyway; with no such
+// variable it suggests none.
+func TestCommandsSuggestAShorterLoad(t *testing.T) {
+	for _, c := range []struct {
+		vars map[string]any
+		want string // the --var suggested, "" for none
+	}{
+		{map[string]any{"duration": "3s", "connections": 16.0}, "--var duration=1s"},
+		{map[string]any{"duration": "30s"}, "--var duration=15s"},
+		{map[string]any{"duration": "1s", "warm": "4s"}, "--var warm=2s"},
+		{map[string]any{"requests": 2000.0}, "--var requests=1000"},
+		{map[string]any{"duration": "1s", "connections": 16.0}, ""},
+		{nil, ""},
+	} {
+		m := &results.Manifest{Pipeline: results.PipelineInfo{Variables: c.vars}}
+		all := strings.Join(Commands("study", m), "\n")
+		if !strings.Contains(all, "benchflow reproduce study --yes") {
+			t.Errorf("%v: no reproduce --yes line:\n%s", c.vars, all)
+		}
+		for k, v := range c.vars {
+			if s, ok := v.(string); ok && strings.Contains(all, "--var "+k+"="+s+" ") {
+				t.Errorf("%v: suggests the bundle's own %s=%s:\n%s", c.vars, k, s, all)
+			}
+		}
+		switch {
+		case c.want == "" && strings.Contains(all, "--var"):
+			t.Errorf("%v: suggests a --var:\n%s", c.vars, all)
+		case c.want != "" && !strings.Contains(all, c.want+" "):
+			t.Errorf("%v: want %q in:\n%s", c.vars, c.want, all)
+		}
+	}
+}
