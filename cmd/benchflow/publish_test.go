@@ -214,10 +214,18 @@ func TestReproduceBundle(t *testing.T) {
 		claims[1][1] != "impossible" || claims[1][2] != "fails" || claims[1][3] != "fails" {
 		t.Errorf("claims in the verdict %v, want serves holds/holds and impossible fails/fails:\n%s", claims, out)
 	}
-	for _, want := range []string{"files match SHA256SUMS", "size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: ",
-		"machine load (bundle → here)", "240.00 / 200.00 / 100.00 (1 / 5 / 15 min)", "machine load (bundle busy: load average before the first trial 240.00 ≥"} {
+	for _, want := range []string{"size=6", "size=64", "reproduced", "cpu_model", "Imaginary CPU 9000", "summary: ",
+		"machine load (bundle → here)", "240.00 / 200.00 / 100.00 (1 / 5 / 15 min)", "machine load (bundle busy: load average before the first trial 240.00 ≥",
+		"what differs (bundle → here), likeliest cause first", "variable duration"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict lacks %q:\n%s", want, out)
+		}
+	}
+	// -q with --yes prints only the verdict: not the plan consent was
+	// given to, nor the run's closing summary.
+	for _, not := range []string{"files match SHA256SUMS", "results: "} {
+		if strings.Contains(out, not) {
+			t.Errorf("reproduce -q --yes printed %q:\n%s", not, out)
 		}
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "again", "2*"))

@@ -6,13 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -226,8 +229,12 @@ with --exit-on none 0 otherwise.`,
 				}
 				return nil
 			}
-			if err := tp.WriteText(stderr); err != nil {
-				return err
+			// -q prints only the verdict: the plan is shown when consent is
+			// asked for (or refused), not when --yes gave it.
+			if !quiet || !yes {
+				if err := tp.WriteText(stderr); err != nil {
+					return err
+				}
 			}
 			if len(missing) > 0 {
 				return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
@@ -244,6 +251,12 @@ with --exit-on none 0 otherwise.`,
 			var sum *run.Summary
 			var runErr error
 			if noSandbox {
+				if quiet {
+					f := &runSummaryFilter{w: stderr}
+					saved := stderr
+					stderr = f
+					defer func() { f.Flush(); stderr = saved }()
+				}
 				sum, runErr = applyPlan(pl, run.Options{OutDir: absOut}, quiet, verbose)
 				var ee *exitError
 				if errors.As(runErr, &ee) && ee.code == 130 || sum == nil || sum.Dir == "" {
@@ -295,7 +308,7 @@ with --exit-on none 0 otherwise.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "results directory of the new run (default: reproduce-<pipeline name> in the current folder; the bundle's output dir is ignored)")
 	cmd.Flags().StringVar(&exitOn, "exit-on", "claims", "what makes the exit status non-zero: claims (3 when a claim fails here), cells (2 when a cell did not reproduce) or none")
 	cmd.Flags().StringVar(&format, "format", "text", "verdict format: text, markdown or json (with --plan, json prints the plan as JSON)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only warnings, failures and the verdict")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the verdict, and the run's warnings and failures (the plan only when asking for consent, without --yes)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "run without asking (needed without a terminal): consent to the plan printed")
 	cmd.Flags().BoolVar(&planOnly, "plan", false, "print the plan and stop: run nothing")
@@ -455,6 +468,11 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	}
 	c.Stdin = nil
 	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if quiet {
+		f := &runSummaryFilter{w: os.Stderr}
+		defer f.Flush()
+		c.Stdout, c.Stderr = f, f
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -504,6 +522,47 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 		after = filepath.Join(out, after)
 	}
 	return after, runErr
+}
+
+// runSummaryFilter passes a quiet run's output on (its warnings and
+// failures) but for the lines of its final summary ("run … ok: …",
+// "results: …", "claims: …"): with reproduce -q the verdict says which
+// run it judged, and is all that is printed of a run that went well.
+type runSummaryFilter struct {
+	w    io.Writer
+	mu   sync.Mutex
+	line []byte
+}
+
+var runSummaryLine = regexp.MustCompile(`^(run \S+ [a-z]+: \d+ ok, \d+ failed|results: |claims: )`)
+
+func (f *runSummaryFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.line = append(f.line, p...)
+	for {
+		i := bytes.IndexByte(f.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l := f.line[:i+1]
+		if !runSummaryLine.Match(l) {
+			if _, err := f.w.Write(l); err != nil {
+				return 0, err
+			}
+		}
+		f.line = f.line[i+1:]
+	}
+}
+
+// Flush writes what is left of a last line without a newline.
+func (f *runSummaryFilter) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.line) > 0 && !runSummaryLine.Match(f.line) {
+		f.w.Write(f.line)
+	}
+	f.line = nil
 }
 
 func orDash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/benchflow/benchflow/engine/results"
@@ -215,7 +216,7 @@ func mitigations(env map[string]string) string {
 	counts := map[string]int{}
 	n := 0
 	for k, v := range env {
-		if !strings.HasPrefix(k, "cpu_vulnerabilities.") {
+		if !strings.HasPrefix(k, "cpu_vulnerabilities.") || v == "" {
 			continue
 		}
 		n++
@@ -238,4 +239,126 @@ func mitigations(env map[string]string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Ranks of the differences a verdict lists, in the order a reader looks
+// for the cause of a moved figure: the variables set otherwise, the
+// machine's load, the CPU, the kernel, the virtualization, the versions
+// (services, platform, tools, benchflow), then the rest.
+const (
+	RankVariable = iota
+	RankLoad
+	RankCPU
+	RankKernel
+	RankVirtualization
+	RankVersion
+	RankOther
+)
+
+// rankOf is the rank of an environment field and its place within it.
+func rankOf(field string) (rank, place int) {
+	order := func(list ...string) int {
+		for i, f := range list {
+			if f == field {
+				return i
+			}
+		}
+		return len(list)
+	}
+	switch {
+	case strings.HasPrefix(field, "cpu_vulnerabilities."):
+		return RankOther, 1
+	case field == "cpu_model", field == "cpu_cores", field == "cpu_threads", field == "cpu_sockets", field == "allowed_cpus", field == "arch":
+		return RankCPU, order("cpu_model", "cpu_cores", "cpu_threads", "allowed_cpus", "cpu_sockets", "arch")
+	case strings.HasPrefix(field, "kernel_"):
+		return RankKernel, order("kernel_release", "kernel_name", "kernel_version")
+	case field == "virtualization", field == "in_container", field == "container_runtime":
+		return RankVirtualization, order("virtualization", "in_container", "container_runtime")
+	case strings.HasPrefix(field, "services."):
+		return RankVersion, 0
+	case strings.HasPrefix(field, "tools."):
+		return RankVersion, 1
+	case strings.HasSuffix(field, "_version") && !strings.HasSuffix(field, "cgroup_version"):
+		return RankVersion, 2 + order("benchflow_version", "go_version")
+	case strings.HasPrefix(field, "sysctls."):
+		return RankOther, 2
+	}
+	return RankOther, 0
+}
+
+// withinRounding reports whether two recorded values are numbers that
+// differ by less than 1% of the larger ("fs.file-max" 2466116 → 2466089:
+// the kernel sizes it from the memory, which moves by a few pages between
+// boots).
+func withinRounding(a, b string) bool {
+	x, errA := strconv.ParseFloat(strings.TrimSpace(a), 64)
+	y, errB := strconv.ParseFloat(strings.TrimSpace(b), 64)
+	if errA != nil || errB != nil || x == y {
+		return false
+	}
+	return math.Abs(x-y) < 0.01*math.Max(math.Abs(x), math.Abs(y))
+}
+
+// Change is one line of what differs between the bundle and here, as a
+// verdict lists them (Changes): Name is what a moved claim or cell names
+// ("duration", "machine load", "cpu_model", "mitigations"), Bundle and
+// Here the values.
+type Change struct {
+	Rank   int    `json:"rank"`
+	Name   string `json:"name"`
+	Bundle string `json:"bundle"`
+	Here   string `json:"here"`
+	// Docker is true for the container engine's fields: they explain
+	// what a docker provider deployed only.
+	Docker bool `json:"docker,omitempty"`
+	place  int
+}
+
+// Changes ranks the environment differences (Rank*): the mitigations
+// (cpu_vulnerabilities.*) folded into one line, and the sysctls that
+// differ by less than 1% (a rounding, not a setting) left out and
+// counted in rounded.
+func Changes(diffs []Difference) (out []Change, rounded int) {
+	var mit []Difference
+	for _, d := range diffs {
+		switch {
+		case strings.HasPrefix(d.Field, "cpu_vulnerabilities."):
+			mit = append(mit, d)
+			continue
+		case strings.HasPrefix(d.Field, "sysctls.") && withinRounding(d.A, d.B):
+			rounded++
+			continue
+		}
+		r, p := rankOf(d.Field)
+		out = append(out, Change{Rank: r, Name: d.Field, Bundle: absent(d.A), Here: absent(d.B), Docker: d.Docker, place: p})
+	}
+	if len(mit) > 0 {
+		a, b := map[string]string{}, map[string]string{}
+		for _, d := range mit {
+			a[d.Field], b[d.Field] = d.A, d.B
+		}
+		r, p := rankOf(mit[0].Field)
+		name := fmt.Sprintf("mitigations (%d differ)", len(mit))
+		if len(mit) == 1 {
+			name = "mitigations (1 differs)"
+		}
+		out = append(out, Change{Rank: r, Name: name, Bundle: absent(mitigations(a)), Here: absent(mitigations(b)), place: p})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Rank != out[j].Rank {
+			return out[i].Rank < out[j].Rank
+		}
+		if out[i].place != out[j].place {
+			return out[i].place < out[j].place
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, rounded
+}
+
+func absent(s string) string {
+	if s == "" {
+		return "(absent)"
+	}
+	return s
 }

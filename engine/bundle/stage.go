@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
@@ -125,15 +126,43 @@ func Commands(name string, m *results.Manifest) []string {
 		"benchflow reproduce " + q + "   # the plan, then asks; runs it in a sandbox",
 	}
 	vars, _ := Vars(m)
-	if len(vars) > 0 {
-		k := sortedKeys(vars)[0]
-		if _, ok := vars["duration"]; ok {
-			k = "duration" // the one usually shortened
-		}
-		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --yes --var %s   # without asking; any variable can be changed", q, shellQuote(k+"="+vars[k])))
+	if k, v := shorterLoad(vars); k != "" {
+		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --yes --var %s   # without asking, a shorter load than the bundle's %s; any variable can be changed", q, shellQuote(k+"="+v), shellQuote(k+"="+vars[k])))
+	} else {
+		cmds = append(cmds, fmt.Sprintf("benchflow reproduce %s --yes   # without asking", q))
 	}
 	cmds = append(cmds, "benchflow report "+q)
 	return cmds
+}
+
+// shorterLoad suggests a variable that shortens the load, and its value:
+// half a duration the bundle ran with (whole seconds, at least 1s: 3s →
+// 1s, 30s → 15s), else half a count of requests; "" when no variable
+// would be shorter (a --var of the bundle's own value changes nothing).
+func shorterLoad(vars map[string]string) (string, string) {
+	keys := sortedKeys(vars)
+	for i, k := range keys {
+		if k == "duration" { // the one usually shortened first
+			keys = append([]string{k}, append(keys[:i:i], keys[i+1:]...)...)
+			break
+		}
+	}
+	for _, k := range keys {
+		d, err := time.ParseDuration(vars[k])
+		if err != nil || d <= time.Second {
+			continue
+		}
+		return k, (max(d/2, time.Second) / time.Second * time.Second).String()
+	}
+	for _, k := range keys {
+		if k != "requests" && !strings.HasSuffix(k, "_requests") {
+			continue
+		}
+		if n, err := strconv.ParseInt(vars[k], 10, 64); err == nil && n > 1 {
+			return k, strconv.FormatInt(n/2, 10)
+		}
+	}
+	return "", ""
 }
 
 // reproduceMD is REPRODUCE.md: what the bundle is and the exact commands

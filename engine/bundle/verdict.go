@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -33,7 +32,8 @@ type ClaimVerdict struct {
 	Detail   string `json:"detail,omitempty"`
 	// Moved is true when the outcome here is not the bundle's.
 	Moved bool `json:"moved"`
-	// Explain are the environment fields that differ (Verdict.Environment).
+	// Explain names the changes that can explain a moved claim
+	// (Verdict.Changes), likeliest first.
 	Explain []string `json:"differs_here,omitempty"`
 }
 
@@ -48,7 +48,9 @@ type CellVerdict struct {
 	Ratio      report.Interval `json:"-"` // req/s here / bundle, 95% Welch interval on logs
 	Verdict    string          `json:"verdict"`
 	Explain    []string        `json:"differs_here,omitempty"`
-	docker     bool
+	// Docker is true when a docker provider deployed the cell's service
+	// (in the bundle or here): Docker's fields can explain it.
+	Docker bool `json:"docker,omitempty"`
 }
 
 // Verdict is what `benchflow reproduce` prints: per claim, per cell, and
@@ -70,48 +72,22 @@ type Verdict struct {
 	// reproduce): a shorter duration moves figures as surely as a slower
 	// machine, so they are named next to every claim and cell that moved.
 	Variables []VariableDifference `json:"variables,omitempty"`
-	Warnings  []string             `json:"warnings,omitempty"`
+	// Changes are the variables, the load and the environment fields that
+	// differ, ranked as a reader looks for a cause (Rank*), the
+	// mitigations in one line; Rounded counts the sysctls left out of them
+	// because they differ by less than 1% (a rounding, as fs.file-max
+	// sized from the memory).
+	Changes  []Change `json:"changes"`
+	Rounded  int      `json:"sysctls_within_rounding,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-// VariableDifference is a variable whose value here is not the bundle's.
-type VariableDifference struct {
-	Name   string `json:"name"`
-	Bundle string `json:"bundle"`
-	Here   string `json:"here"`
-}
+// VariableDifference is a variable whose value here is not the bundle's
+// (report.VariableDifference: compare names them the same way).
+type VariableDifference = report.VariableDifference
 
-// variableDifferences compares the effective variables of two runs.
 func variableDifferences(a, b *results.Manifest) []VariableDifference {
-	str := func(v any, ok bool) string {
-		if !ok {
-			return "(not set)"
-		}
-		if s, isStr := v.(string); isStr {
-			return s
-		}
-		j, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(j)
-	}
-	names := map[string]bool{}
-	for k := range a.Pipeline.Variables {
-		names[k] = true
-	}
-	for k := range b.Pipeline.Variables {
-		names[k] = true
-	}
-	var out []VariableDifference
-	for k := range names {
-		va, oka := a.Pipeline.Variables[k]
-		vb, okb := b.Pipeline.Variables[k]
-		if x, y := str(va, oka), str(vb, okb); x != y {
-			out = append(out, VariableDifference{Name: k, Bundle: x, Here: y})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return report.VariableDifferences(a, b)
 }
 
 // Judge sets the run here beside the bundle's run: claims by name
@@ -137,37 +113,12 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 	for _, l := range c.OnlyB {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("cell %s ran here only", l))
 	}
-	var all, machine []string
-	for _, d := range v.Environment {
-		all = append(all, d.Field)
-		if !d.Docker {
-			machine = append(machine, d.Field)
-		}
-	}
 	v.Load = LoadComparison{Bundle: MachineLoad(a), Here: MachineLoad(b)}
-	if e := v.Load.Explain(); e != "" {
-		all = append([]string{e}, all...)
-		machine = append([]string{e}, machine...)
-	}
 	v.Variables = variableDifferences(a.Manifest, b.Manifest)
-	if len(v.Variables) > 0 {
-		var vs []string
-		for _, d := range v.Variables {
-			vs = append(vs, fmt.Sprintf("%s %s → %s", d.Name, d.Bundle, d.Here))
-		}
-		e := "variables (" + strings.Join(vs, ", ") + ")"
-		all = append([]string{e}, all...)
-		machine = append([]string{e}, machine...)
-	}
+	v.rank()
 	for _, p := range c.Pairs {
 		cv := CellVerdict{Cell: p.Label, Step: p.Step, Basis: p.Basis, Reproduced: p.Reproduced, Ratio: p.RPSRatio, Verdict: p.Verdict}
-		cv.docker = usesDocker(a.Manifest, p.A.TrialIDs) || usesDocker(b.Manifest, p.B.TrialIDs)
-		if cv.Reproduced == "no" {
-			cv.Explain = machine
-			if cv.docker {
-				cv.Explain = all
-			}
-		}
+		cv.Docker = usesDocker(a.Manifest, p.A.TrialIDs) || usesDocker(b.Manifest, p.B.TrialIDs)
 		v.Cells = append(v.Cells, cv)
 	}
 	here := map[string]report.ClaimOutcome{}
@@ -184,18 +135,62 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 			cv.Here, cv.Detail, cv.Estimate = cb.Outcome, cb.Detail, estimateLabel(cb)
 		}
 		cv.Moved = cv.Here != cv.Bundle
-		if cv.Moved {
-			cv.Explain = all
-		}
 		v.Claims = append(v.Claims, cv)
 	}
 	for _, cb := range claimsB {
 		if !seen[cb.Name] {
 			v.Claims = append(v.Claims, ClaimVerdict{Name: cb.Name, Statement: cb.Description, Bound: cb.Bound, Here: cb.Outcome,
-				Estimate: estimateLabel(cb), Detail: cb.Detail, Moved: true, Explain: all})
+				Estimate: estimateLabel(cb), Detail: cb.Detail, Moved: true})
 		}
 	}
+	v.explain()
 	return v, nil
+}
+
+// rank sets Changes and Rounded from Variables, Load and Environment: the
+// variables first, then the machine's load when its state differs or
+// either side was busy, then the environment (Changes).
+func (v *Verdict) rank() {
+	v.Changes = nil
+	for _, d := range v.Variables {
+		v.Changes = append(v.Changes, Change{Rank: RankVariable, Name: d.Name, Bundle: d.Bundle, Here: d.Here})
+	}
+	if v.Load.Bundle.State != v.Load.Here.State || v.Load.Busy() {
+		v.Changes = append(v.Changes, Change{Rank: RankLoad, Name: "machine load", Bundle: v.Load.Bundle.Verdict(), Here: v.Load.Here.Verdict()})
+	}
+	env, rounded := Changes(v.Environment)
+	v.Changes = append(v.Changes, env...)
+	v.Rounded = rounded
+}
+
+// explain names, next to each claim and cell that moved, the changes
+// that can explain it, likeliest first: all of them for claims and for
+// cells a docker provider deployed, the machine's (not Docker's) for the
+// others.
+func (v *Verdict) explain() {
+	var all, machine []string
+	for _, c := range v.Changes {
+		all = append(all, c.Name)
+		if !c.Docker {
+			machine = append(machine, c.Name)
+		}
+	}
+	for i := range v.Claims {
+		v.Claims[i].Explain = nil
+		if v.Claims[i].Moved {
+			v.Claims[i].Explain = all
+		}
+	}
+	for i := range v.Cells {
+		c := &v.Cells[i]
+		c.Explain = nil
+		if c.Reproduced == "no" {
+			c.Explain = machine
+			if c.Docker {
+				c.Explain = all
+			}
+		}
+	}
 }
 
 // usesDocker reports whether one of the trials ran a service with the
@@ -260,7 +255,11 @@ func (v *Verdict) Summary() string {
 	if len(v.Variables) > 0 {
 		parts = append(parts, fmt.Sprintf("%d variables set otherwise here", len(v.Variables)))
 	}
-	parts = append(parts, fmt.Sprintf("%d environment fields differ", len(v.Environment)))
+	env := fmt.Sprintf("%d environment fields differ", len(v.Environment))
+	if v.Rounded > 0 {
+		env += fmt.Sprintf(" (%s)", roundedText(v.Rounded))
+	}
+	parts = append(parts, env)
 	if e := v.Load.Explain(); e != "" {
 		parts = append(parts, e)
 	}
@@ -356,7 +355,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		for _, c := range v.Claims {
 			moved := ""
 			if c.Moved {
-				moved = "moved; differs here: " + orNone(c.Explain)
+				moved = "moved; differs here: " + names(c.Explain)
 			}
 			rows = append(rows, []string{c.Name, orDash(c.Bundle), orDash(c.Here), orDash(c.Estimate), orDash(c.Bound), orDash(moved)})
 		}
@@ -371,7 +370,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		}
 		explain := "-"
 		if c.Reproduced == "no" {
-			explain = "differs here: " + orNone(c.Explain)
+			explain = "differs here: " + names(c.Explain)
 		}
 		label := c.Cell
 		if c.Step != "" && !strings.Contains(label, c.Step) {
@@ -380,39 +379,47 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		rows = append(rows, []string{label, rep, ratioText(c.Ratio), c.Basis, explain})
 	}
 	table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
-	section("machine load (bundle → here)")
-	table([]string{"", "bundle", "here"}, [][]string{
-		{"load average before the first trial", v.Load.Bundle.AverageText(), v.Load.Here.AverageText()},
-		{"load average at the trials' start", v.Load.Bundle.TrialsText(), v.Load.Here.TrialsText()},
-		{"quiet checks before the loads", v.Load.Bundle.QuietText(), v.Load.Here.QuietText()},
-		{"machine", v.Load.Bundle.Verdict(), v.Load.Here.Verdict()},
-	})
-	if v.Load.Busy() {
-		b.WriteString("  a busy machine shares its CPUs with the loader and the server: absolute figures (req/s, latency tails) of the two runs are not comparable, whatever the fields below say\n")
+	loadMoved := false
+	for _, c := range v.Changes {
+		loadMoved = loadMoved || c.Rank == RankLoad
+	}
+	if loadMoved {
+		title := "machine load (bundle → here)"
+		if v.Load.Busy() {
+			title += ": a busy machine shares its CPUs with the loader and the server, so absolute figures (req/s, latency tails) of the two runs are not comparable, whatever else differs"
+		}
+		section(title)
+		table([]string{"", "bundle", "here"}, [][]string{
+			{"load average before the first trial", v.Load.Bundle.AverageText(), v.Load.Here.AverageText()},
+			{"load average at the trials' start", v.Load.Bundle.TrialsText(), v.Load.Here.TrialsText()},
+			{"quiet checks before the loads", v.Load.Bundle.QuietText(), v.Load.Here.QuietText()},
+		})
+	}
+	section("what differs (bundle → here), likeliest cause first")
+	line := func(s string) {
+		b.WriteString("  " + s + "\n")
 		if md {
 			b.WriteString("\n")
 		}
 	}
-	if len(v.Variables) > 0 {
-		section("variables (bundle → here)")
+	if len(v.Changes) > 0 {
 		var rows [][]string
-		for _, d := range v.Variables {
-			rows = append(rows, []string{d.Name, d.Bundle, d.Here})
+		for _, c := range v.Changes {
+			name := c.Name
+			if c.Rank == RankVariable {
+				name = "variable " + name
+			}
+			rows = append(rows, []string{name, orDash(c.Bundle), orDash(c.Here)})
 		}
-		table([]string{"variable", "bundle", "here"}, rows)
+		table([]string{"", "bundle", "here"}, rows)
 	}
-	section("environment (bundle → here)")
-	if len(v.Environment) == 0 {
-		b.WriteString("  every recorded field is the same\n")
-		if md {
-			b.WriteString("\n")
-		}
-	} else {
-		var rows [][]string
-		for _, d := range v.Environment {
-			rows = append(rows, []string{d.Field, orDash(d.A), orDash(d.B)})
-		}
-		table([]string{"field", "bundle", "here"}, rows)
+	switch {
+	case len(v.Changes) == 0 && v.Rounded == 0:
+		line(fmt.Sprintf("nothing: the same variables, every recorded field the same, machine load %s on both sides", v.Load.Here.Verdict()))
+	case len(v.Changes) == 0:
+		line(fmt.Sprintf("nothing but %s: the same variables, machine load %s on both sides", roundedText(v.Rounded), v.Load.Here.Verdict()))
+	case v.Rounded > 0:
+		line("and " + roundedText(v.Rounded) + " (not listed)")
 	}
 	for _, m := range v.Warnings {
 		if md {
@@ -429,11 +436,25 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 	return err
 }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
+// names is what a moved claim or cell shows of the changes that can
+// explain it: the first three names, likeliest first, and how many more
+// the verdict's list below holds.
+func names(s []string) string {
+	const shown = 3
+	switch {
+	case len(s) == 0:
 		return "nothing recorded"
+	case len(s) <= shown:
+		return strings.Join(s, ", ")
 	}
-	return strings.Join(s, ", ")
+	return fmt.Sprintf("%s (+%d more)", strings.Join(s[:shown], ", "), len(s)-shown)
+}
+
+func roundedText(n int) string {
+	if n == 1 {
+		return "1 sysctl within 1%"
+	}
+	return fmt.Sprintf("%d sysctls within 1%%", n)
 }
 
 // estimateLabel is a claim's estimate with its interval: "0.353 [0.222,

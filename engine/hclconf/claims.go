@@ -104,13 +104,13 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	}
 	unit, ok := pipeline.ClaimMetrics[metric]
 	if !ok {
-		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are the trials columns and latency_p9999_us (p99.99 from the latency histograms): %s.", metric,
-			suggest(metric, pipeline.ClaimMetricNames()), strings.Join(pipeline.ClaimMetricNames(), ", "))
+		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", metric,
+			suggest(metric, pipeline.ClaimMetricNames()), pipeline.ClaimMetricsText())
 	}
 	vunit, vok := pipeline.ClaimMetrics[vmetric]
 	if hasVersusMetric && !vok {
-		errAt(vmrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are the trials columns and latency_p9999_us (p99.99 from the latency histograms): %s.", vmetric,
-			suggest(vmetric, pipeline.ClaimMetricNames()), strings.Join(pipeline.ClaimMetricNames(), ", "))
+		errAt(vmrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", vmetric,
+			suggest(vmetric, pipeline.ClaimMetricNames()), pipeline.ClaimMetricsText())
 	}
 	switch {
 	case hasVersusMetric && hasVersus:

@@ -145,6 +145,36 @@ var ClaimMetrics = map[string]string{
 	"duration_s":                 UnitSeconds,
 }
 
+// DerivedClaimMetrics are the claim metrics that are not trials columns,
+// with what they are: each is computed per trial from its tables.
+var DerivedClaimMetrics = map[string]string{
+	"latency_p9999_us":       "p99.99 from the latency histograms",
+	"cpu_service_us_per_req": "the service's CPU µs per request",
+	"cpu_infra_us_per_req":   "the infrastructure's CPU µs per request",
+	"cpu_loader_us_per_req":  "the loader's CPU µs per request",
+	"cpu_stack_us_per_req":   "the sum of the three",
+}
+
+// ClaimMetricsText says what the claim metrics are, from ClaimMetrics and
+// DerivedClaimMetrics: "the trials columns (bytes, …) and, derived per
+// trial, cpu_infra_us_per_req (the infrastructure's CPU µs per request),
+// …".
+func ClaimMetricsText() string {
+	var cols, derived []string
+	for _, k := range ClaimMetricNames() {
+		if d, ok := DerivedClaimMetrics[k]; ok {
+			derived = append(derived, k+" ("+d+")")
+		} else {
+			cols = append(cols, k)
+		}
+	}
+	s := "the trials columns (" + strings.Join(cols, ", ") + ")"
+	if len(derived) > 0 {
+		s += " and, derived per trial, " + strings.Join(derived, ", ")
+	}
+	return s
+}
+
 // ClaimMetricNames lists ClaimMetrics sorted.
 func ClaimMetricNames() []string {
 	out := make([]string, 0, len(ClaimMetrics))

@@ -173,20 +173,22 @@ func ninesLabel(n int) string {
 }
 
 func timeChart(s *Summary) *chart {
-	ch := &chart{ID: "time", Title: "Requests per second over time (mean of repetitions aligned on time since load start; band: min-max)", XLabel: "s since load start", YLabel: "req/s"}
+	ch := &chart{ID: "time", Title: "Requests per second over time (mean of the repetitions, aligned on the time since the load started; band: min-max)", XLabel: "s since load start", YLabel: "req/s"}
 	maxX, maxY := 1.0, 0.0
 	for i, c := range s.Cells {
-		xs, mid, lo, hi := alignedRPS(c.Timeseries)
+		xs, ends, mid, lo, hi := alignedRPS(c.Timeseries)
 		if len(xs) == 0 {
 			continue
 		}
+		// Each interval is drawn over the time it covers, from its start
+		// to its end: a 3 s load's line reaches 3 s.
 		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
-		for j, t := range xs {
-			se.Pts = append(se.Pts, [2]float64{t, mid[j]})
+		for j := range xs {
+			se.Pts = append(se.Pts, [2]float64{xs[j], mid[j]}, [2]float64{ends[j], mid[j]})
 			if len(c.Timeseries) > 1 {
-				se.Band = append(se.Band, [3]float64{t, lo[j], hi[j]})
+				se.Band = append(se.Band, [3]float64{xs[j], lo[j], hi[j]}, [3]float64{ends[j], lo[j], hi[j]})
 			}
-			maxX = math.Max(maxX, t)
+			maxX = math.Max(maxX, ends[j])
 			maxY = math.Max(maxY, hi[j])
 		}
 		ch.Lines = append(ch.Lines, se)
@@ -199,10 +201,13 @@ func timeChart(s *Summary) *chart {
 // alignedRPS aligns the repetitions' intervals on their time since the
 // load started: interval starts carry a few milliseconds of jitter, so each
 // is put in the bin of the nominal interval length it falls in (the
-// median interval length), and each bin gets the mean req/s of the
-// repetitions with the smallest and largest. Averaging raw start times
+// median interval length, to 3 significant digits: 1.0004 s is 1 s), and
+// each bin gets the mean req/s of the repetitions with the smallest and
+// largest, from its start to its end (the start plus the bin's mean
+// interval length, the next bin's start when within 1% of it: a last,
+// partial interval ends where it ended). Averaging raw start times
 // instead pairs nothing and draws a zigzag.
-func alignedRPS(reps [][]Point) (xs, mid, lo, hi []float64) {
+func alignedRPS(reps [][]Point) (xs, ends, mid, lo, hi []float64) {
 	var lens []float64
 	for _, ts := range reps {
 		for _, r := range ts {
@@ -212,10 +217,17 @@ func alignedRPS(reps [][]Point) (xs, mid, lo, hi []float64) {
 		}
 	}
 	if len(lens) == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil, nil
 	}
 	step := median(lens)
+	if p, err := strconv.ParseFloat(strconv.FormatFloat(step, 'g', 3, 64), 64); err == nil && p > 0 {
+		step = p
+	}
+	// round keeps k × step on the grid (3 × 0.1 is 0.3, not
+	// 0.30000000000000004, which an axis would round up a tick).
+	round := func(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 	bins := map[int][]float64{}
+	binLens := map[int][]float64{}
 	for _, ts := range reps {
 		for _, r := range ts {
 			if r.IntervalS <= 0 {
@@ -223,6 +235,7 @@ func alignedRPS(reps [][]Point) (xs, mid, lo, hi []float64) {
 			}
 			k := int(math.Floor(r.TS/step + 0.5))
 			bins[k] = append(bins[k], r.RPS)
+			binLens[k] = append(binLens[k], r.IntervalS)
 		}
 	}
 	var ks []int
@@ -232,11 +245,16 @@ func alignedRPS(reps [][]Point) (xs, mid, lo, hi []float64) {
 	sort.Ints(ks)
 	for _, k := range ks {
 		l, h := minMax(bins[k])
-		xs = append(xs, float64(k)*step)
+		start := round(float64(k) * step)
+		end := start + mean(binLens[k])
+		if next := round(float64(k+1) * step); math.Abs(end-next) < 0.01*step {
+			end = next
+		}
+		xs, ends = append(xs, start), append(ends, round(end))
 		mid = append(mid, mean(bins[k]))
 		lo, hi = append(lo, l), append(hi, h)
 	}
-	return xs, mid, lo, hi
+	return xs, ends, mid, lo, hi
 }
 
 // niceAxis returns a range starting at lo covering hi with 4–6 round ticks.
@@ -276,11 +294,14 @@ func shortNum(v float64) string {
 // SVG rendering.
 
 const (
-	svgW      = 760
+	// svgW is the charts' viewBox width: about the page's content width
+	// (html.go's max-width), so that a chart drawn at 100% of it keeps its
+	// text near its nominal size, and scales down on a narrow screen.
+	svgW      = 1200
 	barH      = 22
 	lineH     = 320
 	marginL   = 60
-	marginR   = 20
+	marginR   = 32
 	marginT   = 30
 	marginB   = 40
 	labelW    = 230
@@ -296,24 +317,69 @@ func (ch *chart) svg() string {
 
 func esc(s string) string { return html.EscapeString(s) }
 
+// titleFont is the charts' title size in px (html.go's svg .title), and
+// charWidth an upper estimate of a character's width in em (bold
+// system-ui runs about 0.55em on average).
+const (
+	titleFont = 14
+	charWidth = 0.6
+)
+
+// textWidthEstimate is the estimated width of s in px at size px.
+func textWidthEstimate(s string, px float64) float64 {
+	return float64(len([]rune(s))) * charWidth * px
+}
+
+// wrapTitle breaks a title into lines that fit width px, between words.
+func wrapTitle(s string, width float64) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		next := w
+		if cur != "" {
+			next = cur + " " + w
+		}
+		if cur != "" && textWidthEstimate(next, titleFont) > width {
+			lines = append(lines, cur)
+			next = w
+		}
+		cur = next
+	}
+	if cur != "" || len(lines) == 0 {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// titleSVG writes the title's lines from y = 18 and returns how much
+// lower than one line the chart starts.
+func (ch *chart) titleSVG(b *strings.Builder) int {
+	lines := wrapTitle(ch.Title, svgW-8)
+	for i, l := range lines {
+		fmt.Fprintf(b, `<text class="title" x="4" y="%d">%s</text>`, 18+i*legendRow, esc(l))
+	}
+	return (len(lines) - 1) * legendRow
+}
+
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 func (ch *chart) barsSVG() string {
-	var b strings.Builder
-	h := marginT + len(ch.Bars)*(barH+6) + marginB
+	var b, body strings.Builder
+	top := marginT + ch.titleSVG(&body)
+	h := top + len(ch.Bars)*(barH+6) + marginB
 	x0, x1 := float64(labelW), float64(svgW-marginR)
 	sx := func(v float64) float64 { return x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0) }
-	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, svgW, h, esc(ch.Title))
-	fmt.Fprintf(&b, `<text class="title" x="%d" y="18">%s</text>`, 4, esc(ch.Title))
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="100%%" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, esc(ch.Title))
+	b.WriteString(body.String())
 	yb := float64(h - marginB)
 	for _, t := range ch.XTicks {
 		x := sx(t.Pos)
 		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
-			f1(x), marginT, f1(x), f1(yb), f1(x), f1(yb+16), esc(t.Label))
+			f1(x), top, f1(x), f1(yb), f1(x), f1(yb+16), esc(t.Label))
 	}
 	fmt.Fprintf(&b, `<text class="axis" x="%s" y="%d" text-anchor="middle">%s</text>`, f1((x0+x1)/2), h-4, esc(ch.XLabel))
 	for i, br := range ch.Bars {
-		y := float64(marginT + i*(barH+6))
+		y := float64(top + i*(barH+6))
 		fmt.Fprintf(&b, `<g class="cell" data-series="%d">`, br.Idx)
 		fmt.Fprintf(&b, `<text class="label" x="%s" y="%s" text-anchor="end">%s</text>`, f1(x0-6), f1(y+barH*0.7), esc(br.Label))
 		fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%d" fill="%s"><title>%s</title></rect>`,
@@ -330,15 +396,16 @@ func (ch *chart) barsSVG() string {
 }
 
 func (ch *chart) linesSVG() string {
-	var b strings.Builder
+	var b, title strings.Builder
+	top := marginT + ch.titleSVG(&title)
 	legendH := len(ch.Lines) * legendRow
-	h := marginT + 12 + lineH + marginB + legendH
+	h := top + 12 + lineH + marginB + legendH
 	x0, x1 := float64(marginL), float64(svgW-marginR)
-	y0, y1 := float64(marginT+12+lineH), float64(marginT+12)
+	y0, y1 := float64(top+12+lineH), float64(top+12)
 	sx := func(v float64) float64 { return x0 + (v-ch.XMin)/(ch.XMax-ch.XMin)*(x1-x0) }
 	sy := func(v float64) float64 { return y0 + (v-ch.YMin)/(ch.YMax-ch.YMin)*(y1-y0) }
-	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, svgW, h, esc(ch.Title))
-	fmt.Fprintf(&b, `<text class="title" x="4" y="18">%s</text>`, esc(ch.Title))
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" width="100%%" viewBox="0 0 %d %d" role="img" aria-label="%s">`, ch.ID, svgW, h, esc(ch.Title))
+	b.WriteString(title.String())
 	for _, t := range ch.XTicks {
 		x := sx(t.Pos)
 		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -47,6 +48,9 @@ type Comparison struct {
 	// (equal sha256): then a difference is not expected, and each pair
 	// says whether it reproduced.
 	SamePipeline bool `json:"same_pipeline"`
+	// Variables are the pipeline variables B ran with otherwise than A
+	// (a --var): named, A → B, when the pipelines differ by them.
+	Variables []VariableDifference `json:"variables,omitempty"`
 	// ReproducedN counts the pairs that reproduced, of ReproJudged pairs
 	// that could be judged.
 	ReproducedN int `json:"reproduced"`
@@ -113,7 +117,7 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		}
 	}
 	c := &Comparison{A: sa.RunID, B: sb.RunID, Axes: sa.Axes, FailAbove: opts.FailAbove,
-		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline)}
+		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline), Variables: VariableDifferences(a.Manifest, b.Manifest)}
 	if a.Manifest.RunID != "" && a.Manifest.RunID == b.Manifest.RunID {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("A and B are the same run (%s): every cell reproduces by construction; compare two runs to test reproducibility", a.Manifest.RunID))
 	}
@@ -462,7 +466,71 @@ func (c *Comparison) reproSummary() string {
 		s += "; not reproduced: " + strings.Join(not, "; ")
 	}
 	if !c.SamePipeline {
-		s += " — the runs' pipelines differ, so a difference may be intended"
+		s += " — " + c.pipelineDifference() + ", so a difference may be intended"
 	}
 	return s
+}
+
+// pipelineDifference says how the two runs' studies differ: by the
+// variables B set otherwise ("variables differ: duration 3s → 1s"), else
+// by the pipeline.
+func (c *Comparison) pipelineDifference() string {
+	if len(c.Variables) == 0 {
+		return "the runs' pipelines differ"
+	}
+	return "the runs' variables differ: " + VariablesText(c.Variables)
+}
+
+// VariableDifference is a pipeline variable whose value in one run (B,
+// here) is not the other's (A, the bundle).
+type VariableDifference struct {
+	Name   string `json:"name"`
+	Bundle string `json:"bundle"`
+	Here   string `json:"here"`
+}
+
+func (d VariableDifference) String() string { return d.Name + " " + d.Bundle + " → " + d.Here }
+
+// VariablesText is "duration 3s → 1s, connections 16 → 1".
+func VariablesText(vs []VariableDifference) string {
+	parts := make([]string, len(vs))
+	for i, d := range vs {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// VariableDifferences compares the effective variables of two runs, by
+// name ("(not set)" where a run has none of that name).
+func VariableDifferences(a, b *results.Manifest) []VariableDifference {
+	str := func(v any, ok bool) string {
+		if !ok {
+			return "(not set)"
+		}
+		if s, isStr := v.(string); isStr {
+			return s
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(j)
+	}
+	names := map[string]bool{}
+	for k := range a.Pipeline.Variables {
+		names[k] = true
+	}
+	for k := range b.Pipeline.Variables {
+		names[k] = true
+	}
+	var out []VariableDifference
+	for k := range names {
+		va, oka := a.Pipeline.Variables[k]
+		vb, okb := b.Pipeline.Variables[k]
+		if x, y := str(va, oka), str(vb, okb); x != y {
+			out = append(out, VariableDifference{Name: k, Bundle: x, Here: y})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

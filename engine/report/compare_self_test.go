@@ -31,3 +31,34 @@ func TestSamePipelineComparesPlans(t *testing.T) {
 		t.Error("samePipeline: want twins the same, another plan different, and the source sha256 without a plan digest")
 	}
 }
+
+// TestCompareNamesTheVariables: the quickstart's reproduction ran with
+// duration 1s where the bundle ran 3s; compare names that difference the
+// way reproduce does instead of saying only that the pipelines differ.
+func TestCompareNamesTheVariables(t *testing.T) {
+	a, err := results.ReadRun("../../examples/quickstart/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := results.ReadRun("../../examples/quickstart/reproduced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := c.Write(&text, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the runs' variables differ: duration 3s → 1s, so a difference may be intended"; !strings.Contains(text.String(), want) {
+		t.Errorf("compare lacks %q:\n%s", want, text.String())
+	}
+	if strings.Contains(text.String(), "pipelines differ") {
+		t.Errorf("compare says the pipelines differ:\n%s", text.String())
+	}
+	if len(c.Variables) != 1 || c.Variables[0].String() != "duration 3s → 1s" {
+		t.Errorf("variables %+v", c.Variables)
+	}
+}

@@ -299,7 +299,7 @@ func cpuChartSVG(s *Summary) string {
 	x0, x1 := float64(labelW), float64(svgW-marginR)
 	sx := func(v float64) float64 { return x0 + v/xmax*(x1-x0) }
 	title := "Where the CPU went (% of one core, mean of the repetitions)"
-	fmt.Fprintf(&b, `<svg class="chart" id="chart-cpu" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, svgW, h, svgW, h, esc(title))
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-cpu" width="100%%" viewBox="0 0 %d %d" role="img" aria-label="%s">`, svgW, h, esc(title))
 	fmt.Fprintf(&b, `<text class="title" x="4" y="18">%s</text>`, esc(title))
 	yb := float64(marginT + len(stacks)*(barH+6))
 	for _, t := range ticks {

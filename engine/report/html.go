@@ -53,7 +53,7 @@ td.v{text-align:left;min-width:11em;font-size:13px}
 td.p,th.p{text-align:left}
 table.kv td{text-align:left}table.kv td:first-child{color:#555;white-space:nowrap;width:14em}
 .claims td,.claims th{text-align:left}.holds{color:#11692a;font-weight:600}.fails{color:#a31515;font-weight:600}.inconclusive{color:#8a5a00;font-weight:600}
-svg.chart{display:block;margin:18px 0;font-size:12px;max-width:100%;height:auto}
+svg.chart{display:block;margin:18px 0;font-size:12px;width:100%;height:auto}
 svg .title{font-weight:600;font-size:14px}svg .grid{stroke:#e5e5e5}svg .tick,svg .axis{fill:#555}
 svg .series{fill:none;stroke-width:1.8}svg .band{opacity:.18;stroke:none}svg .ci{stroke:#222;stroke-width:1.4;fill:none}
 svg .legend,svg .cell{cursor:pointer}svg .off{opacity:.15}

@@ -116,13 +116,13 @@ func TestTimeChartAligned(t *testing.T) {
 		}
 		reps = append(reps, ts)
 	}
-	xs, mid, lo, hi := alignedRPS(reps)
+	xs, ends, mid, lo, hi := alignedRPS(reps)
 	if len(xs) != 5 {
 		t.Fatalf("%d points, want 5 (one per second): %v", len(xs), xs)
 	}
 	for i := range xs {
-		if xs[i] != float64(i) || mid[i] != 1100 || lo[i] != 1000 || hi[i] != 1200 {
-			t.Errorf("point %d = %v mean %v band [%v, %v], want %d mean 1100 band [1000, 1200]", i, xs[i], mid[i], lo[i], hi[i], i)
+		if xs[i] != float64(i) || ends[i] != float64(i+1) || mid[i] != 1100 || lo[i] != 1000 || hi[i] != 1200 {
+			t.Errorf("point %d = [%v, %v] mean %v band [%v, %v], want [%d, %d] mean 1100 band [1000, 1200]", i, xs[i], ends[i], mid[i], lo[i], hi[i], i, i+1)
 		}
 	}
 }
