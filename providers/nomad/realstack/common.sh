@@ -51,3 +51,35 @@ extract() {
   git --git-dir="$d" archive --format=tar "$got" -- . "${ex[@]}" | tar -x -C "$dest"
   rm -f "$tmp"; [ -s "$dest.missing" ] || rm -f "$dest.missing"
 }
+
+# The processes up.sh starts, in start order; down.sh stops them in reverse.
+COMPONENTS="etcd consul nomad apisix"
+PIDS=$RUN/pids
+LOGS=$RUN/logs
+pid_of() { local f=$PIDS/$1.pid; [ -f "$f" ] && cat "$f"; }
+alive() { local p; p=$(pid_of "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# port_free PORT: nothing listens on 127.0.0.1:PORT (TCP)
+port_free() { ! (exec 3<>"/dev/tcp/$BIND/$1") 2>/dev/null; }
+# wait_http NAME URL SECONDS [CURL ARGS]: until URL answers 2xx, or fail naming the log
+wait_http() {
+  local name=$1 url=$2 secs=$3 i; shift 3
+  for ((i = 0; i < secs * 10; i++)); do
+    curl -fsS -o /dev/null --max-time 2 "$@" "$url" 2>/dev/null && return 0
+    if [ "$name" != apisix ] && ! alive "$name"; then die "$name exited; see $LOGS/$name.log: $(tail -3 "$LOGS/$name.log" 2>/dev/null)"; fi
+    sleep 0.1
+  done
+  die "$name did not answer $url within $secs s; see $LOGS/$name.log"
+}
+admin_key() { cat "$STACK/apisix-admin-key"; }
+# env_lines: what the nomad provider, its acceptance tests and benchflow read
+env_lines() {
+  cat <<EOT
+export NOMAD_ADDR=http://$BIND:$NOMAD_HTTP_PORT
+export CONSUL_HTTP_ADDR=$BIND:$CONSUL_HTTP_PORT
+export APISIX_ADMIN=http://$BIND:$APISIX_ADMIN_PORT
+export APISIX_GATEWAY=http://$BIND:$APISIX_PROXY_PORT
+export APISIX_CONTROL=http://$BIND:$APISIX_CONTROL_PORT
+export APISIX_ADMIN_KEY=$(admin_key)
+export NOMAD_BIN=$BIN/nomad
+EOT
+}
