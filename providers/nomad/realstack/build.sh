@@ -19,12 +19,29 @@ drivers/docker/test-resources/docker/busybox_glibc.tar
 drivers/qemu/test-resources/linux-0.2.img
 nomad/structs/structs.generated.go"
 
+# lock PIECE: one build of PIECE at a time (a second build.sh would extract over the
+# tree the first one compiles)
+lock() {
+  mkdir -p "$STACK"
+  exec 9> "$STACK/build-$1.lock"
+  flock -n 9 || die "$1: another build.sh is building it (lock $STACK/build-$1.lock)"
+}
+
+# source_tree NAME DIR: DIR holds NAME's source at its manifest commit; extracted once
+# (the commit is kept in DIR.commit), so a rebuild after a failure reuses it
+source_tree() {
+  local commit; commit=$(row "$1" | cut -f4)
+  if [ -d "$2" ] && [ "$(cat "$2.commit" 2>/dev/null)" = "$commit" ]; then log "$1: source in $2"; return; fi
+  log "$1: extracting to $2"
+  rm -f "$2.commit"; extract "$1" "$2"; echo "$commit" > "$2.commit"
+}
+
 build_nomad() {
   local out=$BIN/nomad src=$STACK/src/nomad-$NOMAD_VERSION
   if [ -x "$out" ] && "$out" version 2>/dev/null | grep -q "Nomad v$NOMAD_VERSION"; then log "nomad $NOMAD_VERSION: built already ($out)"; return; fi
   need go "the Go toolchain builds Nomad"
-  log "nomad $NOMAD_VERSION: extracting to $src"
-  extract nomad "$src"
+  lock nomad
+  source_tree nomad "$src"
   if [ -f "$src.missing" ]; then
     local extra; extra=$(grep -vxF "$NOMAD_MAY_MISS" "$src.missing" || true)
     [ -z "$extra" ] || die "nomad: the source lacks files a build needs: $extra"
@@ -42,8 +59,8 @@ build_consul() {
   local out=$BIN/consul src=$STACK/src/consul-$CONSUL_VERSION
   if [ -x "$out" ] && "$out" version 2>/dev/null | grep -q "Consul v$CONSUL_VERSION"; then log "consul $CONSUL_VERSION: built already ($out)"; return; fi
   need go "the Go toolchain builds Consul"
-  log "consul $CONSUL_VERSION: extracting to $src"
-  extract consul "$src"
+  lock consul
+  source_tree consul "$src"
   [ ! -f "$src.missing" ] || die "consul: the source lacks files: $(tr '\n' ' ' < "$src.missing")"
   mkdir -p "$BIN"; cd "$src"
   log "consul $CONSUL_VERSION: go build (uptime: $(uptime | sed 's/.*load/load/'))"

@@ -26,7 +26,7 @@ start() {
   while [ "$1" != -- ]; do ports+=("$1"); shift; done; shift
   if alive "$name"; then log "$name: running already (pid $(pid_of "$name"))"; return 1; fi
   local p; for p in "${ports[@]}"; do port_free "$p" || die "$name: $BIND:$p is in use by another program"; done
-  setsid "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null &
+  setsid "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null 3>&- &   # fd 3 is our stdout: not theirs
   echo $! > "$PIDS/$name.pid"
 }
 
@@ -117,7 +117,7 @@ else
   t=$SECONDS
   # `bin/apisix` guesses LuaJIT's path from nginx's prefix, wrongly on Debian; the CLI
   # run as ./apisix/cli/apisix.lua from APISIX's folder takes that folder as its home
-  (cd "$APISIX_HOME" && PATH=$BIN:$PATH luajit ./apisix/cli/apisix.lua start) >> "$LOGS/apisix.log" 2>&1 ||
+  (cd "$APISIX_HOME" && PATH=$BIN:$PATH luajit ./apisix/cli/apisix.lua start) >> "$LOGS/apisix.log" 2>&1 3>&- ||
     die "apisix: start failed; see $LOGS/apisix.log and $APISIX_HOME/logs/error.log: $(tail -3 "$LOGS/apisix.log")"
   for ((i = 0; i < 100; i++)); do [ -s "$APISIX_HOME/logs/nginx.pid" ] && break; sleep 0.1; done
   cp "$APISIX_HOME/logs/nginx.pid" "$PIDS/apisix.pid"
