@@ -15,13 +15,13 @@ ok "etcd $(echo "$v" | sed -n 's/.*"etcdserver":"\([^"]*\)".*/\1/p') at http://$
 
 l=$(get "http://$BIND:$CONSUL_HTTP_PORT/v1/status/leader") || fail "consul does not answer on $BIND:$CONSUL_HTTP_PORT"
 [ "$l" != '""' ] || fail "consul has no leader"
-v=$(get "http://$BIND:$CONSUL_HTTP_PORT/v1/agent/self" | grep -o '"Version":"[^"]*"' | head -1 | cut -d'"' -f4)
+v=$(get "http://$BIND:$CONSUL_HTTP_PORT/v1/agent/self" | tr -d ' \n' | grep -o '"Version":"[^"]*"' | head -1 | cut -d'"' -f4 || true)
 ok "consul $v at http://$BIND:$CONSUL_HTTP_PORT (leader $l)"
 
 n=$(get "http://$BIND:$NOMAD_HTTP_PORT/v1/nodes") || fail "nomad does not answer on $BIND:$NOMAD_HTTP_PORT"
 echo "$n" | grep -q '"Status":"ready"' || fail "nomad has no ready client node: $n"
-echo "$n" | grep -q '"raw_exec":{[^}]*"Healthy":true' || fail "nomad's client has no healthy raw_exec driver"
-v=$(get "http://$BIND:$NOMAD_HTTP_PORT/v1/agent/self" | grep -o '"Version":"[0-9][^"]*"' | head -1 | cut -d'"' -f4)
+echo "$n" | grep -o '"raw_exec":{"Attributes":{[^}]*}[^}]*}' | grep -q '"Healthy":true' || fail "nomad's client has no healthy raw_exec driver"
+v=$(get "http://$BIND:$NOMAD_HTTP_PORT/v1/agent/self" | grep -o '"Version":"[0-9][^"]*"' | head -1 | cut -d'"' -f4 || true)
 ok "nomad $v at http://$BIND:$NOMAD_HTTP_PORT (a ready node, raw_exec healthy)"
 
 key=$(admin_key); A=http://$BIND:$APISIX_ADMIN_PORT/apisix/admin
