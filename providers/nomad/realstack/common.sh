@@ -48,7 +48,12 @@ extract() {
   cut -f1 "$tmp" | git --git-dir="$d" cat-file --batch-check | awk '$2 == "missing" {print $1}' |
     while read -r sha; do awk -F'\t' -v s="$sha" '$1 == s {print $2}' "$tmp"; done > "$dest.missing"
   local ex=(); while IFS= read -r p; do ex+=(":(exclude,literal)$p"); done < "$dest.missing"
-  git --git-dir="$d" archive --format=tar "$got" -- . "${ex[@]}" | tar -x -C "$dest"
+  # git archive still reports each left-out missing blob as "invalid object": they are
+  # listed in DEST.missing, so only other messages are shown
+  git --git-dir="$d" archive --format=tar "$got" -- . "${ex[@]}" 2> >(grep -v '^error: \(invalid object\|cannot read\) ' >&2) | tar -x -C "$dest"
+  local want_n got_n; want_n=$(( $(wc -l < "$tmp") - $(wc -l < "$dest.missing") ))
+  got_n=$(find "$dest" \( -type f -o -type l \) | wc -l)
+  [ "$got_n" -ge "$want_n" ] || die "$repo: extracted $got_n files of $want_n from $d"
   rm -f "$tmp"; [ -s "$dest.missing" ] || rm -f "$dest.missing"
 }
 
