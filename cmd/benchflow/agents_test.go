@@ -99,7 +99,7 @@ func TestAgentsLocal(t *testing.T) {
 	}
 	for _, f := range []string{"agent-main-1.stderr.log", "agent-main-2.stderr.log"} {
 		logs, _ := filepath.Glob(filepath.Join(run, "logs", "*", f))
-		if len(logs) != 1 {
+		if len(logs) == 0 { // one per attempt: a busy one re-run keeps its own
 			t.Errorf("no %s kept under logs/", f)
 		}
 	}

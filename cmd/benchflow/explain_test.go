@@ -31,7 +31,7 @@ func applyExplained(t *testing.T, file, src string) (*results.Run, *results.Tria
 		t.Fatal(err)
 	}
 	for i := range run.Trials {
-		if run.Trials[i].Step == "wrk" {
+		if run.Trials[i].Step == "wrk" && !run.Trials[i].Discarded {
 			return run, &run.Trials[i]
 		}
 	}
@@ -102,6 +102,9 @@ step "collect" "cpu" {
 	inside := map[string]bool{} // the names of the container's processes
 	var fuse bool
 	for _, p := range run.Processes {
+		if p.TrialID != row.TrialID {
+			continue // a busy attempt re-run ran its own container
+		}
 		switch {
 		case p.Container == container:
 			inside[p.Process] = true

@@ -120,12 +120,14 @@ step "collect" "cpu" {
 			t.Errorf("%s names a benchflow without its pid: %q", what, text)
 		}
 	}
-	// No Docker advice for a run that deploys no container.
+	// No Docker advice for a run that deploys no container (the
+	// neighbours' processes may be named, by pid, where the machine was
+	// busy: that is evidence, not advice).
 	out, err := exec.Command(bin, "report", filepath.Join(dir, "results", "latest")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
-	for _, w := range []string{"userland proxy", "fuse-overlayfs", "docker-proxy"} {
+	for _, w := range []string{"userland proxy", "serve from a volume", "Docker's storage driver"} {
 		if strings.Contains(string(out), w) {
 			t.Errorf("the report of a local-only run mentions %q:\n%s", w, out)
 		}

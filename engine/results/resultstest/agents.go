@@ -47,11 +47,14 @@ func CheckAgentMerge(t testing.TB, runDir, step string, want int) AgentMerge {
 	var out AgentMerge
 	var nAgents, sumAgents, agentRows int64
 	var p50, p99, p999 float64
-	q := fmt.Sprintf(`SELECT t.requests, t.agents, t.latency_p50_us, t.latency_p99_us, t.latency_p999_us,
+	// The attempt that counts: a busy attempt re-run (discarded) has rows
+	// of its own under another trial id.
+	var trial string
+	q := fmt.Sprintf(`SELECT t.trial_id, t.requests, t.agents, t.latency_p50_us, t.latency_p99_us, t.latency_p999_us,
 		(SELECT sum(requests) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step),
 		(SELECT count(*) FROM read_parquet('%[2]s') a WHERE a.trial_id = t.trial_id AND a.step = t.step)
-		FROM read_parquet('%[1]s') t WHERE t.step = '%[3]s'`, trials, agents, step)
-	if err := db.QueryRow(q).Scan(&out.Requests, &nAgents, &p50, &p99, &p999, &sumAgents, &agentRows); err != nil {
+		FROM read_parquet('%[1]s') t WHERE t.step = '%[3]s' AND NOT t.discarded`, trials, agents, step)
+	if err := db.QueryRow(q).Scan(&trial, &out.Requests, &nAgents, &p50, &p99, &p999, &sumAgents, &agentRows); err != nil {
 		t.Fatalf("reading step %s: %v", step, err)
 	}
 	if out.Requests == 0 || out.Requests != sumAgents || nAgents != int64(want) || agentRows != int64(want) {
@@ -63,9 +66,9 @@ func CheckAgentMerge(t testing.TB, runDir, step string, want int) AgentMerge {
 		want float64
 	}{{50, p50}, {99, p99}, {99.9, p999}} {
 		var got float64
-		q := fmt.Sprintf(`WITH b AS (SELECT lower_us, upper_us, sum(count) AS n FROM read_parquet('%s') WHERE step = '%s' GROUP BY ALL),
+		q := fmt.Sprintf(`WITH b AS (SELECT lower_us, upper_us, sum(count) AS n FROM read_parquet('%s') WHERE step = '%s' AND trial_id = '%s' GROUP BY ALL),
 			c AS (SELECT upper_us, sum(n) OVER (ORDER BY upper_us) AS cum, sum(n) OVER () AS total FROM b)
-			SELECT min(upper_us) FROM c WHERE cum >= greatest(1, floor(%g / 100 * total + 0.5))`, latency, step, c.p)
+			SELECT min(upper_us) FROM c WHERE cum >= greatest(1, floor(%g / 100 * total + 0.5))`, latency, step, trial, c.p)
 		if err := db.QueryRow(q).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +78,7 @@ func CheckAgentMerge(t testing.TB, runDir, step string, want int) AgentMerge {
 	}
 	var bucketAgents, bucketTotal, others int64
 	q = fmt.Sprintf(`SELECT count(DISTINCT agent) FILTER (WHERE agent BETWEEN 1 AND %d), sum(count), count(*) FILTER (WHERE agent < 1 OR agent > %d)
-		FROM read_parquet('%s') WHERE step = '%s'`, want, want, latency, step)
+		FROM read_parquet('%s') WHERE step = '%s' AND trial_id = '%s'`, want, want, latency, step, trial)
 	if err := db.QueryRow(q).Scan(&bucketAgents, &bucketTotal, &others); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +86,7 @@ func CheckAgentMerge(t testing.TB, runDir, step string, want int) AgentMerge {
 		t.Errorf("step %s: latency.parquet holds buckets of %d agents (%d rows of no agent) with %d values, want %d agents and %d values",
 			step, bucketAgents, others, bucketTotal, want, out.Requests)
 	}
-	rows, err := db.Query(fmt.Sprintf(`SELECT agent, host, pid, requests, clock_offset_s, skew_bound_s, late_s, started_at_s FROM read_parquet('%s') WHERE step = '%s' ORDER BY agent`, agents, step))
+	rows, err := db.Query(fmt.Sprintf(`SELECT agent, host, pid, requests, clock_offset_s, skew_bound_s, late_s, started_at_s FROM read_parquet('%s') WHERE step = '%s' AND trial_id = '%s' ORDER BY agent`, agents, step, trial))
 	if err != nil {
 		t.Fatal(err)
 	}
