@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 )
 
@@ -52,4 +53,42 @@ func ParseStat(b []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("parent pid %q is not a number", l.Field(4))
 	}
 	return Stat{Comm: l.Comm(), PPID: ppid}, nil
+}
+
+// Descendants returns the pids under root (a /proc) whose parent, or an
+// ancestor's parent, is one of pids, sorted, pids themselves left out.
+// A process whose open files this user may not read (nginx's workers run
+// as another user; a sandbox drops the capability to inspect them) is
+// still found below the master it was forked from.
+func Descendants(root string, pids []int) []int {
+	all, err := procfs.PIDs(root)
+	if err != nil || len(pids) == 0 {
+		return nil
+	}
+	parent := make(map[int]int, len(all))
+	for _, pid := range all {
+		if st, err := ReadStat(root, pid); err == nil {
+			parent[pid] = st.PPID
+		}
+	}
+	in := make(map[int]bool, len(pids))
+	for _, p := range pids {
+		in[p] = true
+	}
+	var out []int
+	for _, pid := range all {
+		if in[pid] {
+			continue
+		}
+		// Walk up, bounded: a cycle cannot be, but a racing pid reuse
+		// must not make this loop.
+		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
+			if in[p] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
 }

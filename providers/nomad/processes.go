@@ -135,6 +135,10 @@ func (d *Deployment) gatewayProcesses() []providers.Process {
 	if err != nil {
 		return nil
 	}
+	// And what the listeners forked: nginx's workers hold the socket too,
+	// but run as another user whose open files a sandboxed reproduce (no
+	// capabilities) cannot read; they are found below their master.
+	pids = append(pids, hostproc.Descendants(procfs.Root, pids)...)
 	var out []providers.Process
 	for _, pid := range pids {
 		if pid == os.Getpid() {

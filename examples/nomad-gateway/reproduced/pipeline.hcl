@@ -9,6 +9,7 @@
 #   export NOMAD_ADDR=http://127.0.0.1:4646
 #   export CONSUL_HTTP_ADDR=127.0.0.1:8500
 #   export APISIX_ADMIN=http://127.0.0.1:9180 APISIX_GATEWAY=http://127.0.0.1:9080
+#   export APISIX_CONTROL=http://127.0.0.1:9090   # Consul discovery check
 #   export APISIX_ADMIN_KEY=...            # never written to the results
 #   benchflow apply pipelines/gateway.hcl
 #   benchflow report results/latest
@@ -31,7 +32,9 @@
 
 pipeline "gateway" {
   description = "benchflow serve as a Nomad job: direct vs through APISIX (Consul discovery) × instance count"
-  repetitions = 2
+  # Five repetitions: the claims' confidence intervals need at least three,
+  # and with two every claim comes out inconclusive.
+  repetitions = 5
 }
 
 variable "duration" {
@@ -88,13 +91,19 @@ variable "service_provider" {
   }
 }
 
+variable "bind" {
+  type        = string
+  default     = "127.0.0.1"
+  description = "The address each instance listens on: loopback for a stack on this machine (Nomad's client on 127.0.0.1); \"0.0.0.0\" when the Nomad client advertises another interface."
+}
+
 matrix {
   path  = var.paths
   count = [1, 2, 4]
 }
 
-# Connection settings come from NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN
-# and APISIX_GATEWAY; tokens and the admin key from NOMAD_TOKEN,
+# Connection settings come from NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN,
+# APISIX_GATEWAY and APISIX_CONTROL; tokens and the admin key from NOMAD_TOKEN,
 # CONSUL_HTTP_TOKEN and APISIX_ADMIN_KEY (or the *_env / *_file attributes).
 provider "nomad" "cluster" {
   driver        = var.driver
@@ -116,7 +125,7 @@ service "web" {
   provider = "cluster"
   # self.port.http becomes ${NOMAD_PORT_http}: each allocation listens on
   # the port Nomad gives it.
-  command = [benchflow.bin, "serve", "--addr", "0.0.0.0:${self.port.http}"]
+  command = [benchflow.bin, "serve", "--addr", "${var.bind}:${self.port.http}"]
   port "http" {}
   health {
     http    = "/"
