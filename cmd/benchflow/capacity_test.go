@@ -116,7 +116,7 @@ func TestApplyCapacityPipeline(t *testing.T) {
 		  count(p.probe), count(p.probe) FILTER (WHERE p.pass AND p.rate = t.capacity_rps),
 		  max(p.achieved_rps) FILTER (WHERE p.pass AND p.rate = t.capacity_rps)
 		FROM read_parquet('%s') t LEFT JOIN read_parquet('%s') p ON p.trial_id = t.trial_id AND p.step = t.step
-		WHERE t.step = 'capacity' GROUP BY ALL ORDER BY t.trial_id`, trials, probes))
+		WHERE t.step = 'capacity' AND NOT t.discarded GROUP BY ALL ORDER BY t.trial_id`, trials, probes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestApplyCapacityBelowLowestRate(t *testing.T) {
 	}
 	defer db.Close()
 	rows, err := db.Query(fmt.Sprintf(`SELECT trial_id, status, capacity_rps, capacity_limit, capacity_first_failing_rps
-		FROM read_parquet('%s') WHERE step = 'capacity' ORDER BY trial_id`, filepath.Join(latest, "trials.parquet")))
+		FROM read_parquet('%s') WHERE step = 'capacity' AND NOT discarded ORDER BY trial_id`, filepath.Join(latest, "trials.parquet")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -421,7 +421,9 @@ service "web" {
 		elsewhere := filepath.Join(t.TempDir(), "elsewhere")
 		rewritePipeline(t, d, string(src)+fmt.Sprintf("\noutput {\n  dir = %q\n}\n", elsewhere), true)
 		work := t.TempDir()
-		out, err := runHome(t, work, home, "reproduce", d, "--yes", "-q")
+		// The note is in the plan, which -q leaves out when --yes gave
+		// consent.
+		out, err := runHome(t, work, home, "reproduce", d, "--yes")
 		if err != nil {
 			t.Fatalf("reproduce: %v\n%s", err, out)
 		}
