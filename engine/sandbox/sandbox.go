@@ -418,6 +418,18 @@ func (s Spec) args() ([]string, error) {
 			}
 		}
 	}
+	if s.has(GrantNomad) {
+		// APISIX's pid file: the nomad provider finds the gateway's
+		// nginx by it where their sockets cannot be read, as here.
+		if p := s.env("APISIX_PID_FILE"); filepath.IsAbs(p) {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				grantBinds = append(grantBinds, bind{r, r, false})
+				if r != p {
+					grantBinds = append(grantBinds, bind{r, p, false})
+				}
+			}
+		}
+	}
 	made := map[string]bool{}
 	var bound []string
 	for _, b := range append(grantBinds, binds...) {
@@ -540,13 +552,15 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")
 	}
-	p, err := exec.LookPath(bwrapPath)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: bwrap not found: %s", installHint)
-	}
+	// The spec is checked first: a mistake in it is located whether or
+	// not bubblewrap is installed.
 	a, err := s.args()
 	if err != nil {
 		return nil, err
+	}
+	p, err := exec.LookPath(bwrapPath)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: bwrap not found: %s", installHint)
 	}
 	a = append(append(a, "--"), argv...)
 	cmd := exec.CommandContext(ctx, p, a...)
@@ -631,7 +645,11 @@ func (s Spec) Describe() []string {
 		d = append(d, "k8s (granted): the kubeconfig "+strings.Join(s.kubeconfigs(), ", ")+" is readable, and the cluster it names reachable with its credentials")
 	}
 	if s.has(GrantNomad) {
-		d = append(d, "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens")
+		w := "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens"
+		if p := s.env("APISIX_PID_FILE"); filepath.IsAbs(p) {
+			w += ", and APISIX's pid file " + p + " is readable"
+		}
+		d = append(d, w)
 	}
 	var words []string
 	for _, c := range s.caps() {

@@ -658,6 +658,34 @@ func TestK8sGrant(t *testing.T) {
 	}
 }
 
+// TestNomadGrantPIDFile: APISIX's pid file, hidden with the home folders,
+// is readable with the nomad grant only, at the path APISIX_PID_FILE
+// names (the nomad provider finds the gateway's nginx by it here).
+func TestNomadGrantPIDFile(t *testing.T) {
+	needBwrap(t)
+	home := os.Getenv("HOME")
+	if !isDir(home) || home == "/" {
+		t.Skip("no HOME")
+	}
+	d, err := os.MkdirTemp(home, ".sandbox-apisix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	pf := filepath.Join(d, "nginx.pid")
+	os.WriteFile(pf, []byte("4242\n"), 0o644)
+	env := append(append([]string{}, baseEnv...), "APISIX_PID_FILE="+pf)
+	if out, code := run(t, Spec{Env: env}, "cat $APISIX_PID_FILE"); code == 0 {
+		t.Errorf("the pid file readable without the grant: %q", out)
+	}
+	if out, code := run(t, Spec{Env: env, Grants: []Grant{GrantNomad}}, "cat $APISIX_PID_FILE"); code != 0 || out != "4242\n" {
+		t.Errorf("with the nomad grant: exit %d %q", code, out)
+	}
+	if w := strings.Join(Spec{Env: env, Grants: []Grant{GrantNomad}}.Describe(), "\n"); !strings.Contains(w, "APISIX's pid file "+pf+" is readable") {
+		t.Errorf("Describe does not name the pid file:\n%s", w)
+	}
+}
+
 // TestEnvIsWhole: the child's environment is Spec.Env and PWD, none of
 // the caller's when it is nil.
 func TestEnvIsWhole(t *testing.T) {

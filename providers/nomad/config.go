@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,14 @@ type Config struct {
 	// manifest records etcd's version (GET /version) in gateway trials;
 	// nothing else is read or written there.
 	EtcdAddress string `hcl:"etcd_address,optional"`
+	// GatewayPIDFile is the pid file of APISIX's nginx master (APISIX
+	// writes logs/nginx.pid under its prefix); default APISIX_PID_FILE.
+	// The gateway's processes are found by the socket listening on
+	// gateway_url's port, which needs their open files: inside
+	// reproduce's sandbox (no capabilities) those cannot be read, and
+	// the pid file is how the master, and the workers below it, are
+	// found there.
+	GatewayPIDFile string `hcl:"gateway_pid_file,optional"`
 	// RouteURI is the route's uri (default "/*").
 	RouteURI string `hcl:"route_uri,optional"`
 	// Discovery is "consul" (the default with service_provider "consul":
@@ -225,6 +234,9 @@ func (c *Config) problems() configErrors {
 	if c.EtcdAddress != "" && !httpURL(c.EtcdAddress) {
 		errs = append(errs, bad("etcd_address", "%q is not http(s)://host:port (the client URL of APISIX's etcd, from etcd_address or APISIX_ETCD, e.g. http://127.0.0.1:2379)", c.EtcdAddress))
 	}
+	if c.GatewayPIDFile != "" && !filepath.IsAbs(c.GatewayPIDFile) {
+		errs = append(errs, bad("gateway_pid_file", "%q is not an absolute path (the pid file of APISIX's nginx master, from gateway_pid_file or APISIX_PID_FILE, e.g. /srv/apisix/logs/nginx.pid)", c.GatewayPIDFile))
+	}
 	return errs
 }
 
@@ -287,6 +299,9 @@ func resolve(c *Config) (*settings, error) {
 	}
 	if s.Gateway && s.EtcdAddress == "" {
 		s.EtcdAddress = os.Getenv("APISIX_ETCD")
+	}
+	if s.Gateway && s.GatewayPIDFile == "" {
+		s.GatewayPIDFile = os.Getenv("APISIX_PID_FILE")
 	}
 	errs := s.Config.problems()
 	s.ready = 2 * time.Minute

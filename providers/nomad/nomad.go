@@ -603,6 +603,9 @@ func (d *Deployment) gateway(ctx context.Context, runID, service string, insts [
 		return "", err
 	}
 	d.logf("apisix: gateway answers at %s", gw)
+	if err := d.checkGateway(); err != nil {
+		return "", err
+	}
 	return gw, nil
 }
 

@@ -103,42 +103,93 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 	return append(taskProcesses(procfs.Root, pids, role, os.Getpid()), gw...), nil
 }
 
-// gatewayProcesses reports, with gateway = true and a gateway_url on a
-// loopback address, the processes listening on its port — APISIX's nginx
-// master and workers — as infrastructure. APISIX on a plain nginx shows
-// as "nginx", the name a service under test may have too, so it is found
-// by its listening socket rather than by name. A gateway on another
-// address is another machine's (or unknown) and is left out.
-func (d *Deployment) gatewayProcesses() []providers.Process {
+// gatewayLocal returns the gateway's loopback address and port, or ok =
+// false when there is no gateway or it is not on this machine.
+func (d *Deployment) gatewayLocal() (ip net.IP, port int, ok bool) {
 	if d.p == nil || !d.p.s.Gateway || d.p.s.GatewayURL == "" {
-		return nil
+		return nil, 0, false
 	}
 	u, err := url.Parse(d.p.s.GatewayURL)
 	if err != nil {
-		return nil
+		return nil, 0, false
 	}
-	ip := net.ParseIP(u.Hostname())
+	ip = net.ParseIP(u.Hostname())
 	if u.Hostname() == "localhost" {
 		ip = net.IPv4(127, 0, 0, 1)
 	}
 	if ip == nil || !ip.IsLoopback() {
-		return nil
+		return nil, 0, false
 	}
-	port, _ := strconv.Atoi(u.Port())
+	port, _ = strconv.Atoi(u.Port())
 	if port == 0 {
 		port = 80
 		if u.Scheme == "https" {
 			port = 443
 		}
 	}
-	pids, err := hostproc.Listeners(ip, port)
-	if err != nil {
-		return nil
+	return ip, port, true
+}
+
+// gatewayPIDs returns the pids of the local gateway's processes: those
+// listening on its port, the master named by gateway_pid_file, and
+// every process below them, sorted, each once. pidErr is why the pid
+// file named no process (nil when none is set or it did).
+func (d *Deployment) gatewayPIDs() (pids []int, pidErr error) {
+	ip, port, ok := d.gatewayLocal()
+	if !ok {
+		return nil, nil
+	}
+	pids, _ = hostproc.Listeners(ip, port)
+	if f := d.p.s.GatewayPIDFile; f != "" {
+		pid, err := hostproc.PIDFile(procfs.Root, f)
+		if err != nil {
+			pidErr = err
+		} else if !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
 	}
 	// And what the listeners forked: nginx's workers hold the socket too,
 	// but run as another user whose open files a sandboxed reproduce (no
 	// capabilities) cannot read; they are found below their master.
 	pids = append(pids, hostproc.Descendants(procfs.Root, pids)...)
+	sort.Ints(pids)
+	return slices.Compact(pids), pidErr
+}
+
+// checkGateway is called once the gateway routes to the service: a pid
+// file that names no process is an error (its CPU would count as
+// another program's), and a local gateway whose processes cannot be
+// found is said in the trial's log, with the setting that finds them.
+func (d *Deployment) checkGateway() error {
+	ip, port, ok := d.gatewayLocal()
+	if !ok {
+		return nil
+	}
+	pids, err := d.gatewayPIDs()
+	if err != nil {
+		return fmt.Errorf("gateway_pid_file (or APISIX_PID_FILE): %w; it should name the pid file of APISIX's nginx master (logs/nginx.pid under APISIX's prefix), whose CPU then counts as infrastructure", err)
+	}
+	if len(pids) == 0 && d.logf != nil {
+		d.logf("apisix: no process found listening on %s (their open files cannot be read here, e.g. in reproduce's sandbox): "+
+			"its CPU counts as other programs'; set gateway_pid_file (or APISIX_PID_FILE) to APISIX's logs/nginx.pid",
+			net.JoinHostPort(ip.String(), strconv.Itoa(port)))
+	}
+	return nil
+}
+
+// gatewayProcesses reports, with gateway = true and a gateway_url on a
+// loopback address, the processes listening on its port — APISIX's nginx
+// master and workers — as infrastructure. APISIX on a plain nginx shows
+// as "nginx", the name a service under test may have too, so it is found
+// by its listening socket rather than by name. A gateway on another
+// address is another machine's (or unknown) and is left out.
+//
+// Where the listeners' open files cannot be read — inside reproduce's
+// sandbox, which has no capabilities, neither the root master's nor the
+// workers' are — the master is found by its pid file (gateway_pid_file,
+// APISIX_PID_FILE) instead, and the workers below it.
+func (d *Deployment) gatewayProcesses() []providers.Process {
+	pids, _ := d.gatewayPIDs()
 	var out []providers.Process
 	for _, pid := range pids {
 		if pid == os.Getpid() {

@@ -374,3 +374,88 @@ sys.stdin.read()
 		t.Errorf("without gateway = true: %+v", ps)
 	}
 }
+
+// Where the gateway's open files cannot be read (reproduce's sandbox has
+// no capabilities), its socket names no process: the master is found by
+// gateway_pid_file and its workers below it. Without the file the trial's
+// log says which setting finds them; a stale file is a located error.
+func TestGatewayProcessesByPIDFile(t *testing.T) {
+	root := t.TempDir()
+	boot := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stat", fmt.Sprintf("cpu  1 2 3 4\nbtime %d\n", boot.Unix()))
+	// 127.0.0.1:9080 listening (0A), socket inode 777; no process's fd
+	// folder is readable, as in the sandbox.
+	write("net/tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
+		"   0: 0100007F:237C 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777 1 0 100 0 0 10 0\n")
+	for pid, st := range map[int]struct {
+		comm          string
+		ppid, started int
+	}{500: {"nginx", 1, 10}, 501: {"nginx", 500, 11}, 502: {"nginx", 500, 11}, 600: {"python3", 1, 50}} {
+		write(fmt.Sprintf("%d/stat", pid), fmt.Sprintf("%d (%s) S %d 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, st.comm, st.ppid, st.started*100))
+	}
+	old := procfs.Root
+	procfs.Root = root
+	defer func() { procfs.Root = old }()
+
+	pidFile := filepath.Join(t.TempDir(), "nginx.pid")
+	if err := os.WriteFile(pidFile, []byte("500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := boot.Add(12 * time.Second)
+	if err := os.Chtimes(pidFile, at, at); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	d := &Deployment{p: &Provider{s: &settings{Config: Config{Gateway: true, GatewayURL: "http://127.0.0.1:9080"}}},
+		logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+
+	// Without the pid file nothing is found, and the log says why.
+	if ps := d.gatewayProcesses(); len(ps) != 0 {
+		t.Fatalf("gatewayProcesses without a pid file = %+v, want none (no readable socket)", ps)
+	}
+	if err := d.checkGateway(); err != nil {
+		t.Fatal(err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "127.0.0.1:9080") || !strings.Contains(logged[0], "gateway_pid_file (or APISIX_PID_FILE)") {
+		t.Errorf("log = %q, want one line naming the gateway's address and gateway_pid_file", logged)
+	}
+
+	d.p.s.GatewayPIDFile = pidFile
+	want := []providers.Process{
+		{PID: 500, Name: "nginx", Role: roleInfra},
+		{PID: 501, Name: "nginx", Role: roleInfra},
+		{PID: 502, Name: "nginx", Role: roleInfra},
+	}
+	if diff := cmp.Diff(want, d.gatewayProcesses()); diff != "" {
+		t.Errorf("gatewayProcesses with the pid file (-want +got):\n%s", diff)
+	}
+	logged = nil
+	if err := d.checkGateway(); err != nil || len(logged) != 0 {
+		t.Errorf("checkGateway with the pid file: %v, log %q; want neither", err, logged)
+	}
+
+	// A file naming a process that started after it was written: refused.
+	if err := os.WriteFile(pidFile, []byte("600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(pidFile, at, at); err != nil {
+		t.Fatal(err)
+	}
+	err := d.checkGateway()
+	if err == nil || !strings.Contains(err.Error(), "gateway_pid_file (or APISIX_PID_FILE)") || !strings.Contains(err.Error(), pidFile) {
+		t.Errorf("checkGateway with a stale pid file: %v, want an error naming the setting and %s", err, pidFile)
+	}
+	if ps := d.gatewayProcesses(); len(ps) != 0 {
+		t.Errorf("gatewayProcesses with a stale pid file = %+v, want none", ps)
+	}
+}

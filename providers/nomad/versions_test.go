@@ -150,3 +150,29 @@ func TestEtcdAddressValidated(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
+
+func TestGatewayPIDFileValidated(t *testing.T) {
+	t.Setenv("APISIX_ETCD", "")
+	t.Setenv("APISIX_PID_FILE", "")
+	gw := Config{Gateway: true, APISIXAdmin: "http://127.0.0.1:9180", GatewayURL: "http://127.0.0.1:9080"}
+	c := gw
+	c.GatewayPIDFile = "logs/nginx.pid"
+	_, err := New(&providers.NewRequest{Name: "n", Config: &c})
+	if err == nil || !strings.Contains(err.Error(), `gateway_pid_file: "logs/nginx.pid" is not an absolute path`) {
+		t.Errorf("relative gateway_pid_file: error = %v", err)
+	}
+	// From the environment, with the gateway on; and an absolute path is taken.
+	t.Setenv("APISIX_PID_FILE", "nginx.pid")
+	c = gw
+	if _, err = New(&providers.NewRequest{Name: "n", Config: &c}); err == nil || !strings.Contains(err.Error(), "APISIX_PID_FILE") {
+		t.Errorf("relative APISIX_PID_FILE: error = %v", err)
+	}
+	t.Setenv("APISIX_PID_FILE", "/srv/apisix/logs/nginx.pid")
+	p, err := New(&providers.NewRequest{Name: "n", Config: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.(*Provider).s.GatewayPIDFile; got != "/srv/apisix/logs/nginx.pid" {
+		t.Errorf("gateway_pid_file from APISIX_PID_FILE = %q", got)
+	}
+}
