@@ -30,7 +30,7 @@ type findMaxFlags struct {
 
 func (f *findMaxFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.on, "find-max", false, "search for the highest rate (open loop) that meets --slo, instead of one load")
-	fs.StringVar(&f.slo, "slo", "p99<10ms,errors<0.1%", "with --find-max: the objective each probe must meet (`TERMS`: p50/p90/p99/p99.9<DUR, errors<PCT)")
+	fs.StringVar(&f.slo, "slo", "p99<10ms,errors<0.1%", "with --find-max: the objective each probe must meet (`TERMS`: p50/p90/p99/p99.9<LATENCY with its unit (10ms, 250us), errors<PCT)")
 	fs.Float64Var(&f.start, "start-rate", 100, "with --find-max: the first probe's `RATE` (req/s); rates double from it")
 	fs.Float64Var(&f.max, "max-rate", 1e7, "with --find-max: never probe above `RATE` req/s")
 	fs.StringVar(&f.probe, "probe", "5s", "with --find-max: how long each probe runs (`DUR`, its first second not judged)")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // SensitiveValue is what manifest.json records for a sensitive variable.
@@ -148,7 +149,7 @@ func shorterLoad(vars map[string]string) (string, string) {
 		}
 	}
 	for _, k := range keys {
-		d, err := time.ParseDuration(vars[k])
+		d, err := units.ParseDuration(vars[k])
 		if err != nil || d <= time.Second {
 			continue
 		}

@@ -59,9 +59,12 @@ func ParseSLO(s string) (SLO, error) {
 			if err != nil || p <= 0 || p >= 100 || math.IsNaN(p) {
 				return slo, fmt.Errorf("SLO term %q: %q is not a percentile between p0 and p100 (p50, p99, p99.9)", term, name)
 			}
-			d, err := units.ParseDuration(bound)
-			if err != nil || d <= 0 {
-				return slo, fmt.Errorf("SLO term %q: %q is not a positive duration (10ms, 1.5s)", term, bound)
+			d, err := units.ParseLatency(bound)
+			if err == nil && d <= 0 {
+				err = fmt.Errorf("%q is not a positive latency (examples: 250us, 10ms, 1.5s)", bound)
+			}
+			if err != nil {
+				return slo, fmt.Errorf("SLO term %q: %w", term, err)
 			}
 			slo.Latency = append(slo.Latency, LatencyBound{Percentile: p, Max: d})
 		default:

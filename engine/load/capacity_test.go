@@ -29,11 +29,14 @@ func TestParseSLO(t *testing.T) {
 		t.Errorf(`ParseSLO("errors<=0.05") = %+v, %v`, s, err)
 	}
 	for in, want := range map[string]string{
-		"":             "empty SLO",
-		"p99":          "want NAME<BOUND",
-		"p100<1ms":     "not a percentile",
-		"p99<fast":     "not a positive duration",
-		"p99<-1ms":     "not a positive duration",
+		"":         "empty SLO",
+		"p99":      "want NAME<BOUND",
+		"p100<1ms": "not a percentile",
+		"p99<fast": `"fast" is not a latency (examples: 250us, 10ms, 1.5s)`,
+		"p99<-1ms": "must not be negative",
+		"p99<0ms":  "not a positive latency",
+		// A bare number once meant seconds here and µs in a claim.
+		"p99<10":       `"10" is a latency without its unit: write 10us, 10ms or 10s`,
 		"errors<150%":  "more than 100%",
 		"errors<x":     "not a non-negative number",
 		"latency<10ms": "unknown measure",

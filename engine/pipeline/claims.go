@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // Claim kinds (Claim.Kind).
@@ -213,13 +215,16 @@ func ParseBound(s, unit string) (Bound, error) {
 	var err error
 	switch unit {
 	case UnitLatency:
+		// A bare number is in the column's own unit (latency_*_us:
+		// µs), as for every claim column; with a unit it is a latency
+		// in units' grammar, the one SLOs use.
 		if n, e := strconv.ParseFloat(t, 64); e == nil {
 			v = n
 		} else {
 			var d time.Duration
-			d, err = time.ParseDuration(t)
+			d, err = units.ParseLatency(t)
 			if err != nil {
-				return b, fmt.Errorf("%q: %q is neither a number of µs nor a duration like 10ms or 250us", s, t)
+				return b, fmt.Errorf("%q: %v, or a bare number of µs", s, err)
 			}
 			v = float64(d) / float64(time.Microsecond)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/benchflow/benchflow/engine/units"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -247,7 +248,7 @@ func (c Config) validate() (*settings, error) {
 
 	s.readyTimeout = DefaultReadyTimeout
 	if c.ReadyTimeout != "" {
-		d, err := time.ParseDuration(c.ReadyTimeout)
+		d, err := units.ParseDuration(c.ReadyTimeout)
 		if err != nil || d <= 0 {
 			bad("ready_timeout", "%q is not a positive duration such as \"90s\"", c.ReadyTimeout)
 		} else {

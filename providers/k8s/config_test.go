@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Memory: "-1Gi"}, `memory: "-1Gi" is not a positive quantity`},
 		{Config{NodeSelector: map[string]string{"zone": "a b"}}, `node_selector: value "a b" of "zone"`},
 		{Config{ReadyTimeout: "soon"}, `ready_timeout: "soon" is not a positive duration`},
+		{Config{ReadyTimeout: "0"}, `ready_timeout: "0" is not a positive duration`},
 		{Config{ImagePullPolicy: "Sometimes"}, `image_pull_policy: "Sometimes" is not one of`},
 		{Config{FilesDir: "etc/x"}, `files_dir: "etc/x" must be an absolute path`},
 	}
@@ -56,6 +58,17 @@ func TestConfigErrors(t *testing.T) {
 		attr, _, _ := strings.Cut(c.want, ":")
 		if len(other) > 0 || len(attrs) == 0 || attrs[0].Attr != attr {
 			t.Errorf("%+v: Validate gives %v and %v, want a *providers.ConfigError for %s", c.cfg, attrs, other, attr)
+		}
+	}
+}
+
+// TestReadyTimeoutGrammar: ready_timeout reads durations as every step
+// does (units.ParseDuration): a bare number is seconds.
+func TestReadyTimeoutGrammar(t *testing.T) {
+	for in, want := range map[string]time.Duration{"90": 90 * time.Second, "1m30s": 90 * time.Second, "0.5": 500 * time.Millisecond} {
+		p, err := New("cluster", Config{ReadyTimeout: in})
+		if err != nil || p.cfg.readyTimeout != want {
+			t.Errorf("ready_timeout %q: %v, %v; want %v", in, p, err, want)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/units"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -88,12 +89,9 @@ func (c *Config) stopTimeout() (time.Duration, error) {
 	if c.StopTimeout == "" {
 		return DefaultStopTimeout, nil
 	}
-	d, err := time.ParseDuration(c.StopTimeout)
+	d, err := units.ParseDuration(c.StopTimeout)
 	if err != nil {
 		return 0, &providers.ConfigError{Attr: "stop_timeout", Msg: err.Error()}
-	}
-	if d < 0 {
-		return 0, &providers.ConfigError{Attr: "stop_timeout", Msg: fmt.Sprintf("%q must not be negative", c.StopTimeout)}
 	}
 	return d, nil
 }

@@ -700,7 +700,7 @@ func TestRegistryAndConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{StopTimeout: "soon"}, `local provider "x": stop_timeout: time: invalid duration "soon"`},
+		{Config{StopTimeout: "soon"}, `local provider "x": stop_timeout: "soon" is not a duration (examples: 500ms, 30s, 2m)`},
 		{Config{StopTimeout: "-1s"}, "must not be negative"},
 		{Config{WorkDir: "/nonexistent/dir"}, "work_dir"},
 		{Config{WorkDir: "/etc/hostname"}, "not a directory"},
@@ -708,6 +708,10 @@ func TestRegistryAndConfig(t *testing.T) {
 		if _, err := New("x", c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", c.cfg, err, c.want)
 		}
+	}
+	// A bare number is seconds, as in a step's duration (one grammar).
+	if p, err := New("bare", Config{StopTimeout: "2"}); err != nil || p.stopTimeout != 2*time.Second {
+		t.Errorf(`stop_timeout "2" = %v, %v; want 2s`, p, err)
 	}
 	if _, err := typ.New(&providers.NewRequest{Name: "x", Config: struct{}{}}); err == nil {
 		t.Error("New accepted a config of another type")

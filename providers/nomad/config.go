@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/units"
 	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -210,7 +211,7 @@ func (c *Config) problems() configErrors {
 			"the service registers in Nomad only: set discovery = \"nodes\" (the upstream then lists the instances Nomad registered), or leave discovery out"))
 	}
 	if c.ReadyTimeout != "" {
-		if d, err := time.ParseDuration(c.ReadyTimeout); err != nil || d <= 0 {
+		if d, err := units.ParseDuration(c.ReadyTimeout); err != nil || d <= 0 {
 			errs = append(errs, bad("ready_timeout", "%q is not a positive duration such as \"90s\"", c.ReadyTimeout))
 		}
 	}
@@ -305,7 +306,7 @@ func resolve(c *Config) (*settings, error) {
 	}
 	errs := s.Config.problems()
 	s.ready = 2 * time.Minute
-	if d, err := time.ParseDuration(s.ReadyTimeout); err == nil && d > 0 {
+	if d, err := units.ParseDuration(s.ReadyTimeout); err == nil && d > 0 {
 		s.ready = d
 	}
 	var err error

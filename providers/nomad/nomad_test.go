@@ -192,6 +192,7 @@ func TestConfigErrors(t *testing.T) {
 		{"driver typo", Config{Driver: "raw-exec"}, `Did you mean "raw_exec"?`},
 		{"discovery", Config{Discovery: "dns"}, `discovery: "dns" is not "consul" or "nodes"`},
 		{"timeout", Config{ReadyTimeout: "soon"}, `ready_timeout: "soon" is not a positive duration`},
+		{"zero timeout", Config{ReadyTimeout: "0"}, `ready_timeout: "0" is not a positive duration`},
 		{"count", Config{Count: -1}, "count: -1 is negative"},
 		{"cpu", Config{CPU: -5}, "cpu: -5 is negative"},
 		{"job name", Config{JobName: "my job"}, `job_name: "my job" is not a job id`},

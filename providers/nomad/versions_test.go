@@ -176,3 +176,14 @@ func TestGatewayPIDFileValidated(t *testing.T) {
 		t.Errorf("gateway_pid_file from APISIX_PID_FILE = %q", got)
 	}
 }
+
+// TestReadyTimeoutGrammar: ready_timeout reads durations as every step
+// does (units.ParseDuration): a bare number is seconds; unset is 2 minutes.
+func TestReadyTimeoutGrammar(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 2 * time.Minute, "90": 90 * time.Second, "1m30s": 90 * time.Second} {
+		s, err := resolve(&Config{Driver: "raw_exec", ReadyTimeout: in})
+		if err != nil || s.ready != want {
+			t.Errorf("ready_timeout %q: %v, %v; want %v", in, s, err, want)
+		}
+	}
+}

@@ -51,6 +51,13 @@ extract() {
   # git archive still reports each left-out missing blob as "invalid object": they are
   # listed in DEST.missing, so only other messages are shown
   git --git-dir="$d" archive --format=tar "$got" -- . "${ex[@]}" 2> >(grep -v '^error: \(invalid object\|cannot read\) ' >&2) | tar -x -C "$dest"
+  # git archive leaves out what the tree's .gitattributes marks export-ignore
+  # (lua-cjson's build scripts): those files are written from their blobs
+  local sha p
+  while IFS=$'\t' read -r sha p; do
+    [ -e "$dest/$p" ] || [ -L "$dest/$p" ] || grep -qxF "$p" "$dest.missing" && continue
+    mkdir -p "$dest/$(dirname "$p")"; git --git-dir="$d" cat-file blob "$sha" > "$dest/$p"
+  done < "$tmp"
   local want_n got_n; want_n=$(( $(wc -l < "$tmp") - $(wc -l < "$dest.missing") ))
   got_n=$(find "$dest" \( -type f -o -type l \) | wc -l)
   [ "$got_n" -ge "$want_n" ] || die "$repo: extracted $got_n files of $want_n from $d"
