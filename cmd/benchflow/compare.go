@@ -28,7 +28,9 @@ reproduced (B inside A's interval, or no significant difference), then a
 summary line. Cells with fewer than 3 repetitions on a side are judged on
 their per-interval samples instead.
 
-It warns when the runs come from different environments. With
+It warns when the runs come from different environments and lists the
+recorded environment fields that differ, A → B (CPU, kernel, versions —
+the services' stack among them —, sysctls). With
 --fail-above, it exits with status 2 when some cell is significantly
 slower (req/s) or has a significantly higher p99 by more than the
 threshold: use it in CI.`,

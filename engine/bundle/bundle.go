@@ -372,7 +372,7 @@ func writeGenerated(stage, name string, m *results.Manifest, opts Options, key *
 	var page bytes.Buffer
 	if err := report.WritePage(&page, s, report.Page{
 		Claims:      pageClaims(s.Claims),
-		Environment: append(EnvironmentRows(m), [2]string{"machine load", load.String()}),
+		Environment: append(results.EnvironmentRows(m), [2]string{"machine load", load.String()}),
 		Commands:    cmds,
 	}); err != nil {
 		return fmt.Errorf("publishing: %w", err)

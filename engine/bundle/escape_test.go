@@ -98,7 +98,7 @@ func TestVerdictMarkdownEscapes(t *testing.T) {
 	v := &Verdict{Bundle: hostile, BundleRun: "r1", Run: "r2", RunDir: hostile, Pipeline: hostile,
 		Claims:      []ClaimVerdict{{Name: hostile, Bundle: "holds", Here: "holds"}},
 		Cells:       []CellVerdict{{Cell: "label=" + hostile, Step: "main", Basis: hostile, Reproduced: "no", Explain: []string{hostile}}},
-		Environment: []Difference{{Field: "cpu_model", A: hostile, B: "x"}},
+		Environment: []results.Difference{{Field: "cpu_model", A: hostile, B: "x"}},
 		Variables:   []VariableDifference{{Name: "note", Bundle: hostile, Here: "y"}},
 		Warnings:    []string{hostile},
 	}

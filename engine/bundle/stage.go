@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
-	"github.com/benchflow/benchflow/engine/units"
 )
 
 // SensitiveValue is what manifest.json records for a sensitive variable.
@@ -149,7 +149,10 @@ func shorterLoad(vars map[string]string) (string, string) {
 		}
 	}
 	for _, k := range keys {
-		d, err := units.ParseDuration(vars[k])
+		// Only a value with its unit is taken for a duration: variables
+		// are untyped, and a bare number (connections = 16, requests =
+		// 2000) is a count, not seconds.
+		d, err := time.ParseDuration(vars[k])
 		if err != nil || d <= time.Second {
 			continue
 		}
@@ -173,7 +176,7 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 	p := m.Pipeline
 	fmt.Fprintf(&b, "# Reproducing %s\n\n", escape.Markdown(strconv.Quote(p.Name)))
 	fmt.Fprintf(&b, "This folder is run %s of the pipeline %s (%s, sha256 `%.12s…`), run with benchflow %s from %s to %s, status %s, published as a self-contained bundle: the pipeline and every file it read, the variables, the environment it ran on, the tables, the report and the checksums.\n\n",
-		escape.MarkdownCode(m.RunID), escape.MarkdownCode(p.Name), escape.MarkdownCode(p.File), p.SHA256, escape.Markdown(orQ(m.BenchflowVersion)), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), escape.Markdown(m.Status))
+		escape.MarkdownCode(m.RunID), escape.MarkdownCode(p.Name), escape.MarkdownCode(p.File), p.SHA256, escape.Markdown(cmp.Or(m.BenchflowVersion, "?")), m.StartedAt.Format("2006-01-02 15:04:05Z"), finished(m), escape.Markdown(m.Status))
 	b.WriteString("## 1. Check it\n\n")
 	if key != nil {
 		fmt.Fprintf(&b, "Every file but `SHA256SUMS` and its signature `%s` is listed in it:\n\n", SigFile)
@@ -225,7 +228,7 @@ func reproduceMD(name string, m *results.Manifest, load Load, files []File, key 
 		}
 		b.WriteString("\n")
 	}
-	if rows := EnvironmentRows(m); len(rows) > 0 {
+	if rows := results.EnvironmentRows(m); len(rows) > 0 {
 		b.WriteString("## The machine it ran on\n\n| | |\n| --- | --- |\n")
 		for _, r := range rows {
 			fmt.Fprintf(&b, "| %s | %s |\n", escape.Markdown(r[0]), escape.Markdown(r[1]))

@@ -56,14 +56,14 @@ type CellVerdict struct {
 // Verdict is what `benchflow reproduce` prints: per claim, per cell, and
 // the environment fields that differ.
 type Verdict struct {
-	Bundle      string         `json:"bundle"`
-	BundleRun   string         `json:"bundle_run"`
-	Run         string         `json:"run"`
-	RunDir      string         `json:"run_dir"`
-	Pipeline    string         `json:"pipeline"`
-	Claims      []ClaimVerdict `json:"claims"`
-	Cells       []CellVerdict  `json:"cells"`
-	Environment []Difference   `json:"environment"`
+	Bundle      string               `json:"bundle"`
+	BundleRun   string               `json:"bundle_run"`
+	Run         string               `json:"run"`
+	RunDir      string               `json:"run_dir"`
+	Pipeline    string               `json:"pipeline"`
+	Claims      []ClaimVerdict       `json:"claims"`
+	Cells       []CellVerdict        `json:"cells"`
+	Environment []results.Difference `json:"environment"`
 	// Load is how busy the machine was in the bundle and here
 	// (MachineLoad); when either was busy it is named first among what
 	// differs next to every claim and cell that moved.
@@ -77,9 +77,9 @@ type Verdict struct {
 	// mitigations in one line; Rounded counts the sysctls left out of them
 	// because they differ by less than 1% (a rounding, as fs.file-max
 	// sized from the memory).
-	Changes  []Change `json:"changes"`
-	Rounded  int      `json:"sysctls_within_rounding,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Changes  []results.Change `json:"changes"`
+	Rounded  int              `json:"sysctls_within_rounding,omitempty"`
+	Warnings []string         `json:"warnings,omitempty"`
 }
 
 // VariableDifference is a variable whose value here is not the bundle's
@@ -101,7 +101,7 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 		return nil, err
 	}
 	v := &Verdict{Bundle: bundleDir, BundleRun: a.Manifest.RunID, Run: b.Manifest.RunID, RunDir: b.Dir,
-		Pipeline: a.Manifest.Pipeline.Name, Environment: Differences(a.Manifest, b.Manifest)}
+		Pipeline: a.Manifest.Pipeline.Name, Environment: results.Differences(a.Manifest, b.Manifest)}
 	for _, w := range c.Warnings {
 		if !strings.Contains(w, "environments") && !strings.Contains(w, "fingerprint") {
 			v.Warnings = append(v.Warnings, w)
@@ -153,12 +153,12 @@ func Judge(bundleDir string, a, b *results.Run, claimsA, claimsB []report.ClaimO
 func (v *Verdict) rank() {
 	v.Changes = nil
 	for _, d := range v.Variables {
-		v.Changes = append(v.Changes, Change{Rank: RankVariable, Name: d.Name, Bundle: d.Bundle, Here: d.Here})
+		v.Changes = append(v.Changes, results.Change{Rank: results.RankVariable, Name: d.Name, Bundle: d.Bundle, Here: d.Here})
 	}
 	if v.Load.Bundle.State != v.Load.Here.State || v.Load.Busy() {
-		v.Changes = append(v.Changes, Change{Rank: RankLoad, Name: "machine load", Bundle: v.Load.Bundle.Verdict(), Here: v.Load.Here.Verdict()})
+		v.Changes = append(v.Changes, results.Change{Rank: results.RankLoad, Name: "machine load", Bundle: v.Load.Bundle.Verdict(), Here: v.Load.Here.Verdict()})
 	}
-	env, rounded := Changes(v.Environment)
+	env, rounded := results.Changes(v.Environment)
 	v.Changes = append(v.Changes, env...)
 	v.Rounded = rounded
 }
@@ -381,7 +381,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 	table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
 	loadMoved := false
 	for _, c := range v.Changes {
-		loadMoved = loadMoved || c.Rank == RankLoad
+		loadMoved = loadMoved || c.Rank == results.RankLoad
 	}
 	if loadMoved {
 		title := "machine load (bundle → here)"
@@ -406,7 +406,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		var rows [][]string
 		for _, c := range v.Changes {
 			name := c.Name
-			if c.Rank == RankVariable {
+			if c.Rank == results.RankVariable {
 				name = "variable " + name
 			}
 			rows = append(rows, []string{name, orDash(c.Bundle), orDash(c.Here)})

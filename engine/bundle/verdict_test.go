@@ -201,7 +201,7 @@ func TestExampleVerdictsFitAScreen(t *testing.T) {
 // 1% are counted and left out, a sysctl that is not a number or differs
 // by more is listed, and the ranks order the rest.
 func TestChanges(t *testing.T) {
-	diffs := []Difference{
+	diffs := []results.Difference{
 		{Field: "sysctls.fs.file-max", A: "2466116", B: "2466089"},
 		{Field: "sysctls.net.ipv4.tcp_rmem", A: "4096 131072 6291456", B: "4096 131072 6291400"},
 		{Field: "sysctls.net.core.somaxconn", A: "4096", B: "4000"},
@@ -214,7 +214,7 @@ func TestChanges(t *testing.T) {
 		{Field: "cpu_model", A: "x", B: "y"},
 		{Field: "docker_storage_driver", A: "overlay2", B: "", Docker: true},
 	}
-	got, rounded := Changes(diffs)
+	got, rounded := results.Changes(diffs)
 	var names []string
 	for _, c := range got {
 		names = append(names, c.Name)
@@ -265,5 +265,37 @@ func TestCommandsSuggestAShorterLoad(t *testing.T) {
 		case c.want != "" && !strings.Contains(all, c.want+" "):
 			t.Errorf("%v: want %q in:\n%s", c.vars, c.want, all)
 		}
+	}
+}
+
+// TestVerdictNamesStackVersions: a cell that did not reproduce on a
+// stack with another Nomad client is explained by that version, and the
+// verdict's environment table shows both values.
+func TestVerdictNamesStackVersions(t *testing.T) {
+	withStack := func(r *results.Run, client string) *results.Run {
+		for i := range r.Manifest.Trials {
+			r.Manifest.Trials[i].Services = []results.ServiceEntry{{Name: "web", Type: "nomad",
+				Versions: map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "apisix": "3.9.1"}}}
+		}
+		return r
+	}
+	a := withStack(loadRun("20261201T000000Z-aaaa", 1000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.6.5")
+	b := withStack(loadRun("20261202T000000Z-bbbb", 2000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.7.0")
+	v, err := Judge("bundle", a, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Environment) != 1 || v.Environment[0].String() != "services.nomad.nomad_client: 1.6.5 → 1.7.0" {
+		t.Errorf("environment differences: %v", v.Environment)
+	}
+	if len(v.Cells) != 1 || v.Cells[0].Reproduced != "no" || strings.Join(v.Cells[0].Explain, "|") != "services.nomad.nomad_client" {
+		t.Fatalf("cells: %+v", v.Cells)
+	}
+	var text strings.Builder
+	if err := v.Write(&text, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`services\.nomad\.nomad_client\s+1\.6\.5\s+1\.7\.0`).MatchString(text.String()) {
+		t.Errorf("text verdict lacks the nomad_client row:\n%s", text.String())
 	}
 }

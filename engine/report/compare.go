@@ -33,17 +33,36 @@ type CompareOptions struct {
 	FailAbove float64
 }
 
+// EnvironmentChange is one environment field recorded otherwise in A and
+// B ("(absent)" where a run did not record it); the mitigations are one
+// line ("mitigations (3 differ)").
+type EnvironmentChange struct {
+	Field string `json:"field"`
+	A     string `json:"a"`
+	B     string `json:"b"`
+	// Docker: a field of the container engine, which explains only
+	// the cells the docker provider deployed.
+	Docker bool `json:"docker,omitempty"`
+}
+
 // Comparison pairs the cells of two runs by parameters.
 type Comparison struct {
-	A           string   `json:"run_a"`
-	B           string   `json:"run_b"`
-	Axes        []string `json:"axes"`
-	Pairs       []*Pair  `json:"pairs"`
-	OnlyA       []string `json:"only_in_a,omitempty"`
-	OnlyB       []string `json:"only_in_b,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
-	FailAbove   float64  `json:"fail_above,omitempty"`
-	Regressions []string `json:"regressions,omitempty"`
+	A        string   `json:"run_a"`
+	B        string   `json:"run_b"`
+	Axes     []string `json:"axes"`
+	Pairs    []*Pair  `json:"pairs"`
+	OnlyA    []string `json:"only_in_a,omitempty"`
+	OnlyB    []string `json:"only_in_b,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Environment lists the recorded environment fields that differ
+	// between A and B (results.Differences, ranked as reproduce ranks
+	// them: CPU, kernel, virtualization, versions — the Nomad, Consul,
+	// APISIX and etcd a run used among them — then the rest); Rounded
+	// counts the sysctls within 1% left out.
+	Environment        []EnvironmentChange `json:"environment,omitempty"`
+	EnvironmentRounded int                 `json:"environment_rounded,omitempty"`
+	FailAbove          float64             `json:"fail_above,omitempty"`
+	Regressions        []string            `json:"regressions,omitempty"`
 	// SamePipeline is true when both runs ran the same pipeline source
 	// (equal sha256): then a difference is not expected, and each pair
 	// says whether it reproduced.
@@ -120,6 +139,13 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		SamePipeline: samePipeline(a.Manifest.Pipeline, b.Manifest.Pipeline), Variables: VariableDifferences(a.Manifest, b.Manifest)}
 	if a.Manifest.RunID != "" && a.Manifest.RunID == b.Manifest.RunID {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("A and B are the same run (%s): every cell reproduces by construction; compare two runs to test reproducibility", a.Manifest.RunID))
+	}
+	if a.Manifest.RunID == "" || a.Manifest.RunID != b.Manifest.RunID {
+		var changes []results.Change
+		changes, c.EnvironmentRounded = results.Changes(results.Differences(a.Manifest, b.Manifest))
+		for _, ch := range changes {
+			c.Environment = append(c.Environment, EnvironmentChange{Field: ch.Name, A: ch.Bundle, B: ch.Here, Docker: ch.Docker})
+		}
 	}
 	fa, fb := a.Manifest.Fingerprint(), b.Manifest.Fingerprint()
 	switch {
@@ -381,6 +407,7 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 	for _, m := range c.Warnings {
 		notes = append(notes, "warning: "+m)
 	}
+	notes = append(notes, c.environmentNotes()...)
 	for _, m := range c.Regressions {
 		notes = append(notes, "regression: "+m)
 	}
@@ -396,6 +423,31 @@ func (c *Comparison) writeTable(w io.Writer, md bool) error {
 		}
 	}
 	return nil
+}
+
+// compareEnvShown bounds the environment lines of a text or markdown
+// comparison; --format json lists them all.
+const compareEnvShown = 12
+
+// environmentNotes are the environment lines under the table: one per
+// differing field, A → B, the first compareEnvShown of them.
+func (c *Comparison) environmentNotes() []string {
+	var out []string
+	for i, e := range c.Environment {
+		if i == compareEnvShown {
+			out = append(out, fmt.Sprintf("environment: %d more fields differ (--format json lists them)", len(c.Environment)-compareEnvShown))
+			break
+		}
+		docker := ""
+		if e.Docker {
+			docker = " (docker provider's cells only)"
+		}
+		out = append(out, fmt.Sprintf("environment: %s: %s → %s%s", e.Field, e.A, e.B, docker))
+	}
+	if c.EnvironmentRounded > 0 {
+		out = append(out, fmt.Sprintf("environment: and %d sysctls within 1%% (not listed)", c.EnvironmentRounded))
+	}
+	return out
 }
 
 func (c *Comparison) writeCSV(w io.Writer) error {

@@ -2,9 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/results"
 )
 
 // twoCellSpec is a small run whose cells have the given mean req/s.
@@ -124,4 +128,67 @@ func TestVerdictCalibration(t *testing.T) {
 		t.Errorf("a 10%% shift with 1%% noise was missed %d times in %d", misses, runs)
 	}
 	t.Logf("false positives %d/%d, misses %d/%d", falsePos, runs, misses, runs)
+}
+
+// TestCompareListsEnvironment: compare names each environment field that
+// differs, A → B, the stack versions the providers reported among them
+// (a Nomad client upgraded between the runs shows although the
+// fingerprint, which covers the machine, does not move), and lists none
+// when the environments agree.
+func TestCompareListsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	a := writeSynthRun(t, dir, twoCellSpec("20261130T044500Z-eeee", 5, 3, 0.01, 10000, 10000))
+	b := writeSynthRun(t, dir, twoCellSpec("20261130T050000Z-ffff", 6, 3, 0.01, 10000, 10000))
+	same, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(same.Environment) != 0 {
+		t.Errorf("same environment: %+v", same.Environment)
+	}
+	stack := func(r *results.Run, client string) {
+		for i := range r.Manifest.Trials {
+			r.Manifest.Trials[i].Services = []results.ServiceEntry{{Name: "web", Type: "nomad",
+				Versions: map[string]string{"nomad_client": client, "apisix": "3.9.1"}}}
+		}
+	}
+	stack(a, "1.6.5")
+	stack(b, "1.7.0")
+	if b.Manifest.Environment == nil {
+		b.Manifest.Environment = map[string]any{}
+	}
+	b.Manifest.Environment["kernel_release"] = "6.99.0-test"
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, e := range c.Environment {
+		fields = append(fields, e.Field+"="+e.A+"→"+e.B)
+	}
+	kernelA := "(absent)"
+	if v, ok := a.Manifest.Environment["kernel_release"]; ok {
+		kernelA = fmt.Sprint(v)
+	}
+	want := []string{"kernel_release=" + kernelA + "→6.99.0-test", "services.nomad.nomad_client=1.6.5→1.7.0"}
+	if strings.Join(fields, "|") != strings.Join(want, "|") {
+		t.Errorf("environment = %v, want %v (kernel before versions)", fields, want)
+	}
+	var text, js bytes.Buffer
+	if err := c.Write(&text, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "environment: services.nomad.nomad_client: 1.6.5 → 1.7.0\n") {
+		t.Errorf("text lacks the nomad_client line:\n%s", text.String())
+	}
+	if err := c.Write(&js, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Environment []EnvironmentChange `json:"environment"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Environment) != 2 ||
+		decoded.Environment[1] != (EnvironmentChange{Field: "services.nomad.nomad_client", A: "1.6.5", B: "1.7.0"}) {
+		t.Errorf("json environment = %+v, %v:\n%s", decoded.Environment, err, js.String())
+	}
 }

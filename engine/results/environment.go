@@ -1,6 +1,7 @@
-package bundle
+package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/benchflow/benchflow/engine/results"
 )
 
 // Environment flattens a run's recorded environment into "field" → value:
@@ -19,7 +18,7 @@ import (
 // services ("services.<provider type>.<name>", e.g.
 // "services.nomad.nomad_client", from the trials: every value any trial
 // reported, sorted, joined with ", ").
-func Environment(m *results.Manifest) map[string]string {
+func Environment(m *Manifest) map[string]string {
 	out := map[string]string{}
 	if m == nil {
 		return out
@@ -126,7 +125,7 @@ func (d Difference) String() string {
 
 // Differences lists every recorded environment field that differs
 // between a and b (noise left out), sorted by field.
-func Differences(a, b *results.Manifest) []Difference {
+func Differences(a, b *Manifest) []Difference {
 	ea, eb := Environment(a), Environment(b)
 	keys := map[string]bool{}
 	for k := range ea {
@@ -165,7 +164,7 @@ func gib(s string) string {
 // EnvironmentRows are the environment fields a reader looks at first, as
 // label and value, in a fixed order (fields not recorded are left out),
 // then the tool and service versions.
-func EnvironmentRows(m *results.Manifest) [][2]string {
+func EnvironmentRows(m *Manifest) [][2]string {
 	env := Environment(m)
 	var rows [][2]string
 	add := func(label, v string) {
@@ -175,7 +174,7 @@ func EnvironmentRows(m *results.Manifest) [][2]string {
 	}
 	add("CPU", env["cpu_model"])
 	if env["cpu_cores"] != "" || env["cpu_threads"] != "" {
-		add("cores / threads", fmt.Sprintf("%s / %s (benchflow allowed %s)", env["cpu_cores"], env["cpu_threads"], orQ(env["allowed_cpus"])))
+		add("cores / threads", fmt.Sprintf("%s / %s (benchflow allowed %s)", env["cpu_cores"], env["cpu_threads"], cmp.Or(env["allowed_cpus"], "?")))
 	}
 	if env["memory_bytes"] != "" {
 		add("memory", gib(env["memory_bytes"]))
@@ -201,13 +200,6 @@ func EnvironmentRows(m *results.Manifest) [][2]string {
 		add(strings.TrimPrefix(k, "tools."), env[k])
 	}
 	return rows
-}
-
-func orQ(s string) string {
-	if s == "" {
-		return "?"
-	}
-	return s
 }
 
 // mitigations summarises cpu_vulnerabilities: how many are mitigated,

@@ -1,11 +1,8 @@
-package bundle
+package results
 
 import (
-	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/benchflow/benchflow/engine/results"
 )
 
 // TestDifferences: every recorded field that differs is listed (nested
@@ -13,18 +10,18 @@ import (
 // fields and memory within the same GiB are not, and Docker's fields are
 // marked as such.
 func TestDifferences(t *testing.T) {
-	a := &results.Manifest{Environment: map[string]any{
+	a := &Manifest{Environment: map[string]any{
 		"hostname": "a", "collected_at": "t1", "fingerprint": "f1", "cpu_freq_cur_mhz": 2100.0,
 		"cpu_model": "AMD EPYC", "cpu_cores": 2.0, "memory_bytes": float64(8 << 30),
 		"docker_storage_driver": "overlay2", "tools": map[string]any{"nginx": "1.22", "wrk": "4.2"},
 		"cpu_vulnerabilities": map[string]any{"meltdown": "Not affected"},
-	}, Trials: []results.TrialEntry{{Services: []results.ServiceEntry{{Type: "k8s", Versions: map[string]string{"server": "1.31"}}}}}}
-	b := &results.Manifest{Environment: map[string]any{
+	}, Trials: []TrialEntry{{Services: []ServiceEntry{{Type: "k8s", Versions: map[string]string{"server": "1.31"}}}}}}
+	b := &Manifest{Environment: map[string]any{
 		"hostname": "b", "collected_at": "t2", "fingerprint": "f2", "cpu_freq_cur_mhz": 3000.0,
 		"cpu_model": "Intel Xeon", "cpu_cores": 2.0, "memory_bytes": float64(8<<30 - 5<<20),
 		"docker_storage_driver": "fuse-overlayfs", "tools": map[string]any{"nginx": "1.26", "wrk": "4.2"},
 		"cpu_vulnerabilities": map[string]any{"meltdown": "Mitigation: PTI"},
-	}, Trials: []results.TrialEntry{{Services: []results.ServiceEntry{{Type: "k8s", Versions: map[string]string{"server": "1.32"}}}}}}
+	}, Trials: []TrialEntry{{Services: []ServiceEntry{{Type: "k8s", Versions: map[string]string{"server": "1.32"}}}}}}
 	var got []string
 	docker := map[string]bool{}
 	for _, d := range Differences(a, b) {
@@ -48,13 +45,13 @@ func TestDifferences(t *testing.T) {
 
 // stackManifest is a gateway run's manifest: direct trials record Nomad's
 // and Consul's versions, gateway trials APISIX's and etcd's too.
-func stackManifest(client string) *results.Manifest {
+func stackManifest(client string) *Manifest {
 	base := map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "consul": "1.16.4"}
 	gw := map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "consul": "1.16.4",
 		"apisix": "3.9.1", "etcd": "3.4.23", "etcd_cluster": "3.4.0"}
-	return &results.Manifest{Environment: map[string]any{"cpu_model": "AMD EPYC"}, Trials: []results.TrialEntry{
-		{TrialID: "t1", Services: []results.ServiceEntry{{Name: "web", Type: "nomad", Versions: base}}},
-		{TrialID: "t2", Services: []results.ServiceEntry{{Name: "web", Type: "nomad", Versions: gw}}},
+	return &Manifest{Environment: map[string]any{"cpu_model": "AMD EPYC"}, Trials: []TrialEntry{
+		{TrialID: "t1", Services: []ServiceEntry{{Name: "web", Type: "nomad", Versions: base}}},
+		{TrialID: "t2", Services: []ServiceEntry{{Name: "web", Type: "nomad", Versions: gw}}},
 	}}
 }
 
@@ -93,41 +90,9 @@ func TestStackVersions(t *testing.T) {
 	}
 	// A client upgraded between trials, and a trial on two clients.
 	a.Trials[1].Services[0].Versions["nomad_client"] = "1.7.0"
-	a.Trials = append(a.Trials, results.TrialEntry{TrialID: "t3", Services: []results.ServiceEntry{{Name: "web", Type: "nomad",
+	a.Trials = append(a.Trials, TrialEntry{TrialID: "t3", Services: []ServiceEntry{{Name: "web", Type: "nomad",
 		Versions: map[string]string{"nomad_client": "1.6.5, 1.8.1"}}}})
 	if got := Environment(a)["services.nomad.nomad_client"]; got != "1.6.5, 1.7.0, 1.8.1" {
 		t.Errorf("nomad_client over trials = %q", got)
-	}
-}
-
-// TestVerdictNamesStackVersions: a cell that did not reproduce on a
-// stack with another Nomad client is explained by that version, and the
-// verdict's environment table shows both values.
-func TestVerdictNamesStackVersions(t *testing.T) {
-	withStack := func(r *results.Run, client string) *results.Run {
-		for i := range r.Manifest.Trials {
-			r.Manifest.Trials[i].Services = []results.ServiceEntry{{Name: "web", Type: "nomad",
-				Versions: map[string]string{"nomad_server": "1.6.5", "nomad_client": client, "apisix": "3.9.1"}}}
-		}
-		return r
-	}
-	a := withStack(loadRun("20261201T000000Z-aaaa", 1000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.6.5")
-	b := withStack(loadRun("20261202T000000Z-bbbb", 2000, []any{0.5, 0.5, 0.5}, 1, "v1"), "1.7.0")
-	v, err := Judge("bundle", a, b, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Environment) != 1 || v.Environment[0].String() != "services.nomad.nomad_client: 1.6.5 → 1.7.0" {
-		t.Errorf("environment differences: %v", v.Environment)
-	}
-	if len(v.Cells) != 1 || v.Cells[0].Reproduced != "no" || strings.Join(v.Cells[0].Explain, "|") != "services.nomad.nomad_client" {
-		t.Fatalf("cells: %+v", v.Cells)
-	}
-	var text strings.Builder
-	if err := v.Write(&text, "text"); err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`services\.nomad\.nomad_client\s+1\.6\.5\s+1\.7\.0`).MatchString(text.String()) {
-		t.Errorf("text verdict lacks the nomad_client row:\n%s", text.String())
 	}
 }
