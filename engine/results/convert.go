@@ -37,7 +37,9 @@ func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
 	}
 	if h := res.Connect; h != nil && h.TotalCount() > 0 {
 		row.ConnectP50US = float64(h.ValueAtQuantile(50))
+		row.Connects = h.TotalCount()
 	}
+	row.Used0RTT = res.Used0RTT
 	row.TargetRate = res.TargetRate
 	row.RateWarning = res.Warning
 	row.Connections = int64(res.Connections)

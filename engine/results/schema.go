@@ -127,6 +127,12 @@ type TrialRow struct {
 	Attempt      int64
 	Discarded    bool
 	DiscardedWhy string
+	// Connects counts the connections the load opened (its first ones,
+	// those of --close, reconnects); Used0RTT the HTTP/3 connections whose
+	// 0-RTT early data the server accepted (h3_0rtt). Both 0 in runs
+	// written before the columns existed.
+	Connects int64
+	Used0RTT int64
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
@@ -449,6 +455,8 @@ var trialColumnsTail = []column[TrialRow]{
 	i64("attempt", func(r *TrialRow) *int64 { return &r.Attempt }),
 	boolean("discarded", func(r *TrialRow) *bool { return &r.Discarded }),
 	str("discarded_why", func(r *TrialRow) *string { return &r.DiscardedWhy }),
+	i64("connects", func(r *TrialRow) *int64 { return &r.Connects }),
+	i64("used_0rtt", func(r *TrialRow) *int64 { return &r.Used0RTT }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/google/go-cmp/cmp"
@@ -50,6 +51,16 @@ func TestRoundTrip(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			out := t.TempDir()
 			recs := synthRecords(1)
+			// Each trial's load opened 16+i connections (its first 16 and
+			// i reconnects), i of them with accepted 0-RTT data.
+			for i, rec := range recs {
+				res := rec.Steps[1].Result
+				res.Connect = hdrhistogram.New(1, 60_000_000, 3)
+				for c := 0; c < 16+i; c++ {
+					res.Connect.RecordValue(int64(100 + 10*c))
+				}
+				res.Used0RTT = int64(i)
+			}
 			w := writeRun(t, out, "20261130T044500Z-aaaa", format, recs, mem)
 			if err := w.Finish(RunOK, t0.Add(time.Hour)); err != nil {
 				t.Fatal(err)
@@ -104,6 +115,12 @@ func TestRoundTrip(t *testing.T) {
 				}
 				if row.LoadEngine != res.Engine || row.LoadEngine == "" {
 					t.Errorf("%s: load_engine = %q, want %q", row.TrialID, row.LoadEngine, res.Engine)
+				}
+				if row.Connects != int64(16+i) || row.Used0RTT != int64(i) {
+					t.Errorf("%s: connects/used_0rtt = %d/%d, want %d/%d", row.TrialID, row.Connects, row.Used0RTT, 16+i, i)
+				}
+				if warm := run.Trials[2*i]; warm.Connects != 0 || warm.Used0RTT != 0 {
+					t.Errorf("%s: warm step without a connect histogram has connects/used_0rtt %d/%d", warm.TrialID, warm.Connects, warm.Used0RTT)
 				}
 				if row.Protocol != "h2c" || row.Streams != 4 {
 					t.Errorf("%s: protocol = %q streams %d, want h2c 4", row.TrialID, row.Protocol, row.Streams)
