@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/units"
 )
@@ -43,7 +44,7 @@ func (f *findMaxFlags) register(fs *pflag.FlagSet) {
 func (f *findMaxFlags) options(cmd *cobra.Command, opts load.Options) (load.SearchOptions, error) {
 	so := load.SearchOptions{Load: opts, Start: f.start, Max: f.max, MaxProbes: f.maxProbes}
 	var err error
-	if so.SLO, err = load.ParseSLO(f.slo); err != nil {
+	if so.SLO, err = measure.ParseSLO(f.slo); err != nil {
 		return so, fmt.Errorf("--slo: %w", err)
 	}
 	if so.Probe, err = pipeline.ParseDuration(f.probe); err != nil {
@@ -91,7 +92,7 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 	stderr, stdout := cmd.ErrOrStderr(), cmd.OutOrStdout()
 	if !jsonOut {
 		conns := fmt.Sprintf("%d connections", opts.Connections)
-		if opts.Protocol == load.ProtoH2 {
+		if opts.Protocol == measure.ProtoH2 {
 			conns += fmt.Sprintf(" × %d HTTP/2 stream", opts.Streams)
 			if opts.Streams != 1 {
 				conns += "s"
@@ -100,7 +101,7 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 		fmt.Fprintf(stdout, "Searching the highest rate under %s: %s, %d threads, %s probes, from %.0f req/s\n",
 			so.SLO, conns, opts.Threads, so.Probe, so.Start)
 	}
-	so.OnProbe = func(p load.Probe) {
+	so.OnProbe = func(p measure.Probe) {
 		if !jsonOut && isTerminal(stderr) {
 			fmt.Fprintf(stderr, "  probe %8.0f req/s: %s\n", p.Rate, probeLine(p))
 		}
@@ -122,7 +123,7 @@ func runFindMax(cmd *cobra.Command, f *findMaxFlags, opts load.Options, jsonOut 
 	return nil
 }
 
-func probeLine(p load.Probe) string {
+func probeLine(p measure.Probe) string {
 	verdict := "pass"
 	if !p.Pass {
 		verdict = "FAIL " + p.Reason
@@ -134,7 +135,7 @@ func us(v float64) time.Duration {
 	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond)
 }
 
-func writeProbes(w io.Writer, c *load.Capacity) {
+func writeProbes(w io.Writer, c *measure.Capacity) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rate\tachieved\tp50\tp99\tp99.9\terrors\tloader cpu\tverdict\t")
 	probed := map[float64]bool{}
@@ -177,7 +178,7 @@ type probeJSON struct {
 	Reason           string  `json:"reason,omitempty"`
 }
 
-func writeCapacityJSON(w io.Writer, c *load.Capacity) error {
+func writeCapacityJSON(w io.Writer, c *measure.Capacity) error {
 	out := struct {
 		SLO      string      `json:"slo"`
 		Capacity float64     `json:"capacity_rps"`

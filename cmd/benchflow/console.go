@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
@@ -125,7 +126,7 @@ func (c *Console) LoadProgress(t *plan.Trial, step string, p load.Progress) {
 	c.redraw()
 }
 
-func (c *Console) LoadDone(t *plan.Trial, step string, r *load.Result) {
+func (c *Console) LoadDone(t *plan.Trial, step string, r *measure.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Quiet {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/run"
 )
 
@@ -84,7 +84,7 @@ func TestLoadLuaScript(t *testing.T) {
 // TestReprobeRowMarked: a capacity search's second probe of one rate is
 // marked as a re-probe in the probe table.
 func TestReprobeRowMarked(t *testing.T) {
-	c := &load.Capacity{Probes: []load.Probe{
+	c := &measure.Capacity{Probes: []measure.Probe{
 		{Rate: 1000, Achieved: 1000, Pass: true},
 		{Rate: 2000, Achieved: 1500, Reason: "sends late; probing the rate again"},
 		{Rate: 2000, Achieved: 2000, Pass: true},

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/starconf/script"
@@ -194,10 +195,10 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 		return opts, nil, fmt.Errorf("--h2 and --h3: choose one protocol")
 	}
 	if l.h2 {
-		opts.Protocol = load.ProtoH2
+		opts.Protocol = measure.ProtoH2
 	}
 	if l.h3 {
-		opts.Protocol = load.ProtoH3
+		opts.Protocol = measure.ProtoH3
 	}
 	if cmd.Flags().Changed("duration") || opts.Requests == 0 {
 		if opts.Duration, err = pipeline.ParseDuration(l.duration); err != nil {
@@ -353,7 +354,7 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 	stdout := cmd.OutOrStdout()
 	var err error
 	if l.jsonOut {
-		err = load.WriteJSON(stdout, res)
+		err = measure.WriteJSON(stdout, res)
 	} else {
 		err = load.WriteText(stdout, res, l.latency)
 	}

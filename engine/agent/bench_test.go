@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // benchParts builds agents results of intervals one-second intervals each,
@@ -19,7 +18,7 @@ func benchParts(b *testing.B, agents, intervals, perInterval int) []Part {
 	highest := int64(21 * time.Second / time.Microsecond)
 	parts := make([]Part, agents)
 	for a := range parts {
-		r := &load.Result{Latency: hdrhistogram.New(1, highest, 3), Duration: time.Duration(intervals) * time.Second}
+		r := &measure.Record{Latency: hdrhistogram.New(1, highest, 3), Duration: time.Duration(intervals) * time.Second}
 		for i := range intervals {
 			h := hdrhistogram.New(1, highest, 2)
 			for range perInterval {
@@ -27,7 +26,7 @@ func benchParts(b *testing.B, agents, intervals, perInterval int) []Part {
 				_ = h.RecordValue(v)
 				_ = r.Latency.RecordValue(v)
 			}
-			r.Intervals = append(r.Intervals, load.Interval{Start: time.Duration(i) * time.Second, Duration: time.Second, Requests: int64(perInterval), Latency: h})
+			r.Intervals = append(r.Intervals, measure.Interval{Start: time.Duration(i) * time.Second, Duration: time.Second, Requests: int64(perInterval), Latency: h})
 			r.Requests += int64(perInterval)
 		}
 		parts[a] = Part{Result: r, Offset: time.Duration(rng.IntN(200)) * time.Microsecond}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // Config is one distributed load for Run.
@@ -73,7 +74,7 @@ type Member struct {
 	StartError time.Duration
 	// CPUUser and CPUSys are the agent process's CPU time during its load.
 	CPUUser, CPUSys time.Duration
-	Result          *load.Result // Started on the controller's clock; its intervals carry no histogram
+	Result          *measure.Record // Started on the controller's clock; its intervals carry no histogram
 	Err             error
 	// intervals are the interval histograms, kept for Merge.
 	intervals []*sparse
@@ -89,7 +90,7 @@ func (m *Member) CPUPct() float64 {
 
 // Outcome is a distributed load's merged result and its members.
 type Outcome struct {
-	Merged  *load.Result
+	Merged  *measure.Record
 	Members []*Member
 	// Start is the common start instant on the controller's clock.
 	Start time.Time

@@ -5,12 +5,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // Part is one agent's result for Merge.
 type Part struct {
-	Result *load.Result
+	Result *measure.Record
 	// Offset is when this agent's load started relative to the common
 	// start instant, in the controller's clock (corrected by the measured
 	// offset): its intervals are shifted by it before they are aligned.
@@ -30,14 +30,14 @@ type Part struct {
 // the merged timeseries holds every agent's interval that starts, on the
 // common clock, nearest k × interval after start. started is the common
 // start instant; rate the whole load's open-loop rate (0: closed loop).
-func Merge(parts []Part, started time.Time, interval time.Duration, rate float64) (*load.Result, error) {
+func Merge(parts []Part, started time.Time, interval time.Duration, rate float64) (*measure.Record, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("merging: no agent results")
 	}
 	if interval <= 0 {
 		interval = time.Second
 	}
-	m := &load.Result{
+	m := &measure.Record{
 		Started: started, Status: map[int]int64{}, ErrorsBy: map[string]int64{}, ErrorSample: map[string]string{},
 		TargetRate: rate,
 	}
@@ -45,7 +45,7 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 	var sumBehind float64
 	var sends int64
 	type slot struct {
-		iv    load.Interval
+		iv    measure.Interval
 		hists []*sparse
 	}
 	var slots []slot
@@ -93,7 +93,7 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 			k := int(math.Round(float64(p.Offset+iv.Start) / float64(interval)))
 			k = max(k, 0)
 			for len(slots) <= k {
-				slots = append(slots, slot{iv: load.Interval{Start: time.Duration(len(slots)) * interval}})
+				slots = append(slots, slot{iv: measure.Interval{Start: time.Duration(len(slots)) * interval}})
 			}
 			s := &slots[k]
 			s.iv.Requests += iv.Requests

@@ -8,6 +8,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 var quantiles = []float64{1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100}
@@ -50,7 +51,7 @@ func TestMergeIsExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parts[i] = Part{Result: &load.Result{Latency: d, Requests: d.TotalCount(), Duration: time.Second}}
+			parts[i] = Part{Result: &measure.Record{Latency: d, Requests: d.TotalCount(), Duration: time.Second}}
 		}
 		m, err := Merge(parts, time.Unix(0, 0), time.Second, 0)
 		if err != nil {
@@ -74,7 +75,7 @@ func TestMergeRefusesOtherPrecision(t *testing.T) {
 	a, b := hdrhistogram.New(1, 1000, 3), hdrhistogram.New(1, 1000, 2)
 	_ = a.RecordValue(5)
 	_ = b.RecordValue(5)
-	_, err := Merge([]Part{{Result: &load.Result{Latency: a}}, {Result: &load.Result{Latency: b}}}, time.Time{}, time.Second, 0)
+	_, err := Merge([]Part{{Result: &measure.Record{Latency: a}}, {Result: &measure.Record{Latency: b}}}, time.Time{}, time.Second, 0)
 	if err == nil {
 		t.Fatal("merging histograms of 3 and 2 significant digits succeeded")
 	}
@@ -83,12 +84,12 @@ func TestMergeRefusesOtherPrecision(t *testing.T) {
 // TestMergeAlignsIntervals: an agent that started 10ms after the common
 // instant has its intervals counted in the same one-second slots.
 func TestMergeAlignsIntervals(t *testing.T) {
-	mk := func(counts ...int64) *load.Result {
-		r := &load.Result{Duration: time.Duration(len(counts)) * time.Second}
+	mk := func(counts ...int64) *measure.Record {
+		r := &measure.Record{Duration: time.Duration(len(counts)) * time.Second}
 		for i, c := range counts {
 			h := hdrhistogram.New(1, 1000, 2)
 			_ = h.RecordValues(int64(10*(i+1)), c)
-			r.Intervals = append(r.Intervals, load.Interval{Start: time.Duration(i) * time.Second, Duration: time.Second, Requests: c, Latency: h})
+			r.Intervals = append(r.Intervals, measure.Interval{Start: time.Duration(i) * time.Second, Duration: time.Second, Requests: c, Latency: h})
 			r.Requests += c
 		}
 		return r
@@ -109,7 +110,7 @@ func TestMergeAlignsIntervals(t *testing.T) {
 }
 
 func TestMergeWarnsBelowRate(t *testing.T) {
-	r := &load.Result{Requests: 500, Duration: time.Second, ErrorsBy: map[string]int64{}}
+	r := &measure.Record{Requests: 500, Duration: time.Second, ErrorsBy: map[string]int64{}}
 	m, err := Merge([]Part{{Result: r}}, time.Time{}, time.Second, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +126,8 @@ func TestMergeWarnsBelowRate(t *testing.T) {
 func TestStreamLimitTravels(t *testing.T) {
 	var parts []Part
 	for _, limit := range []int{32, 8} {
-		res := &load.Result{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
-			Protocol: load.ProtoH2C, Streams: 32, StreamLimit: limit, Connections: 2}
+		res := &measure.Record{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
+			Protocol: measure.ProtoH2C, Streams: 32, StreamLimit: limit, Connections: 2}
 		res.Latency.RecordValue(100)
 		w, err := resultToWire(len(parts), res, 0)
 		if err != nil {
@@ -155,8 +156,8 @@ func TestStreamLimitTravels(t *testing.T) {
 func TestUsed0RTTTravels(t *testing.T) {
 	var parts []Part
 	for _, used := range []int64{7, 5} {
-		res := &load.Result{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
-			Protocol: load.ProtoH3, Streams: 1, StreamLimit: 1, Connections: 1, H3ZeroRTT: true, Used0RTT: used}
+		res := &measure.Record{Latency: hdrhistogram.New(1, 1e6, 3), Requests: 1, Duration: time.Second,
+			Protocol: measure.ProtoH3, Streams: 1, StreamLimit: 1, Connections: 1, H3ZeroRTT: true, Used0RTT: used}
 		res.Latency.RecordValue(100)
 		w, err := resultToWire(len(parts), res, 0)
 		if err != nil {
@@ -178,7 +179,7 @@ func TestUsed0RTTTravels(t *testing.T) {
 	if m.Used0RTT != 12 || !m.H3ZeroRTT {
 		t.Errorf("merged: 0-RTT %v, %d connections; want true and 12", m.H3ZeroRTT, m.Used0RTT)
 	}
-	if o := ToWire(load.Options{Protocol: load.ProtoH3, H3ZeroRTT: true}).Options(); !o.H3ZeroRTT {
+	if o := ToWire(load.Options{Protocol: measure.ProtoH3, H3ZeroRTT: true}).Options(); !o.H3ZeroRTT {
 		t.Error("H3ZeroRTT lost on the options' wire")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // ProtocolVersion is the version of the agent protocol. A controller
@@ -102,7 +103,7 @@ type StartReply struct {
 	WaitNS int64 `json:"wait_ns"`
 }
 
-// WireInterval is a load.Interval on the wire.
+// WireInterval is a measure.Interval on the wire.
 type WireInterval struct {
 	StartNS    int64  `json:"start_ns"`
 	DurationNS int64  `json:"duration_ns"`
@@ -112,52 +113,25 @@ type WireInterval struct {
 	Latency    []byte `json:"latency,omitempty"`
 }
 
-// Result is what an agent measured. Histograms are sparse snapshots
-// (sparse.go: HdrHistogram's geometry and non-zero counts, lossless).
+// Result is what an agent measured: the load's record, whose JSON tags
+// are the protocol's keys (measure.Record), and what travels apart from it.
+// Histograms are sparse snapshots (sparse.go: HdrHistogram's geometry and
+// non-zero counts, lossless).
 type Result struct {
 	Index int `json:"index"`
 	// Error is set when the load could not run or measured nothing.
 	Error string `json:"error,omitempty"`
 	// StartedNS is when the load began, in the agent's clock; LateNS is
 	// how much later than the start instant that was.
-	StartedNS    int64             `json:"started_ns"`
-	LateNS       int64             `json:"late_ns"`
-	DurationNS   int64             `json:"duration_ns"`
-	Requests     int64             `json:"requests"`
-	Errors       int64             `json:"errors"`
-	Bytes        int64             `json:"bytes"`
-	Latency      []byte            `json:"latency,omitempty"`
-	Uncorrected  []byte            `json:"uncorrected,omitempty"`
-	Connect      []byte            `json:"connect,omitempty"`
-	Status       map[int]int64     `json:"status,omitempty"`
-	ErrorsBy     map[string]int64  `json:"errors_by,omitempty"`
-	ErrorSample  map[string]string `json:"error_sample,omitempty"`
-	Intervals    []WireInterval    `json:"intervals,omitempty"`
-	TargetRate   float64           `json:"target_rate,omitempty"`
-	MaxRequests  int64             `json:"max_requests,omitempty"`
-	TimeLimitNS  int64             `json:"time_limit_ns,omitempty"`
-	MaxBehindNS  int64             `json:"max_behind_ns,omitempty"`
-	MeanBehindNS int64             `json:"mean_behind_ns,omitempty"`
-	LateSends    int64             `json:"late_sends,omitempty"`
-	Reconnects   int64             `json:"reconnects,omitempty"`
-	Warning      string            `json:"warning,omitempty"`
-	Connections  int               `json:"connections"`
-	Threads      int               `json:"threads"`
-	Targets      []string          `json:"targets,omitempty"`
-	Close        bool              `json:"close,omitempty"`
-	Engine       string            `json:"engine,omitempty"`
-	Protocol     string            `json:"protocol,omitempty"`
-	Streams      int               `json:"streams,omitempty"`
-	TLSVersion   string            `json:"tls_version,omitempty"`
-	TLSCipher    string            `json:"tls_cipher,omitempty"`
-	ALPN         string            `json:"alpn,omitempty"`
-	MaxInFlight  int               `json:"max_in_flight,omitempty"`
-	StreamLimit  int               `json:"stream_limit,omitempty"`
-	Goaways      int64             `json:"goaways,omitempty"`
-	H3ZeroRTT    bool              `json:"h3_0rtt,omitempty"`
-	Used0RTT     int64             `json:"used_0rtt,omitempty"`
-	Naps         int64             `json:"naps,omitempty"`
-	NapTimeNS    int64             `json:"nap_time_ns,omitempty"`
+	StartedNS int64 `json:"started_ns"`
+	LateNS    int64 `json:"late_ns"`
+	measure.Record
+	// The record's histograms and intervals, encoded (they shadow the
+	// record's own fields, which do not travel).
+	Latency     []byte         `json:"latency,omitempty"`
+	Uncorrected []byte         `json:"uncorrected,omitempty"`
+	Connect     []byte         `json:"connect,omitempty"`
+	Intervals   []WireInterval `json:"intervals,omitempty"`
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
@@ -200,18 +174,10 @@ func decodeHist(b []byte) (*hdrhistogram.Histogram, error) { return histOf(b) }
 
 // resultToWire converts a load result (clock is the agent's clock shift:
 // Started is reported in the agent's clock).
-func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, error) {
-	w := &Result{
-		Index: index, StartedNS: res.Started.Add(shift).UnixNano(), DurationNS: int64(res.Duration),
-		Requests: res.Requests, Errors: res.Errors, Bytes: res.Bytes, Status: res.Status, ErrorsBy: res.ErrorsBy,
-		ErrorSample: res.ErrorSample, TargetRate: res.TargetRate, MaxRequests: res.MaxRequests,
-		TimeLimitNS: int64(res.TimeLimit), MaxBehindNS: int64(res.MaxBehind), MeanBehindNS: int64(res.MeanBehind),
-		LateSends: res.LateSends, Reconnects: res.Reconnects, Warning: res.Warning, Connections: res.Connections,
-		Threads: res.Threads, Targets: res.Targets, Close: res.Close, Engine: res.Engine,
-		Protocol: res.Protocol, Streams: res.Streams, TLSVersion: res.TLSVersion, TLSCipher: res.TLSCipher, ALPN: res.ALPN, MaxInFlight: res.MaxInFlight, Goaways: res.Goaways,
-		H3ZeroRTT: res.H3ZeroRTT, Used0RTT: res.Used0RTT,
-		StreamLimit: res.StreamLimit, Naps: res.Naps, NapTimeNS: int64(res.NapTime),
-	}
+func resultToWire(index int, res *measure.Record, shift time.Duration) (*Result, error) {
+	w := &Result{Index: index, StartedNS: res.Started.Add(shift).UnixNano(), Record: *res}
+	w.Record.Started, w.Record.Tag = time.Time{}, ""
+	w.Record.Latency, w.Record.Uncorrected, w.Record.Connect, w.Record.Intervals = nil, nil, nil, nil
 	var err error
 	if w.Latency, err = encodeHist(res.Latency); err != nil {
 		return nil, fmt.Errorf("encoding the latency histogram: %w", err)
@@ -234,7 +200,7 @@ func resultToWire(index int, res *load.Result, shift time.Duration) (*Result, er
 
 // LoadResult decodes the agent's result; Started is in the agent's clock
 // (the controller corrects it).
-func (w *Result) LoadResult() (*load.Result, error) {
+func (w *Result) LoadResult() (*measure.Record, error) {
 	res, _, err := w.decode(true)
 	return res, err
 }
@@ -242,18 +208,11 @@ func (w *Result) LoadResult() (*load.Result, error) {
 // decode is LoadResult; with intervals false the interval histograms are
 // not built but returned as sparse snapshots, parallel to Intervals, for
 // Merge.
-func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
-	res := &load.Result{
-		Started: time.Unix(0, w.StartedNS).UTC(), Duration: time.Duration(w.DurationNS), Requests: w.Requests,
-		Errors: w.Errors, Bytes: w.Bytes, Status: w.Status, ErrorsBy: w.ErrorsBy, ErrorSample: w.ErrorSample,
-		TargetRate: w.TargetRate, MaxRequests: w.MaxRequests, TimeLimit: time.Duration(w.TimeLimitNS),
-		MaxBehind: time.Duration(w.MaxBehindNS), MeanBehind: time.Duration(w.MeanBehindNS), LateSends: w.LateSends,
-		Reconnects: w.Reconnects, Warning: w.Warning, Connections: w.Connections, Threads: w.Threads,
-		Targets: w.Targets, Close: w.Close, Engine: w.Engine,
-		Protocol: w.Protocol, Streams: w.Streams, TLSVersion: w.TLSVersion, TLSCipher: w.TLSCipher, ALPN: w.ALPN, MaxInFlight: w.MaxInFlight, Goaways: w.Goaways,
-		H3ZeroRTT: w.H3ZeroRTT, Used0RTT: w.Used0RTT,
-		StreamLimit: w.StreamLimit, Naps: w.Naps, NapTime: time.Duration(w.NapTimeNS),
-	}
+func (w *Result) decode(intervals bool) (*measure.Record, []*sparse, error) {
+	rec := w.Record
+	res := &rec
+	res.Started = time.Unix(0, w.StartedNS).UTC()
+	res.Latency, res.Uncorrected, res.Connect, res.Intervals = nil, nil, nil, nil
 	if res.Status == nil {
 		res.Status = map[int]int64{}
 	}
@@ -283,7 +242,7 @@ func (w *Result) decode(intervals bool) (*load.Result, []*sparse, error) {
 			return nil, nil, fmt.Errorf("interval %d starts before the one before it", i+1)
 		}
 		last = wi.StartNS
-		iv := load.Interval{Start: time.Duration(wi.StartNS), Duration: time.Duration(wi.DurationNS), Requests: wi.Requests, Errors: wi.Errors, Bytes: wi.Bytes}
+		iv := measure.Interval{Start: time.Duration(wi.StartNS), Duration: time.Duration(wi.DurationNS), Requests: wi.Requests, Errors: wi.Errors, Bytes: wi.Bytes}
 		if intervals {
 			iv.Latency, err = decodeHist(wi.Latency)
 		} else {

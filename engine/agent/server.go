@@ -435,7 +435,7 @@ func (s *server) run(cur *loadRun, req StartRequest, opts load.Options) {
 			w.Error = fmt.Sprintf("started %s after the start instant (tolerance %s)", time.Duration(w.LateNS).Round(time.Microsecond), time.Duration(tol))
 		}
 	}
-	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index+1, w.Requests, w.Errors, time.Duration(w.DurationNS).Round(time.Millisecond), errSuffix(w.Error))
+	s.opts.Logf("agent %d: %d requests, %d errors in %s%s", s.opts.Index+1, w.Requests, w.Errors, w.Duration.Round(time.Millisecond), errSuffix(w.Error))
 	s.finish(cur, w)
 }
 

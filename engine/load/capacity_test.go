@@ -10,43 +10,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/serve"
 )
-
-func TestParseSLO(t *testing.T) {
-	slo, err := ParseSLO("p99<10ms, p99.9<50ms,errors<0.1%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(slo.Latency) != 2 || slo.Latency[0] != (LatencyBound{99, 10 * time.Millisecond}) ||
-		slo.Latency[1] != (LatencyBound{99.9, 50 * time.Millisecond}) || slo.MaxErrorRatio != 0.001 {
-		t.Fatalf("ParseSLO = %+v", slo)
-	}
-	if got := slo.String(); got != "p99<10ms,p99.9<50ms,errors<0.1%" {
-		t.Errorf("String() = %q", got)
-	}
-	if s, err := ParseSLO("errors<=0.05"); err != nil || s.MaxErrorRatio != 0.05 || len(s.Latency) != 0 {
-		t.Errorf(`ParseSLO("errors<=0.05") = %+v, %v`, s, err)
-	}
-	for in, want := range map[string]string{
-		"":         "empty SLO",
-		"p99":      "want NAME<BOUND",
-		"p100<1ms": "not a percentile",
-		"p99<fast": `"fast" is not a latency (examples: 250us, 10ms, 1.5s)`,
-		"p99<-1ms": "must not be negative",
-		"p99<0ms":  "not a positive latency",
-		// A bare number once meant seconds here and µs in a claim.
-		"p99<10":       `"10" is a latency without its unit: write 10us, 10ms or 10s`,
-		"errors<150%":  "more than 100%",
-		"errors<x":     "not a non-negative number",
-		"latency<10ms": "unknown measure",
-		"p99<10ms,,":   "want NAME<BOUND",
-	} {
-		if _, err := ParseSLO(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseSLO(%q) error = %v, want it to contain %q", in, err, want)
-		}
-	}
-}
 
 // judged builds a Result whose settling interval is slow and whose later
 // intervals have the given latencies (µs).
@@ -70,7 +36,7 @@ func judgedResult(settleLat int64, lat []int64, unc int64, behind time.Duration)
 }
 
 func TestJudge(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	fast := make([]int64, 100)
 	for i := range fast {
 		fast[i] = 2000
@@ -143,7 +109,7 @@ func TestJudge(t *testing.T) {
 // streams. 100 req/s at 20 ms need 2 requests in flight: all of 2
 // HTTP/1.1 connections, a sixteenth of 2 × 16 streams.
 func TestJudgeCountsStreams(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	lat := make([]int64, 100)
 	for i := range lat {
 		lat[i] = 2000
@@ -191,7 +157,7 @@ func TestJudgeCountsStreams(t *testing.T) {
 // linearly, and with it the corrected and uncorrected latency; above the
 // generator's limit the sends fall behind while the server stays fast.
 func queueModel(c, gen float64, svc time.Duration, judged float64) func(context.Context, float64) (Probe, error) {
-	slo, _ := ParseSLO("p99<10ms,errors<0.1%")
+	slo, _ := measure.ParseSLO("p99<10ms,errors<0.1%")
 	return func(_ context.Context, rate float64) (Probe, error) {
 		sent := min(rate, gen)
 		served := min(sent, c)
@@ -216,7 +182,7 @@ func queueModel(c, gen float64, svc time.Duration, judged float64) func(context.
 }
 
 func TestSearchModel(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	o := SearchOptions{SLO: slo}
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)
@@ -270,7 +236,7 @@ func TestSearchModel(t *testing.T) {
 // then costs one probe, and a stall at every try is the generator's limit,
 // never the server's.
 func TestSearchRetriesStall(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	o := SearchOptions{SLO: slo}
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)
@@ -304,8 +270,8 @@ func TestSearchRetriesStall(t *testing.T) {
 		t.Errorf("%d probes say they are probed again, want 1: %+v", again, got.Probes)
 	}
 	got, _ = search(context.Background(), o, stallAt(800, -1))
-	if got.Limit != "generator" || got.Rate != 400 || !strings.Contains(got.failReason(), "late twice") {
-		t.Errorf("stalls at every try from 800: %s (%s); want the generator's limit above 400", got.Verdict(), got.failReason())
+	if got.Limit != "generator" || got.Rate != 400 || !strings.Contains(got.FailReason(), "late twice") {
+		t.Errorf("stalls at every try from 800: %s (%s); want the generator's limit above 400", got.Verdict(), got.FailReason())
 	}
 }
 
@@ -355,7 +321,7 @@ func findMaxQueue(tb testing.TB, probe time.Duration) *Capacity {
 	// A loose latency bound, so that a busy machine's timer jitter does not
 	// fail the probes below capacity; above it the completion rate (97% of
 	// the rate) fails them.
-	slo, _ := ParseSLO("p99<500ms,errors<1%")
+	slo, _ := measure.ParseSLO("p99<500ms,errors<1%")
 	c, err := FindMax(context.Background(), SearchOptions{
 		Load:  Options{Targets: []Target{{URL: srv.URL + "/"}}, Connections: 64, Threads: 1},
 		SLO:   slo,
@@ -378,7 +344,7 @@ func BenchmarkFindMax(b *testing.B) {
 }
 
 func TestSearchOptionsErrors(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	nan := math.NaN()
 	for _, c := range []struct {
 		o     SearchOptions

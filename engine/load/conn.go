@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/measure"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -25,8 +27,9 @@ const (
 	numClasses
 )
 
-// ErrorClasses are the keys of Result.ErrorsBy, in report order.
-var ErrorClasses = [numClasses]string{"connect", "timeout", "read", "write", "parse", "http", "reset", "goaway"}
+// ErrorClasses are the keys of Result.ErrorsBy, in report order: the
+// names of the classes above.
+var ErrorClasses = measure.ErrorClasses
 
 // maxStatus bounds the status codes counted per code; others (600-999)
 // are counted under 599.

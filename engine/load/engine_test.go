@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // runWithEngine runs a load and reports which engine served it.
@@ -125,7 +127,7 @@ func TestUringFallback(t *testing.T) {
 	if res.Requests != 200 || res.Errors != 0 {
 		t.Errorf("requests %d errors %d (%s)", res.Requests, res.Errors, res.ErrorSummary())
 	}
-	j := ToJSON(res)
+	j := measure.ToJSON(res)
 	if j.Engine != EngineEpoll {
 		t.Errorf("JSON engine %q, want epoll", j.Engine)
 	}

@@ -40,13 +40,6 @@ import (
 // what a session writes leaves when it next reads from the socket
 // (h2Wire).
 
-// Protocol names, as in Options.Protocol and Result.Protocol.
-const (
-	ProtoHTTP1 = "http/1.1"
-	ProtoH2    = "h2"  // HTTP/2 over TLS (ALPN)
-	ProtoH2C   = "h2c" // HTTP/2 over cleartext TCP, prior knowledge
-)
-
 // MaxStreams bounds Options.Streams.
 const MaxStreams = 1 << 16
 

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/serve"
 )
 
@@ -543,7 +544,7 @@ func TestFindMaxH2RealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newH2TestServer(t, false, 0, h.ServeHTTP)
-	slo, _ := ParseSLO("p99<500ms,errors<1%")
+	slo, _ := measure.ParseSLO("p99<500ms,errors<1%")
 	c, err := FindMax(context.Background(), SearchOptions{
 		Load: Options{Targets: []Target{{URL: s.url}}, Protocol: ProtoH2, Connections: 2, Streams: 32, Threads: 1},
 		SLO:  slo, Start: 200, Probe: 3 * time.Second, Settle: time.Second, Pause: 300 * time.Millisecond,

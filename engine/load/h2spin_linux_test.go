@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // spinPair returns the client side of a loopback TCP connection wrapped
@@ -202,7 +204,7 @@ func TestH2Nap(t *testing.T) {
 		if res.Naps == 0 || res.NapTime < time.Duration(res.Naps)*nap {
 			t.Errorf("tls %v: %d naps lasting %s in all, want some, each at least %s", useTLS, res.Naps, res.NapTime, nap)
 		}
-		j := ToJSON(res)
+		j := measure.ToJSON(res)
 		if j.Naps != res.Naps || j.NapMeanUS < 30 {
 			t.Errorf("tls %v: JSON naps %d, mean %gµs; want %d, at least 30µs", useTLS, j.Naps, j.NapMeanUS, res.Naps)
 		}

@@ -34,9 +34,6 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-// ProtoH3 is HTTP/3 over QUIC (https:// targets only).
-const ProtoH3 = "h3"
-
 // h3MaxHeaderBytes bounds a response's header section (QPACK-decoded), so
 // a hostile server cannot grow it without limit.
 const h3MaxHeaderBytes = 64 << 10

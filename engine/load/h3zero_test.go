@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/serve"
 )
 
@@ -82,7 +83,7 @@ func TestH3CloseZeroRTT(t *testing.T) {
 		res  *Result
 		want int64
 	}{{off, 0}, {on, on.Used0RTT}} {
-		raw, _ := json.Marshal(ToJSON(c.res))
+		raw, _ := json.Marshal(measure.ToJSON(c.res))
 		var j struct {
 			Used *int64 `json:"used_0rtt"`
 		}

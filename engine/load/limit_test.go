@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/serve"
 )
 
@@ -23,7 +24,7 @@ func searchServe(t *testing.T, cfg serve.Config, lo Options, slo string, maxProb
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	s, err := ParseSLO(slo)
+	s, err := measure.ParseSLO(slo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +128,13 @@ func TestJudgeErrors(t *testing.T) {
 		{"errors<60%", 100, false, "errors 100% > 60%"},
 		{"errors<100%", 100, true, ""},
 	} {
-		slo, err := ParseSLO(c.slo)
+		slo, err := measure.ParseSLO(c.slo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := judge(slo, 100, withErrors(c.errors), time.Second)
-		if p.Pass != c.pass || !strings.Contains(p.Reason, c.reason) || p.errorsFailed == c.pass {
-			t.Errorf("%s with %d%% errors: pass %v, errors failed %v, %q; want pass %v, %q", c.slo, c.errors, p.Pass, p.errorsFailed, p.Reason, c.pass, c.reason)
+		if p.Pass != c.pass || !strings.Contains(p.Reason, c.reason) || p.ErrorsFailed == c.pass {
+			t.Errorf("%s with %d%% errors: pass %v, errors failed %v, %q; want pass %v, %q", c.slo, c.errors, p.Pass, p.ErrorsFailed, p.Reason, c.pass, c.reason)
 		}
 	}
 }
@@ -143,7 +144,7 @@ func TestJudgeErrors(t *testing.T) {
 // high — each of which alone would blame the generator. The search reports
 // no capacity, never a generator limit.
 func TestSearchErrorsAreTheServers(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	o := SearchOptions{SLO: slo, MaxProbes: 6}
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestSearchErrorsAreTheServers(t *testing.T) {
 
 // TestSearchCauses: the verdict names what the generator was short of.
 func TestSearchCauses(t *testing.T) {
-	slo, _ := ParseSLO("p99<10ms")
+	slo, _ := measure.ParseSLO("p99<10ms")
 	o := SearchOptions{SLO: slo}
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)

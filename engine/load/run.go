@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -668,41 +667,6 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		}
 	}
 	return res
-}
-
-// ErrorSummary describes the errors in one line, most frequent class first,
-// with the first message seen for each class.
-func (r *Result) ErrorSummary() string {
-	type kv struct {
-		k string
-		n int64
-	}
-	var all []kv
-	for k, n := range r.ErrorsBy {
-		if n > 0 {
-			all = append(all, kv{k, n})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].n != all[j].n {
-			return all[i].n > all[j].n
-		}
-		return all[i].k < all[j].k
-	})
-	var parts []string
-	for _, e := range all {
-		s := fmt.Sprintf("%s %d", e.k, e.n)
-		if msg := r.ErrorSample[e.k]; msg != "" {
-			s += " (" + msg + ")"
-		} else if e.k == "http" {
-			s += " (status >= 400)"
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) == 0 {
-		return "no errors"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // collector builds the timeseries from the slots at each interval tick.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -32,9 +32,9 @@ func write1000(b *testing.B) string {
 		Matrix: map[string]any{}, Environment: map[string]any{"fingerprint": "x"}}
 	var recs []*results.TrialRecord
 	for i := 0; i < 1000; i++ {
-		res := &load.Result{Started: t0, Duration: 60 * time.Second, Latency: hists[i%len(hists)], Requests: 600_000}
+		res := &measure.Record{Started: t0, Duration: 60 * time.Second, Latency: hists[i%len(hists)], Requests: 600_000}
 		for s := 0; s < 60; s++ {
-			res.Intervals = append(res.Intervals, load.Interval{Start: time.Duration(s) * time.Second, Requests: 10_000 + int64(rng.IntN(100))})
+			res.Intervals = append(res.Intervals, measure.Interval{Start: time.Duration(s) * time.Second, Requests: 10_000 + int64(rng.IntN(100))})
 		}
 		rec := &results.TrialRecord{TrialID: fmt.Sprintf("t%04d", i), Index: i, Repetition: i/50 + 1,
 			Params: []results.Param{{Name: "deploy", Value: []string{"bare", "nat", "host", "k8s", "ovs"}[i%5]}, {Name: "size", Value: int64(i % 10)}},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -42,12 +42,12 @@ type runSpec struct {
 	format      string // results.FormatParquet (default) or FormatArrow
 }
 
-func synthLoad(rng *rand.Rand, rps, medianUS float64, seconds, samples int) *load.Result {
-	res := &load.Result{Started: t0, Duration: time.Duration(seconds) * time.Second,
+func synthLoad(rng *rand.Rand, rps, medianUS float64, seconds, samples int) *measure.Record {
+	res := &measure.Record{Started: t0, Duration: time.Duration(seconds) * time.Second,
 		Latency: hdrhistogram.New(1, 60_000_000, 3), Status: map[int]int64{}, ErrorsBy: map[string]int64{}}
 	for s := 0; s < seconds; s++ {
 		n := int64(math.Round(rps * (1 + 0.005*rng.NormFloat64())))
-		iv := load.Interval{Start: time.Duration(s) * time.Second, Requests: n, Bytes: n * 850,
+		iv := measure.Interval{Start: time.Duration(s) * time.Second, Requests: n, Bytes: n * 850,
 			Latency: hdrhistogram.New(1, 60_000_000, 3)}
 		for i := 0; i < samples; i++ {
 			v := int64(medianUS * math.Exp(0.4*rng.NormFloat64()))

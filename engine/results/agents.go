@@ -1,8 +1,6 @@
 package results
 
-import (
-	"github.com/benchflow/benchflow/engine/load"
-)
+import "github.com/benchflow/benchflow/engine/measure"
 
 // TableAgents holds one row per agent of a load or warm step that ran on
 // agents (agents.parquet).
@@ -23,7 +21,7 @@ type AgentRecord struct {
 	Rate        float64
 	// Result is what it measured (Started on the controller's clock); nil
 	// when it failed before measuring.
-	Result *load.Result
+	Result *measure.Record
 	// CPUPct is its process's CPU during its load, % of one core; Cores
 	// the CPUs it saw.
 	CPUPct float64

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // BenchRecords builds n trials as a realistic long study produces them:
@@ -37,10 +36,10 @@ func benchRecords(n int) []*TrialRecord {
 	}
 	recs := make([]*TrialRecord, n)
 	for i := range recs {
-		res := &load.Result{Started: t0, Duration: 60 * time.Second, Latency: hists[i%len(hists)],
+		res := &measure.Record{Started: t0, Duration: 60 * time.Second, Latency: hists[i%len(hists)],
 			Status: map[int]int64{200: 600_000}, ErrorsBy: map[string]int64{}}
 		for s := 0; s < 60; s++ {
-			res.Intervals = append(res.Intervals, load.Interval{Start: time.Duration(s) * time.Second, Requests: 10_000, Bytes: 8_500_000})
+			res.Intervals = append(res.Intervals, measure.Interval{Start: time.Duration(s) * time.Second, Requests: 10_000, Bytes: 8_500_000})
 		}
 		res.Requests = 600_000
 		recs[i] = &TrialRecord{

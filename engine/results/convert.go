@@ -7,13 +7,12 @@ import (
 	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // fillSummary copies a load result's totals and percentiles into a trials
 // row; bars are nonEmptyBars(res.Latency).
-func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
+func fillSummary(row *TrialRow, res *measure.Record, bars []hdrhistogram.Bar) {
 	row.DurationS = res.Duration.Seconds()
 	row.Requests = res.Requests
 	row.Errors = res.Errors
@@ -73,7 +72,7 @@ func fillSummary(row *TrialRow, res *load.Result, bars []hdrhistogram.Bar) {
 // timeseriesRows lists the result's intervals. An interval lasts its
 // Duration when the generator sets it, else until the next one starts (the
 // last one until the end of the measured phase).
-func timeseriesRows(runID, trialID, step string, res *load.Result) []TimeseriesRow {
+func timeseriesRows(runID, trialID, step string, res *measure.Record) []TimeseriesRow {
 	rows := make([]TimeseriesRow, 0, len(res.Intervals))
 	for i, iv := range res.Intervals {
 		var length float64

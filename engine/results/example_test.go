@@ -7,7 +7,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -32,7 +32,7 @@ func Example() {
 	for v := int64(100); v <= 1000; v++ {
 		lat.RecordValue(v)
 	}
-	res := &load.Result{Duration: 10 * time.Second, Requests: 901, Latency: lat}
+	res := &measure.Record{Duration: 10 * time.Second, Requests: 901, Latency: lat}
 	err = w.CommitTrial(&results.TrialRecord{
 		TrialID: "t0", Repetition: 1, Status: results.StatusOK,
 		Params: []results.Param{{Name: "workers", Value: int64(4)}},

@@ -9,6 +9,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 var t0 = time.Date(2026, 11, 30, 4, 45, 0, 0, time.UTC)
@@ -16,8 +17,8 @@ var t0 = time.Date(2026, 11, 30, 4, 45, 0, 0, time.UTC)
 // synthResult builds a consistent load result: seconds one-second
 // intervals whose requests add up to the total, with log-normal latencies
 // around medianUS recorded both per interval and overall.
-func synthResult(rng *rand.Rand, rps float64, medianUS float64, seconds int, samplesPerSec int) *load.Result {
-	res := &load.Result{
+func synthResult(rng *rand.Rand, rps float64, medianUS float64, seconds int, samplesPerSec int) *measure.Record {
+	res := &measure.Record{
 		Started:     t0,
 		Duration:    time.Duration(seconds) * time.Second,
 		Latency:     hdrhistogram.New(1, 60_000_000, 3),
@@ -26,13 +27,13 @@ func synthResult(rng *rand.Rand, rps float64, medianUS float64, seconds int, sam
 		Connections: 16,
 		Threads:     2,
 		Engine:      load.EngineUring,
-		Protocol:    load.ProtoH2C,
+		Protocol:    measure.ProtoH2C,
 		Streams:     4,
 	}
 	for s := 0; s < seconds; s++ {
 		n := int64(rps * (1 + 0.01*rng.NormFloat64()))
 		errs := int64(rng.IntN(3))
-		iv := load.Interval{Start: time.Duration(s) * time.Second, Requests: n, Errors: errs, Bytes: n * 850,
+		iv := measure.Interval{Start: time.Duration(s) * time.Second, Requests: n, Errors: errs, Bytes: n * 850,
 			Latency: hdrhistogram.New(1, 60_000_000, 3)}
 		for i := 0; i < samplesPerSec; i++ {
 			v := int64(medianUS * math.Exp(0.5*rng.NormFloat64()))

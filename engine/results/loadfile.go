@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/scratch"
 )
 
@@ -32,11 +32,11 @@ func LoadFilePaths(path string) (trials, latency, timeseries string) {
 // FILE.latency.parquet and FILE.timeseries.parquet hold its histogram
 // buckets and intervals, with the same columns as the run tables. A
 // ".arrow" extension writes Arrow IPC files instead.
-func WriteLoadFile(path string, step string, res *load.Result) error {
+func WriteLoadFile(path string, step string, res *measure.Record) error {
 	return writeLoadFile(memory.DefaultAllocator, path, step, res)
 }
 
-func writeLoadFile(mem memory.Allocator, path, step string, res *load.Result) error {
+func writeLoadFile(mem memory.Allocator, path, step string, res *measure.Record) error {
 	if res == nil {
 		return errors.New("writing load results: nil result")
 	}

@@ -3,7 +3,7 @@ package results
 import (
 	"time"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // TrialRecord is everything one finished (or failed, or interrupted) trial
@@ -77,7 +77,7 @@ type StepRecord struct {
 	Kind   string // "load" or "warm"
 	Status string
 	Error  string
-	Result *load.Result // nil when the step failed before measuring
+	Result *measure.Record // nil when the step failed before measuring
 	// CPU is where the machine's CPU went during the step, from the
 	// whole-machine accounting of a collect step that ran during it (nil
 	// when none did).
@@ -91,7 +91,7 @@ type StepRecord struct {
 	Quiet *QuietCheck
 	// Capacity is the result of a capacity search (a load step with a
 	// search block); Result is then the probe at the capacity's rate.
-	Capacity *load.Capacity
+	Capacity *measure.Capacity
 	// Agents are the agents that ran the step (an agents block), in index
 	// order; Result is then their merged result. Empty for a step run in
 	// the benchflow process.

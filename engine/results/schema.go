@@ -100,7 +100,7 @@ type TrialRow struct {
 	// when none did): with CapacityLimit "none" the capacity is below it.
 	CapacityFailRPS float64
 	// LoadEngine is the load generator's engine that ran the step
-	// (load.Result.Engine: "uring", "epoll" or "goroutines"); empty in
+	// (measure.Record.Engine: "uring", "epoll" or "goroutines"); empty in
 	// runs written before the column existed.
 	LoadEngine string
 	// Protocol is the protocol the load spoke ("http/1.1", "h2" over TLS,

@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // Steadiness thresholds of CheckSteady (docs/statistics.md, "Steady
@@ -129,7 +129,7 @@ func CheckSteady(rows []TimeseriesRow) (steady bool, reason string) {
 
 // SteadyOf is CheckSteady on a load result's intervals (what the writer
 // records for the step).
-func SteadyOf(res *load.Result) (steady bool, reason string) {
+func SteadyOf(res *measure.Record) (steady bool, reason string) {
 	if res == nil {
 		return true, "not checked: no result"
 	}

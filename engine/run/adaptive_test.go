@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/hclconf"
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	_ "github.com/benchflow/benchflow/providers/local" // the pipeline's implicit provider
@@ -29,7 +29,7 @@ func adaptivePlan(t *testing.T, reps string) *plan.Plan {
 
 // feed records a finished trial of the given req/s for ad.
 func feed(ad *adaptive, tr *plan.Trial, rps float64, elapsed time.Duration) {
-	res := &load.Result{Duration: time.Second, Requests: int64(rps)}
+	res := &measure.Record{Duration: time.Second, Requests: int64(rps)}
 	ad.observe(tr, &results.TrialRecord{Status: results.StatusOK, Steps: []results.StepRecord{
 		{Name: "m", Kind: "load", Status: results.StatusOK, Result: res}}}, elapsed)
 }

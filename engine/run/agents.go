@@ -11,6 +11,7 @@ import (
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/steps"
@@ -30,7 +31,7 @@ var AgentBinary = func() (string, error) { return os.Executable() }
 // (engine/agent), and the agents are torn down before it returns, whatever
 // happened. A failed or late agent fails the step; the records of every
 // agent are returned either way.
-func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
+func (tr *trialRun) runOnAgents(ctx context.Context, st *pipeline.Step, a *steps.AgentsConfig, opts load.Options) (*measure.Record, []results.AgentRecord, error) {
 	ag, err := tr.startAgents(ctx, st, a, opts)
 	if err != nil {
 		return nil, nil, err
@@ -80,13 +81,13 @@ func (tr *trialRun) agentSession(ctx context.Context, st *pipeline.Step, c *step
 // busiest agent used 90% of the cores its threads can use. The agents'
 // records are those of the probe at the capacity's rate (of the last
 // probe when none passed).
-func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Capacity, []results.AgentRecord, error) {
-	var capacity *load.Capacity
+func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*measure.Capacity, []results.AgentRecord, error) {
+	var capacity *measure.Capacity
 	var last []results.AgentRecord
-	byResult := map[*load.Result][]results.AgentRecord{}
+	byResult := map[*measure.Record][]results.AgentRecord{}
 	err := tr.agentSession(ctx, st, c, opts, &last, func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error {
 		var err error
-		capacity, err = tr.search(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, float64, error) {
+		capacity, err = tr.search(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*measure.Record, float64, error) {
 			out, err := loadOn(ctx, o)
 			if err != nil {
 				return nil, 0, err
@@ -105,12 +106,12 @@ func (tr *trialRun) searchOnAgents(ctx context.Context, st *pipeline.Step, c *st
 // warmSteadyOnAgents warms until steady with every window on the step's
 // agents (agentSession; each window after the start lead, about half a
 // second). The agents' records are those of the last window.
-func (tr *trialRun) warmSteadyOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*load.Result, []results.AgentRecord, error) {
-	var res *load.Result
+func (tr *trialRun) warmSteadyOnAgents(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options) (*measure.Record, []results.AgentRecord, error) {
+	var res *measure.Record
 	var last []results.AgentRecord
 	err := tr.agentSession(ctx, st, c, opts, &last, func(loadOn func(context.Context, load.Options) (*agent.Outcome, error)) error {
 		var err error
-		res, err = tr.warmSteady(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*load.Result, error) {
+		res, err = tr.warmSteady(ctx, st, c, opts, func(ctx context.Context, o load.Options) (*measure.Record, error) {
 			out, err := loadOn(ctx, o)
 			if err != nil {
 				return nil, err

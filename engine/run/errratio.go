@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/steps"
 )
 
@@ -12,7 +12,7 @@ import (
 // its requests that failed exceeds max (DefaultMaxErrorRatio when nil), or
 // nil. Requests counts every attempt: completed responses (any status) plus
 // the requests that got none (connect, timeout, read, write, parse errors).
-func tooManyErrors(step string, res *load.Result, max *float64) error {
+func tooManyErrors(step string, res *measure.Record, max *float64) error {
 	limit := steps.DefaultMaxErrorRatio
 	if max != nil {
 		limit = *max

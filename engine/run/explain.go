@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/benchflow/benchflow/engine/collect"
-	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
@@ -77,7 +77,7 @@ func (tr *trialRun) relation() (infra []string, containers []providers.Container
 }
 
 // explainStep records a load's CPU budget, quiet check and verdict.
-func explainStep(step *results.StepRecord, ex *collect.Explanation, res *load.Result) {
+func explainStep(step *results.StepRecord, ex *collect.Explanation, res *measure.Record) {
 	if ex == nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 )
@@ -16,7 +17,7 @@ type Reporter interface {
 	TrialStart(t *plan.Trial, total int)
 	StepStart(t *plan.Trial, step string)
 	LoadProgress(t *plan.Trial, step string, p load.Progress)
-	LoadDone(t *plan.Trial, step string, r *load.Result)
+	LoadDone(t *plan.Trial, step string, r *measure.Record)
 	StepDone(t *plan.Trial, step string, err error)
 	TrialDone(t *plan.Trial, rec *results.TrialRecord, elapsed time.Duration)
 	RunDone(s *Summary)
@@ -30,7 +31,7 @@ func (nopReporter) RunStart(string, string, int)                               {
 func (nopReporter) TrialStart(*plan.Trial, int)                                {}
 func (nopReporter) StepStart(*plan.Trial, string)                              {}
 func (nopReporter) LoadProgress(*plan.Trial, string, load.Progress)            {}
-func (nopReporter) LoadDone(*plan.Trial, string, *load.Result)                 {}
+func (nopReporter) LoadDone(*plan.Trial, string, *measure.Record)              {}
 func (nopReporter) StepDone(*plan.Trial, string, error)                        {}
 func (nopReporter) TrialDone(*plan.Trial, *results.TrialRecord, time.Duration) {}
 func (nopReporter) RunDone(*Summary)                                           {}

@@ -20,6 +20,7 @@ import (
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
@@ -468,13 +469,13 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	type responseHooker interface{ ResponseHook() func(int) }
 	type doner interface {
 		Err() error
-		Done(*load.Result) error
+		Done(*measure.Record) error
 	}
 	if h, ok := opts.Requester.(responseHooker); ok {
 		opts.OnResponse = h.ResponseHook()
 	}
-	var res *load.Result
-	var capacity *load.Capacity
+	var res *measure.Record
+	var capacity *measure.Capacity
 	var agents []results.AgentRecord
 	var lerr error
 	switch {
@@ -555,13 +556,13 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 //
 // runner, when set, runs each probe's load (on agents: searchOnAgents).
 func (tr *trialRun) search(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, opts load.Options,
-	runner func(context.Context, load.Options) (*load.Result, float64, error)) (*load.Capacity, error) {
+	runner func(context.Context, load.Options) (*measure.Record, float64, error)) (*measure.Capacity, error) {
 	so, err := steps.SearchOptions(c.Search)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	so.Load, so.Runner = opts, runner
-	so.OnProbe = func(p load.Probe) {
+	so.OnProbe = func(p measure.Probe) {
 		verdict := "pass"
 		if !p.Pass {
 			verdict = "fail: " + p.Reason

@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -90,11 +91,11 @@ func steadyAcross(ws []windowStat, tol float64) (bool, float64) {
 // or the maximum duration is spent. It returns the windows merged into one
 // result and a sentence saying how it ended. run runs one window (nil:
 // load.Run in this process).
-func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings, run func(context.Context, load.Options) (*load.Result, error)) (*load.Result, string, error) {
+func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings, run func(context.Context, load.Options) (*measure.Record, error)) (*measure.Record, string, error) {
 	if run == nil {
 		run = load.Run
 	}
-	var merged *load.Result
+	var merged *measure.Record
 	var stats []windowStat
 	var spent time.Duration
 	worst := math.Inf(1)
@@ -132,7 +133,7 @@ func warmUntilSteady(ctx context.Context, o load.Options, ws warmSettings, run f
 
 // mergeResults appends the window b to the merged result a: counts and
 // histograms add up, intervals follow on in time.
-func mergeResults(a, b *load.Result) *load.Result {
+func mergeResults(a, b *measure.Record) *measure.Record {
 	if b == nil {
 		return a
 	}
@@ -154,7 +155,7 @@ func mergeResults(a, b *load.Result) *load.Result {
 		if b.Connect != nil {
 			c.Connect = hdrCopy(b.Connect)
 		}
-		c.Intervals = append([]load.Interval(nil), b.Intervals...)
+		c.Intervals = append([]measure.Interval(nil), b.Intervals...)
 		return &c
 	}
 	offset := a.Duration
@@ -192,7 +193,7 @@ func hdrCopy(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 
 // warmSteady runs a warm step with until = "steady" and says how it ended.
 func (tr *trialRun) warmSteady(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, o load.Options,
-	run func(context.Context, load.Options) (*load.Result, error)) (*load.Result, error) {
+	run func(context.Context, load.Options) (*measure.Record, error)) (*measure.Record, error) {
 	ws, err := parseWarmUntil(c, o)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
@@ -423,7 +424,7 @@ func SearchOptions(c *SearchConfig) (load.SearchOptions, error) { return searchO
 func searchOptions(c *SearchConfig) (load.SearchOptions, error) {
 	so := load.SearchOptions{Start: c.StartRate, Max: c.MaxRate, MaxProbes: c.MaxProbes}
 	var err error
-	if so.SLO, err = load.ParseSLO(c.SLO); err != nil {
+	if so.SLO, err = measure.ParseSLO(c.SLO); err != nil {
 		return so, &searchFieldError{"slo", err.Error() + "."}
 	}
 	for _, d := range []struct {

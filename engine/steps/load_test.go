@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/serve"
 )
@@ -79,7 +80,7 @@ func TestLoadOptionsHTTP2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Protocol != load.ProtoH2 || got.Streams != 10 || got.SNI != "example.test" || !got.TLSResume {
+	if got.Protocol != measure.ProtoH2 || got.Streams != 10 || got.SNI != "example.test" || !got.TLSResume {
 		t.Errorf("options %+v", got)
 	}
 	no := false

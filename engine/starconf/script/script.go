@@ -43,6 +43,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/starconf"
 )
@@ -500,7 +501,7 @@ func (s *Script) Err() error {
 // the load: requests, errors, duration_s, rps, bytes, status (by code),
 // errors_by (by class) and latency_us (p50, p75, p90, p99, p999, max,
 // mean).
-func (s *Script) Done(res *load.Result) error {
+func (s *Script) Done(res *measure.Record) error {
 	if s.done == nil || res == nil {
 		return nil
 	}
@@ -515,7 +516,7 @@ func (s *Script) Done(res *load.Result) error {
 }
 
 // Summary is the dict done() receives.
-func Summary(res *load.Result) *starlark.Dict {
+func Summary(res *measure.Record) *starlark.Dict {
 	d := starlark.NewDict(10)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
 	set("requests", starlark.MakeInt64(res.Requests))

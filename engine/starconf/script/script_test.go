@@ -16,6 +16,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/benchflow/benchflow/engine/load"
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/benchflow/benchflow/engine/starconf/script"
 )
 
@@ -161,7 +162,7 @@ def done(summary):
 	for i := 0; i < 100; i++ {
 		_ = h.RecordValue(int64(100 + i))
 	}
-	res := &load.Result{Requests: 100, Errors: 1, Duration: time.Second, Latency: h, Status: map[int]int64{200: 99, 500: 1}}
+	res := &measure.Record{Requests: 100, Errors: 1, Duration: time.Second, Latency: h, Status: map[int]int64{200: 99, 500: 1}}
 	if err := s.Done(res); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ def done(summary):
     print(statuses, summary["requests"])
 `, url)
 	res, err := load.Run(context.Background(), load.Options{
-		Requester: s, OnResponse: s.ResponseHook(), Protocol: load.ProtoH2, Streams: 4,
+		Requester: s, OnResponse: s.ResponseHook(), Protocol: measure.ProtoH2, Streams: 4,
 		Connections: 2, Threads: 1, Requests: 40, Duration: 10 * time.Second,
 	})
 	if err != nil {
@@ -356,7 +357,7 @@ def done(summary):
 	if err := s.Done(res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Requests != 40 || res.Errors != 0 || res.Protocol != load.ProtoH2C {
+	if res.Requests != 40 || res.Errors != 0 || res.Protocol != measure.ProtoH2C {
 		t.Fatalf("requests %d errors %d protocol %q, want 40, 0, h2c", res.Requests, res.Errors, res.Protocol)
 	}
 	count := map[string]int{}
@@ -388,7 +389,7 @@ func TestScriptOverH2OneEndpoint(t *testing.T) {
 def request(i):
     return "/" if i %% 2 else {"url": %q}
 `, other+"/elsewhere"), url)
-	_, err := load.Run(context.Background(), load.Options{Requester: s, Protocol: load.ProtoH2, Connections: 1, Requests: 4})
+	_, err := load.Run(context.Background(), load.Options{Requester: s, Protocol: measure.ProtoH2, Connections: 1, Requests: 4})
 	if err == nil || !strings.Contains(err.Error(), "the request script's requests go to more than one scheme, host and port") ||
 		!strings.Contains(err.Error(), other+"/elsewhere") {
 		t.Fatalf("err %v, want the two endpoints named", err)
