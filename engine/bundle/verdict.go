@@ -7,16 +7,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
-)
-
-// Claim outcomes (report.ClaimHolds, …).
-const (
-	Holds        = report.ClaimHolds
-	Fails        = report.ClaimFails
-	Inconclusive = report.ClaimInconclusive
 )
 
 // ClaimVerdict is a claim in the bundle beside the same claim here.
@@ -209,7 +203,7 @@ func usesDocker(m *results.Manifest, trials []string) bool {
 func (v *Verdict) ClaimsFailed() int {
 	n := 0
 	for _, c := range v.Claims {
-		if c.Here == Fails {
+		if c.Here == claims.Fails {
 			n++
 		}
 	}
@@ -236,7 +230,7 @@ func (v *Verdict) Summary() string {
 			if !c.Moved {
 				same++
 			}
-			if c.Here == Holds {
+			if c.Here == claims.Holds {
 				hold++
 			}
 		}
@@ -464,7 +458,7 @@ func estimateLabel(o report.ClaimOutcome) string {
 	if nan(o.Estimate) {
 		return ""
 	}
-	if o.Kind == results.ClaimVerdict {
+	if o.Kind == claims.KindVerdict {
 		return fmt.Sprintf("%.0f%% of %d", 100*o.Estimate, o.N)
 	}
 	if nan(o.Low) || nan(o.High) {

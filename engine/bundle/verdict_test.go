@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 )
@@ -130,10 +131,10 @@ func TestExampleVerdictsFitAScreen(t *testing.T) {
 			}
 			claimsB := append([]report.ClaimOutcome(nil), claimsA...)
 			for i := range claimsB {
-				if claimsB[i].Outcome == report.ClaimHolds {
-					claimsB[i].Outcome = report.ClaimFails
+				if claimsB[i].Outcome == claims.Holds {
+					claimsB[i].Outcome = claims.Fails
 				} else {
-					claimsB[i].Outcome = report.ClaimHolds
+					claimsB[i].Outcome = claims.Holds
 				}
 			}
 			v, err := Judge(dir, a, b, claimsA, claimsB)

@@ -4,21 +4,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-
-	"github.com/benchflow/benchflow/engine/hclconf"
-	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
-func decodeClaimBody(t *testing.T, src string) (*pipeline.Claim, hcl.Diagnostics) {
+func decodeClaimBody(t *testing.T, src string) (*claims.Claim, hcl.Diagnostics) {
 	t.Helper()
 	f, diags := hclsyntax.ParseConfig([]byte(src), "c.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
 	at := hcl.Range{Filename: "c.hcl", Start: hcl.InitialPos, End: hcl.InitialPos}
-	return hclconf.DecodeClaim("c", at, f.Body)
+	return claims.Decode("c", at, f.Body)
 }
 
 // TestDecodeClaimEnabled: enabled is kept as an expression (evaluated by

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
@@ -218,7 +219,7 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			if dup("claim", b.Labels[0], b.DefRange) {
 				continue
 			}
-			c, d := DecodeClaim(b.Labels[0], b.DefRange, b.Body)
+			c, d := claims.Decode(b.Labels[0], b.DefRange, b.Body)
 			diags = append(diags, d...)
 			if c != nil {
 				p.Claims = append(p.Claims, c)

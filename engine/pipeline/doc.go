@@ -2,8 +2,7 @@
 // variables, matrix, providers, services and steps (model.go), and the
 // per-trial schemas of service bodies and of most step bodies (schema.go;
 // engine/steps declares the step kinds, and the load and warm kinds keep
-// their schema there), and the claims a study states (claims.go: Claim,
-// the metrics a claim may name, ParseBound).
+// their schema there). The claims a study states are engine/claims'.
 //
 // Front ends build it: engine/hclconf from .hcl files, engine/starconf from
 // .star files. engine/plan expands it into trials and evaluates bodies per

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -75,7 +76,7 @@ type Pipeline struct {
 	Output    OutputSettings
 	// Claims are the study's conclusions (claim blocks), in declaration
 	// order; every run evaluates them (see claims.go).
-	Claims []*Claim
+	Claims []*claims.Claim
 
 	// File is the path of the pipeline file as given; Dir is the folder that
 	// file() and templatefile() resolve against.

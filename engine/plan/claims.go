@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -15,7 +16,7 @@ import (
 // ClaimPlan is a claim checked against the matrix: the load step it
 // judges and the cells it selects (indexes into Plan.Cells).
 type ClaimPlan struct {
-	Claim  *pipeline.Claim
+	Claim  *claims.Claim
 	Step   string // the load step (the claim's, or the only one)
 	Cells  []int
 	Versus []int // for each of Cells, its versus cell (ratio claims with versus)
@@ -81,9 +82,9 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(c.Metric, "cpu_") && !collect, c.Kind == pipeline.ClaimVerdict && !collect:
+		case strings.HasPrefix(c.Metric, "cpu_") && !collect, c.Kind == claims.KindVerdict && !collect:
 			what := "metric " + c.Metric
-			if c.Kind == pipeline.ClaimVerdict {
+			if c.Kind == claims.KindVerdict {
 				what = "a verdict"
 			}
 			errAt(c.MetricRange, "Claim on a metric no step records", "Claim %q judges %s, which comes from the whole-machine accounting of a collect step during the load; the pipeline has no collect step.", c.Name, what)
@@ -93,7 +94,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			continue
 		}
 		ok := true
-		for _, prm := range append(append([]pipeline.ClaimParam(nil), c.Cell...), c.Versus...) {
+		for _, prm := range append(append([]claims.Param(nil), c.Cell...), c.Versus...) {
 			ax := pl.axis(prm.Name)
 			if ax == nil {
 				errAt(prm.Range, "Unknown claim parameter", "The matrix has no axis %q.%s Axes: %s.", prm.Name, Suggest(prm.Name, axisNames), listOrNone(axisNames))
@@ -103,11 +104,11 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			if !on {
 				continue // values are matched only for a claim that is on
 			}
-			want := pipeline.PrimitiveString(prm.Value)
+			want := claims.PrimitiveString(prm.Value)
 			var vals []string
 			found := false
 			for _, v := range ax.Values {
-				s := pipeline.PrimitiveString(v)
+				s := claims.PrimitiveString(v)
 				vals = append(vals, strconv.Quote(s))
 				found = found || s == want
 			}
@@ -127,14 +128,14 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			if !cellMatches(cell, c.Cell) {
 				continue
 			}
-			if c.Kind != pipeline.ClaimRatio || len(c.Versus) == 0 {
+			if c.Kind != claims.KindRatio || len(c.Versus) == 0 {
 				cp.Cells = append(cp.Cells, i)
 				continue
 			}
 			j := pl.versusCell(cell, c.Versus)
 			if j < 0 {
 				errAt(c.VersusRange, "No versus cell", "Cell %s has no counterpart with %s in the matrix (an exclude removed it?): a ratio claim compares each selected cell with the cell that differs only by versus.",
-					cellString(cell), pipeline.ParamString(c.Versus))
+					cellString(cell), claims.ParamString(c.Versus))
 				ok = false
 				break
 			}
@@ -145,7 +146,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			continue
 		}
 		if len(cp.Cells) == 0 {
-			errAt(c.CellRange, "No cell matches the claim", "No matrix cell has %s (an exclude removed them, or the values never meet).", pipeline.ParamString(c.Cell))
+			errAt(c.CellRange, "No cell matches the claim", "No matrix cell has %s (an exclude removed them, or the values never meet).", claims.ParamString(c.Cell))
 			continue
 		}
 		pl.Claims = append(pl.Claims, cp)
@@ -156,7 +157,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 // claimEnabled evaluates a claim's enabled (true without one) with the
 // plan's variables: the only things known when claims are matched
 // against the matrix.
-func claimEnabled(c *pipeline.Claim, ctx *hcl.EvalContext) (bool, hcl.Diagnostics) {
+func claimEnabled(c *claims.Claim, ctx *hcl.EvalContext) (bool, hcl.Diagnostics) {
 	if c.Enabled == nil {
 		return true, nil
 	}
@@ -202,12 +203,12 @@ func (pl *Plan) axis(name string) *Axis {
 	return nil
 }
 
-func cellMatches(c Cell, want []pipeline.ClaimParam) bool {
+func cellMatches(c Cell, want []claims.Param) bool {
 	for _, w := range want {
 		found := false
 		for _, p := range c.Params {
 			if p.Name == w.Name {
-				found = pipeline.PrimitiveString(p.Value) == pipeline.PrimitiveString(w.Value)
+				found = claims.PrimitiveString(p.Value) == claims.PrimitiveString(w.Value)
 			}
 		}
 		if !found {
@@ -219,7 +220,7 @@ func cellMatches(c Cell, want []pipeline.ClaimParam) bool {
 
 // versusCell is the index of the cell with c's parameters but those of
 // versus, or -1.
-func (pl *Plan) versusCell(c Cell, versus []pipeline.ClaimParam) int {
+func (pl *Plan) versusCell(c Cell, versus []claims.Param) int {
 	for i, o := range pl.Cells {
 		if !cellMatches(o, versus) {
 			continue
@@ -234,7 +235,7 @@ func (pl *Plan) versusCell(c Cell, versus []pipeline.ClaimParam) int {
 				continue
 			}
 			for _, q := range o.Params {
-				if q.Name == p.Name && pipeline.PrimitiveString(q.Value) != pipeline.PrimitiveString(p.Value) {
+				if q.Name == p.Name && claims.PrimitiveString(q.Value) != claims.PrimitiveString(p.Value) {
 					same = false
 				}
 			}
@@ -249,7 +250,7 @@ func (pl *Plan) versusCell(c Cell, versus []pipeline.ClaimParam) int {
 func cellString(c Cell) string {
 	var parts []string
 	for _, p := range c.Params {
-		parts = append(parts, p.Name+"="+pipeline.PrimitiveString(p.Value))
+		parts = append(parts, p.Name+"="+claims.PrimitiveString(p.Value))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -264,18 +265,18 @@ func (cp ClaimPlan) ClaimLine() string {
 	if len(cp.Cells) != 1 {
 		cells += "s"
 	}
-	sel := pipeline.ParamString(c.Cell)
+	sel := claims.ParamString(c.Cell)
 	if sel == "" {
 		sel = "every cell"
 	}
 	switch c.Kind {
-	case pipeline.ClaimVerdict:
+	case claims.KindVerdict:
 		return fmt.Sprintf("verdict of %s is %s (%s)", sel, c.Verdict, cells)
-	case pipeline.ClaimRatio:
+	case claims.KindRatio:
 		if c.VersusMetric != "" {
 			return fmt.Sprintf("%s / %s of %s %s (per trial; %s, step %s)", c.Metric, c.VersusMetric, sel, c.Bound.Text, cells, cp.Step)
 		}
-		return fmt.Sprintf("%s of %s / %s %s (%s, step %s)", c.Metric, sel, pipeline.ParamString(c.Versus), c.Bound.Text, cells, cp.Step)
+		return fmt.Sprintf("%s of %s / %s %s (%s, step %s)", c.Metric, sel, claims.ParamString(c.Versus), c.Bound.Text, cells, cp.Step)
 	default:
 		return fmt.Sprintf("%s of %s %s (%s, step %s)", c.Metric, sel, c.Bound.Text, cells, cp.Step)
 	}

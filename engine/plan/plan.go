@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/providers"
@@ -56,7 +57,7 @@ type Plan struct {
 	// ClaimsOff are the claims whose enabled is false for the plan's
 	// variables, in declaration order: not matched against the matrix,
 	// not judged, not recorded in the run.
-	ClaimsOff []*pipeline.Claim
+	ClaimsOff []*claims.Claim
 	// Adaptive is the pipeline's adaptive repetitions (nil when fixed or
 	// overridden by --repetitions): Trials holds the first Min rounds and
 	// AddRound appends more.

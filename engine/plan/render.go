@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -377,7 +378,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintln(w, "  teardown   everything provisioned or changed, in reverse order")
 	if len(p.Claims)+len(p.ClaimsOff) > 0 {
 		fmt.Fprintln(w, "\nClaims (checked after the run; report shows holds, fails or inconclusive):")
-		on := map[*pipeline.Claim]ClaimPlan{}
+		on := map[*claims.Claim]ClaimPlan{}
 		for _, cp := range p.Claims {
 			on[cp.Claim] = cp
 		}
@@ -399,7 +400,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // claimParamsMap is a claim's cell or versus as JSON values.
-func claimParamsMap(ps []pipeline.ClaimParam) map[string]any {
+func claimParamsMap(ps []claims.Param) map[string]any {
 	m := map[string]any{}
 	for _, p := range ps {
 		m[p.Name] = GoValue(p.Value)

@@ -9,15 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/results"
-)
-
-// Claim outcomes.
-const (
-	ClaimHolds        = results.ClaimHolds
-	ClaimFails        = results.ClaimFails
-	ClaimInconclusive = results.ClaimInconclusive
 )
 
 // ClaimOutcome is one claim of the pipeline judged on a run: holds when
@@ -36,7 +29,7 @@ type ClaimOutcome struct {
 	// same trials (Metric / VersusMetric per trial); "" otherwise.
 	VersusMetric string `json:"versus_metric,omitempty"`
 	Bound        string `json:"bound"`   // "< 0.6", "= infrastructure-bound"
-	Outcome      string `json:"outcome"` // ClaimHolds, ClaimFails or ClaimInconclusive
+	Outcome      string `json:"outcome"` // claims.Holds, claims.Fails or claims.Inconclusive
 	// Estimate is the ratio or the value (in the metric's unit) with its
 	// 95% interval [Low, High] (NaN when there is none; JSON null); for a
 	// verdict claim the share of the repetitions that had the verdict.
@@ -120,7 +113,7 @@ func ClaimRows(runID string, specs []results.ClaimSpec, outs []ClaimOutcome) []r
 func FailedClaims(outs []ClaimOutcome) []string {
 	var out []string
 	for _, o := range outs {
-		if o.Outcome == ClaimFails {
+		if o.Outcome == claims.Fails {
 			out = append(out, o.Name)
 		}
 	}
@@ -130,10 +123,10 @@ func FailedClaims(outs []ClaimOutcome) []string {
 // claimUnit is the unit of a claim's estimate: the metric's for a value,
 // none for a ratio or a verdict.
 func claimUnit(kind, metric string) string {
-	if kind != results.ClaimValue {
+	if kind != claims.KindValue {
 		return ""
 	}
-	return pipeline.ClaimMetrics[metric]
+	return claims.MetricUnit(metric)
 }
 
 // claimsRead reports whether one of the manifest's claims reads metric
@@ -155,7 +148,8 @@ func claimsRead(m *results.Manifest, metric string) bool {
 // latency_p9999_us from the trial's histogram (Summary.p9999, read after
 // the trials rows); nil for a metric this benchflow does not know.
 func (s *Summary) factGetter(metric string, stored func(*rowFacts) float64) func(*rowFacts) float64 {
-	if histogramMetrics[metric] {
+	m, ok := claims.LookupMetric(metric)
+	if ok && m.FromHistograms() {
 		return func(r *rowFacts) float64 {
 			v, ok := s.p9999[r.key]
 			if !ok {
@@ -164,58 +158,10 @@ func (s *Summary) factGetter(metric string, stored func(*rowFacts) float64) func
 			return v
 		}
 	}
-	if claimMetric[metric] == nil {
+	if !ok {
 		return nil
 	}
 	return stored
-}
-
-// histogramMetrics are the claim metrics read from the trials' latency
-// histograms rather than a trials column.
-var histogramMetrics = map[string]bool{"latency_p9999_us": true}
-
-// claimMetric reads a claim metric from a trials row.
-var claimMetric = map[string]func(*results.TrialRow) float64{
-	"rps":                        func(t *results.TrialRow) float64 { return t.RPS },
-	"capacity_rps":               func(t *results.TrialRow) float64 { return t.CapacityRPS },
-	"latency_p50_us":             func(t *results.TrialRow) float64 { return t.LatencyP50US },
-	"latency_p90_us":             func(t *results.TrialRow) float64 { return t.LatencyP90US },
-	"latency_p99_us":             func(t *results.TrialRow) float64 { return t.LatencyP99US },
-	"latency_p999_us":            func(t *results.TrialRow) float64 { return t.LatencyP999US },
-	"latency_max_us":             func(t *results.TrialRow) float64 { return t.LatencyMaxUS },
-	"latency_mean_us":            func(t *results.TrialRow) float64 { return t.LatencyMeanUS },
-	"latency_uncorrected_p99_us": func(t *results.TrialRow) float64 { return t.LatencyUncorrectedP99US },
-	"connect_p50_us":             func(t *results.TrialRow) float64 { return t.ConnectP50US },
-	"cpu_total_pct":              func(t *results.TrialRow) float64 { return t.CPUTotalPct },
-	"cpu_loader_pct":             func(t *results.TrialRow) float64 { return t.CPULoaderPct },
-	"cpu_service_pct":            func(t *results.TrialRow) float64 { return t.CPUServicePct },
-	"cpu_infra_pct":              func(t *results.TrialRow) float64 { return t.CPUInfraPct },
-	"cpu_kernel_pct":             func(t *results.TrialRow) float64 { return t.CPUKernelPct },
-	"cpu_other_pct":              func(t *results.TrialRow) float64 { return t.CPUOtherPct },
-	"cpu_idle_pct":               func(t *results.TrialRow) float64 { return t.CPUIdlePct },
-	"cpu_steal_pct":              func(t *results.TrialRow) float64 { return t.CPUStealPct },
-	"cpu_unattributed_pct":       func(t *results.TrialRow) float64 { return t.CPUUnattributedPct },
-	"cpu_service_us_per_req":     func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPUServicePct, t.RPS) },
-	"cpu_infra_us_per_req":       func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPUInfraPct, t.RPS) },
-	"cpu_loader_us_per_req":      func(t *results.TrialRow) float64 { return cpuPerRequest(t.CPULoaderPct, t.RPS) },
-	"cpu_stack_us_per_req": func(t *results.TrialRow) float64 {
-		return cpuPerRequest(t.CPUServicePct+t.CPUInfraPct+t.CPULoaderPct, t.RPS)
-	},
-	"requests":   func(t *results.TrialRow) float64 { return float64(t.Requests) },
-	"errors":     func(t *results.TrialRow) float64 { return float64(t.Errors) },
-	"bytes":      func(t *results.TrialRow) float64 { return float64(t.Bytes) },
-	"duration_s": func(t *results.TrialRow) float64 { return t.DurationS },
-}
-
-// cpuPerRequest is the CPU time per request, in µs, of a part of the
-// budget that used pct % of one core while the trial completed rps
-// requests a second: pct/100 core-seconds a second over rps requests.
-// NaN without requests (no rate to divide by).
-func cpuPerRequest(pct, rps float64) float64 {
-	if !(rps > 0) {
-		return math.NaN()
-	}
-	return pct / 100 * 1e6 / rps
 }
 
 // evaluateClaims judges every claim of the run's manifest on s.
@@ -241,7 +187,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 			cells = append(cells, c)
 		}
 	}
-	if sp.Kind == results.ClaimVerdict {
+	if sp.Kind == claims.KindVerdict {
 		o.Bound = "= " + sp.Verdict
 		o.cells = cells
 		s.judgeVerdict(&o, sp, cells, rows)
@@ -249,31 +195,31 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 	}
 	get := s.factGetter(sp.Metric, func(r *rowFacts) float64 { return r.claims[i] })
 	if get == nil {
-		o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
+		o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
 		return o
 	}
 	var getV func(*rowFacts) float64
 	if sp.VersusMetric != "" {
 		if getV = s.factGetter(sp.VersusMetric, func(r *rowFacts) float64 { return r.versus[i] }); getV == nil {
-			o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.VersusMetric)
+			o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.VersusMetric)
 			return o
 		}
 	}
 	if len(cells) == 0 {
-		o.Outcome, o.Detail = ClaimInconclusive, "no successful repetition of the selected cells in this run"
+		o.Outcome, o.Detail = claims.Inconclusive, "no successful repetition of the selected cells in this run"
 		return o
 	}
-	bound := pipeline.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
+	bound := claims.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
 	var iv Interval
 	left := 0 // rounds left out of a ratio of two metrics (no value)
 	switch {
-	case sp.Kind == results.ClaimRatio && getV != nil:
+	case sp.Kind == claims.KindRatio && getV != nil:
 		iv, left = metricRatio(cells, get, getV, rows)
-	case sp.Kind == results.ClaimRatio:
+	case sp.Kind == claims.KindRatio:
 		for _, c := range cells {
 			v := s.versusOf(c, sp.Versus)
 			if v == nil {
-				o.Outcome, o.Detail = ClaimInconclusive, fmt.Sprintf("cell %s has no counterpart with %s in this run", c.Label(), o.Versus)
+				o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("cell %s has no counterpart with %s in this run", c.Label(), o.Versus)
 				o.cells = cells
 				return o
 			}
@@ -382,7 +328,7 @@ func groupRounds(cells []*Cell, get func(*rowFacts) float64, rows map[[2]string]
 // judgeClaim reads an interval against a bound: holds, fails or
 // inconclusive, in words, and for an inconclusive one about how many more
 // repetitions would likely decide it.
-func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail string, more int) {
+func judgeClaim(iv Interval, b claims.Bound, unit string) (outcome, detail string, more int) {
 	f := func(v float64) string { return fmtClaimValue(v, unit) }
 	side, other := "below", "above"
 	if !b.Upper() {
@@ -400,16 +346,16 @@ func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail str
 				est += " (range " + f(iv.Low) + " to " + f(iv.High) + ")"
 			}
 		}
-		return ClaimInconclusive, fmt.Sprintf("%s from %d repetition(s): no 95%% interval below %d; about %d more repetition(s) per cell give one",
+		return claims.Inconclusive, fmt.Sprintf("%s from %d repetition(s): no 95%% interval below %d; about %d more repetition(s) per cell give one",
 			est, iv.N, minSamplesForCI, need), need
 	}
 	ci := fmt.Sprintf("95%% interval [%s, %s] (%s, n=%d)", f(iv.Low), f(iv.High), methodLabel(iv), iv.N)
 	loIn, hiIn := b.Holds(iv.Low), b.Holds(iv.High)
 	switch {
 	case loIn && hiIn:
-		return ClaimHolds, fmt.Sprintf("%s %s: the whole %s is %s the bound %s", fmtEst(iv, unit), b.Text, ci, side, f(b.Value)), 0
+		return claims.Holds, fmt.Sprintf("%s %s: the whole %s is %s the bound %s", fmtEst(iv, unit), b.Text, ci, side, f(b.Value)), 0
 	case !loIn && !hiIn:
-		return ClaimFails, fmt.Sprintf("%s: the whole %s is %s the bound %s", fmtEst(iv, unit), ci, other, f(b.Value)), 0
+		return claims.Fails, fmt.Sprintf("%s: the whole %s is %s the bound %s", fmtEst(iv, unit), ci, other, f(b.Value)), 0
 	}
 	detail = fmt.Sprintf("the %s straddles the bound %s", ci, f(b.Value))
 	if iv.Value > 0 && b.Value > 0 {
@@ -440,7 +386,7 @@ func judgeClaim(iv Interval, b pipeline.Bound, unit string) (outcome, detail str
 	default:
 		detail += "; the estimate is too close to the bound for more repetitions to decide it"
 	}
-	return ClaimInconclusive, detail, more
+	return claims.Inconclusive, detail, more
 }
 
 // moreRepetitions estimates how many more samples would shrink the
@@ -480,7 +426,7 @@ func moreRepetitions(iv Interval, bound float64) int {
 // half of every selected cell's repetitions; fails when another verdict
 // (not noisy or undetermined) is, in some cell; inconclusive otherwise.
 func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*Cell, rows map[[2]string]*rowFacts) {
-	o.Outcome = ClaimInconclusive
+	o.Outcome = claims.Inconclusive
 	if len(cells) == 0 {
 		o.Detail = "no successful repetition of the selected cells in this run"
 		return
@@ -528,9 +474,9 @@ func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*C
 		o.Detail = "no repetition has a verdict (the collect step's whole-machine accounting did not run)"
 		return
 	case holds:
-		o.Outcome = ClaimHolds
+		o.Outcome = claims.Holds
 	case fails:
-		o.Outcome = ClaimFails
+		o.Outcome = claims.Fails
 	}
 	o.Detail = fmt.Sprintf("%d of %d repetitions %s; %s", k, n, sp.Verdict, strings.Join(parts, "; "))
 }
@@ -621,17 +567,17 @@ func fmtClaimValue(v float64, unit string) string {
 		return "-"
 	}
 	switch unit {
-	case pipeline.UnitLatency:
+	case claims.UnitLatency:
 		return fmtMS(v) + " ms"
-	case pipeline.UnitRate:
+	case claims.UnitRate:
 		return fmtRate(v) + " req/s"
-	case pipeline.UnitPercent:
+	case claims.UnitPercent:
 		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	case pipeline.UnitSeconds:
+	case claims.UnitSeconds:
 		return strconv.FormatFloat(v, 'g', 4, 64) + " s"
-	case pipeline.UnitCount:
+	case claims.UnitCount:
 		return strconv.FormatFloat(v, 'f', 0, 64)
-	case pipeline.UnitCPUPerRequest:
+	case claims.UnitCPUPerRequest:
 		return strconv.FormatFloat(v, 'g', 3, 64) + " µs/req"
 	}
 	if v != 0 && math.Abs(v) < 0.01 {
@@ -650,7 +596,7 @@ func fmtEst(iv Interval, unit string) string {
 
 // estimateLabel is "0.312 [0.290, 0.335]" for tables.
 func (o ClaimOutcome) estimateLabel() string {
-	if o.Kind == results.ClaimVerdict {
+	if o.Kind == claims.KindVerdict {
 		if math.IsNaN(o.Estimate) {
 			return "-"
 		}
@@ -666,7 +612,7 @@ func (o ClaimOutcome) estimateLabel() string {
 // subject is "rps deploy=nat / deploy=host" for tables.
 func (o ClaimOutcome) subject() string {
 	what := o.Metric
-	if o.Kind == results.ClaimVerdict {
+	if o.Kind == claims.KindVerdict {
 		what = "verdict"
 	}
 	if o.VersusMetric != "" {
@@ -703,7 +649,7 @@ func (s *Summary) claimCounts() string {
 		n[o.Outcome]++
 	}
 	var parts []string
-	for _, k := range []string{ClaimHolds, ClaimFails, ClaimInconclusive} {
+	for _, k := range []string{claims.Holds, claims.Fails, claims.Inconclusive} {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 		}

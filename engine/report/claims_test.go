@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/collect"
-	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/results"
 )
 
@@ -53,11 +52,11 @@ func claimRun(reps int, natShare float64, claims ...results.ClaimSpec) *results.
 }
 
 func natClaim(name, bound string) results.ClaimSpec {
-	b, err := pipeline.ParseBound(bound, "")
+	b, err := claims.ParseBound(bound, "")
 	if err != nil {
 		panic(err)
 	}
-	return results.ClaimSpec{Name: name, Kind: results.ClaimRatio, Metric: "rps", Step: "main",
+	return results.ClaimSpec{Name: name, Kind: claims.KindRatio, Metric: "rps", Step: "main",
 		Cell: map[string]any{"deploy": "nat"}, Versus: map[string]any{"deploy": "host"}, Bound: bound, BoundOp: b.Op, BoundValue: b.Value}
 }
 
@@ -78,19 +77,19 @@ func outcomes(t *testing.T, run *results.Run) map[string]ClaimOutcome {
 }
 
 func TestClaimRatioOutcomes(t *testing.T) {
-	p99, _ := pipeline.ParseBound("< 10ms", pipeline.UnitLatency)
+	p99, _ := claims.ParseBound("< 10ms", claims.UnitLatency)
 	run := claimRun(4, 0.5,
 		natClaim("holds", "< 0.6"),
 		natClaim("fails", "> 0.6"),
 		natClaim("straddles", "< 0.5"),
-		results.ClaimSpec{Name: "p99", Kind: results.ClaimValue, Metric: "latency_p99_us", Step: "main",
+		results.ClaimSpec{Name: "p99", Kind: claims.KindValue, Metric: "latency_p99_us", Step: "main",
 			Cell: map[string]any{"deploy": "host", "log": "off"}, Bound: "< 10ms", BoundOp: p99.Op, BoundValue: p99.Value},
-		results.ClaimSpec{Name: "proxy", Kind: results.ClaimVerdict, Step: "main", Cell: map[string]any{"deploy": "nat"}, Verdict: "infrastructure-bound"},
-		results.ClaimSpec{Name: "not-proxy", Kind: results.ClaimVerdict, Step: "main", Cell: map[string]any{"deploy": "host"}, Verdict: "infrastructure-bound"},
+		results.ClaimSpec{Name: "proxy", Kind: claims.KindVerdict, Step: "main", Cell: map[string]any{"deploy": "nat"}, Verdict: "infrastructure-bound"},
+		results.ClaimSpec{Name: "not-proxy", Kind: claims.KindVerdict, Step: "main", Cell: map[string]any{"deploy": "host"}, Verdict: "infrastructure-bound"},
 	)
 	got := outcomes(t, run)
-	want := map[string]string{"holds": ClaimHolds, "fails": ClaimFails, "straddles": ClaimInconclusive, "p99": ClaimHolds,
-		"proxy": ClaimHolds, "not-proxy": ClaimFails}
+	want := map[string]string{"holds": claims.Holds, "fails": claims.Fails, "straddles": claims.Inconclusive, "p99": claims.Holds,
+		"proxy": claims.Holds, "not-proxy": claims.Fails}
 	for name, w := range want {
 		if got[name].Outcome != w {
 			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)
@@ -140,7 +139,7 @@ func TestClaimRatioOutcomes(t *testing.T) {
 
 func TestClaimWithoutInterval(t *testing.T) {
 	got := outcomes(t, claimRun(2, 0.5, natClaim("two-rounds", "< 0.6")))["two-rounds"]
-	if got.Outcome != ClaimInconclusive || got.MoreRepetitions != 1 || !strings.Contains(got.Detail, "no 95% interval") {
+	if got.Outcome != claims.Inconclusive || got.MoreRepetitions != 1 || !strings.Contains(got.Detail, "no 95% interval") {
 		t.Errorf("2 rounds: %s, more %d, %q; want inconclusive, 1 more, no interval", got.Outcome, got.MoreRepetitions, got.Detail)
 	}
 }
@@ -236,7 +235,7 @@ func TestClaimFormats(t *testing.T) {
 }
 
 func TestClaimJSONWithoutInterval(t *testing.T) {
-	o := ClaimOutcome{Name: "x", Outcome: ClaimInconclusive, Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}
+	o := ClaimOutcome{Name: "x", Outcome: claims.Inconclusive, Estimate: math.NaN(), Low: math.NaN(), High: math.NaN()}
 	b, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
@@ -274,23 +273,15 @@ func TestClaimsParquetRoundTrip(t *testing.T) {
 // report can judge: every metric has a reader, every verdict is one the
 // collect step gives.
 func TestClaimNamesMatch(t *testing.T) {
-	var metrics, readers []string
-	for m := range pipeline.ClaimMetrics {
-		metrics = append(metrics, m)
-	}
-	for m := range claimMetric {
-		readers = append(readers, m)
-	}
-	for m := range histogramMetrics {
-		readers = append(readers, m)
-	}
-	sort.Strings(metrics)
-	sort.Strings(readers)
-	if diff := cmp.Diff(metrics, readers); diff != "" {
-		t.Errorf("claim metrics and readers differ (-pipeline +report):\n%s", diff)
+	for _, m := range claims.Metrics {
+		// The report reads p99.99 from the histograms (Summary.p9999);
+		// every other metric must say how a trials row holds it.
+		if m.FromHistograms() && m.Name != "latency_p9999_us" {
+			t.Errorf("claim metric %s has no reader: neither a trials row's (Of) nor one the report takes from the histograms", m.Name)
+		}
 	}
 	verdicts := []string{collect.VerdictServer, collect.VerdictInfra, collect.VerdictLoader, collect.VerdictNotCPU, collect.VerdictNoisy, collect.VerdictUnclear}
-	if diff := cmp.Diff(verdicts, pipeline.ClaimVerdicts); diff != "" {
+	if diff := cmp.Diff(verdicts, claims.Verdicts); diff != "" {
 		t.Errorf("claim verdicts differ from engine/collect's (-collect +pipeline):\n%s", diff)
 	}
 }
@@ -312,11 +303,11 @@ func tailRun(tail float64, claims ...results.ClaimSpec) *results.Run {
 }
 
 func metricClaim(name, metric, versusMetric, bound string, cell map[string]any) results.ClaimSpec {
-	b, err := pipeline.ParseBound(bound, "")
+	b, err := claims.ParseBound(bound, "")
 	if err != nil {
 		panic(err)
 	}
-	return results.ClaimSpec{Name: name, Kind: results.ClaimRatio, Metric: metric, VersusMetric: versusMetric, Step: "main",
+	return results.ClaimSpec{Name: name, Kind: claims.KindRatio, Metric: metric, VersusMetric: versusMetric, Step: "main",
 		Cell: cell, Bound: bound, BoundOp: b.Op, BoundValue: b.Value}
 }
 
@@ -332,7 +323,7 @@ func TestClaimMetricRatio(t *testing.T) {
 		metricClaim("p9999", "latency_p9999_us", "latency_p50_us", "> 3", nil),
 	)
 	got := outcomes(t, run)
-	want := map[string]string{"tail-holds": ClaimHolds, "tail-fails": ClaimFails, "tail-close": ClaimInconclusive, "p9999": ClaimHolds}
+	want := map[string]string{"tail-holds": claims.Holds, "tail-fails": claims.Fails, "tail-close": claims.Inconclusive, "p9999": claims.Holds}
 	for name, w := range want {
 		if got[name].Outcome != w {
 			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)
@@ -416,7 +407,7 @@ func TestClaimMetricRatioFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, ok, err := RecordedClaims(run)
-	if err != nil || !ok || len(back) != 1 || back[0].VersusMetric != "latency_p50_us" || back[0].Outcome != ClaimHolds {
+	if err != nil || !ok || len(back) != 1 || back[0].VersusMetric != "latency_p50_us" || back[0].Outcome != claims.Holds {
 		t.Fatalf("claims.parquet: %+v, ok %v, %v", back, ok, err)
 	}
 }
@@ -433,7 +424,7 @@ func TestClaimCPUPerRequest(t *testing.T) {
 	host := map[string]any{"deploy": "host"}
 	service := metricClaim("nat-costs-the-server", "cpu_service_us_per_req", "", "> 1.2", nat)
 	service.Versus = map[string]any{"deploy": "host"}
-	stack, err := pipeline.ParseBound("< 40us/req", pipeline.ClaimMetrics["cpu_stack_us_per_req"])
+	stack, err := claims.ParseBound("< 40us/req", claims.MetricUnit("cpu_stack_us_per_req"))
 	if err != nil || stack.Value != 40 {
 		t.Fatalf("ParseBound(< 40us/req) = %v, %v; want 40", stack, err)
 	}
@@ -441,7 +432,7 @@ func TestClaimCPUPerRequest(t *testing.T) {
 		service,
 		metricClaim("proxy-costs-more", "cpu_infra_us_per_req", "cpu_service_us_per_req", "> 1", nat),
 		metricClaim("proxy-costs-less", "cpu_infra_us_per_req", "cpu_service_us_per_req", "< 1", nat),
-		results.ClaimSpec{Name: "host-stack", Kind: results.ClaimValue, Metric: "cpu_stack_us_per_req", Step: "main",
+		results.ClaimSpec{Name: "host-stack", Kind: claims.KindValue, Metric: "cpu_stack_us_per_req", Step: "main",
 			Cell: host, Bound: stack.Text, BoundOp: stack.Op, BoundValue: stack.Value},
 	)
 	jitter := []float64{0.02, -0.01, 0.015, -0.02, 0.01}
@@ -458,7 +449,7 @@ func TestClaimCPUPerRequest(t *testing.T) {
 		tr.CPULoaderPct = tr.RPS * 5 / 1e4
 	}
 	got := outcomes(t, run)
-	want := map[string]string{"nat-costs-the-server": ClaimHolds, "proxy-costs-more": ClaimHolds, "proxy-costs-less": ClaimFails, "host-stack": ClaimHolds}
+	want := map[string]string{"nat-costs-the-server": claims.Holds, "proxy-costs-more": claims.Holds, "proxy-costs-less": claims.Fails, "host-stack": claims.Holds}
 	for name, w := range want {
 		if got[name].Outcome != w {
 			t.Errorf("claim %s: %s (%s), want %s", name, got[name].Outcome, got[name].Detail, w)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/claims"
 )
 
 // ClaimCounts is "1 holds, 1 fails, 1 inconclusive" ("" without claims).
@@ -70,7 +70,7 @@ func (s *Summary) writeClaimsMarkdown(w io.Writer) {
 // "rps", "latency", "capacity", "cpu", or "" (shown under the table).
 func claimChart(o ClaimOutcome) string {
 	switch {
-	case o.Kind == results.ClaimVerdict || strings.HasPrefix(o.Metric, "cpu_"):
+	case o.Kind == claims.KindVerdict || strings.HasPrefix(o.Metric, "cpu_"):
 		return "cpu"
 	case o.Metric == "rps":
 		return "rps"

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"strings"
+
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
-	"strings"
 )
 
 // Point is one interval of a repetition's timeseries: the figures the
@@ -84,13 +86,13 @@ func newTrialFacts(run *results.Run, noHist bool) *trialFacts {
 	if run.Manifest != nil {
 		for _, sp := range run.Manifest.Claims {
 			var get func(*results.TrialRow) float64
-			if sp.Kind != results.ClaimVerdict {
-				get = claimMetric[sp.Metric]
+			if sp.Kind != claims.KindVerdict {
+				get = claims.LookupMetricOf(sp.Metric)
 			}
 			f.getter = append(f.getter, get)
 			var vget func(*results.TrialRow) float64
-			if sp.Kind != results.ClaimVerdict && sp.VersusMetric != "" {
-				vget = claimMetric[sp.VersusMetric]
+			if sp.Kind != claims.KindVerdict && sp.VersusMetric != "" {
+				vget = claims.LookupMetricOf(sp.VersusMetric)
 			}
 			f.vgetter = append(f.vgetter, vget)
 		}

@@ -14,26 +14,12 @@ import (
 // the run (claims.parquet), written when apply finishes.
 const TableClaims = "claims"
 
-// Claim kinds (ClaimSpec.Kind).
-const (
-	ClaimRatio   = "ratio"
-	ClaimValue   = "value"
-	ClaimVerdict = "verdict"
-)
-
-// Claim outcomes (ClaimRow.Outcome).
-const (
-	ClaimHolds        = "holds"
-	ClaimFails        = "fails"
-	ClaimInconclusive = "inconclusive"
-)
-
 // ClaimSpec is one claim of the pipeline as recorded in manifest.json
 // "claims", so that the report evaluates it from the run folder alone.
 type ClaimSpec struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	Kind        string `json:"kind"`             // ClaimRatio, ClaimValue or ClaimVerdict
+	Kind        string `json:"kind"`             // "ratio", "value" or "verdict" (engine/claims' Kind*)
 	Metric      string `json:"metric,omitempty"` // a trials column
 	// Step is the load step whose rows are judged.
 	Step string `json:"step"`
@@ -67,7 +53,7 @@ type ClaimRow struct {
 	Bound        string // "< 0.6", "= infrastructure-bound"
 	BoundOp      string
 	BoundValue   float64
-	Outcome      string // ClaimHolds, ClaimFails or ClaimInconclusive
+	Outcome      string // "holds", "fails" or "inconclusive" (engine/claims)
 	// Estimate, Low and High: the ratio or value with its 95% interval
 	// (NaN when there is none); for a verdict claim, the share of the
 	// repetitions that had the verdict.

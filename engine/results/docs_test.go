@@ -56,9 +56,9 @@ func TestDocsSQL(t *testing.T) {
 	if err := w.Finish(RunOK, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteClaims(w.Dir(), FormatParquet, []ClaimRow{{RunID: m.RunID, Claim: "nat-costs-half", Kind: ClaimRatio, Metric: "rps",
+	if err := WriteClaims(w.Dir(), FormatParquet, []ClaimRow{{RunID: m.RunID, Claim: "nat-costs-half", Kind: "ratio", Metric: "rps",
 		Step: "main", Cell: "deploy=docker-nat", Versus: "deploy=bare", Bound: "< 0.6", BoundOp: "<", BoundValue: 0.6,
-		Outcome: ClaimHolds, Estimate: 0.5, Low: 0.48, High: 0.52, Method: "paired log-t", N: 3}}); err != nil {
+		Outcome: "holds", Estimate: 0.5, Low: 0.48, High: 0.52, Method: "paired log-t", N: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("duckdb", "")

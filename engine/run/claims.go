@@ -3,7 +3,7 @@ package run
 import (
 	"fmt"
 
-	"github.com/benchflow/benchflow/engine/pipeline"
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
@@ -16,7 +16,7 @@ func claimSpecs(pl *plan.Plan) []results.ClaimSpec {
 		c := cp.Claim
 		sp := results.ClaimSpec{Name: c.Name, Description: c.Description, Kind: c.Kind, Metric: c.Metric, Step: cp.Step,
 			Cell: claimParams(c.Cell), VersusMetric: c.VersusMetric, Verdict: c.Verdict}
-		if c.Kind != pipeline.ClaimVerdict {
+		if c.Kind != claims.KindVerdict {
 			sp.Bound, sp.BoundOp, sp.BoundValue = c.Bound.Text, c.Bound.Op, c.Bound.Value
 		}
 		if len(c.Versus) > 0 {
@@ -27,7 +27,7 @@ func claimSpecs(pl *plan.Plan) []results.ClaimSpec {
 	return out
 }
 
-func claimParams(ps []pipeline.ClaimParam) map[string]any {
+func claimParams(ps []claims.Param) map[string]any {
 	if len(ps) == 0 {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/hclconf"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
@@ -24,8 +25,8 @@ func decodeVariable(name string, at hcl.Range, body *hclsyntax.Body) (*pipeline.
 	return hclconf.DecodeVariable(name, at, body)
 }
 
-func decodeClaim(name string, at hcl.Range, body *hclsyntax.Body) (*pipeline.Claim, hcl.Diagnostics) {
-	return hclconf.DecodeClaim(name, at, body)
+func decodeClaim(name string, at hcl.Range, body *hclsyntax.Body) (*claims.Claim, hcl.Diagnostics) {
+	return claims.Decode(name, at, body)
 }
 
 func checkBody(body hcl.Body, v any) hcl.Diagnostics { return hclconf.CheckBody(body, v) }

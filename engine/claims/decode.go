@@ -1,14 +1,13 @@
-package hclconf
+package claims
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/benchflow/benchflow/providers"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
 var claimSchema = &hcl.BodySchema{
@@ -19,12 +18,12 @@ var claimSchema = &hcl.BodySchema{
 	},
 }
 
-// DecodeClaim decodes the body of a claim block (both front ends). Its
+// Decode decodes the body of a claim block (both front ends). Its
 // values are literals, but for enabled, an expression of variables kept
 // for engine/plan, which evaluates it and checks what the claim matches
 // against the matrix.
-func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl.Diagnostics) {
-	c := &pipeline.Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at, VersusMetricRange: at, EnabledRange: at}
+func Decode(name string, at hcl.Range, body hcl.Body) (*Claim, hcl.Diagnostics) {
+	c := &Claim{Name: name, DeclRange: at, CellRange: at, VersusRange: at, StepRange: at, MetricRange: at, VersusMetricRange: at, EnabledRange: at}
 	content, diags := body.Content(claimSchema)
 	if diags.HasErrors() {
 		return nil, diags
@@ -76,7 +75,7 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	}
 
 	if hasVerdict {
-		c.Kind = pipeline.ClaimVerdict
+		c.Kind = KindVerdict
 		c.Verdict = verdict
 		for _, other := range []string{"metric", "ratio", "value", "versus", "versus_metric"} {
 			if a := attr(other); a != nil {
@@ -85,12 +84,12 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 			}
 		}
 		known := false
-		for _, v := range pipeline.ClaimVerdicts {
+		for _, v := range Verdicts {
 			known = known || v == verdict
 		}
 		if !known {
 			errAt(drng, "Unknown verdict", "There is no verdict %q.%s Verdicts are %s.", verdict,
-				suggest(verdict, pipeline.ClaimVerdicts), strings.Join(quoteAll(pipeline.ClaimVerdicts), ", "))
+				providers.Suggest(verdict, Verdicts), strings.Join(quoteAll(Verdicts), ", "))
 		}
 		if len(c.Cell) == 0 {
 			errAt(at, "Missing claim cell", "A verdict claim names the cells it is about: cell = { axis = \"value\" }.")
@@ -99,18 +98,20 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	}
 	if !hasMetric {
 		errAt(at, "Missing claim metric", "A claim needs metric = \"rps\" (or another trials column: %s) with ratio = or value =, or verdict = \"server-bound\".",
-			strings.Join(pipeline.ClaimMetricNames(), ", "))
+			strings.Join(MetricNames(), ", "))
 		return nil, diags
 	}
-	unit, ok := pipeline.ClaimMetrics[metric]
+	m, ok := LookupMetric(metric)
+	unit := m.Unit
 	if !ok {
 		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", metric,
-			suggest(metric, pipeline.ClaimMetricNames()), pipeline.ClaimMetricsText())
+			providers.Suggest(metric, MetricNames()), MetricsText())
 	}
-	vunit, vok := pipeline.ClaimMetrics[vmetric]
+	vm, vok := LookupMetric(vmetric)
+	vunit := vm.Unit
 	if hasVersusMetric && !vok {
 		errAt(vmrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", vmetric,
-			suggest(vmetric, pipeline.ClaimMetricNames()), pipeline.ClaimMetricsText())
+			providers.Suggest(vmetric, MetricNames()), MetricsText())
 	}
 	switch {
 	case hasVersusMetric && hasVersus:
@@ -124,8 +125,8 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	case hasVersusMetric && ok && vok && unit != vunit:
 		errAt(vmrng, "Versus metric in another unit", "metric %q is in %s and versus_metric %q in %s: a ratio of two metrics of one trial compares like with like (two latencies, two CPU shares, two rates).", metric, unit, vmetric, vunit)
 	case hasVersusMetric:
-		c.Kind = pipeline.ClaimRatio
-		b, err := pipeline.ParseBound(ratio, "")
+		c.Kind = KindRatio
+		b, err := ParseBound(ratio, "")
 		if err != nil {
 			errAt(rrng, "Invalid claim bound", "The ratio bound %s.", err)
 		}
@@ -138,16 +139,16 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	case hasValue && hasVersus:
 		errAt(attr("versus").NameRange, "Versus without ratio", "versus = … names the cells to compare with: bound the ratio (ratio = \"< 0.6\") instead of the value.")
 	case hasRatio:
-		c.Kind = pipeline.ClaimRatio
-		b, err := pipeline.ParseBound(ratio, "")
+		c.Kind = KindRatio
+		b, err := ParseBound(ratio, "")
 		if err != nil {
 			errAt(rrng, "Invalid claim bound", "The ratio bound %s.", err)
 		}
 		c.Bound = b
 	case hasValue:
-		c.Kind = pipeline.ClaimValue
+		c.Kind = KindValue
 		if ok {
-			b, err := pipeline.ParseBound(value, unit)
+			b, err := ParseBound(value, unit)
 			if err != nil {
 				errAt(vrng, "Invalid claim bound", "The value bound %s (the metric %s is in %s).", err, metric, unit)
 			}
@@ -158,7 +159,7 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 	default:
 		errAt(at, "Missing claim bound", "A claim on metric %q needs ratio = \"< 0.6\" (with versus = …) or value = \"< 10ms\".", metric)
 	}
-	if c.Kind == pipeline.ClaimRatio {
+	if c.Kind == KindRatio {
 		if len(c.Cell) == 0 {
 			errAt(rrng, "Missing claim cell", "A ratio claim names the cells it is about (cell = { axis = \"value\" }) and those it compares them with (versus).")
 		} else if sameParams(c.Cell, c.Versus) {
@@ -170,13 +171,13 @@ func DecodeClaim(name string, at hcl.Range, body hcl.Body) (*pipeline.Claim, hcl
 
 // claimParams decodes cell = { axis = value, … }: an object of literal
 // primitives.
-func claimParams(a *hcl.Attribute, diags *hcl.Diagnostics) []pipeline.ClaimParam {
+func claimParams(a *hcl.Attribute, diags *hcl.Diagnostics) []Param {
 	bad := func(rng hcl.Range, detail string) {
 		*diags = append(*diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid claim cells",
 			Detail: detail, Subject: rng.Ptr()})
 	}
 	if oc, ok := a.Expr.(*hclsyntax.ObjectConsExpr); ok {
-		var out []pipeline.ClaimParam
+		var out []Param
 		seen := map[string]bool{}
 		for _, it := range oc.Items {
 			k, d := it.KeyExpr.Value(nil)
@@ -197,7 +198,7 @@ func claimParams(a *hcl.Attribute, diags *hcl.Diagnostics) []pipeline.ClaimParam
 				continue
 			}
 			seen[k.AsString()] = true
-			out = append(out, pipeline.ClaimParam{Name: k.AsString(), Value: v, Range: hcl.RangeBetween(it.KeyExpr.Range(), it.ValueExpr.Range())})
+			out = append(out, Param{Name: k.AsString(), Value: v, Range: hcl.RangeBetween(it.KeyExpr.Range(), it.ValueExpr.Range())})
 		}
 		if len(out) == 0 && len(oc.Items) == 0 {
 			bad(a.Expr.Range(), a.Name+" names no axis: write { axis = \"value\" }.")
@@ -208,13 +209,13 @@ func claimParams(a *hcl.Attribute, diags *hcl.Diagnostics) []pipeline.ClaimParam
 	return nil
 }
 
-func sameParams(a, b []pipeline.ClaimParam) bool {
+func sameParams(a, b []Param) bool {
 	for _, vb := range b {
 		found := false
 		for _, va := range a {
 			if va.Name == vb.Name {
 				found = true
-				if pipeline.PrimitiveString(va.Value) != pipeline.PrimitiveString(vb.Value) {
+				if PrimitiveString(va.Value) != PrimitiveString(vb.Value) {
 					return false
 				}
 			}

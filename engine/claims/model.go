@@ -1,9 +1,8 @@
-package pipeline
+package claims
 
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +13,18 @@ import (
 	"github.com/benchflow/benchflow/engine/units"
 )
 
-// Claim kinds (Claim.Kind).
+// Claim outcomes (a judged claim's Outcome; claims.parquet's outcome).
 const (
-	ClaimRatio   = "ratio"   // metric of cell / metric of versus (or / versus_metric of the same trials), against a bound
-	ClaimValue   = "value"   // metric of cell against an absolute bound
-	ClaimVerdict = "verdict" // the cell's bottleneck verdict
+	Holds        = "holds"
+	Fails        = "fails"
+	Inconclusive = "inconclusive"
+)
+
+// Claim kinds (Claim.Kind; manifest.json's and claims.parquet's kind).
+const (
+	KindRatio   = "ratio"   // metric of cell / metric of versus (or / versus_metric of the same trials), against a bound
+	KindValue   = "value"   // metric of cell against an absolute bound
+	KindVerdict = "verdict" // the cell's bottleneck verdict
 )
 
 // Claim is a `claim "name" {}` block: one conclusion of the study, checked
@@ -35,19 +41,19 @@ const (
 type Claim struct {
 	Name        string
 	Description string
-	Kind        string // ClaimRatio, ClaimValue or ClaimVerdict
-	// Metric is a trials column (ClaimMetrics); "" for a verdict claim.
+	Kind        string // KindRatio, KindValue or KindVerdict
+	// Metric is a trials column (Metrics); "" for a verdict claim.
 	Metric string
 	// Step is the load step whose rows are judged; "" means the
 	// pipeline's only load step.
 	Step   string
-	Cell   []ClaimParam
-	Versus []ClaimParam // ClaimRatio only
+	Cell   []Param
+	Versus []Param // KindRatio only
 	// VersusMetric is the denominator of a ratio of two metrics of the
-	// same trials (ClaimRatio without Versus); "" otherwise.
+	// same trials (KindRatio without Versus); "" otherwise.
 	VersusMetric string
-	Bound        Bound  // ClaimRatio and ClaimValue
-	Verdict      string // ClaimVerdict only
+	Bound        Bound  // KindRatio and KindValue
+	Verdict      string // KindVerdict only
 	// Enabled is the claim's enabled = expression (nil without one: the
 	// claim is on). It may use only variables and functions; engine/plan
 	// evaluates it with the plan's variables, and a claim it makes false
@@ -65,8 +71,8 @@ type Claim struct {
 	EnabledRange hcl.Range
 }
 
-// ClaimParam is one axis = value entry of a claim's cell or versus.
-type ClaimParam struct {
+// Param is one axis = value entry of a claim's cell or versus.
+type Param struct {
 	Name  string
 	Value cty.Value // a primitive
 	Range hcl.Range
@@ -111,85 +117,9 @@ const (
 	UnitCPUPerRequest = "µs/req"
 )
 
-// ClaimMetrics are the trials columns a claim may name, with their unit,
-// latency_p9999_us: p99.99 of the trial's latency histogram
-// (latency.parquet; trials.parquet stops at p99.9), and the CPU time per
-// request of the service, the infrastructure, the loader and their sum
-// (the stack), derived from the trial's CPU shares and req/s.
-var ClaimMetrics = map[string]string{
-	"rps":                        UnitRate,
-	"capacity_rps":               UnitRate,
-	"latency_p50_us":             UnitLatency,
-	"latency_p90_us":             UnitLatency,
-	"latency_p99_us":             UnitLatency,
-	"latency_p999_us":            UnitLatency,
-	"latency_p9999_us":           UnitLatency,
-	"latency_max_us":             UnitLatency,
-	"latency_mean_us":            UnitLatency,
-	"latency_uncorrected_p99_us": UnitLatency,
-	"connect_p50_us":             UnitLatency,
-	"cpu_total_pct":              UnitPercent,
-	"cpu_loader_pct":             UnitPercent,
-	"cpu_service_pct":            UnitPercent,
-	"cpu_infra_pct":              UnitPercent,
-	"cpu_kernel_pct":             UnitPercent,
-	"cpu_other_pct":              UnitPercent,
-	"cpu_idle_pct":               UnitPercent,
-	"cpu_steal_pct":              UnitPercent,
-	"cpu_unattributed_pct":       UnitPercent,
-	"cpu_service_us_per_req":     UnitCPUPerRequest,
-	"cpu_infra_us_per_req":       UnitCPUPerRequest,
-	"cpu_loader_us_per_req":      UnitCPUPerRequest,
-	"cpu_stack_us_per_req":       UnitCPUPerRequest,
-	"requests":                   UnitCount,
-	"errors":                     UnitCount,
-	"bytes":                      UnitCount,
-	"duration_s":                 UnitSeconds,
-}
-
-// DerivedClaimMetrics are the claim metrics that are not trials columns,
-// with what they are: each is computed per trial from its tables.
-var DerivedClaimMetrics = map[string]string{
-	"latency_p9999_us":       "p99.99 from the latency histograms",
-	"cpu_service_us_per_req": "the service's CPU µs per request",
-	"cpu_infra_us_per_req":   "the infrastructure's CPU µs per request",
-	"cpu_loader_us_per_req":  "the loader's CPU µs per request",
-	"cpu_stack_us_per_req":   "the sum of the three",
-}
-
-// ClaimMetricsText says what the claim metrics are, from ClaimMetrics and
-// DerivedClaimMetrics: "the trials columns (bytes, …) and, derived per
-// trial, cpu_infra_us_per_req (the infrastructure's CPU µs per request),
-// …".
-func ClaimMetricsText() string {
-	var cols, derived []string
-	for _, k := range ClaimMetricNames() {
-		if d, ok := DerivedClaimMetrics[k]; ok {
-			derived = append(derived, k+" ("+d+")")
-		} else {
-			cols = append(cols, k)
-		}
-	}
-	s := "the trials columns (" + strings.Join(cols, ", ") + ")"
-	if len(derived) > 0 {
-		s += " and, derived per trial, " + strings.Join(derived, ", ")
-	}
-	return s
-}
-
-// ClaimMetricNames lists ClaimMetrics sorted.
-func ClaimMetricNames() []string {
-	out := make([]string, 0, len(ClaimMetrics))
-	for k := range ClaimMetrics {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ClaimVerdicts are the bottleneck verdicts a verdict claim may name (the
+// Verdicts are the bottleneck verdicts a verdict claim may name (the
 // verdict kinds of engine/collect; a test keeps the two lists equal).
-var ClaimVerdicts = []string{"server-bound", "infrastructure-bound", "loader-bound", "not CPU-bound", "noisy", "undetermined"}
+var Verdicts = []string{"server-bound", "infrastructure-bound", "loader-bound", "not CPU-bound", "noisy", "undetermined"}
 
 // ParseBound parses "OP NUMBER[UNIT]" for a ratio (unit "") or a value of
 // a metric with unit. Latencies take a duration ("10ms", "250us") or a
@@ -256,7 +186,7 @@ func ParseBound(s, unit string) (Bound, error) {
 }
 
 // ParamString renders claim parameters as "a=1, b=x".
-func ParamString(ps []ClaimParam) string {
+func ParamString(ps []Param) string {
 	var parts []string
 	for _, p := range ps {
 		parts = append(parts, p.Name+"="+PrimitiveString(p.Value))

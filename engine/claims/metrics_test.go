@@ -1,24 +1,25 @@
-package pipeline
+package claims
 
 import (
 	"strings"
 	"testing"
 )
 
-// TestClaimMetricsText: the sentence an unknown claim metric's error
+// TestMetricsText: the sentence an unknown claim metric's error
 // gives names every claim metric, and each derived one (not a trials
-// column) with what it is, so a metric added to ClaimMetrics is named
+// column) with what it is, so a metric added to Metrics is named
 // without editing the message.
-func TestClaimMetricsText(t *testing.T) {
-	s := ClaimMetricsText()
-	for _, k := range ClaimMetricNames() {
+func TestMetricsText(t *testing.T) {
+	s := MetricsText()
+	for _, k := range MetricNames() {
 		if !strings.Contains(s, k) {
 			t.Errorf("the claim metrics text lacks %s: %s", k, s)
 		}
 	}
-	for k, d := range DerivedClaimMetrics {
-		if _, ok := ClaimMetrics[k]; !ok {
-			t.Errorf("derived claim metric %s is not in ClaimMetrics", k)
+	for _, m := range Metrics {
+		k, d := m.Name, m.Derived
+		if d == "" {
+			continue
 		}
 		if !strings.Contains(s, k+" ("+d+")") {
 			t.Errorf("the claim metrics text does not say what %s is: %s", k, s)
