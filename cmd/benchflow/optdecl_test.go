@@ -47,8 +47,8 @@ func optionTable() string {
 		return "`" + s + "`"
 	}
 	for _, d := range load.Declared {
-		wire := code(d.Wire)
-		if d.Wire == "" {
+		wire := code(d.WireKey())
+		if d.WireKey() == "" {
 			wire = "not sent"
 		}
 		limit := d.Limit

@@ -70,7 +70,7 @@ func send(t *testing.T, method, url, auth string, body []byte) (int, string) {
 // in another scheme; none of them stops the agent or starts a load.
 func TestAgentRefusesWithoutToken(t *testing.T) {
 	url, done := serveOne(t, 30*time.Second, "http://127.0.0.1:1/")
-	start, _ := json.Marshal(StartRequest{Options: WireOptions{Targets: []WireTarget{{URL: "http://127.0.0.1:1/"}}, Requests: 1},
+	start, _ := json.Marshal(StartRequest{Options: load.Options{Targets: []load.Target{{URL: "http://127.0.0.1:1/"}}, Requests: 1},
 		StartNS: time.Now().Add(time.Second).UnixNano()})
 	wrong := []byte(testToken)
 	wrong[3] ^= 1
@@ -161,7 +161,7 @@ func TestAgentRefusesStarts(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	url, _ := serveOne(t, 30*time.Second, allowed)
 	ok := func() StartRequest {
-		return StartRequest{Options: WireOptions{Targets: []WireTarget{{URL: allowed}}, Connections: 1, Threads: 1, Requests: 1},
+		return StartRequest{Options: load.Options{Targets: []load.Target{{URL: allowed}}, Connections: 1, Threads: 1, Requests: 1},
 			StartNS: time.Now().Add(time.Second).UnixNano(), ToleranceNS: int64(50 * time.Millisecond)}
 	}
 	cases := []struct {
@@ -173,22 +173,22 @@ func TestAgentRefusesStarts(t *testing.T) {
 		{"other target", func(r *StartRequest) { r.Options.Targets[0].URL = "http://127.0.0.1:2/ok" }, 403, "target 1 (http://127.0.0.1:2/ok) is not one this agent was started for"},
 		{"other path", func(r *StartRequest) { r.Options.Targets[0].URL = allowed + "/more" }, 403, "not one this agent was started for"},
 		{"second target", func(r *StartRequest) {
-			r.Options.Targets = append(r.Options.Targets, WireTarget{URL: "https://10.0.0.1/"})
+			r.Options.Targets = append(r.Options.Targets, load.Target{URL: "https://10.0.0.1/"})
 		}, 403, "target 2"},
 		{"unix socket", func(r *StartRequest) { r.Options.Targets[0].URL = "unix:" + sock + ":/containers/x/stop" }, 403, "Unix socket target 1"},
 		{"credentials redacted", func(r *StartRequest) { r.Options.Targets[0].URL = "http://u:hunter2@127.0.0.1:1/ok" }, 403, "(sensitive)"},
-		{"interval 1ns", func(r *StartRequest) { r.Options.IntervalNS = 1 }, 400, "interval 1ns"},
+		{"interval 1ns", func(r *StartRequest) { r.Options.Interval = 1 }, 400, "interval 1ns"},
 		{"rate 1e-12", func(r *StartRequest) { r.Options.Rate = 1e-12 }, 400, "rate 1e-12"},
 		{"rate huge", func(r *StartRequest) { r.Options.Rate = 1e300 }, 400, "rate 1e+300"},
 		{"connections", func(r *StartRequest) { r.Options.Connections = 2_000_000 }, 400, "connections 2000000"},
 		{"negative connections", func(r *StartRequest) { r.Options.Connections = -1 }, 400, "connections -1"},
 		{"threads", func(r *StartRequest) { r.Options.Threads = 5000; r.Options.Connections = 5000 }, 400, "threads 5000"},
 		{"requests", func(r *StartRequest) { r.Options.Requests = -5 }, 400, "requests -5"},
-		{"duration", func(r *StartRequest) { r.Options.DurationNS = -1 }, 400, "duration -1ns"},
-		{"long duration", func(r *StartRequest) { r.Options.DurationNS = int64(1000 * time.Hour) }, 400, "duration 1000h0m0s: must be at most 168h0m0s"},
-		{"timeout", func(r *StartRequest) { r.Options.TimeoutNS = int64(1000 * time.Hour) }, 400, "timeout 1000h0m0s"},
-		{"busy poll", func(r *StartRequest) { r.Options.BusyPollNS = int64(time.Second) }, 400, "busy_poll 1s"},
-		{"nap", func(r *StartRequest) { r.Options.NapNS = int64(time.Millisecond) }, 400, "nap 1ms: naps need protocol"},
+		{"duration", func(r *StartRequest) { r.Options.Duration = -1 }, 400, "duration -1ns"},
+		{"long duration", func(r *StartRequest) { r.Options.Duration = 1000 * time.Hour }, 400, "duration 1000h0m0s: must be at most 168h0m0s"},
+		{"timeout", func(r *StartRequest) { r.Options.Timeout = 1000 * time.Hour }, 400, "timeout 1000h0m0s"},
+		{"busy poll", func(r *StartRequest) { r.Options.BusyPoll = time.Second }, 400, "busy_poll 1s"},
+		{"nap", func(r *StartRequest) { r.Options.Nap = time.Millisecond }, 400, "nap 1ms: naps need protocol"},
 		{"weight", func(r *StartRequest) { r.Options.Targets[0].Weight = -1 }, 400, "weight = -1"},
 		{"engine", func(r *StartRequest) { r.Options.Engine = "x" }, 400, "engine x"},
 		{"tolerance", func(r *StartRequest) { r.ToleranceNS = int64(time.Hour) }, 400, "tolerance 1h0m0s"},

@@ -496,7 +496,7 @@ func (c *controller) measureClock(ctx context.Context, m *Member) (Sample, error
 }
 
 func (c *controller) start(ctx context.Context, m *Member, opts load.Options, at time.Time) error {
-	req := StartRequest{Index: m.Index, Options: ToWire(m.Share.Apply(opts)),
+	req := StartRequest{Index: m.Index, Options: m.Share.Apply(opts),
 		StartNS: at.UnixNano() + int64(m.Offset), ToleranceNS: int64(c.cfg.Tolerance)}
 	var rep StartReply
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)

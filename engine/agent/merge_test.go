@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -179,7 +180,21 @@ func TestUsed0RTTTravels(t *testing.T) {
 	if m.Used0RTT != 12 || !m.H3ZeroRTT {
 		t.Errorf("merged: 0-RTT %v, %d connections; want true and 12", m.H3ZeroRTT, m.Used0RTT)
 	}
-	if o := ToWire(load.Options{Protocol: measure.ProtoH3, H3ZeroRTT: true}).Options(); !o.H3ZeroRTT {
+	if o := roundTrip(t, load.Options{Protocol: measure.ProtoH3, H3ZeroRTT: true}); !o.H3ZeroRTT {
 		t.Error("H3ZeroRTT lost on the options' wire")
 	}
+}
+
+// roundTrip sends options to an agent and back as a StartRequest does.
+func roundTrip(t *testing.T, o load.Options) load.Options {
+	t.Helper()
+	b, err := json.Marshal(StartRequest{Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req StartRequest
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	return req.Options
 }

@@ -52,45 +52,16 @@ type Clock struct {
 	ClockNS int64 `json:"clock_ns"`
 }
 
-// WireTarget is a load.Target on the wire.
-type WireTarget struct {
-	URL     string      `json:"url"`
-	Method  string      `json:"method,omitempty"`
-	Headers [][2]string `json:"headers,omitempty"`
-	Body    []byte      `json:"body,omitempty"`
-	Weight  int         `json:"weight,omitempty"`
-}
-
-// WireOptions are the load.Options an agent runs (everything but the
-// callbacks and request scripts, which stay with the controller).
-type WireOptions struct {
-	Targets     []WireTarget `json:"targets"`
-	Connections int          `json:"connections"`
-	Threads     int          `json:"threads"`
-	DurationNS  int64        `json:"duration_ns,omitempty"`
-	Requests    int64        `json:"requests,omitempty"`
-	Rate        float64      `json:"rate,omitempty"`
-	TimeoutNS   int64        `json:"timeout_ns,omitempty"`
-	Close       bool         `json:"close,omitempty"`
-	BusyPollNS  int64        `json:"busy_poll_ns,omitempty"`
-	NapNS       int64        `json:"nap_ns,omitempty"`
-	IntervalNS  int64        `json:"interval_ns,omitempty"`
-	Tag         string       `json:"tag,omitempty"`
-	Engine      string       `json:"engine,omitempty"`
-	Protocol    string       `json:"protocol,omitempty"`
-	Streams     int          `json:"streams,omitempty"`
-	SNI         string       `json:"sni,omitempty"`
-	TLSResume   bool         `json:"tls_resume,omitempty"`
-	H3ZeroRTT   bool         `json:"h3_0rtt,omitempty"`
-}
-
 // StartRequest asks an agent to run its share of a load from StartNS, an
 // instant of the agent's own clock (the controller corrected it by the
 // offset it measured).
 type StartRequest struct {
-	Index   int         `json:"index"`
-	Options WireOptions `json:"options"`
-	StartNS int64       `json:"start_ns"`
+	Index int `json:"index"`
+	// Options are the load.Options the agent runs: everything but what
+	// their JSON tags leave out (the callbacks, request scripts and a CA
+	// file), which a controller refuses for agents before it sends them.
+	Options load.Options `json:"options"`
+	StartNS int64        `json:"start_ns"`
 	// Tolerance is how late the agent may begin before it reports itself
 	// late (the result then fails the trial).
 	ToleranceNS int64 `json:"tolerance_ns"`
@@ -135,35 +106,6 @@ type Result struct {
 	// CPU the agent process used during the load (getrusage), in ns.
 	CPUUserNS int64 `json:"cpu_user_ns"`
 	CPUSysNS  int64 `json:"cpu_sys_ns"`
-}
-
-// ToWire converts options for an agent. Requester and the callbacks
-// cannot travel; Validate refuses them before.
-func ToWire(o load.Options) WireOptions {
-	w := WireOptions{
-		Connections: o.Connections, Threads: o.Threads, DurationNS: int64(o.Duration), Requests: o.Requests,
-		Rate: o.Rate, TimeoutNS: int64(o.Timeout), Close: o.Close, BusyPollNS: int64(o.BusyPoll), NapNS: int64(o.Nap),
-		IntervalNS: int64(o.Interval), Tag: o.Tag, Engine: o.Engine,
-		Protocol: o.Protocol, Streams: o.Streams, SNI: o.SNI, TLSResume: o.TLSResume, H3ZeroRTT: o.H3ZeroRTT,
-	}
-	for _, t := range o.Targets {
-		w.Targets = append(w.Targets, WireTarget{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
-	}
-	return w
-}
-
-// Options converts wire options back.
-func (w WireOptions) Options() load.Options {
-	o := load.Options{
-		Connections: w.Connections, Threads: w.Threads, Duration: time.Duration(w.DurationNS), Requests: w.Requests,
-		Rate: w.Rate, Timeout: time.Duration(w.TimeoutNS), Close: w.Close, BusyPoll: time.Duration(w.BusyPollNS), Nap: time.Duration(w.NapNS),
-		Interval: time.Duration(w.IntervalNS), Tag: w.Tag, Engine: w.Engine,
-		Protocol: w.Protocol, Streams: w.Streams, SNI: w.SNI, TLSResume: w.TLSResume, H3ZeroRTT: w.H3ZeroRTT,
-	}
-	for _, t := range w.Targets {
-		o.Targets = append(o.Targets, load.Target{URL: t.URL, Method: t.Method, Headers: t.Headers, Body: t.Body, Weight: t.Weight})
-	}
-	return o
 }
 
 // encodeHist encodes h losslessly as a sparse snapshot (nil for nil).

@@ -323,7 +323,7 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, wireError{"decoding the start request: " + err.Error()})
 		return
 	}
-	opts := load.Defaults(req.Options.Options())
+	opts := load.Defaults(req.Options)
 	if err := s.check(req, opts); err != nil {
 		code := http.StatusBadRequest
 		if errors.Is(err, errTarget) {

@@ -6,22 +6,25 @@ import (
 
 // Options describe one load (the flags of `benchflow load`, the attributes of
 // a load or warm step). Zero values take the documented defaults (see
-// Defaults).
+// Defaults). The JSON tags are the keys an option travels under to a
+// remote agent (engine/agent's StartRequest); what cannot travel — the
+// callbacks, the request scripts' Requester, a CA file read here — is
+// tagged "-".
 type Options struct {
-	Targets     []Target
-	Connections int           // -c
-	Threads     int           // -t
-	Duration    time.Duration // -d; 0 with Requests > 0 means "until Requests"
-	Requests    int64         // -n; 0 means unbounded (Duration applies)
-	Rate        float64       // -R, requests/s in total; 0 = closed loop
-	Timeout     time.Duration // per request, default 2s
-	Close       bool          // a new connection per request
+	Targets     []Target      `json:"targets"`
+	Connections int           `json:"connections"`           // -c
+	Threads     int           `json:"threads"`               // -t
+	Duration    time.Duration `json:"duration_ns,omitempty"` // -d; 0 with Requests > 0 means "until Requests"
+	Requests    int64         `json:"requests,omitempty"`    // -n; 0 means unbounded (Duration applies)
+	Rate        float64       `json:"rate,omitempty"`        // -R, requests/s in total; 0 = closed loop
+	Timeout     time.Duration `json:"timeout_ns,omitempty"`  // per request, default 2s
+	Close       bool          `json:"close,omitempty"`       // a new connection per request
 	// BusyPoll, when > 0, makes each event loop poll for up to this long
 	// before it sleeps in epoll_wait (--busy-poll). It spends client CPU
 	// to spare the wake-ups of a sleeping client, which on one machine the
 	// server under test pays for. HTTP/2 honours it (h2spin_linux.go);
 	// HTTP/1.1 over TLS (the goroutine engine) ignores it.
-	BusyPoll time.Duration
+	BusyPoll time.Duration `json:"busy_poll_ns,omitempty"`
 	// Nap, when > 0, makes an HTTP/2 connection that finds nothing to
 	// read (after BusyPoll, if any) sleep this long once, by nanosleep,
 	// and look again before it waits to be woken (--nap). A client that
@@ -33,63 +36,63 @@ type Options struct {
 	// loop the nap would delay the scheduled sends, and with one stream
 	// per connection the server runs out of work while the client naps
 	// (h2spin_linux.go).
-	Nap time.Duration
+	Nap time.Duration `json:"nap_ns,omitempty"`
 	// Engine selects the load engine: "" (automatic, or the environment's
 	// BENCHFLOW_LOAD_ENGINE), "uring", "epoll" or "goroutines"; see doc.go.
-	Engine   string
-	Interval time.Duration // timeseries interval, default 1s
+	Engine   string        `json:"engine,omitempty"`
+	Interval time.Duration `json:"interval_ns,omitempty"` // timeseries interval, default 1s
 	// Progress, when set, is called about once a second from a single
 	// goroutine with the totals so far. It must not block.
-	Progress func(Progress)
+	Progress func(Progress) `json:"-"`
 	// Requester, when set, supplies requests instead of Targets (request
 	// scripts). See the Requester interface.
-	Requester Requester
+	Requester Requester `json:"-"`
 	// OnResponse, when set, is called with the status code of every
 	// response, from the goroutine of its connection (so concurrently):
 	// request scripts' response() hook. Its time is added to every
 	// exchange; nil costs one comparison.
-	OnResponse func(status int)
+	OnResponse func(status int) `json:"-"`
 	// Protocol is "" or "http/1.1" (HTTP/1.1), or "h2": HTTP/2, over TLS
 	// negotiated by ALPN for https:// targets, cleartext with prior
 	// knowledge (h2c) for http:// and unix: targets. See h2.go. "h3" is
 	// HTTP/3 over QUIC, https:// targets only (h3.go).
-	Protocol string
+	Protocol string `json:"protocol,omitempty"`
 	// Streams is the number of concurrent HTTP/2 streams per connection
 	// (default 1), bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
-	Streams int
+	Streams int `json:"streams,omitempty"`
 	// CACert, when set, is a PEM file of CA certificates: https targets'
 	// certificates are then verified against it (by default they are
 	// not, as in wrk). SNI overrides the TLS server name (default: the
 	// target's host). TLSResume lets new connections resume earlier TLS
 	// sessions (abbreviated handshakes); off by default, so --close loads
 	// measure full handshakes.
-	CACert string
+	CACert string `json:"-"`
 	// CACertPEM, when set, holds the CA certificates themselves, read by
 	// a front end that resolves files itself (a pipeline reads cacert
 	// through its folder, so that the run keeps the file): they are used
 	// instead of reading CACert, which then only names them in messages.
-	CACertPEM []byte
-	SNI       string
-	TLSResume bool
+	CACertPEM []byte `json:"-"`
+	SNI       string `json:"sni,omitempty"`
+	TLSResume bool   `json:"tls_resume,omitempty"`
 	// H3ZeroRTT (protocol h3) makes new QUIC connections resume a TLS
 	// session from the load's session cache and send their first request
 	// as 0-RTT early data (GET and HEAD only: other methods are not
 	// replay-safe and wait for the handshake). Off by default; it matters
 	// for new connections (Close, or reconnects), and Result.Used0RTT
 	// counts the connections the server accepted early data on.
-	H3ZeroRTT bool
+	H3ZeroRTT bool `json:"h3_0rtt,omitempty"`
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
-	Tag string
+	Tag string `json:"tag,omitempty"`
 }
 
 // Target is one request template; several targets are picked by weight.
 type Target struct {
-	URL     string // http://, https:// or unix:/path.sock:/path
-	Method  string // default GET
-	Headers [][2]string
-	Body    []byte
-	Weight  int // default 1
+	URL     string      `json:"url"`              // http://, https:// or unix:/path.sock:/path
+	Method  string      `json:"method,omitempty"` // default GET
+	Headers [][2]string `json:"headers,omitempty"`
+	Body    []byte      `json:"body,omitempty"`
+	Weight  int         `json:"weight,omitempty"` // default 1
 }
 
 // Progress is a running total for live status lines.

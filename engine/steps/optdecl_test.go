@@ -45,10 +45,10 @@ func declaredValue(t *testing.T, d load.OptionDecl) string {
 
 // TestEveryDeclaredOptionReachesTheAgent writes every declared option in a
 // load step, decodes the step, sends its options the way the controller
-// sends them to a remote agent (agent.ToWire, JSON in a StartRequest) and
-// converts them back the way the agent does: each option must arrive with
-// the value the step gave it. An option the wire forgets (a missing
-// WireOptions field, or one ToWire or Options leaves out) fails here,
+// sends them to a remote agent (JSON in a StartRequest) and reads them
+// back the way the agent does: each option must arrive with the value the
+// step gave it. An option the wire forgets (a load.Options field tagged
+// json:"-" without a reason to stay local) fails here,
 // where a remote agent would silently run with the default.
 func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 	var src strings.Builder
@@ -70,7 +70,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	b, err := json.Marshal(agent.StartRequest{Options: agent.ToWire(opts)})
+	b, err := json.Marshal(agent.StartRequest{Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 	if err := json.Unmarshal(b, &req); err != nil {
 		t.Fatal(err)
 	}
-	got := req.Options.Options()
+	got := req.Options
 	var wire struct{ Options map[string]any }
 	if err := json.Unmarshal(b, &wire); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 			t.Errorf("declared option %s is not a field of load.Options", d.Field)
 			continue
 		}
-		if d.Wire == "" {
+		if d.WireKey() == "" {
 			// A local option (cacert: a file LoadOptions reads) never
 			// travels; the controller refuses it for agents.
 			if d.Local == "" {
@@ -103,17 +103,17 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 			t.Errorf("option %s: the step attribute %q does not reach load.Options (loadSettings)", d.Field, d.Attr)
 			continue
 		}
-		if _, ok := wire.Options[d.Wire]; !ok {
-			t.Errorf("option %s: the agent wire has no key %q (WireOptions, ToWire)", d.Field, d.Wire)
+		if _, ok := wire.Options[d.WireKey()]; !ok {
+			t.Errorf("option %s: the agent wire has no key %q (the JSON tag of its load.Options field)", d.Field, d.WireKey())
 		}
 		if a := arrived.FieldByName(d.Field); !reflect.DeepEqual(a.Interface(), v.Interface()) {
-			t.Errorf("option %s: sent %v, the agent gets %v (WireOptions.Options)", d.Field, v.Interface(), a.Interface())
+			t.Errorf("option %s: sent %v, the agent gets %v (its load.Options JSON tag)", d.Field, v.Interface(), a.Interface())
 		}
 	}
 	// Every key of the wire is a declared option (or the targets).
 	declared := map[string]bool{"targets": true}
 	for _, d := range load.Declared {
-		declared[d.Wire] = true
+		declared[d.WireKey()] = true
 	}
 	for k := range wire.Options {
 		if !declared[k] {
