@@ -139,6 +139,10 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		tps = float64(r.Bytes) / r.Duration.Seconds()
 	}
 	fmt.Fprintf(&b, "Transfer/sec: %10s\n", fmtBytes(tps))
+	if per := r.CPUPerRequest(); per > 0 && r.Duration > 0 {
+		fmt.Fprintf(&b, "Loader CPU:   %10s per request (%s in %s: %.0f%% of one core)\n", fmtMicros(float64(per.Nanoseconds())/1e3),
+			fmtDuration(r.LoaderCPU.Round(time.Millisecond)), fmtDuration(r.Duration), 100*r.LoaderCPU.Seconds()/r.Duration.Seconds())
+	}
 	if r.Warning != "" {
 		fmt.Fprintf(&b, "WARNING: %s\n", r.Warning)
 	}

@@ -40,9 +40,11 @@ type runner struct {
 
 	start     time.Time // monotonic base of all offsets
 	startWall time.Time
-	hasEnd    bool
-	endOff    time.Duration
-	endWall   time.Time
+	// cpuStart is the process's CPU time when the measured phase began.
+	cpuStart time.Duration
+	hasEnd   bool
+	endOff   time.Duration
+	endWall  time.Time
 
 	stop     atomic.Bool
 	stopCh   chan struct{}
@@ -562,6 +564,7 @@ func (r *runner) begin() {
 	opts := r.opts
 	r.start = time.Now()
 	r.startWall = r.start
+	r.cpuStart = processCPU()
 	if opts.Duration > 0 {
 		r.hasEnd = true
 		r.endOff = opts.Duration
@@ -576,6 +579,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		Tag:         opts.Tag,
 		Started:     r.startWall,
 		Duration:    measured,
+		LoaderCPU:   max(processCPU()-r.cpuStart, 0),
 		Latency:     r.newHist(),
 		Connect:     r.newIntervalHist(),
 		Status:      map[int]int64{},
@@ -719,4 +723,14 @@ func (col *collector) finish(measured time.Duration) {
 			col.intervals = col.intervals[:n-1] // a sliver with nothing in it
 		}
 	}
+}
+
+// processCPU is the user and system CPU time this process has used
+// (getrusage RUSAGE_SELF; 0 where it cannot be read).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

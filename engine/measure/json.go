@@ -48,8 +48,11 @@ type JSONResult struct {
 	TLSVersion  string            `json:"tls_version,omitempty"`
 	TLSCipher   string            `json:"tls_cipher,omitempty"`
 	ALPN        string            `json:"alpn,omitempty"`
-	Warning     string            `json:"warning,omitempty"`
-	Intervals   []JSONInterval    `json:"intervals"`
+	LoaderCPUS  float64           `json:"loader_cpu_s,omitempty"`
+	// LoaderCPUPerReqUS is the loader's CPU µs per response.
+	LoaderCPUPerReqUS float64        `json:"loader_cpu_us_per_req,omitempty"`
+	Warning           string         `json:"warning,omitempty"`
+	Intervals         []JSONInterval `json:"intervals"`
 }
 
 // JSONLatency summarises a histogram in microseconds.
@@ -113,6 +116,10 @@ func ToJSON(r *Record) *JSONResult {
 	if r.Naps > 0 {
 		j.Naps = r.Naps
 		j.NapMeanUS = float64(r.NapMean().Nanoseconds()) / 1e3
+	}
+	if r.LoaderCPU > 0 {
+		j.LoaderCPUS = r.LoaderCPU.Seconds()
+		j.LoaderCPUPerReqUS = float64(r.CPUPerRequest().Nanoseconds()) / 1e3
 	}
 	if j.Targets == nil {
 		j.Targets = []string{}

@@ -100,9 +100,16 @@ type Record struct {
 	NapTime time.Duration `json:"nap_time_ns,omitempty"`
 	// TLSVersion, TLSCipher and ALPN describe the first TLS handshake
 	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256", "h2"); empty without TLS.
-	TLSVersion string `json:"tls_version,omitempty"`
-	TLSCipher  string `json:"tls_cipher,omitempty"`
-	ALPN       string `json:"alpn,omitempty"`
+	// LoaderCPU is the CPU time (user + system) the loading process used
+	// over the measured phase (getrusage RUSAGE_SELF): the generator's own
+	// when it runs alone, as `benchflow load` and agents do; inside
+	// `benchflow apply` it includes the run's other work (the whole-machine
+	// accounting's cpu_loader_pct is the figure to use there). Summed over
+	// agents.
+	LoaderCPU  time.Duration `json:"loader_cpu_ns,omitempty"`
+	TLSVersion string        `json:"tls_version,omitempty"`
+	TLSCipher  string        `json:"tls_cipher,omitempty"`
+	ALPN       string        `json:"alpn,omitempty"`
 }
 
 // Interval is one timeseries row.
@@ -123,6 +130,14 @@ func (r *Record) RPS() float64 {
 		return 0
 	}
 	return float64(r.Requests) / r.Duration.Seconds()
+}
+
+// CPUPerRequest is LoaderCPU per completed response (0 without either).
+func (r *Record) CPUPerRequest() time.Duration {
+	if r.LoaderCPU <= 0 || r.Requests <= 0 {
+		return 0
+	}
+	return r.LoaderCPU / time.Duration(r.Requests)
 }
 
 // NapMean is how long a nap lasted on average (0 without naps).
@@ -152,6 +167,7 @@ func (r *Record) AddCounts(o *Record) {
 	r.Used0RTT += o.Used0RTT
 	r.Naps += o.Naps
 	r.NapTime += o.NapTime
+	r.LoaderCPU += o.LoaderCPU
 	r.LateSends += o.LateSends
 	if r.Status == nil {
 		r.Status = map[int]int64{}
