@@ -10,6 +10,8 @@
 #   export CONSUL_HTTP_ADDR=127.0.0.1:8500
 #   export APISIX_ADMIN=http://127.0.0.1:9180 APISIX_GATEWAY=http://127.0.0.1:9080
 #   export APISIX_CONTROL=http://127.0.0.1:9090   # Consul discovery check
+#   export APISIX_ETCD=http://127.0.0.1:2379      # etcd's version, in the manifest
+#   export APISIX_PID_FILE=/srv/apisix/logs/nginx.pid   # APISIX's nginx master
 #   export APISIX_ADMIN_KEY=...            # never written to the results
 #   benchflow apply pipelines/gateway.hcl
 #   benchflow report results/latest
@@ -103,7 +105,7 @@ matrix {
 }
 
 # Connection settings come from NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN,
-# APISIX_GATEWAY and APISIX_CONTROL; tokens and the admin key from NOMAD_TOKEN,
+# APISIX_GATEWAY, APISIX_CONTROL, APISIX_ETCD and APISIX_PID_FILE; tokens and the admin key from NOMAD_TOKEN,
 # CONSUL_HTTP_TOKEN and APISIX_ADMIN_KEY (or the *_env / *_file attributes).
 provider "nomad" "cluster" {
   driver        = var.driver

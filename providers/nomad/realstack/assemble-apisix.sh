@@ -119,6 +119,7 @@ check_requires() {
 }
 
 main() {
+  no_root_home
   local want; want=$(stamp)
   if [ -f "$APISIX_HOME/.assembled" ] && [ "$(cat "$APISIX_HOME/.assembled")" = "$want" ]; then
     log "apisix $APISIX_VERSION: assembled already in $APISIX_HOME (same inputs)"; return

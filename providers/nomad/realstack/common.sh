@@ -9,6 +9,13 @@ BIN=$STACK/bin
 RUN=$STACK/run
 APISIX_HOME=$STACK/apisix-$APISIX_VERSION
 
+# no_root_home: APISIX's CLI refuses to start from a folder under /root ("It is
+# forbidden to run APISIX in the /root directory": its workers run as nobody)
+no_root_home() {
+  case $APISIX_HOME/ in
+    /root/*) die "APISIX cannot run from $APISIX_HOME (under /root, which its workers, run as nobody, cannot read): set BENCHFLOW_STACK_DIR to a folder outside /root, e.g. /var/cache/benchflow-stack" ;;
+  esac
+}
 log() { echo "[stack $(date -u +%H:%M:%S)] $*"; }
 die() { echo "stack: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || die "$1 not found ($2)"; }

@@ -16,6 +16,7 @@ want() { [[ $WANT == *" $1 "* ]]; }
 for w in $WANT; do [[ " $COMPONENTS " == *" $w "* ]] || die "up.sh: unknown piece '$w' ($COMPONENTS)"; done
 ! want nomad || [ -x "$BIN/nomad" ] || die "no $BIN/nomad: run build.sh first"
 ! want consul || [ -x "$BIN/consul" ] || die "no $BIN/consul: run build.sh first"
+! want apisix || no_root_home
 ! want apisix || [ -f "$APISIX_HOME/.assembled" ] || die "APISIX is not assembled in $APISIX_HOME: run assemble-apisix.sh first"
 ! want etcd || need /usr/bin/etcd "apt-get install etcd-server"
 mkdir -p "$PIDS" "$LOGS"
