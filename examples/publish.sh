@@ -35,6 +35,7 @@ examples=(
   "httpd-network-modes|examples/httpd-network-modes/pipeline.hcl|--var requests=20000|--allow docker|--baseline deploy=host"
   "nginx-long-short|examples/nginx-long-short/study.hcl|--var duration=3s||"
   "nginx-http2|examples/nginx-http2/pipeline.hcl|--var duration=3s||--baseline tls=off"
+  "caddy-protocols|examples/caddy-protocols/pipeline.hcl|--var duration=2s||--baseline protocol=http/1.1"
   "nomad-gateway|pipelines/gateway.hcl|--repetitions 5 --var duration=2s --var warm=1s|--allow nomad|--baseline path=direct"
 )
 
@@ -43,7 +44,14 @@ examples=(
 needs_stack() {
   case "$1" in
     nomad-gateway) [ -n "${NOMAD_ADDR:-}" ] && [ -n "${APISIX_ADMIN:-}" ] ;;
+    caddy-protocols) [ -x /var/cache/benchflow-caddy/caddy ] ;;
     *) true ;;
+  esac
+}
+needs_what() {
+  case "$1" in
+    caddy-protocols) echo "Caddy in /var/cache/benchflow-caddy/caddy: run make caddy" ;;
+    *) echo "a Nomad + Consul + APISIX stack: set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY and APISIX_ADMIN_KEY (docs/gateway.md, \"Tested against\")" ;;
   esac
 }
 
@@ -68,13 +76,13 @@ if [ ${#want[@]} -eq 0 ]; then
   for e in "${examples[@]}"; do
     n=$(field "$e" 0)
     if needs_stack "$n"; then want+=("$n"); else
-      echo "publish.sh: skipping $n: it needs a Nomad + Consul + APISIX stack (set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY, APISIX_ADMIN_KEY; docs/gateway.md)" >&2
+      echo "publish.sh: skipping $n: it needs $(needs_what "$n")" >&2
     fi
   done
 fi
 for w in "${want[@]}"; do
   if ! needs_stack "$w"; then
-    echo "publish.sh: $w needs a Nomad + Consul + APISIX stack: set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY and APISIX_ADMIN_KEY (docs/gateway.md, \"Tested against\")" >&2
+    echo "publish.sh: $w needs $(needs_what "$w")" >&2
     exit 2
   fi
 done

@@ -10,8 +10,8 @@
 # cacert). Each connection keeps one request in flight over HTTP/1.1 and
 # var.streams over HTTP/2 and HTTP/3, so the cells differ by protocol only
 # in how the requests travel. The collect step's CPU budget says where each
-# cell's CPU went: the server, the load generator, the kernel. For Caddy or
-# nginx ≥ 1.25 instead, change the service (docs/load.md, "HTTP/3").
+# cell's CPU went: the server, the load generator, the kernel. The same on
+# Caddy, with new connections per request and 0-RTT: examples/caddy-protocols.
 
 pipeline "protocols" {
   description = "benchflow serve --h3: HTTP/1.1 vs HTTP/2 vs HTTP/3 over TLS, 6-byte and 4 KiB responses"
