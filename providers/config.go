@@ -1,11 +1,5 @@
 package providers
 
-import (
-	"fmt"
-
-	"github.com/agext/levenshtein"
-)
-
 // Validator is implemented by every provider config struct (the values
 // Type.NewConfig returns; TypeOf requires it). The engine calls Validate
 // after decoding a provider block for a trial, before New, so `benchflow
@@ -47,19 +41,4 @@ func ConfigErrors(err error) (attrs []*ConfigError, other []error) {
 	}
 	walk(err)
 	return attrs, other
-}
-
-// Suggest returns ` Did you mean "x"?` for the option closest to given
-// (fewer than 3 edits away), or "".
-func Suggest(given string, options []string) string {
-	best, bestDist := "", 1<<30
-	for _, o := range options {
-		if d := levenshtein.Distance(given, o, nil); d < bestDist && d < 3 {
-			best, bestDist = o, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/escape"
-	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/scratch"
 )
@@ -66,7 +66,7 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 				known = known || n == table
 			}
 			if !known {
-				return fmt.Errorf("unknown --table %q.%s Tables: %s", table, plan.Suggest(table, results.TableNames), strings.Join(results.TableNames, ", "))
+				return fmt.Errorf("unknown --table %q.%s Tables: %s", table, diag.Suggest(table, results.TableNames), strings.Join(results.TableNames, ", "))
 			}
 			run, err := results.ReadRun(args[0])
 			if err != nil {
@@ -124,7 +124,7 @@ func parseWheres(wheres, cols []string) ([]filter, error) {
 		name := strings.TrimSpace(w[:at])
 		col := indexOf(cols, name)
 		if col < 0 {
-			return nil, fmt.Errorf("--where %q: the table has no column %q.%s Columns: %s", w, name, plan.Suggest(name, cols), strings.Join(cols, ", "))
+			return nil, fmt.Errorf("--where %q: the table has no column %q.%s Columns: %s", w, name, diag.Suggest(name, cols), strings.Join(cols, ", "))
 		}
 		fs = append(fs, filter{col: col, name: name, op: op, value: strings.TrimSpace(w[at+len(op):])})
 	}
@@ -144,7 +144,7 @@ func selectColumns(list string, cols []string) ([]int, error) {
 		n = strings.TrimSpace(n)
 		i := indexOf(cols, n)
 		if i < 0 {
-			return nil, fmt.Errorf("--columns: the table has no column %q.%s Columns: %s", n, plan.Suggest(n, cols), strings.Join(cols, ", "))
+			return nil, fmt.Errorf("--columns: the table has no column %q.%s Columns: %s", n, diag.Suggest(n, cols), strings.Join(cols, ", "))
 		}
 		sel = append(sel, i)
 	}

@@ -309,6 +309,10 @@ func ratioText(i report.Interval) string {
 	return fmt.Sprintf("×%.3f [%.3f, %.3f]", i.Value, i.Low, i.High)
 }
 
+// maxCellRows is how many cells the text verdict lists before it lists
+// only those that did not reproduce.
+const maxCellRows = 8
+
 func (v *Verdict) write(w io.Writer, md bool) error {
 	var b strings.Builder
 	title := fmt.Sprintf("reproduce %s (run %s of %s) here: run %s in %s", v.Bundle, v.BundleRun, v.Pipeline, v.Run, v.RunDir)
@@ -356,8 +360,17 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		table([]string{"claim", "in the bundle", "here", "estimate here [95% CI]", "bound", "moved"}, rows)
 	}
 	section("cells (req/s here / in the bundle, compare's rule)")
+	// On a terminal, a study of many cells lists those that did not
+	// reproduce (or could not be judged) and counts the others, so that
+	// the verdict fits a screen; the markdown page and --json list all.
+	fold := !md && len(v.Cells) > maxCellRows
 	var rows [][]string
+	folded := 0
 	for _, c := range v.Cells {
+		if fold && c.Reproduced == "yes" {
+			folded++
+			continue
+		}
 		rep := c.Reproduced
 		if rep == "" {
 			rep = "not judged (" + c.Verdict + ")"
@@ -372,7 +385,15 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 		}
 		rows = append(rows, []string{label, rep, ratioText(c.Ratio), c.Basis, explain})
 	}
-	table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
+	if len(rows) > 0 {
+		table([]string{"cell", "reproduced", "ratio [95% CI]", "basis", "moved"}, rows)
+	}
+	switch {
+	case folded > 0 && len(rows) == 0:
+		fmt.Fprintf(&b, "  all %d cells reproduced (--format markdown or json lists each)\n", folded)
+	case folded > 0:
+		fmt.Fprintf(&b, "  and %d more cells reproduced (--format markdown or json lists each)\n", folded)
+	}
 	loadMoved := false
 	for _, c := range v.Changes {
 		loadMoved = loadMoved || c.Rank == results.RankLoad

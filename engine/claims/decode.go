@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/benchflow/benchflow/providers"
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -89,7 +89,7 @@ func Decode(name string, at hcl.Range, body hcl.Body) (*Claim, hcl.Diagnostics) 
 		}
 		if !known {
 			errAt(drng, "Unknown verdict", "There is no verdict %q.%s Verdicts are %s.", verdict,
-				providers.Suggest(verdict, Verdicts), strings.Join(quoteAll(Verdicts), ", "))
+				diag.Suggest(verdict, Verdicts), strings.Join(quoteAll(Verdicts), ", "))
 		}
 		if len(c.Cell) == 0 {
 			errAt(at, "Missing claim cell", "A verdict claim names the cells it is about: cell = { axis = \"value\" }.")
@@ -105,13 +105,13 @@ func Decode(name string, at hcl.Range, body hcl.Body) (*Claim, hcl.Diagnostics) 
 	unit := m.Unit
 	if !ok {
 		errAt(mrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", metric,
-			providers.Suggest(metric, MetricNames()), MetricsText())
+			diag.Suggest(metric, MetricNames()), MetricsText())
 	}
 	vm, vok := LookupMetric(vmetric)
 	vunit := vm.Unit
 	if hasVersusMetric && !vok {
 		errAt(vmrng, "Unknown claim metric", "There is no claim metric %q.%s Metrics are %s.", vmetric,
-			providers.Suggest(vmetric, MetricNames()), MetricsText())
+			diag.Suggest(vmetric, MetricNames()), MetricsText())
 	}
 	switch {
 	case hasVersusMetric && hasVersus:

@@ -4,64 +4,61 @@ import (
 	"math"
 	"sort"
 	"strings"
-
-	"github.com/benchflow/benchflow/engine/results"
 )
 
-// Metric is one metric a claim may name, declared once: its name (a
-// trials column, or a value derived per trial), its unit, what a derived
-// one is, and how a trial's value is read.
+// Metric is one metric a claim may name, declared once: its name, its
+// unit, and where a trial's value comes from — the trials column of that
+// name (engine/report reads it with results.TrialNumber), the CPU time per
+// request of the cpu_*_pct columns PerRequest names, or the trial's
+// latency histograms.
 type Metric struct {
 	Name string
 	Unit string
 	// Derived says what a metric that is not a trials column is ("" for
 	// a column).
 	Derived string
-	// Of reads the metric from a trials row; nil for a metric read from
-	// the trial's latency histograms (FromHistograms).
-	Of func(*results.TrialRow) float64
+	// PerRequest names the cpu_*_pct columns whose sum, divided by the
+	// trial's rps, is the metric (CPUPerRequest).
+	PerRequest []string
+	// Histograms marks a metric read from the trial's latency histograms
+	// (latency.parquet) rather than from its trials row.
+	Histograms bool
 }
 
 // FromHistograms reports whether the metric is read from the trials'
 // latency histograms rather than from a trials row.
-func (m Metric) FromHistograms() bool { return m.Of == nil }
+func (m Metric) FromHistograms() bool { return m.Histograms }
 
 // Metrics are the claim metrics, by name.
 var Metrics = []Metric{
-	{Name: "rps", Unit: UnitRate, Of: func(t *results.TrialRow) float64 { return t.RPS }},
-	{Name: "capacity_rps", Unit: UnitRate, Of: func(t *results.TrialRow) float64 { return t.CapacityRPS }},
-	{Name: "latency_p50_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyP50US }},
-	{Name: "latency_p90_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyP90US }},
-	{Name: "latency_p99_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyP99US }},
-	{Name: "latency_p999_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyP999US }},
-	{Name: "latency_p9999_us", Unit: UnitLatency, Derived: "p99.99 from the latency histograms"},
-	{Name: "latency_max_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyMaxUS }},
-	{Name: "latency_mean_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyMeanUS }},
-	{Name: "latency_uncorrected_p99_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.LatencyUncorrectedP99US }},
-	{Name: "connect_p50_us", Unit: UnitLatency, Of: func(t *results.TrialRow) float64 { return t.ConnectP50US }},
-	{Name: "cpu_total_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUTotalPct }},
-	{Name: "cpu_loader_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPULoaderPct }},
-	{Name: "cpu_service_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUServicePct }},
-	{Name: "cpu_infra_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUInfraPct }},
-	{Name: "cpu_kernel_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUKernelPct }},
-	{Name: "cpu_other_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUOtherPct }},
-	{Name: "cpu_idle_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUIdlePct }},
-	{Name: "cpu_steal_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUStealPct }},
-	{Name: "cpu_unattributed_pct", Unit: UnitPercent, Of: func(t *results.TrialRow) float64 { return t.CPUUnattributedPct }},
-	{Name: "cpu_service_us_per_req", Unit: UnitCPUPerRequest, Derived: "the service's CPU µs per request",
-		Of: func(t *results.TrialRow) float64 { return CPUPerRequest(t.CPUServicePct, t.RPS) }},
-	{Name: "cpu_infra_us_per_req", Unit: UnitCPUPerRequest, Derived: "the infrastructure's CPU µs per request",
-		Of: func(t *results.TrialRow) float64 { return CPUPerRequest(t.CPUInfraPct, t.RPS) }},
-	{Name: "cpu_loader_us_per_req", Unit: UnitCPUPerRequest, Derived: "the loader's CPU µs per request",
-		Of: func(t *results.TrialRow) float64 { return CPUPerRequest(t.CPULoaderPct, t.RPS) }},
-	{Name: "cpu_stack_us_per_req", Unit: UnitCPUPerRequest, Derived: "the sum of the three",
-		Of: func(t *results.TrialRow) float64 {
-			return CPUPerRequest(t.CPUServicePct+t.CPUInfraPct+t.CPULoaderPct, t.RPS)
-		}},
-	{Name: "requests", Unit: UnitCount, Of: func(t *results.TrialRow) float64 { return float64(t.Requests) }},
-	{Name: "errors", Unit: UnitCount, Of: func(t *results.TrialRow) float64 { return float64(t.Errors) }},
-	{Name: "bytes", Unit: UnitCount, Of: func(t *results.TrialRow) float64 { return float64(t.Bytes) }},
-	{Name: "duration_s", Unit: UnitSeconds, Of: func(t *results.TrialRow) float64 { return t.DurationS }},
+	{Name: "rps", Unit: UnitRate},
+	{Name: "capacity_rps", Unit: UnitRate},
+	{Name: "latency_p50_us", Unit: UnitLatency},
+	{Name: "latency_p90_us", Unit: UnitLatency},
+	{Name: "latency_p99_us", Unit: UnitLatency},
+	{Name: "latency_p999_us", Unit: UnitLatency},
+	{Name: "latency_p9999_us", Unit: UnitLatency, Derived: "p99.99 from the latency histograms", Histograms: true},
+	{Name: "latency_max_us", Unit: UnitLatency},
+	{Name: "latency_mean_us", Unit: UnitLatency},
+	{Name: "latency_uncorrected_p99_us", Unit: UnitLatency},
+	{Name: "connect_p50_us", Unit: UnitLatency},
+	{Name: "cpu_total_pct", Unit: UnitPercent},
+	{Name: "cpu_loader_pct", Unit: UnitPercent},
+	{Name: "cpu_service_pct", Unit: UnitPercent},
+	{Name: "cpu_infra_pct", Unit: UnitPercent},
+	{Name: "cpu_kernel_pct", Unit: UnitPercent},
+	{Name: "cpu_other_pct", Unit: UnitPercent},
+	{Name: "cpu_idle_pct", Unit: UnitPercent},
+	{Name: "cpu_steal_pct", Unit: UnitPercent},
+	{Name: "cpu_unattributed_pct", Unit: UnitPercent},
+	{Name: "cpu_service_us_per_req", Unit: UnitCPUPerRequest, Derived: "the service's CPU µs per request", PerRequest: []string{"cpu_service_pct"}},
+	{Name: "cpu_infra_us_per_req", Unit: UnitCPUPerRequest, Derived: "the infrastructure's CPU µs per request", PerRequest: []string{"cpu_infra_pct"}},
+	{Name: "cpu_loader_us_per_req", Unit: UnitCPUPerRequest, Derived: "the loader's CPU µs per request", PerRequest: []string{"cpu_loader_pct"}},
+	{Name: "cpu_stack_us_per_req", Unit: UnitCPUPerRequest, Derived: "the sum of the three", PerRequest: []string{"cpu_service_pct", "cpu_infra_pct", "cpu_loader_pct"}},
+	{Name: "requests", Unit: UnitCount},
+	{Name: "errors", Unit: UnitCount},
+	{Name: "bytes", Unit: UnitCount},
+	{Name: "duration_s", Unit: UnitSeconds},
 }
 
 // LookupMetric finds a claim metric by name.
@@ -72,14 +69,6 @@ func LookupMetric(name string) (Metric, bool) {
 		}
 	}
 	return Metric{}, false
-}
-
-// LookupMetricOf is the reader of a claim metric from a trials row: nil
-// for a metric read from the histograms, or one this benchflow does not
-// know.
-func LookupMetricOf(name string) func(*results.TrialRow) float64 {
-	m, _ := LookupMetric(name)
-	return m.Of
 }
 
 // MetricUnit is a claim metric's unit ("" for a metric this benchflow

@@ -16,9 +16,9 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/benchflow/benchflow/engine/claims"
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
-	"github.com/benchflow/benchflow/providers"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -197,7 +197,7 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Unknown step kind",
-					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
+					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, diag.Suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
 					Subject:  b.LabelRanges[0].Ptr(),
 				})
 				continue
@@ -275,7 +275,7 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 	default:
 		diags = append(diags, attrDiag(body, "order", "Invalid trial order",
 			fmt.Sprintf("order must be \"interleaved\", \"sequential\" or \"random\", not %q.%s", pb.Order,
-				suggest(pb.Order, []string{"interleaved", "sequential", "random"}))))
+				diag.Suggest(pb.Order, []string{"interleaved", "sequential", "random"}))))
 	}
 	if pb.Seed != nil {
 		p.Seed = *pb.Seed
@@ -515,12 +515,6 @@ func attrDiag(body hcl.Body, name, summary, detail string) *hcl.Diagnostic {
 	}
 	return d
 }
-
-// suggest is providers.Suggest: one spelling rule for every "Did you
-// mean" of the configuration.
-func suggest(given string, options []string) string { return providers.Suggest(given, options) }
-
-func Suggest(given string, options []string) string { return suggest(given, options) }
 
 func shortRange(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d,%d", r.Filename, r.Start.Line, r.Start.Column)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
@@ -64,7 +65,7 @@ func decodeRepetitions(p *pipeline.Pipeline, body hcl.Body, expr hcl.Expression)
 			ok = ok || k == kn
 		}
 		if !ok {
-			return bad("Unknown repetitions setting", fmt.Sprintf("repetitions takes min, max, precision and budget, not %q.%s", k, suggest(k, known)))
+			return bad("Unknown repetitions setting", fmt.Sprintf("repetitions takes min, max, precision and budget, not %q.%s", k, diag.Suggest(k, known)))
 		}
 	}
 	a := &pipeline.Adaptive{Min: 3}

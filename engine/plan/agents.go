@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
@@ -71,7 +72,7 @@ func (te *TrialEval) agentsProviderBlock(a *steps.AgentsConfig) (*pipeline.Provi
 			Detail: fmt.Sprintf("The pipeline declares several providers: name the one that runs the agents, provider = \"…\" (declared: %s).", listOrNone(names))}
 	}
 	return nil, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared provider",
-		Detail: fmt.Sprintf("The agents block names provider %q, which is not declared.%s Declared providers: %s.", a.Provider, Suggest(a.Provider, names), listOrNone(names))}
+		Detail: fmt.Sprintf("The agents block names provider %q, which is not declared.%s Declared providers: %s.", a.Provider, diag.Suggest(a.Provider, names), listOrNone(names))}
 }
 
 // AgentsProvider resolves the provider of an agents block for this trial

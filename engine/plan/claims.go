@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/benchflow/benchflow/engine/claims"
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -65,7 +66,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 				found = found || l == c.Step
 			}
 			if !found {
-				errAt(c.StepRange, "Unknown claim step", "There is no load step %q.%s Load steps: %s.", c.Step, Suggest(c.Step, loads), listOrNone(loads))
+				errAt(c.StepRange, "Unknown claim step", "There is no load step %q.%s Load steps: %s.", c.Step, diag.Suggest(c.Step, loads), listOrNone(loads))
 				continue
 			}
 		case len(loads) == 1:
@@ -97,7 +98,7 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 		for _, prm := range append(append([]claims.Param(nil), c.Cell...), c.Versus...) {
 			ax := pl.axis(prm.Name)
 			if ax == nil {
-				errAt(prm.Range, "Unknown claim parameter", "The matrix has no axis %q.%s Axes: %s.", prm.Name, Suggest(prm.Name, axisNames), listOrNone(axisNames))
+				errAt(prm.Range, "Unknown claim parameter", "The matrix has no axis %q.%s Axes: %s.", prm.Name, diag.Suggest(prm.Name, axisNames), listOrNone(axisNames))
 				ok = false
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -135,7 +136,7 @@ func (b *dagBuilder) resolve(n *StepNode, tr hcl.Traversal) *StepNode {
 	target, ok := b.byAddr[kind+"."+name]
 	if !ok {
 		b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reference to undeclared step",
-			Detail:  fmt.Sprintf("There is no step %q %q in this pipeline.%s", kind, name, Suggest(kind+"."+name, b.addrs)),
+			Detail:  fmt.Sprintf("There is no step %q %q in this pipeline.%s", kind, name, diag.Suggest(kind+"."+name, b.addrs)),
 			Subject: tr.SourceRange().Ptr()})
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/providers"
@@ -294,7 +295,7 @@ func (te *TrialEval) Provider(s *pipeline.Service) (_ *pipeline.Provider, diags 
 		rng = s.DeclRange.Ptr()
 	}
 	return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared provider",
-		Detail:  fmt.Sprintf("Service %q uses provider %q in trial %s (%s), but no provider block has that name.%s Declared: %s.", s.Name, name, te.Trial.ID, te.Trial.ParamString(), Suggest(name, names), listOrNone(names)),
+		Detail:  fmt.Sprintf("Service %q uses provider %q in trial %s (%s), but no provider block has that name.%s Declared: %s.", s.Name, name, te.Trial.ID, te.Trial.ParamString(), diag.Suggest(name, names), listOrNone(names)),
 		Subject: rng}}
 }
 
@@ -307,7 +308,7 @@ func ProviderType(pv *pipeline.Provider) (*providers.Type, hcl.Diagnostics) {
 	t, ok := providers.Lookup(typeName)
 	if !ok {
 		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown provider type",
-			Detail: fmt.Sprintf("There is no provider type %q.%s Available types: %s.", typeName, Suggest(typeName, providers.Names()), listOrNone(providers.Names()))}
+			Detail: fmt.Sprintf("There is no provider type %q.%s Available types: %s.", typeName, diag.Suggest(typeName, providers.Names()), listOrNone(providers.Names()))}
 		if pv != nil {
 			d.Subject = pv.TypeRange.Ptr()
 		}
@@ -534,7 +535,7 @@ func (te *TrialEval) checkStepRefs(st *pipeline.Step, cfg any) hcl.Diagnostics {
 	for _, n := range services {
 		if !declared[n] {
 			diags = append(diags, attrErr(st.Body, "services", "Reference to undeclared service",
-				fmt.Sprintf("Step %s names service %q, which is not declared.%s Declared services: %s.", st.Addr(), n, Suggest(n, names), listOrNone(names))))
+				fmt.Sprintf("Step %s names service %q, which is not declared.%s Declared services: %s.", st.Addr(), n, diag.Suggest(n, names), listOrNone(names))))
 		}
 	}
 	return diags

@@ -18,7 +18,6 @@ import (
 	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
-	"github.com/benchflow/benchflow/providers"
 )
 
 // Inputs are the values given on the command line.
@@ -386,7 +385,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		for name, a := range attrs {
 			if _, ok := decl[name]; !ok {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
-					Detail:  fmt.Sprintf("The variables file sets %q, but the pipeline declares no such variable.%s", name, Suggest(name, names)),
+					Detail:  fmt.Sprintf("The variables file sets %q, but the pipeline declares no such variable.%s", name, diag.Suggest(name, names)),
 					Subject: a.NameRange.Ptr()})
 				continue
 			}
@@ -415,7 +414,7 @@ func resolveVariables(p *pipeline.Pipeline, in Inputs, fns map[string]function.F
 		raw := in.Vars[name]
 		v, ok := decl[name]
 		if !ok {
-			hint := Suggest(name, names)
+			hint := diag.Suggest(name, names)
 			if flag, ok := settingFlags[name]; ok {
 				hint = fmt.Sprintf(" %s is a pipeline setting, not a variable: use %s %s.", name, flag, raw)
 			}
@@ -687,7 +686,7 @@ func expandCells(p *pipeline.Pipeline, axes []Axis, vars map[string]cty.Value, f
 			for k := range m {
 				if !axisNames[k] {
 					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown matrix axis",
-						Detail:  fmt.Sprintf("matrix %s names axis %q, which is not declared.%s", what, k, Suggest(k, names)),
+						Detail:  fmt.Sprintf("matrix %s names axis %q, which is not declared.%s", what, k, diag.Suggest(k, names)),
 						Subject: expr.Range().Ptr()})
 				}
 			}
@@ -807,9 +806,6 @@ func nameVarFlags(p *pipeline.Pipeline, in Inputs, diags hcl.Diagnostics) hcl.Di
 // settingFlags maps the pipeline settings that have a command-line flag of
 // their own to it: "--var repetitions=5" is answered with "--repetitions 5".
 var settingFlags = map[string]string{"repetitions": "--repetitions", "seed": "--seed", "max_trials": "--max-trials"}
-
-// Suggest returns ` Did you mean "x"?` for the closest option, or "".
-func Suggest(given string, options []string) string { return providers.Suggest(given, options) }
 
 // checkTrialCount refuses, before expanding it, a matrix whose cells times
 // repetitions exceed maxTrials (include entries count as cells).

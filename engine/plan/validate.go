@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 	"github.com/benchflow/benchflow/engine/units"
@@ -150,7 +151,7 @@ func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
 			if !declared[root][a.Name] {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 					Summary: "Reference to undeclared " + what[root],
-					Detail:  fmt.Sprintf("%s.%s is not declared.%s", root, a.Name, Suggest(a.Name, names(root))),
+					Detail:  fmt.Sprintf("%s.%s is not declared.%s", root, a.Name, diag.Suggest(a.Name, names(root))),
 					Subject: tr.SourceRange().Ptr()})
 			}
 		case "self":
@@ -161,7 +162,7 @@ func checkServices(p *pipeline.Pipeline) hcl.Diagnostics {
 		case "step", "trial", "benchflow":
 		default:
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown variable",
-				Detail:  fmt.Sprintf("There is no variable named %q in %s.%s Available: %s.", root, ctxName, Suggest(root, roots), strings.Join(roots, ", ")),
+				Detail:  fmt.Sprintf("There is no variable named %q in %s.%s Available: %s.", root, ctxName, diag.Suggest(root, roots), strings.Join(roots, ", ")),
 				Subject: tr.SourceRange().Ptr()})
 		}
 	}

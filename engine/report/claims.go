@@ -143,6 +143,32 @@ func claimsRead(m *results.Manifest, metric string) bool {
 	return false
 }
 
+// metricReader reads a claim metric from a trials row, as claims.Metrics
+// declares it: the trials column of its name, or the CPU time per request
+// of the columns it names; nil for a metric read from the histograms
+// (factGetter) or one this benchflow does not know.
+func metricReader(name string) func(*results.TrialRow) float64 {
+	m, ok := claims.LookupMetric(name)
+	switch {
+	case !ok || m.FromHistograms():
+		return nil
+	case len(m.PerRequest) > 0:
+		rps := results.TrialNumber("rps")
+		var parts []func(*results.TrialRow) float64
+		for _, c := range m.PerRequest {
+			parts = append(parts, results.TrialNumber(c))
+		}
+		return func(t *results.TrialRow) float64 {
+			sum := 0.0
+			for _, p := range parts {
+				sum += p(t)
+			}
+			return claims.CPUPerRequest(sum, rps(t))
+		}
+	}
+	return results.TrialNumber(name)
+}
+
 // factGetter reads a claim metric of a trial from its facts: stored, the
 // value kept as the trials row was read (a trials column), or
 // latency_p9999_us from the trial's histogram (Summary.p9999, read after

@@ -275,9 +275,21 @@ func TestClaimsParquetRoundTrip(t *testing.T) {
 func TestClaimNamesMatch(t *testing.T) {
 	for _, m := range claims.Metrics {
 		// The report reads p99.99 from the histograms (Summary.p9999);
-		// every other metric must say how a trials row holds it.
-		if m.FromHistograms() && m.Name != "latency_p9999_us" {
-			t.Errorf("claim metric %s has no reader: neither a trials row's (Of) nor one the report takes from the histograms", m.Name)
+		// every other metric is a numeric trials column, or a CPU time per
+		// request of numeric columns.
+		if m.FromHistograms() {
+			if m.Name != "latency_p9999_us" {
+				t.Errorf("claim metric %s is read from the histograms, which the report does only for latency_p9999_us", m.Name)
+			}
+			continue
+		}
+		if metricReader(m.Name) == nil {
+			t.Errorf("claim metric %s has no reader: no numeric trials column of that name", m.Name)
+		}
+		for _, c := range m.PerRequest {
+			if results.TrialNumber(c) == nil {
+				t.Errorf("claim metric %s: %s is not a numeric trials column", m.Name, c)
+			}
 		}
 	}
 	verdicts := []string{collect.VerdictServer, collect.VerdictInfra, collect.VerdictLoader, collect.VerdictNotCPU, collect.VerdictNoisy, collect.VerdictUnclear}

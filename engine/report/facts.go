@@ -87,12 +87,12 @@ func newTrialFacts(run *results.Run, noHist bool) *trialFacts {
 		for _, sp := range run.Manifest.Claims {
 			var get func(*results.TrialRow) float64
 			if sp.Kind != claims.KindVerdict {
-				get = claims.LookupMetricOf(sp.Metric)
+				get = metricReader(sp.Metric)
 			}
 			f.getter = append(f.getter, get)
 			var vget func(*results.TrialRow) float64
 			if sp.Kind != claims.KindVerdict && sp.VersusMetric != "" {
-				vget = claims.LookupMetricOf(sp.VersusMetric)
+				vget = metricReader(sp.VersusMetric)
 			}
 			f.vgetter = append(f.vgetter, vget)
 		}

@@ -225,6 +225,8 @@ type column[R any] struct {
 	typ  arrow.DataType
 	put  func(b array.Builder, rows []R)
 	get  func(a arrow.Array, rows []R)
+	// num reads a numeric column's value as a float64 (nil for the others).
+	num func(*R) float64
 }
 
 var tsType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
@@ -264,7 +266,7 @@ func str[R any](name string, p func(*R) *string) column[R] {
 				}
 				*p(&rows[i]) = last
 			}
-		}}
+		}, nil}
 }
 
 // getDict stores the values of a dictionary array of strings: each
@@ -308,7 +310,7 @@ func i64[R any](name string, p func(*R) *int64) column[R] {
 					*p(&rows[i]) = vs[i]
 				}
 			}
-		}}
+		}, func(r *R) float64 { return float64(*p(r)) }}
 }
 
 func f64[R any](name string, p func(*R) *float64) column[R] {
@@ -327,7 +329,7 @@ func f64[R any](name string, p func(*R) *float64) column[R] {
 					*p(&rows[i]) = vs[i]
 				}
 			}
-		}}
+		}, func(r *R) float64 { return *p(r) }}
 }
 
 func boolean[R any](name string, p func(*R) *bool) column[R] {
@@ -347,7 +349,7 @@ func boolean[R any](name string, p func(*R) *bool) column[R] {
 					}
 				}
 			}
-		}}
+		}, nil}
 }
 
 func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
@@ -371,7 +373,7 @@ func tstamp[R any](name string, p func(*R) *time.Time) column[R] {
 					}
 				}
 			}
-		}}
+		}, nil}
 }
 
 // Column lists. Required contract columns come first, in the order
@@ -669,7 +671,7 @@ func paramColumn(a axis) column[TrialRow] {
 				}
 				rows[i].Params = append(rows[i].Params, Param{Name: a.Name, Value: v})
 			}
-		}}
+		}, nil}
 }
 
 func kindOf(t arrow.DataType) string {
@@ -683,6 +685,24 @@ func kindOf(t arrow.DataType) string {
 	default:
 		return kindString
 	}
+}
+
+// TrialNumber reads the numeric trials column name (int64 or float64) of a
+// row as a float64; nil for a column that is not numeric or not there.
+// Claims (engine/claims names the columns a claim may read) and the report
+// read trials columns by name through it.
+func TrialNumber(name string) func(*TrialRow) float64 {
+	for _, c := range trialColumnsHead {
+		if c.name == name {
+			return c.num
+		}
+	}
+	for _, c := range trialColumnsTail {
+		if c.name == name {
+			return c.num
+		}
+	}
+	return nil
 }
 
 func trialColumns(axes []axis) []column[TrialRow] {

@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/steps"
 )
@@ -534,7 +535,7 @@ func (b *builder) stepFn(kind string) func(*starlark.Thread, *starlark.Builtin, 
 		ref := traversal("step", kind, name)
 		cfg := steps.NewConfig(kind)
 		if cfg == nil {
-			b.errorf(s.at, "Unknown step kind", "There is no step kind %q.%s Step kinds are %s.", kind, suggest(kind, steps.Names()), strings.Join(steps.Names(), ", "))
+			b.errorf(s.at, "Unknown step kind", "There is no step kind %q.%s Step kinds are %s.", kind, diag.Suggest(kind, steps.Names()), strings.Join(steps.Names(), ", "))
 			return ref, nil
 		}
 		if !validName(name) {

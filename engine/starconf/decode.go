@@ -33,6 +33,4 @@ func checkBody(body hcl.Body, v any) hcl.Diagnostics { return hclconf.CheckBody(
 
 func validName(s string) bool { return hclconf.ValidName(s) }
 
-func suggest(given string, options []string) string { return hclconf.Suggest(given, options) }
-
 func shortRange(r hcl.Range) string { return hclconf.ShortRange(r) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -93,7 +94,7 @@ type settings struct {
 func (c *Config) Validate() error {
 	_, err := c.validate()
 	if n := c.Network; n != "" && n != NetworkBridge && n != NetworkHost && n != NetworkNone && err == nil {
-		if hint := providers.Suggest(n, []string{NetworkBridge, NetworkHost, NetworkNone}); hint != "" {
+		if hint := diag.Suggest(n, []string{NetworkBridge, NetworkHost, NetworkNone}); hint != "" {
 			return &providers.ConfigError{Attr: "network", Warning: true,
 				Msg: fmt.Sprintf("%q is not a network mode, so it names a user network, created for the run when missing.%s", n, hint)}
 		}
@@ -137,7 +138,7 @@ func (c *Config) validate() (*settings, error) {
 		s.pull = PullMissing
 	case PullMissing, PullNever, PullAlways:
 	default:
-		return nil, bad("pull", "%q is not \"missing\", \"never\" or \"always\".%s", s.pull, providers.Suggest(s.pull, []string{PullMissing, PullNever, PullAlways}))
+		return nil, bad("pull", "%q is not \"missing\", \"never\" or \"always\".%s", s.pull, diag.Suggest(s.pull, []string{PullMissing, PullNever, PullAlways}))
 	}
 	if c.CPUs < 0 || math.IsNaN(c.CPUs) || math.IsInf(c.CPUs, 0) {
 		return nil, bad("cpus", "%v is not a positive number", c.CPUs)

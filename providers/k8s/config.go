@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/units"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -278,7 +279,7 @@ func (c Config) validate() (*settings, error) {
 	return s, nil
 }
 
-// suggest is providers.Suggest ignoring case ("Ingress" → "ingress",
+// suggest is diag.Suggest ignoring case ("Ingress" → "ingress",
 // "nodeprot" → "NodePort"), naming the option as it is spelled.
 func suggest(given string, options []string) string {
 	lower := make([]string, len(options))
@@ -287,7 +288,7 @@ func suggest(given string, options []string) string {
 		lower[i] = strings.ToLower(o)
 		spelled[lower[i]] = o
 	}
-	hint := providers.Suggest(strings.ToLower(given), lower)
+	hint := diag.Suggest(strings.ToLower(given), lower)
 	for l, o := range spelled {
 		hint = strings.Replace(hint, strconv.Quote(l), strconv.Quote(o), 1)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/units"
 	"github.com/benchflow/benchflow/engine/userfile"
 	"github.com/benchflow/benchflow/providers"
@@ -183,7 +184,7 @@ func oneOf(values []string) string {
 func (c *Config) problems() configErrors {
 	var errs configErrors
 	if c.Driver != "" && !slices.Contains(Drivers, c.Driver) {
-		errs = append(errs, bad("driver", "%q is not %s.%s", c.Driver, oneOf(Drivers), providers.Suggest(c.Driver, Drivers)))
+		errs = append(errs, bad("driver", "%q is not %s.%s", c.Driver, oneOf(Drivers), diag.Suggest(c.Driver, Drivers)))
 	}
 	if c.Count < 0 {
 		errs = append(errs, bad("count", "%d is negative: want 1 or more, or leave it out for the service's replicas", c.Count))
@@ -201,11 +202,11 @@ func (c *Config) problems() configErrors {
 		errs = append(errs, bad("route_uri", "%q must start with /", c.RouteURI))
 	}
 	if c.ServiceProvider != "" && !slices.Contains(ServiceProviders, c.ServiceProvider) {
-		errs = append(errs, bad("service_provider", "%q is not %s.%s", c.ServiceProvider, oneOf(ServiceProviders), providers.Suggest(c.ServiceProvider, ServiceProviders)))
+		errs = append(errs, bad("service_provider", "%q is not %s.%s", c.ServiceProvider, oneOf(ServiceProviders), diag.Suggest(c.ServiceProvider, ServiceProviders)))
 	}
 	switch {
 	case c.Discovery != "" && !slices.Contains(discoveries, c.Discovery):
-		errs = append(errs, bad("discovery", "%q is not %s.%s", c.Discovery, oneOf(discoveries), providers.Suggest(c.Discovery, discoveries)))
+		errs = append(errs, bad("discovery", "%q is not %s.%s", c.Discovery, oneOf(discoveries), diag.Suggest(c.Discovery, discoveries)))
 	case c.Discovery == "consul" && c.ServiceProvider == ServiceProviderNomad:
 		errs = append(errs, bad("discovery", "\"consul\" makes APISIX resolve the upstream in Consul, but with service_provider = \"nomad\" "+
 			"the service registers in Nomad only: set discovery = \"nodes\" (the upstream then lists the instances Nomad registered), or leave discovery out"))
