@@ -564,7 +564,7 @@ func (r *runner) begin() {
 	opts := r.opts
 	r.start = time.Now()
 	r.startWall = r.start
-	r.cpuStart = processCPU()
+	r.cpuStart = cpuTime()
 	if opts.Duration > 0 {
 		r.hasEnd = true
 		r.endOff = opts.Duration
@@ -579,7 +579,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		Tag:         opts.Tag,
 		Started:     r.startWall,
 		Duration:    measured,
-		LoaderCPU:   max(processCPU()-r.cpuStart, 0),
+		LoaderCPU:   max(cpuTime()-r.cpuStart, 0),
 		Latency:     r.newHist(),
 		Connect:     r.newIntervalHist(),
 		Status:      map[int]int64{},
@@ -723,14 +723,4 @@ func (col *collector) finish(measured time.Duration) {
 			col.intervals = col.intervals[:n-1] // a sliver with nothing in it
 		}
 	}
-}
-
-// processCPU is the user and system CPU time this process has used
-// (getrusage RUSAGE_SELF; 0 where it cannot be read).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
