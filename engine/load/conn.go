@@ -46,6 +46,9 @@ type conn struct {
 	// h2wire is the socket of the slot's HTTP/2 session, while one runs
 	// (read by other slots' busy polls: h2spin_linux.go).
 	h2wire atomic.Pointer[h2Wire]
+	// h3sock closes the UDP socket (and its quic.Transport) of the slot's
+	// QUIC connection, one at a time (h3udp.go: h3Hangup).
+	h3sock func()
 	// naps and napTime count the slot's naps and their length in
 	// nanoseconds (Options.Nap, h2spin_linux.go).
 	naps, napTime atomic.Int64

@@ -15,7 +15,7 @@ package load
 // (h3CloseLoop): the handshake is part of the latency, as for HTTP/1.1's
 // --close. Options.H3ZeroRTT makes new connections resume a TLS session
 // from the load's shared session cache and send their first request as
-// 0-RTT early data (quic.DialAddrEarly, http3.MethodGet0RTT); the
+// 0-RTT early data (quic.Transport.DialEarly, http3.MethodGet0RTT); the
 // connections the server accepted early data on are counted
 // (Result.Used0RTT).
 
@@ -144,7 +144,7 @@ func (c *conn) h3Loop(wg *sync.WaitGroup) {
 		s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
 		finished := s.run()
 		c.h3Count0RTT(qc)
-		qc.CloseWithError(0, "")
+		c.h3Hangup(qc)
 		if finished {
 			return
 		}
@@ -161,10 +161,7 @@ func (c *conn) h3Dial(e int, deadline time.Duration) (*quic.Conn, error) {
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(deadline))
 	defer cancel()
-	if r.opts.H3ZeroRTT {
-		return quic.DialAddrEarly(ctx, ep.addr, cfg, r.h3Config())
-	}
-	return quic.DialAddr(ctx, ep.addr, cfg, r.h3Config())
+	return c.h3DialOwn(ctx, ep.addr, cfg, r.opts.H3ZeroRTT)
 }
 
 // h3DialFailure is the outcome of a failed QUIC dial to addr.
@@ -271,7 +268,7 @@ func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
 			o.connect = conn0
 			r.h3Report(qc.ConnectionState().TLS) // complete by now, also with 0-RTT
 			c.h3Count0RTT(qc)
-			qc.CloseWithError(0, "")
+			c.h3Hangup(qc)
 		}
 		done := time.Since(r.start)
 		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // reopened explains a keep-alive load's connect count above its
@@ -143,12 +145,27 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		fmt.Fprintf(&b, "Loader CPU:   %10s per request (%s in %s: %.0f%% of one core)\n", fmtMicros(float64(per.Nanoseconds())/1e3),
 			fmtDuration(r.LoaderCPU.Round(time.Millisecond)), fmtDuration(r.Duration), 100*r.LoaderCPU.Seconds()/r.Duration.Seconds())
 	}
+	if r.UDPRecvBuf > 0 || r.UDPSendBuf > 0 {
+		gso := "GSO off"
+		if r.UDPGSO {
+			gso = "GSO on"
+		}
+		fmt.Fprintf(&b, "UDP buffers:  receive %s, send %s (quic-go asks for %s), %s\n", fmtBytes(float64(r.UDPRecvBuf)), fmtBytes(float64(r.UDPSendBuf)), fmtBytes(measure.UDPWantBuffer), gso)
+	}
 	if r.Warning != "" {
 		fmt.Fprintf(&b, "WARNING: %s\n", r.Warning)
+	}
+	if r.UDPBuffersShort() {
+		fmt.Fprintf(&b, "WARNING: %s\n", UDPBufferAdvice)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// UDPBufferAdvice is what to do when HTTP/3's UDP buffers came out below
+// what quic-go asks for (the summary's warning; quic-go's own is off).
+const UDPBufferAdvice = "the UDP buffers are below the 7 MiB quic-go asks for, so a burst of packets the socket cannot hold is dropped and resent: " +
+	"raise net.core.rmem_max and net.core.wmem_max to 7500000 (a tune step: sysctl = { \"net.core.rmem_max\" = \"7500000\", \"net.core.wmem_max\" = \"7500000\" }) or run as root"
 
 // withinStdev is the percentage of values within mean ± sd (wrk's
 // "+/- Stdev").

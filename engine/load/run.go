@@ -67,6 +67,10 @@ type runner struct {
 	// them).
 	h2spin *h2Spin
 	h3TLS  sync.Once // HTTP/3: the first connection's TLS state is reported
+	// HTTP/3: the first connection's UDP socket, read back (h3udp.go).
+	h3UDP            sync.Once
+	udpRecv, udpSend int64
+	udpGSO           bool
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
@@ -488,6 +492,7 @@ func EventLoops(opts Options) bool {
 func (r *runner) startSlots(wg *sync.WaitGroup) {
 	if r.opts.Protocol == ProtoH3 {
 		r.engine = EngineGoroutines
+		h3QuietQuicGo()
 		wg.Add(len(r.conns))
 		for _, c := range r.conns {
 			if r.opts.Close {
@@ -609,6 +614,7 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	if opts.Protocol == ProtoH3 {
 		res.Protocol, res.Streams, res.StreamLimit = ProtoH3, opts.Streams, opts.Streams
 		res.H3ZeroRTT = opts.H3ZeroRTT
+		res.UDPRecvBuf, res.UDPSendBuf, res.UDPGSO = r.udpRecv, r.udpSend, r.udpGSO
 	}
 	res.Targets = r.urls
 	if r.openLoop {

@@ -43,12 +43,17 @@ type JSONResult struct {
 	Goaways     int64             `json:"goaways,omitempty"`
 	H3ZeroRTT   bool              `json:"h3_0rtt,omitempty"`
 	Used0RTT    *int64            `json:"used_0rtt,omitempty"` // HTTP/3 only, 0 included
-	Naps        int64             `json:"naps,omitempty"`
-	NapMeanUS   float64           `json:"nap_mean_us,omitempty"`
-	TLSVersion  string            `json:"tls_version,omitempty"`
-	TLSCipher   string            `json:"tls_cipher,omitempty"`
-	ALPN        string            `json:"alpn,omitempty"`
-	LoaderCPUS  float64           `json:"loader_cpu_s,omitempty"`
+	// UDP socket of HTTP/3 connections (Record.UDPRecvBuf …): omitted
+	// when not read.
+	UDPRecvBuf int64   `json:"udp_rcvbuf_bytes,omitempty"`
+	UDPSendBuf int64   `json:"udp_sndbuf_bytes,omitempty"`
+	UDPGSO     *bool   `json:"udp_gso,omitempty"`
+	Naps       int64   `json:"naps,omitempty"`
+	NapMeanUS  float64 `json:"nap_mean_us,omitempty"`
+	TLSVersion string  `json:"tls_version,omitempty"`
+	TLSCipher  string  `json:"tls_cipher,omitempty"`
+	ALPN       string  `json:"alpn,omitempty"`
+	LoaderCPUS float64 `json:"loader_cpu_s,omitempty"`
 	// LoaderCPUPerReqUS is the loader's CPU µs per response.
 	LoaderCPUPerReqUS float64        `json:"loader_cpu_us_per_req,omitempty"`
 	Warning           string         `json:"warning,omitempty"`
@@ -112,6 +117,11 @@ func ToJSON(r *Record) *JSONResult {
 		j.H3ZeroRTT = r.H3ZeroRTT
 		n := r.Used0RTT
 		j.Used0RTT = &n
+		if r.UDPRecvBuf > 0 || r.UDPSendBuf > 0 {
+			j.UDPRecvBuf, j.UDPSendBuf = r.UDPRecvBuf, r.UDPSendBuf
+			gso := r.UDPGSO
+			j.UDPGSO = &gso
+		}
 	}
 	if r.Naps > 0 {
 		j.Naps = r.Naps

@@ -91,6 +91,16 @@ type Record struct {
 	// ConnectionState().Used0RTT). Of Connect.TotalCount() connections,
 	// the others made a full or resumed 1-RTT handshake.
 	Used0RTT int64 `json:"used_0rtt,omitempty"`
+	// UDPRecvBuf and UDPSendBuf are the receive and send buffer sizes of
+	// an HTTP/3 connection's UDP socket once quic-go sized them, as the
+	// kernel reports them (getsockopt SO_RCVBUF and SO_SNDBUF: twice what
+	// was set), and UDPGSO whether quic-go sends on it with GSO
+	// (UDP_SEGMENT); read from the load's first connection. quic-go asks
+	// for 7 MiB (UDPWantBuffer). Over agents, the smallest buffers and GSO
+	// only if every agent had it.
+	UDPRecvBuf int64 `json:"udp_rcvbuf_bytes,omitempty"`
+	UDPSendBuf int64 `json:"udp_sndbuf_bytes,omitempty"`
+	UDPGSO     bool  `json:"udp_gso,omitempty"`
 	// Naps counts the naps taken (load.Options.Nap) and NapTime sums how long
 	// they lasted: the timer's cost (tens of microseconds in a virtual
 	// machine) makes each longer than asked. A response that arrived
@@ -132,6 +142,25 @@ func (r *Record) RPS() float64 {
 	return float64(r.Requests) / r.Duration.Seconds()
 }
 
+// UDPWantBuffer is the UDP buffer size quic-go asks for (its
+// desiredBufferSize), to compare with UDPRecvBuf and UDPSendBuf as quic-go
+// compares it.
+const UDPWantBuffer = 7 << 20
+
+// UDPBuffersShort reports whether an HTTP/3 load's UDP buffers came out
+// below what quic-go asks for (false when they were not read).
+func (r *Record) UDPBuffersShort() bool {
+	return (r.UDPRecvBuf > 0 && r.UDPRecvBuf < UDPWantBuffer) || (r.UDPSendBuf > 0 && r.UDPSendBuf < UDPWantBuffer)
+}
+
+// minKnown is the smaller of two sizes, 0 meaning unknown.
+func minKnown(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
 // CPUPerRequest is LoaderCPU per completed response (0 without either).
 func (r *Record) CPUPerRequest() time.Duration {
 	if r.LoaderCPU <= 0 || r.Requests <= 0 {
@@ -165,6 +194,14 @@ func (r *Record) AddCounts(o *Record) {
 	r.Reconnects += o.Reconnects
 	r.Goaways += o.Goaways
 	r.Used0RTT += o.Used0RTT
+	switch {
+	case r.UDPRecvBuf == 0 && r.UDPSendBuf == 0:
+		r.UDPGSO = o.UDPGSO
+	case o.UDPRecvBuf != 0 || o.UDPSendBuf != 0:
+		r.UDPGSO = r.UDPGSO && o.UDPGSO
+	}
+	r.UDPRecvBuf = minKnown(r.UDPRecvBuf, o.UDPRecvBuf)
+	r.UDPSendBuf = minKnown(r.UDPSendBuf, o.UDPSendBuf)
 	r.Naps += o.Naps
 	r.NapTime += o.NapTime
 	r.LoaderCPU += o.LoaderCPU

@@ -39,6 +39,7 @@ func fillSummary(row *TrialRow, res *measure.Record, bars []hdrhistogram.Bar) {
 		row.Connects = h.TotalCount()
 	}
 	row.Used0RTT = res.Used0RTT
+	row.UDPRecvBuf, row.UDPSendBuf, row.UDPGSO = res.UDPRecvBuf, res.UDPSendBuf, res.UDPGSO
 	row.TargetRate = res.TargetRate
 	row.RateWarning = res.Warning
 	row.Connections = int64(res.Connections)

@@ -133,6 +133,12 @@ type TrialRow struct {
 	// written before the columns existed.
 	Connects int64
 	Used0RTT int64
+	// UDPRecvBuf, UDPSendBuf and UDPGSO describe an HTTP/3 load's UDP
+	// sockets (measure.Record's fields of the same names); 0 and false
+	// for other protocols and in runs written before the columns existed.
+	UDPRecvBuf int64
+	UDPSendBuf int64
+	UDPGSO     bool
 }
 
 // Unsteady reports whether the steadiness check failed for this row.
@@ -459,6 +465,9 @@ var trialColumnsTail = []column[TrialRow]{
 	str("discarded_why", func(r *TrialRow) *string { return &r.DiscardedWhy }),
 	i64("connects", func(r *TrialRow) *int64 { return &r.Connects }),
 	i64("used_0rtt", func(r *TrialRow) *int64 { return &r.Used0RTT }),
+	i64("udp_rcvbuf_bytes", func(r *TrialRow) *int64 { return &r.UDPRecvBuf }),
+	i64("udp_sndbuf_bytes", func(r *TrialRow) *int64 { return &r.UDPSendBuf }),
+	boolean("udp_gso", func(r *TrialRow) *bool { return &r.UDPGSO }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search

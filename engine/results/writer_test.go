@@ -60,6 +60,7 @@ func TestRoundTrip(t *testing.T) {
 					res.Connect.RecordValue(int64(100 + 10*c))
 				}
 				res.Used0RTT = int64(i)
+				res.UDPRecvBuf, res.UDPSendBuf, res.UDPGSO = int64(212992+i), int64(425984+i), i%2 == 1
 			}
 			w := writeRun(t, out, "20261130T044500Z-aaaa", format, recs, mem)
 			if err := w.Finish(RunOK, t0.Add(time.Hour)); err != nil {
@@ -118,6 +119,9 @@ func TestRoundTrip(t *testing.T) {
 				}
 				if row.Connects != int64(16+i) || row.Used0RTT != int64(i) {
 					t.Errorf("%s: connects/used_0rtt = %d/%d, want %d/%d", row.TrialID, row.Connects, row.Used0RTT, 16+i, i)
+				}
+				if row.UDPRecvBuf != int64(212992+i) || row.UDPSendBuf != int64(425984+i) || row.UDPGSO != (i%2 == 1) {
+					t.Errorf("%s: udp_rcvbuf_bytes/udp_sndbuf_bytes/udp_gso = %d/%d/%v, want %d/%d/%v", row.TrialID, row.UDPRecvBuf, row.UDPSendBuf, row.UDPGSO, 212992+i, 425984+i, i%2 == 1)
 				}
 				if warm := run.Trials[2*i]; warm.Connects != 0 || warm.Used0RTT != 0 {
 					t.Errorf("%s: warm step without a connect histogram has connects/used_0rtt %d/%d", warm.TrialID, warm.Connects, warm.Used0RTT)
