@@ -131,3 +131,15 @@ func TestUDPBufferAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestH3SummaryStreams: the summary's protocol line counts streams in the
+// singular for one.
+func TestH3SummaryStreams(t *testing.T) {
+	for n, want := range map[int]string{1: "HTTP/3 over QUIC, 1 stream at a time per connection\n", 8: "HTTP/3 over QUIC, 8 concurrent streams per connection\n"} {
+		var b strings.Builder
+		WriteText(&b, &Result{Protocol: ProtoH3, Streams: n}, false)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("streams %d: want %q in:\n%s", n, want, b.String())
+		}
+	}
+}

@@ -69,7 +69,11 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 			fmt.Fprintf(&b, "  %d naps, %s each on average (a response arriving during one is read up to that late)\n", r.Naps, fmtMicros(float64(r.NapMean().Nanoseconds())/1e3))
 		}
 	case ProtoH3:
-		fmt.Fprintf(&b, "  HTTP/3 over QUIC, %d concurrent streams per connection\n", r.Streams)
+		streams := "concurrent streams"
+		if r.Streams == 1 {
+			streams = "stream at a time"
+		}
+		fmt.Fprintf(&b, "  HTTP/3 over QUIC, %d %s per connection\n", r.Streams, streams)
 	}
 	if r.TLSVersion != "" {
 		fmt.Fprintf(&b, "  %s, %s, ALPN %s\n", r.TLSVersion, r.TLSCipher, cmp.Or(r.ALPN, "none"))
