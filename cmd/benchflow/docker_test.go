@@ -120,8 +120,15 @@ step "load" "main" {
 	if err != nil {
 		t.Fatalf("reproduce --allow docker: %v\n%s", err, out)
 	}
-	if m := readManifest(t, filepath.Join(work, "again", "latest")); m.Status != "ok" {
+	m := readManifest(t, filepath.Join(work, "again", "latest"))
+	if m.Status != "ok" {
 		t.Errorf("run status %q, want ok:\n%s", m.Status, out)
+	}
+	if got, want := m.Environment["sandbox"], "bubblewrap; grants: docker; network: host"; got != want {
+		t.Errorf("environment.sandbox = %v, want %q", got, want)
+	}
+	if _, ok := m.Environment["docker_storage_driver"]; !ok {
+		t.Errorf("with the docker grant the run records no docker_storage_driver: %v", m.Environment)
 	}
 	if left, _ := os.ReadDir(filepath.Join(work, "again")); len(left) != 2 {
 		t.Errorf("again/ holds %d entries, want the run and latest (the services' folder removed)", len(left))

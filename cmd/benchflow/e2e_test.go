@@ -50,6 +50,7 @@ type manifest struct {
 		Status  string `json:"status"`
 		Error   string `json:"error"`
 	} `json:"trials"`
+	Environment map[string]any `json:"environment"`
 }
 
 func readManifest(t *testing.T, dir string) manifest {

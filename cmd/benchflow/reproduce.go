@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -374,7 +375,7 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		state = tune.StateDir()
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
-	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state}
+	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state, "BENCHFLOW_SANDBOX=" + sandboxNote(grants)}
 	if has(sandbox.GrantDocker) || has(sandbox.GrantK8s) || has(sandbox.GrantNomad) {
 		// A daemon outside the sandbox (dockerd) mounts the services'
 		// files by their host path: they cannot be in the private /tmp.
@@ -386,7 +387,7 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		switch {
 		case k == "PATH", k == "LANG", k == "TZ", k == "TERM", k == "NO_COLOR", k == "USER", k == "LOGNAME", strings.HasPrefix(k, "LC_"):
 			keep = true
-		case k == "BENCHFLOW_TMPDIR", k == "BENCHFLOW_STATE_DIR":
+		case k == "BENCHFLOW_TMPDIR", k == "BENCHFLOW_STATE_DIR", k == "BENCHFLOW_SANDBOX":
 		case strings.HasPrefix(k, "BENCHFLOW_"):
 			keep = true
 		case k == "DOCKER_HOST":
@@ -406,6 +407,24 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		}
 	}
 	return s
+}
+
+// sandboxNote is what the run in the sandbox records of it (its
+// manifest's environment.sandbox, read by envinfo): the grants and whether
+// the network is the host's, so that a comparison says which fields the
+// sandbox hid (results.Differences).
+func sandboxNote(grants []sandbox.Grant) string {
+	names := make([]string, len(grants))
+	network := "own"
+	for i, g := range grants {
+		names[i] = string(g)
+		switch g {
+		case sandbox.GrantHostNetwork, sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
+			network = "host"
+		}
+	}
+	sort.Strings(names)
+	return "bubblewrap; grants: " + cmp.Or(strings.Join(names, ", "), "none") + "; network: " + network
 }
 
 // servicesDir is where the services' files are rendered when a daemon

@@ -201,8 +201,14 @@ func TestReproduceAsksAndConfines(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s+serves\s+(holds|inconclusive)\s+(holds|inconclusive)\s+50\b`).MatchString(out) {
 		t.Errorf("the claim was not judged here on 50 requests:\n%s", out)
 	}
-	if runs, _ := filepath.Glob(filepath.Join(work, "again", "2*")); len(runs) != 1 {
-		t.Errorf("want the run in again/, got %v", runs)
+	runs, _ := filepath.Glob(filepath.Join(work, "again", "2*"))
+	if len(runs) != 1 {
+		t.Fatalf("want the run in again/, got %v", runs)
+	}
+	// The run records its confinement, so a comparison can say what the
+	// sandbox hid.
+	if got, want := readManifest(t, runs[0]).Environment["sandbox"], "bubblewrap; grants: none; network: own"; got != want {
+		t.Errorf("the run's environment.sandbox = %v, want %q", got, want)
 	}
 }
 

@@ -61,6 +61,12 @@ type Environment struct {
 	NofileHard uint64 `json:"nofile_hard"`
 	// InContainer is true when benchflow itself runs in a container.
 	InContainer bool `json:"in_container"`
+	// Sandbox describes the confinement benchflow ran in, when `benchflow
+	// reproduce` started it in its sandbox (BENCHFLOW_SANDBOX:
+	// "bubblewrap; grants: docker; network: host"); empty otherwise. A
+	// sandbox hides what it does not grant (the Docker daemon's fields, the
+	// host network's sysctls), and comparisons say so.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// Software.
 	GoVersion        string `json:"go_version"`
@@ -191,6 +197,7 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 		e.NofileSoft, e.NofileHard = rl.Cur, rl.Max
 	}
 	e.InContainer = inContainer()
+	e.Sandbox = os.Getenv("BENCHFLOW_SANDBOX")
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {

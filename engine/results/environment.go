@@ -110,17 +110,42 @@ type Difference struct {
 	// userland proxy, cgroup driver, security options, its version): they
 	// explain cells deployed by the docker provider only.
 	Docker bool `json:"docker,omitempty"`
+	// HiddenA and HiddenB say why a field is absent from a run that ran in
+	// reproduce's sandbox without what would show it ("hidden by the
+	// sandbox (no docker grant)"); empty otherwise.
+	HiddenA string `json:"bundle_hidden,omitempty"`
+	HiddenB string `json:"here_hidden,omitempty"`
 }
 
 func (d Difference) String() string {
-	a, b := d.A, d.B
-	if a == "" {
-		a = "(absent)"
+	return fmt.Sprintf("%s: %s → %s", d.Field, absentOr(d.A, d.HiddenA), absentOr(d.B, d.HiddenB))
+}
+
+// hiddenBySandbox says why field is absent from a run that recorded the
+// sandbox note (envinfo's Sandbox: "bubblewrap; grants: …; network: …"),
+// or "" when the sandbox does not explain it: the Docker daemon's fields
+// without the docker grant, the host network's sysctls (net.*) in a
+// network of its own.
+func hiddenBySandbox(field, note string) string {
+	if note == "" {
+		return ""
 	}
-	if b == "" {
-		b = "(absent)"
+	grants, network := "", ""
+	for _, part := range strings.Split(note, "; ") {
+		if v, ok := strings.CutPrefix(part, "grants: "); ok {
+			grants = v
+		}
+		if v, ok := strings.CutPrefix(part, "network: "); ok {
+			network = v
+		}
 	}
-	return fmt.Sprintf("%s: %s → %s", d.Field, a, b)
+	switch {
+	case isDockerField(field) && !slices.Contains(strings.Split(grants, ", "), "docker"):
+		return "hidden by the sandbox: no docker grant"
+	case strings.HasPrefix(field, "sysctls.net.") && network == "own":
+		return "hidden by the sandbox: a network of its own"
+	}
+	return ""
 }
 
 // Differences lists every recorded environment field that differs
@@ -143,7 +168,14 @@ func Differences(a, b *Manifest) []Difference {
 		if k == "memory_bytes" && gib(ea[k]) == gib(eb[k]) {
 			continue
 		}
-		out = append(out, Difference{Field: k, A: ea[k], B: eb[k], Docker: isDockerField(k)})
+		d := Difference{Field: k, A: ea[k], B: eb[k], Docker: isDockerField(k)}
+		if d.A == "" {
+			d.HiddenA = hiddenBySandbox(k, ea["sandbox"])
+		}
+		if d.B == "" {
+			d.HiddenB = hiddenBySandbox(k, eb["sandbox"])
+		}
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
@@ -264,8 +296,8 @@ func rankOf(field string) (rank, place int) {
 		return RankCPU, order("cpu_model", "cpu_cores", "cpu_threads", "allowed_cpus", "cpu_sockets", "arch")
 	case strings.HasPrefix(field, "kernel_"):
 		return RankKernel, order("kernel_release", "kernel_name", "kernel_version")
-	case field == "virtualization", field == "in_container", field == "container_runtime":
-		return RankVirtualization, order("virtualization", "in_container", "container_runtime")
+	case field == "virtualization", field == "in_container", field == "container_runtime", field == "sandbox":
+		return RankVirtualization, order("virtualization", "in_container", "container_runtime", "sandbox")
 	case strings.HasPrefix(field, "services."):
 		return RankVersion, 0
 	case strings.HasPrefix(field, "tools."):
@@ -322,7 +354,7 @@ func Changes(diffs []Difference) (out []Change, rounded int) {
 			continue
 		}
 		r, p := rankOf(d.Field)
-		out = append(out, Change{Rank: r, Name: d.Field, Bundle: absent(d.A), Here: absent(d.B), Docker: d.Docker, place: p})
+		out = append(out, Change{Rank: r, Name: d.Field, Bundle: absentOr(d.A, d.HiddenA), Here: absentOr(d.B, d.HiddenB), Docker: d.Docker, place: p})
 	}
 	if len(mit) > 0 {
 		a, b := map[string]string{}, map[string]string{}
@@ -348,9 +380,16 @@ func Changes(diffs []Difference) (out []Change, rounded int) {
 	return out, rounded
 }
 
-func absent(s string) string {
-	if s == "" {
-		return "(absent)"
+func absent(s string) string { return absentOr(s, "") }
+
+// absentOr is s, or why it is missing: hidden when a sandbox hid it, else
+// "(absent)".
+func absentOr(s, hidden string) string {
+	switch {
+	case s != "":
+		return s
+	case hidden != "":
+		return "(" + hidden + ")"
 	}
-	return s
+	return "(absent)"
 }

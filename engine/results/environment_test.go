@@ -96,3 +96,65 @@ func TestStackVersions(t *testing.T) {
 		t.Errorf("nomad_client over trials = %q", got)
 	}
 }
+
+// TestDifferencesHiddenBySandbox: a field absent from a run that ran in
+// reproduce's sandbox says why when the sandbox explains it (Docker's
+// fields without the docker grant, net.* sysctls in a network of its own),
+// and stays "(absent)" otherwise or when the grant was given; the
+// sandbox itself is a difference ranked with the virtualization.
+func TestDifferencesHiddenBySandbox(t *testing.T) {
+	bundle := &Manifest{Environment: map[string]any{
+		"docker_storage_driver": "overlay2", "tools": map[string]any{"docker": "20.10", "nginx": "1.22"},
+		"sysctls": map[string]any{"net.core.netdev_max_backlog": "1000", "fs.file-max": "100"},
+	}}
+	for _, c := range []struct {
+		note string
+		want []string
+	}{
+		{"bubblewrap; grants: none; network: own", []string{
+			"docker_storage_driver: overlay2 → (hidden by the sandbox: no docker grant)",
+			"sandbox: (absent) → bubblewrap; grants: none; network: own",
+			"sysctls.fs.file-max: 100 → (absent)",
+			"sysctls.net.core.netdev_max_backlog: 1000 → (hidden by the sandbox: a network of its own)",
+			"tools.docker: 20.10 → (hidden by the sandbox: no docker grant)",
+			"tools.nginx: 1.22 → (absent)",
+		}},
+		{"bubblewrap; grants: docker, tune; network: host", []string{
+			"docker_storage_driver: overlay2 → (absent)",
+			"sandbox: (absent) → bubblewrap; grants: docker, tune; network: host",
+			"sysctls.fs.file-max: 100 → (absent)",
+			"sysctls.net.core.netdev_max_backlog: 1000 → (absent)",
+			"tools.docker: 20.10 → (absent)",
+			"tools.nginx: 1.22 → (absent)",
+		}},
+		{"", []string{
+			"docker_storage_driver: overlay2 → (absent)",
+			"sysctls.fs.file-max: 100 → (absent)",
+			"sysctls.net.core.netdev_max_backlog: 1000 → (absent)",
+			"tools.docker: 20.10 → (absent)",
+			"tools.nginx: 1.22 → (absent)",
+		}},
+	} {
+		here := &Manifest{Environment: map[string]any{}}
+		if c.note != "" {
+			here.Environment["sandbox"] = c.note
+		}
+		diffs := Differences(bundle, here)
+		var got []string
+		for _, d := range diffs {
+			got = append(got, d.String())
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("sandbox %q:\n%s\nwant:\n%s", c.note, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+		changes, _ := Changes(diffs)
+		for _, ch := range changes {
+			if ch.Name == "tools.docker" && !strings.Contains(c.note, "docker") && c.note != "" && ch.Here != "(hidden by the sandbox: no docker grant)" {
+				t.Errorf("sandbox %q: change tools.docker here = %q", c.note, ch.Here)
+			}
+			if ch.Name == "sandbox" && ch.Rank != RankVirtualization {
+				t.Errorf("sandbox ranked %d, want %d", ch.Rank, RankVirtualization)
+			}
+		}
+	}
+}
