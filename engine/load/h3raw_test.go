@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/measure"
 	"github.com/quic-go/qpack"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -474,5 +476,66 @@ func BenchmarkH3Requests(b *testing.B) {
 				b.Fatalf("%v %v", err, res.ErrorsBy)
 			}
 		})
+	}
+}
+
+// h3Pool is a request script's pool of requests.
+type h3Pool []Target
+
+func (p h3Pool) Pool() ([]Target, error) { return p, nil }
+
+// TestH3RawRequestScript: a request script's requests (methods, headers,
+// bodies, one endpoint) go out on the raw path as written, and its
+// response hook sees every status.
+func TestH3RawRequestScript(t *testing.T) {
+	url := newH3Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		switch {
+		case r.Method == "GET" && r.URL.Path == "/a" && r.URL.RawQuery == "x=1":
+			w.WriteHeader(200)
+		case r.Method == "DELETE" && r.URL.Path == "/b" && r.Header.Get("X-Id") == "7":
+			w.WriteHeader(204)
+		case r.Method == "PUT" && r.URL.Path == "/c" && string(b) == `{"k":1}` && r.ContentLength == 7:
+			w.WriteHeader(201)
+		default:
+			w.WriteHeader(400)
+		}
+	}))
+	var seen [600]atomic.Int64
+	res, err := Run(context.Background(), Options{Protocol: ProtoH3, Connections: 2, Streams: 2, Requests: 300,
+		Requester: h3Pool{{URL: url + "/a?x=1"}, {URL: url + "/b", Method: "DELETE", Headers: [][2]string{{"X-Id", "7"}}},
+			{URL: url + "/c", Method: "PUT", Body: []byte(`{"k":1}`)}},
+		OnResponse: func(s int) { seen[s].Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 300 || res.Status[400] != 0 || res.Status[200]+res.Status[204]+res.Status[201] != 300 || res.Status[201] == 0 || res.Status[204] == 0 {
+		t.Fatalf("requests %d, status %v, errors %v: want 300 of 200, 204 and 201", res.Requests, res.Status, res.ErrorsBy)
+	}
+	if seen[200].Load() != res.Status[200] || seen[201].Load() != res.Status[201] || seen[204].Load() != res.Status[204] {
+		t.Errorf("the response hook saw %d/%d/%d, the result %v", seen[200].Load(), seen[201].Load(), seen[204].Load(), res.Status)
+	}
+}
+
+// TestH3RawCapacitySearch: a short capacity search over HTTP/3 probes
+// and finds a rate, every probe measured on the raw path without errors.
+func TestH3RawCapacitySearch(t *testing.T) {
+	url := newH3Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	slo, _ := measure.ParseSLO("p99<500ms,errors<1%")
+	c, err := FindMax(context.Background(), SearchOptions{
+		Load: Options{Targets: []Target{{URL: url + "/"}}, Protocol: ProtoH3, Connections: 2, Streams: 4, Threads: 1},
+		SLO:  slo, Start: 100, Max: 400, Probe: 2 * time.Second, Settle: 500 * time.Millisecond, Pause: 100 * time.Millisecond, MaxProbes: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(c.Verdict())
+	if len(c.Probes) == 0 || c.Rate < 100 {
+		t.Fatalf("found %.0f req/s in %d probes, want at least the first 100", c.Rate, len(c.Probes))
+	}
+	for _, p := range c.Probes {
+		if p.Requests == 0 || p.Result.Protocol != ProtoH3 || p.Result.Errors != 0 {
+			t.Errorf("probe at %.0f: %d requests, protocol %q, errors %v", p.Rate, p.Requests, p.Result.Protocol, p.Result.ErrorsBy)
+		}
 	}
 }
