@@ -455,8 +455,11 @@ func (x *h3Raw) payload(str h3Stream, length int) ([]byte, error) {
 		k := copy(x.big, x.buf[x.r:x.w])
 		x.r, x.w = 0, 0
 		if k < length {
-			if x.err != nil {
+			if x.err == io.EOF {
 				return nil, errH3Truncated
+			}
+			if x.err != nil {
+				return nil, x.err
 			}
 			if _, err := io.ReadFull(str, x.big[k:length]); err != nil {
 				if err == io.EOF || err == io.ErrUnexpectedEOF {
