@@ -129,7 +129,9 @@ func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil
 // against a real server: go test -bench External -cpuprofile cpu.out.
 // BENCHFLOW_BENCH_CLOSE=1 opens a new connection per request;
 // BENCHFLOW_BENCH_STREAMS=N speaks HTTP/2 instead, over 16 connections of
-// N streams each (as compare-h2load.sh).
+// N streams each (as compare-h2load.sh); BENCHFLOW_BENCH_H3=1 speaks
+// HTTP/3 (an https:// URL) over 16 QUIC connections of
+// BENCHFLOW_BENCH_STREAMS streams each (default 1, as compare-h3.sh).
 func BenchmarkExternal(b *testing.B) {
 	url := os.Getenv("BENCHFLOW_BENCH_URL")
 	if url == "" {
@@ -143,6 +145,9 @@ func BenchmarkExternal(b *testing.B) {
 			b.Fatalf("BENCHFLOW_BENCH_STREAMS=%q: want a number of streams, 1 or more", v)
 		}
 		opts.Protocol, opts.Streams, opts.Connections = ProtoH2, n, 16
+	}
+	if os.Getenv("BENCHFLOW_BENCH_H3") == "1" {
+		opts.Protocol, opts.Connections = ProtoH3, 16
 	}
 	b.ReportAllocs()
 	res, err := Run(context.Background(), opts)

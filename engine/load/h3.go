@@ -2,10 +2,14 @@ package load
 
 // HTTP/3 (Options.Protocol "h3"): each connection slot is one QUIC
 // connection (github.com/quic-go/quic-go) carrying Options.Streams
-// concurrent request streams; framing and QPACK are the library's
-// (http3.ClientConn). Every exchange is recorded through conn.record, so
-// the shared timeout rule (runner.late), the HDR histograms and the open
-// loop's coordinated-omission correction hold as for HTTP/1.1 and HTTP/2.
+// concurrent request streams. QUIC and the connection's control stream
+// are the library's (http3.ClientConn); a request is benchflow's own
+// (h3raw.go: a pre-encoded HEADERS frame, a status-only QPACK decoder),
+// except one with a large body, which goes through the library's
+// RoundTrip (exchangeLib). Every exchange is recorded through conn.record,
+// so the shared timeout rule (runner.late), the HDR histograms and the
+// open loop's coordinated-omission correction hold as for HTTP/1.1 and
+// HTTP/2.
 //
 // QUIC's own failures map onto the existing error classes, their message
 // naming them: a failed handshake or version negotiation is a connect
@@ -15,7 +19,8 @@ package load
 // (h3CloseLoop): the handshake is part of the latency, as for HTTP/1.1's
 // --close. Options.H3ZeroRTT makes new connections resume a TLS session
 // from the load's shared session cache and send their first request as
-// 0-RTT early data (quic.Transport.DialEarly, http3.MethodGet0RTT); the
+// 0-RTT early data (quic.Transport.DialEarly; a GET or HEAD is written
+// without waiting for the handshake, as http3.MethodGet0RTT); the
 // connections the server accepted early data on are counted
 // (Result.Used0RTT).
 
@@ -40,30 +45,48 @@ const h3MaxHeaderBytes = 64 << 10
 
 // h3Request is the HTTP/3 form of a target.
 type h3Request struct {
-	// method is the request's method; with 0-RTT a GET or HEAD is sent
-	// as http3's GET_0RTT or HEAD_0RTT, which do not wait for the
+	// wire is the request's frames for the raw path (encodeH3Request);
+	// nil when its body is too large for it (h3RawMaxBody): then it goes
+	// through the library's RoundTrip.
+	wire []byte
+	// early: with 0-RTT a GET or HEAD goes without waiting for the
 	// handshake (other methods are not replay-safe and wait).
+	early bool
+	// method is the request's method for RoundTrip; with 0-RTT a GET or
+	// HEAD is sent as http3's GET_0RTT or HEAD_0RTT.
 	method  string
 	url     string
 	headers [][2]string
 	body    []byte
 }
 
-func buildH3Request(t Target, zeroRTT bool) *h3Request {
+func buildH3Request(t Target, host, path string, zeroRTT bool) (*h3Request, error) {
 	m := t.Method
 	if m == "" {
 		m = http.MethodGet
 	}
+	q := &h3Request{method: m, url: t.URL, headers: t.Headers, body: t.Body}
 	if zeroRTT {
 		switch m {
 		case http.MethodGet:
-			m = http3.MethodGet0RTT
+			q.method, q.early = http3.MethodGet0RTT, true
 		case http.MethodHead:
-			m = http3.MethodHead0RTT
+			q.method, q.early = http3.MethodHead0RTT, true
 		}
 	}
-	return &h3Request{method: m, url: t.URL, headers: t.Headers, body: t.Body}
+	if len(t.Body) <= h3RawMaxBody && !h3LibraryOnly {
+		wire, err := encodeH3Request(t, host, path)
+		if err != nil {
+			return nil, err
+		}
+		q.wire = wire
+	}
+	return q, nil
 }
+
+// h3LibraryOnly sends every request through the library's RoundTrip (the
+// tests compare the two paths).
+var h3LibraryOnly = false
 
 func (q *h3Request) newHTTP(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
@@ -226,6 +249,8 @@ func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
 	defer c.flush()
 	r := c.r
 	tr := &http3.Transport{MaxResponseHeaderBytes: h3MaxHeaderBytes}
+	x := newH3Raw()
+	defer x.stop()
 	for {
 		if r.stop.Load() {
 			return
@@ -264,7 +289,7 @@ func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
 			o.connect = max(time.Since(r.start)-sent, 1)
 			s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
 			conn0 := o.connect
-			o, n = s.exchange(req, intended, sent)
+			o, n = s.exchange(x, req, intended, sent)
 			o.connect = conn0
 			r.h3Report(qc.ConnectionState().TLS) // complete by now, also with 0-RTT
 			c.h3Count0RTT(qc)
@@ -338,10 +363,12 @@ func (s *h3Session) next() (intended time.Duration, ok bool) {
 func (s *h3Session) stream() bool {
 	c, r := s.c, s.c.r
 	var timer *time.Timer // the stream's own: conn.sleep's timer is the slot's
+	x := newH3Raw()
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		x.stop()
 	}()
 	for {
 		intended, ok := s.next()
@@ -360,7 +387,7 @@ func (s *h3Session) stream() bool {
 		req := &r.reqs[c.pick()] // the slot's generator, shared by its streams
 		s.mu.Unlock()
 		sent := time.Since(r.start)
-		o, n := s.exchange(req, intended, sent)
+		o, n := s.exchange(x, req, intended, sent)
 		done := time.Since(r.start)
 		if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
 			return true
@@ -385,8 +412,17 @@ func (s *h3Session) stream() bool {
 }
 
 // exchange sends one request on a new stream and reads its response to
-// the end, within the shared deadline.
-func (s *h3Session) exchange(req *request, intended, sent time.Duration) (outcome, int64) {
+// the end, within the shared deadline: on the raw path (h3raw.go) unless
+// the request has no wire form.
+func (s *h3Session) exchange(x *h3Raw, req *request, intended, sent time.Duration) (outcome, int64) {
+	if req.h3.wire != nil {
+		return s.exchangeRaw(x, req, intended, sent)
+	}
+	return s.exchangeLib(req, intended, sent)
+}
+
+// exchangeLib is exchange through the library's ClientConn.RoundTrip.
+func (s *h3Session) exchangeLib(req *request, intended, sent time.Duration) (outcome, int64) {
 	r := s.c.r
 	ctx, cancel := context.WithDeadline(context.Background(), r.startWall.Add(r.deadline(r.origin(intended, sent), sent)))
 	defer cancel()

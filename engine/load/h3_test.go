@@ -16,7 +16,7 @@ import (
 
 // newH3Server serves h on HTTP/3 over QUIC on a loopback UDP port, with
 // httptest's self-signed certificate; it returns the https:// base URL.
-func newH3Server(t *testing.T, h http.Handler) string {
+func newH3Server(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(h)
 	ts.StartTLS()

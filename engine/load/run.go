@@ -132,7 +132,9 @@ func newRunner(opts Options) (*runner, error) {
 			if ep.tls == nil {
 				return nil, fmt.Errorf("protocol h3: %s is not an https:// URL (HTTP/3 runs over QUIC, which is always TLS)", redactURL(t.URL))
 			}
-			h3r = buildH3Request(t, opts.H3ZeroRTT)
+			if h3r, err = buildH3Request(t, host, path, opts.H3ZeroRTT); err != nil {
+				return nil, fmt.Errorf("building request for %q: %w", redactURL(t.URL), err)
+			}
 		}
 		if ep.tls != nil {
 			if err := configureTLS(ep.tls, opts); err != nil {
