@@ -115,6 +115,7 @@ type h3Session struct {
 	qc   *quic.Conn
 	mu   sync.Mutex
 	dead error // the connection failed: the streams end
+	away bool  // the server sent GOAWAY: no new request (h3control.go)
 }
 
 // h3Config is the QUIC configuration of the load: the idle timeout well
@@ -164,7 +165,7 @@ func (c *conn) h3Loop(wg *sync.WaitGroup) {
 		c.dialed[e] = true
 		r.h3Report(st)
 		tr := &http3.Transport{MaxResponseHeaderBytes: h3MaxHeaderBytes}
-		s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
+		s := newH3Session(c, qc, tr)
 		finished := s.run()
 		c.h3Count0RTT(qc)
 		c.h3Hangup(qc)
@@ -287,7 +288,7 @@ func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
 			o = h3DialFailure(err, r.endpoints[e].addr)
 		} else {
 			o.connect = max(time.Since(r.start)-sent, 1)
-			s := &h3Session{c: c, qc: qc, cc: tr.NewClientConn(qc)}
+			s := newH3Session(c, qc, tr)
 			conn0 := o.connect
 			o, n = s.exchange(x, req, intended, sent)
 			o.connect = conn0
@@ -337,7 +338,7 @@ func (s *h3Session) next() (intended time.Duration, ok bool) {
 	c, r := s.c, s.c.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r.stop.Load() || s.dead != nil {
+	if r.stop.Load() || s.dead != nil || s.away {
 		return 0, false
 	}
 	if r.bounded {
@@ -374,9 +375,10 @@ func (s *h3Session) stream() bool {
 		intended, ok := s.next()
 		if !ok {
 			s.mu.Lock()
-			dead := s.dead
+			dead, away := s.dead, s.away
 			s.mu.Unlock()
-			return dead == nil
+			// After a GOAWAY the slot reconnects unless the load is over.
+			return dead == nil && (!away || r.stop.Load())
 		}
 		if r.openLoop {
 			if d := intended - time.Since(r.start); d > 0 && !h3Sleep(&timer, r.stopCh, d) {
