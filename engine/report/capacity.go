@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // CellCapacity aggregates the capacity searches (load steps with a search
@@ -15,7 +16,7 @@ import (
 type CellCapacity struct {
 	// RPS is the capacity under the SLO, as RPS is for req/s: geometric
 	// mean over the repetitions with a positive interval.
-	RPS Interval `json:"-"`
+	RPS stats.Interval `json:"-"`
 	// SLO is the objective searched under; Limits counts what bounded
 	// each repetition's search ("server", "generator", …).
 	SLO    string         `json:"slo"`
@@ -62,7 +63,7 @@ func (c *Cell) finishCapacity() {
 		}
 		if !math.IsInf(below, 1) {
 			cc.Below = below
-			cc.RPS = Interval{Value: math.NaN(), Low: 0, High: below, Method: MethodUpperBound, N: len(cc.Samples)}
+			cc.RPS = stats.Interval{Value: math.NaN(), Low: 0, High: below, Method: MethodUpperBound, N: len(cc.Samples)}
 			return
 		}
 	}
@@ -75,7 +76,7 @@ func (c *Cell) finishCapacity() {
 			found = append(found, x)
 		}
 	}
-	cc.RPS = positiveCI(found)
+	cc.RPS = stats.PositiveCI(found)
 }
 
 // hasCapacity reports whether some cell searched for capacity (the

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // chart is a renderer-independent chart: bars with CI whiskers, or lines.
@@ -76,7 +78,7 @@ func rpsChart(s *Summary) *chart {
 		if c.RPS.HasCI() {
 			b.Tooltip += " " + fmtCI(c.RPS, fmtRate)
 		}
-		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", methodLabel(c.RPS), c.RPS.N)
+		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", c.RPS.MethodLabel(), c.RPS.N)
 		ch.Bars = append(ch.Bars, b)
 		max = math.Max(max, b.Value)
 		if c.RPS.HasCI() {
@@ -219,7 +221,7 @@ func alignedRPS(reps [][]Point) (xs, ends, mid, lo, hi []float64) {
 	if len(lens) == 0 {
 		return nil, nil, nil, nil, nil
 	}
-	step := median(lens)
+	step := stats.Median(lens)
 	if p, err := strconv.ParseFloat(strconv.FormatFloat(step, 'g', 3, 64), 64); err == nil && p > 0 {
 		step = p
 	}
@@ -244,14 +246,14 @@ func alignedRPS(reps [][]Point) (xs, ends, mid, lo, hi []float64) {
 	}
 	sort.Ints(ks)
 	for _, k := range ks {
-		l, h := minMax(bins[k])
+		l, h := stats.MinMax(bins[k])
 		start := round(float64(k) * step)
-		end := start + mean(binLens[k])
+		end := start + stats.Mean(binLens[k])
 		if next := round(float64(k+1) * step); math.Abs(end-next) < 0.01*step {
 			end = next
 		}
 		xs, ends = append(xs, start), append(ends, round(end))
-		mid = append(mid, mean(bins[k]))
+		mid = append(mid, stats.Mean(bins[k]))
 		lo, hi = append(lo, l), append(hi, h)
 	}
 	return xs, ends, mid, lo, hi

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // ClaimOutcome is one claim of the pipeline judged on a run: holds when
@@ -66,8 +67,8 @@ func (o ClaimOutcome) MarshalJSON() ([]byte, error) {
 }
 
 // EvaluateClaims judges the claims recorded in the run's manifest against
-// its trials, with the intervals the report computes (pairedRatio for a
-// ratio, positiveCI for a value). A run without claims gives none.
+// its trials, with the intervals of engine/stats (stats.PairedRatio for a
+// ratio, stats.PositiveCI for a value). A run without claims gives none.
 func EvaluateClaims(run *results.Run) ([]ClaimOutcome, error) {
 	s, err := Summarize(run, Options{TopProcesses: -1})
 	if err != nil {
@@ -236,7 +237,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 		return o
 	}
 	bound := claims.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
-	var iv Interval
+	var iv stats.Interval
 	left := 0 // rounds left out of a ratio of two metrics (no value)
 	switch {
 	case sp.Kind == claims.KindRatio && getV != nil:
@@ -254,7 +255,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 		iv = groupRatio(cells, versus, get, rows)
 	default:
 		_, vals := groupRounds(cells, get, rows)
-		iv = positiveCI(vals)
+		iv = stats.PositiveCI(vals)
 	}
 	o.cells = append(cells, versus...)
 	o.Estimate, o.Low, o.High, o.Method, o.N = iv.Value, iv.Low, iv.High, iv.Method, iv.N
@@ -271,7 +272,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 // (reported as paired log-t: the pairs are the trials). A round in which a
 // trial has no positive, finite ratio (p50 of 0, no histogram) is left
 // out and counted in left.
-func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]string]*rowFacts) (iv Interval, left int) {
+func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]string]*rowFacts) (iv stats.Interval, left int) {
 	ratio := func(t *rowFacts) float64 {
 		a, b := get(t), getV(t)
 		if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
@@ -288,19 +289,19 @@ func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]s
 		}
 		rs = append(rs, v)
 	}
-	iv = positiveCI(rs)
-	if iv.Method == MethodLogT {
-		iv.Method = MethodPairedLogT
+	iv = stats.PositiveCI(rs)
+	if iv.Method == stats.MethodLogT {
+		iv.Method = stats.MethodPairedLogT
 	}
 	return iv, left
 }
 
 // groupRatio is the ratio of the cells to their versus cells: per round,
 // the geometric mean of the cells over the geometric mean of their versus
-// cells, then the paired interval over the rounds (pairedRatio). When
+// cells, then the paired interval over the rounds (stats.PairedRatio). When
 // fewer than 3 rounds pair but each side has 3, the sides are taken as
-// independent (welchRatio).
-func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) Interval {
+// independent (stats.WelchRatio).
+func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) stats.Interval {
 	nr, nv := groupRounds(cells, get, rows)
 	dr, dv := groupRounds(versus, get, rows)
 	den := map[int]float64{}
@@ -314,10 +315,10 @@ func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]
 			base = append(base, d)
 		}
 	}
-	if len(num) < minSamplesForCI && len(nv) >= minSamplesForCI && len(dv) >= minSamplesForCI {
-		return welchRatio(nv, dv)
+	if len(num) < stats.MinSamplesForCI && len(nv) >= stats.MinSamplesForCI && len(dv) >= stats.MinSamplesForCI {
+		return stats.WelchRatio(nv, dv)
 	}
-	return pairedRatio(num, base)
+	return stats.PairedRatio(num, base)
 }
 
 // groupRounds is, for each round in which every cell has a used
@@ -341,12 +342,7 @@ func groupRounds(cells []*Cell, get func(*rowFacts) float64, rows map[[2]string]
 	}
 	sort.Ints(rounds)
 	for _, r := range rounds {
-		xs := per[r]
-		if allPositive(xs) {
-			vals = append(vals, math.Exp(mean(logs(xs))))
-		} else {
-			vals = append(vals, mean(xs))
-		}
+		vals = append(vals, stats.GeoMean(per[r]))
 	}
 	return rounds, vals
 }
@@ -354,14 +350,14 @@ func groupRounds(cells []*Cell, get func(*rowFacts) float64, rows map[[2]string]
 // judgeClaim reads an interval against a bound: holds, fails or
 // inconclusive, in words, and for an inconclusive one about how many more
 // repetitions would likely decide it.
-func judgeClaim(iv Interval, b claims.Bound, unit string) (outcome, detail string, more int) {
+func judgeClaim(iv stats.Interval, b claims.Bound, unit string) (outcome, detail string, more int) {
 	f := func(v float64) string { return fmtClaimValue(v, unit) }
 	side, other := "below", "above"
 	if !b.Upper() {
 		side, other = "above", "below"
 	}
 	if !iv.IsCI() {
-		need := minSamplesForCI - iv.N
+		need := stats.MinSamplesForCI - iv.N
 		if need < 1 {
 			need = 1
 		}
@@ -373,9 +369,9 @@ func judgeClaim(iv Interval, b claims.Bound, unit string) (outcome, detail strin
 			}
 		}
 		return claims.Inconclusive, fmt.Sprintf("%s from %d repetition(s): no 95%% interval below %d; about %d more repetition(s) per cell give one",
-			est, iv.N, minSamplesForCI, need), need
+			est, iv.N, stats.MinSamplesForCI, need), need
 	}
-	ci := fmt.Sprintf("95%% interval [%s, %s] (%s, n=%d)", f(iv.Low), f(iv.High), methodLabel(iv), iv.N)
+	ci := fmt.Sprintf("95%% interval [%s, %s] (%s, n=%d)", f(iv.Low), f(iv.High), iv.MethodLabel(), iv.N)
 	loIn, hiIn := b.Holds(iv.Low), b.Holds(iv.High)
 	switch {
 	case loIn && hiIn:
@@ -420,7 +416,7 @@ func judgeClaim(iv Interval, b claims.Bound, unit string) (outcome, detail strin
 // the bound, taking the spread of the logs as measured and the width as
 // t(m−1)·s/√m: the smallest m that decides, minus n; 0 when that would
 // take more than 10,000 repetitions or the estimate sits on the bound.
-func moreRepetitions(iv Interval, bound float64) int {
+func moreRepetitions(iv stats.Interval, bound float64) int {
 	if !iv.IsCI() || iv.Low <= 0 || iv.Value <= 0 || bound <= 0 || iv.N < 2 {
 		return 0
 	}
@@ -429,8 +425,8 @@ func moreRepetitions(iv Interval, bound float64) int {
 	if d == 0 || h <= 0 {
 		return 0
 	}
-	sd := h * math.Sqrt(float64(iv.N)) / tQuantile975(float64(iv.N-1)) // the spread of the logs
-	decides := func(m int) bool { return tQuantile975(float64(m-1))*sd/math.Sqrt(float64(m)) < d }
+	sd := h * math.Sqrt(float64(iv.N)) / stats.TQuantile975(float64(iv.N-1)) // the spread of the logs
+	decides := func(m int) bool { return stats.TQuantile975(float64(m-1))*sd/math.Sqrt(float64(m)) < d }
 	const most = 10000
 	z := math.Ceil(math.Pow(1.959963984540054*sd/d, 2)) // the normal approximation, a lower bound
 	if z > most {
@@ -613,7 +609,7 @@ func fmtClaimValue(v float64, unit string) string {
 }
 
 // fmtEst is the estimate with its name: "ratio 0.312" or "1.20 ms".
-func fmtEst(iv Interval, unit string) string {
+func fmtEst(iv stats.Interval, unit string) string {
 	if unit == "" {
 		return "ratio " + fmtClaimValue(iv.Value, unit)
 	}

@@ -20,8 +20,9 @@
 //     interval on the log ratio and says whether it reproduced;
 //     Comparison.Write renders it.
 //
-// The statistics live in stats.go (intervals), outliers.go (MAD rule) and
-// samples.go (per-repetition flags); docs/statistics.md explains them.
+// The statistics on plain samples (intervals, the t quantile, the MAD
+// rule) live in engine/stats; samples.go applies them per repetition
+// (flags); docs/statistics.md explains them.
 //
 // The cmd/benchflow report and compare commands are thin wrappers around
 // these. Reading and writing the tables is engine/results' job.
