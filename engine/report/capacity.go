@@ -9,6 +9,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // CellCapacity aggregates the capacity searches (load steps with a search
@@ -97,9 +98,9 @@ func (c *Cell) capacityCells() []string {
 		return []string{"-", "-"}
 	}
 	if c.Capacity.Below > 0 {
-		return []string{"< " + fmtRate(c.Capacity.Below), c.Capacity.limitLabel()}
+		return []string{"< " + units.FormatRate(c.Capacity.Below), c.Capacity.limitLabel()}
 	}
-	return []string{fmtRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, fmtRate), c.Capacity.limitLabel()}
+	return []string{units.FormatRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, units.FormatRate), c.Capacity.limitLabel()}
 }
 
 // limitLabel is "server" or, when repetitions disagree, "server 2, generator 1".
@@ -166,7 +167,7 @@ func capacityChart(s *Summary) *chart {
 			continue
 		}
 		x := c.Capacity.RPS.Value
-		ch.Lines = append(ch.Lines, series{Idx: i, Label: cellLabel(s, c) + ": capacity " + fmtRate(x), Color: colorOf(i),
+		ch.Lines = append(ch.Lines, series{Idx: i, Label: cellLabel(s, c) + ": capacity " + units.FormatRate(x), Color: colorOf(i),
 			Pts: [][2]float64{{x, 0}, {x, maxY}}})
 	}
 	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, maxX)

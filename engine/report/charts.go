@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // chart is a renderer-independent chart: bars with CI whiskers, or lines.
@@ -74,9 +75,9 @@ func rpsChart(s *Summary) *chart {
 			continue
 		}
 		b := bar{Idx: i, Label: cellLabel(s, c), Value: c.RPS.Value, Low: c.RPS.Low, Hi: c.RPS.High, Color: colorOf(i)}
-		b.Tooltip = fmt.Sprintf("%s: %s req/s", b.Label, fmtRate(b.Value))
+		b.Tooltip = fmt.Sprintf("%s: %s req/s", b.Label, units.FormatRate(b.Value))
 		if c.RPS.HasCI() {
-			b.Tooltip += " " + fmtCI(c.RPS, fmtRate)
+			b.Tooltip += " " + fmtCI(c.RPS, units.FormatRate)
 		}
 		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", c.RPS.MethodLabel(), c.RPS.N)
 		ch.Bars = append(ch.Bars, b)

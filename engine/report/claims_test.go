@@ -145,33 +145,6 @@ func TestClaimWithoutInterval(t *testing.T) {
 	}
 }
 
-// TestMoreRepetitionsDecides: with the predicted number of repetitions
-// and the same spread, the interval no longer reaches the bound.
-func TestMoreRepetitionsDecides(t *testing.T) {
-	for _, tc := range []struct{ est, h float64 }{{0.9, 0.15}, {0.97, 0.1}, {1.2, 0.5}} {
-		n := 3
-		iv := stats.Interval{Value: tc.est, Low: tc.est * math.Exp(-tc.h), High: tc.est * math.Exp(tc.h), Method: stats.MethodPairedLogT, N: n}
-		more := moreRepetitions(iv, 1)
-		if more <= 0 {
-			t.Fatalf("%+v: no estimate", tc)
-		}
-		sd := tc.h * math.Sqrt(float64(n)) / stats.TQuantile975(float64(n-1))
-		d := math.Abs(math.Log(tc.est))
-		width := func(m int) float64 { return stats.TQuantile975(float64(m-1)) * sd / math.Sqrt(float64(m)) }
-		if w := width(n + more); w >= d {
-			t.Errorf("%+v: %d more give half-width %v, still reaching the bound (distance %v)", tc, more, w, d)
-		}
-		if more > 1 {
-			if w := width(n + more - 1); w < d {
-				t.Errorf("%+v: %d more would do, predicted %d", tc, more-1, more)
-			}
-		}
-	}
-	if m := moreRepetitions(stats.Interval{Value: 1, Low: 0.9, High: 1.1, Method: stats.MethodLogT, N: 3}, 1); m != 0 {
-		t.Errorf("estimate on the bound: %d more, want 0 (undecidable)", m)
-	}
-}
-
 func TestClaimFormats(t *testing.T) {
 	run := claimRun(3, 0.5, natClaim("nat-costs-half", "< 0.6"), natClaim("nat-is-free", "> 0.95"))
 	s, err := Summarize(run, Options{})
@@ -365,8 +338,8 @@ func TestClaimMetricRatio(t *testing.T) {
 	if p := got["p9999"]; p.Estimate < 20 {
 		t.Errorf("p9999: estimate %v, want 40×drift (p99.99 of the histograms, 20 ms, over the trials p50, 0.5 ms/drift)", p.Estimate)
 	}
-	if h.VersusMetric != "latency_p50_us" || h.Versus != "" || !strings.Contains(h.subject(), "latency_p99_us / latency_p50_us deploy=nat") {
-		t.Errorf("tail-holds reads as %q (versus_metric %q)", h.subject(), h.VersusMetric)
+	if h.VersusMetric != "latency_p50_us" || h.Versus != "" || !strings.Contains(h.row()[2], "latency_p99_us / latency_p50_us deploy=nat") {
+		t.Errorf("tail-holds reads as %q (versus_metric %q)", h.row()[2], h.VersusMetric)
 	}
 
 	// A trial with no p50 leaves its round out, and says so.
@@ -478,7 +451,7 @@ func TestClaimCPUPerRequest(t *testing.T) {
 	if math.Abs(h.Estimate-26) > 1 {
 		t.Errorf("host-stack: estimate %v µs/req, want about 20+1+5 = 26", h.Estimate)
 	}
-	if l := h.estimateLabel(); !strings.Contains(l, "µs/req") {
+	if l := h.row()[3]; !strings.Contains(l, "µs/req") {
 		t.Errorf("host-stack reads %q, want the estimate in µs/req", l)
 	}
 	// Without requests there is no CPU per request: the trial's round is

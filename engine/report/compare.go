@@ -14,6 +14,7 @@ import (
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // Verdicts of a comparison (B relative to A).
@@ -350,8 +351,8 @@ func (c *Comparison) rows() (header []string, rows [][]string) {
 			p99Ratio += fmt.Sprintf(" on %d intervals", p.P99Ratio.N)
 		}
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
-			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), rpsRatio,
-			fmtMS(p.A.P99US), fmtMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
+			units.FormatRate(p.A.RPS.Value), units.FormatRate(p.B.RPS.Value), rpsRatio,
+			units.FormatMS(p.A.P99US), units.FormatMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
 	}
 	return header, rows
 }

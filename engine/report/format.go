@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // Formats Write accepts.
@@ -65,7 +66,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		if c.N == 0 {
 			row = append(row, "-", "-", "-", "-", "-", "-")
 		} else {
-			row = append(row, fmtRate(c.RPS.Value), fmtCI(c.RPS, fmtRate), c.RPS.MethodLabel(), fmtMS(c.P50US), fmtMS(c.P99US), fmtMS(c.P999US))
+			row = append(row, units.FormatRate(c.RPS.Value), fmtCI(c.RPS, units.FormatRate), c.RPS.MethodLabel(), units.FormatMS(c.P50US), units.FormatMS(c.P99US), units.FormatMS(c.P999US))
 		}
 		row = append(row, fmtErrors(c.Errors, c.Requests))
 		if s.Baseline != "" {
@@ -328,56 +329,13 @@ func (s *Summary) writeJSON(w io.Writer) error {
 	return enc.Encode(s)
 }
 
-// Human formats.
-
-func fmtRate(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return groupThousands(strconv.FormatFloat(v, 'f', 1, 64))
-}
-
-func groupThousands(s string) string {
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	for i, r := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	out := b.String()
-	if neg {
-		out = "-" + out
-	}
-	if frac != "" {
-		out += "." + frac
-	}
-	return out
-}
+// Human formats (rates and latencies: units.FormatRate, units.FormatMS).
 
 func fmtCI(i stats.Interval, f func(float64) string) string {
 	if !i.HasCI() {
 		return "-"
 	}
 	return "[" + f(i.Low) + ", " + f(i.High) + "]"
-}
-
-func fmtMS(us float64) string {
-	if math.IsNaN(us) {
-		return "-"
-	}
-	ms := us / 1000
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 0, 64)
-	case ms >= 10:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(ms, 'f', 2, 64)
-	}
 }
 
 func fmtErrors(errs, reqs int64) string {
