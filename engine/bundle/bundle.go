@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/scratch"
@@ -497,21 +498,8 @@ func WriteArchive(dir, file string) (err error) {
 func pageClaims(outs []report.ClaimOutcome) []report.PageClaim {
 	var out []report.PageClaim
 	for _, o := range outs {
-		what := o.Metric
-		if what == "" {
-			what = o.Kind
-		}
-		if o.VersusMetric != "" {
-			what += " / " + o.VersusMetric
-		}
-		cell := o.Cell
-		if cell == "" {
-			cell = "every cell"
-		}
-		if o.Versus != "" {
-			cell += " / " + o.Versus
-		}
-		st := strings.TrimSpace(o.Description + " (" + what + " " + cell + " " + o.Bound + ")")
+		what := claims.Subject(o.Kind, o.Metric, o.VersusMetric, o.Cell, o.Versus)
+		st := strings.TrimSpace(o.Description + " (" + what + " " + o.Bound + ")")
 		out = append(out, report.PageClaim{Name: o.Name, Statement: st, Outcome: o.Outcome, Detail: o.Detail})
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // ClaimVerdict is a claim in the bundle beside the same claim here.
@@ -38,10 +39,10 @@ type CellVerdict struct {
 	Step  string `json:"step"`
 	Basis string `json:"basis"`
 	// Reproduced is "yes", "no" or "" (not enough samples to judge).
-	Reproduced string          `json:"reproduced"`
-	Ratio      report.Interval `json:"-"` // req/s here / bundle, 95% Welch interval on logs
-	Verdict    string          `json:"verdict"`
-	Explain    []string        `json:"differs_here,omitempty"`
+	Reproduced string         `json:"reproduced"`
+	Ratio      stats.Interval `json:"-"` // req/s here / bundle, 95% Welch interval on logs
+	Verdict    string         `json:"verdict"`
+	Explain    []string       `json:"differs_here,omitempty"`
 	// Docker is true when a docker provider deployed the cell's service
 	// (in the bundle or here): Docker's fields can explain it.
 	Docker bool `json:"docker,omitempty"`
@@ -299,7 +300,7 @@ func orDash(s string) string {
 	return s
 }
 
-func ratioText(i report.Interval) string {
+func ratioText(i stats.Interval) string {
 	if i.Value != i.Value || i.Value == 0 {
 		return "-"
 	}

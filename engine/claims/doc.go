@@ -8,6 +8,15 @@
 // and the labels of a claim's kind and outcome as manifest.json,
 // claims.parquet, report and reproduce write them.
 //
+// It also owns the judging and its wording (judge.go, wording.go): Judge
+// reads a ratio or value claim's 95% interval (engine/stats) against its
+// bound, with how many more repetitions would likely decide an
+// inconclusive one; JudgeVerdict judges a verdict claim on the verdicts of
+// its cells' repetitions; FormatValue, EstimateLabel and Subject write a
+// claim's values and what it judges as every report shows them.
+//
 // engine/plan matches claims against the matrix (it owns the cells), and
-// engine/report judges them on a run's trials with its intervals.
+// engine/report selects a run's cells for each claim, computes the
+// interval from their trials (the metrics of a round's cells combined,
+// paired by round against the versus cells) and hands it to Judge.
 package claims

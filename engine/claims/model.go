@@ -28,7 +28,8 @@ const (
 )
 
 // Claim is a `claim "name" {}` block: one conclusion of the study, checked
-// against every run (engine/report evaluates it).
+// against every run (engine/report computes its interval on a run's
+// trials, Judge judges it).
 //
 // Cell selects the matrix cells whose parameters equal all of its entries;
 // the axes it does not name are averaged over (the geometric mean of the

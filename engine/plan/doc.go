@@ -19,7 +19,8 @@
 // Build also matches every claim block to the cells it selects and the
 // load step it judges (claims.go: Plan.Claims), so a claim about an axis,
 // a value or a metric the pipeline does not have is an error before
-// anything runs; engine/report judges the claims after the run.
+// anything runs; after the run engine/report computes each claim's
+// interval and engine/claims judges it.
 //
 // What a step kind is (its schema, phase, validation and run function) is
 // declared in engine/steps; plan looks each step's kind up there to decode,

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // CellCapacity aggregates the capacity searches (load steps with a search
@@ -15,7 +17,7 @@ import (
 type CellCapacity struct {
 	// RPS is the capacity under the SLO, as RPS is for req/s: geometric
 	// mean over the repetitions with a positive interval.
-	RPS Interval `json:"-"`
+	RPS stats.Interval `json:"-"`
 	// SLO is the objective searched under; Limits counts what bounded
 	// each repetition's search ("server", "generator", …).
 	SLO    string         `json:"slo"`
@@ -62,7 +64,7 @@ func (c *Cell) finishCapacity() {
 		}
 		if !math.IsInf(below, 1) {
 			cc.Below = below
-			cc.RPS = Interval{Value: math.NaN(), Low: 0, High: below, Method: MethodUpperBound, N: len(cc.Samples)}
+			cc.RPS = stats.Interval{Value: math.NaN(), Low: 0, High: below, Method: MethodUpperBound, N: len(cc.Samples)}
 			return
 		}
 	}
@@ -75,7 +77,7 @@ func (c *Cell) finishCapacity() {
 			found = append(found, x)
 		}
 	}
-	cc.RPS = positiveCI(found)
+	cc.RPS = stats.PositiveCI(found)
 }
 
 // hasCapacity reports whether some cell searched for capacity (the
@@ -96,9 +98,9 @@ func (c *Cell) capacityCells() []string {
 		return []string{"-", "-"}
 	}
 	if c.Capacity.Below > 0 {
-		return []string{"< " + fmtRate(c.Capacity.Below), c.Capacity.limitLabel()}
+		return []string{"< " + units.FormatRate(c.Capacity.Below), c.Capacity.limitLabel()}
 	}
-	return []string{fmtRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, fmtRate), c.Capacity.limitLabel()}
+	return []string{units.FormatRate(c.Capacity.RPS.Value) + " " + fmtCI(c.Capacity.RPS, units.FormatRate), c.Capacity.limitLabel()}
 }
 
 // limitLabel is "server" or, when repetitions disagree, "server 2, generator 1".
@@ -165,7 +167,7 @@ func capacityChart(s *Summary) *chart {
 			continue
 		}
 		x := c.Capacity.RPS.Value
-		ch.Lines = append(ch.Lines, series{Idx: i, Label: cellLabel(s, c) + ": capacity " + fmtRate(x), Color: colorOf(i),
+		ch.Lines = append(ch.Lines, series{Idx: i, Label: cellLabel(s, c) + ": capacity " + units.FormatRate(x), Color: colorOf(i),
 			Pts: [][2]float64{{x, 0}, {x, maxY}}})
 	}
 	ch.XMin, ch.XMax, ch.XTicks = niceAxis(0, maxX)

@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // chart is a renderer-independent chart: bars with CI whiskers, or lines.
@@ -72,11 +75,11 @@ func rpsChart(s *Summary) *chart {
 			continue
 		}
 		b := bar{Idx: i, Label: cellLabel(s, c), Value: c.RPS.Value, Low: c.RPS.Low, Hi: c.RPS.High, Color: colorOf(i)}
-		b.Tooltip = fmt.Sprintf("%s: %s req/s", b.Label, fmtRate(b.Value))
+		b.Tooltip = fmt.Sprintf("%s: %s req/s", b.Label, units.FormatRate(b.Value))
 		if c.RPS.HasCI() {
-			b.Tooltip += " " + fmtCI(c.RPS, fmtRate)
+			b.Tooltip += " " + fmtCI(c.RPS, units.FormatRate)
 		}
-		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", methodLabel(c.RPS), c.RPS.N)
+		b.Tooltip += fmt.Sprintf(" (%s, n=%d)", c.RPS.MethodLabel(), c.RPS.N)
 		ch.Bars = append(ch.Bars, b)
 		max = math.Max(max, b.Value)
 		if c.RPS.HasCI() {
@@ -219,7 +222,7 @@ func alignedRPS(reps [][]Point) (xs, ends, mid, lo, hi []float64) {
 	if len(lens) == 0 {
 		return nil, nil, nil, nil, nil
 	}
-	step := median(lens)
+	step := stats.Median(lens)
 	if p, err := strconv.ParseFloat(strconv.FormatFloat(step, 'g', 3, 64), 64); err == nil && p > 0 {
 		step = p
 	}
@@ -244,14 +247,14 @@ func alignedRPS(reps [][]Point) (xs, ends, mid, lo, hi []float64) {
 	}
 	sort.Ints(ks)
 	for _, k := range ks {
-		l, h := minMax(bins[k])
+		l, h := stats.MinMax(bins[k])
 		start := round(float64(k) * step)
-		end := start + mean(binLens[k])
+		end := start + stats.Mean(binLens[k])
 		if next := round(float64(k+1) * step); math.Abs(end-next) < 0.01*step {
 			end = next
 		}
 		xs, ends = append(xs, start), append(ends, round(end))
-		mid = append(mid, mean(bins[k]))
+		mid = append(mid, stats.Mean(bins[k]))
 		lo, hi = append(lo, l), append(hi, h)
 	}
 	return xs, ends, mid, lo, hi

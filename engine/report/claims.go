@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // ClaimOutcome is one claim of the pipeline judged on a run: holds when
@@ -44,7 +45,7 @@ type ClaimOutcome struct {
 	MoreRepetitions int    `json:"more_repetitions,omitempty"`
 	Detail          string `json:"detail"`
 
-	unit  string  // pipeline.Unit*, "" for a ratio
+	unit  string  // claims.EstimateUnit: a claims.Unit*, "" for a ratio
 	cells []*Cell // the summary cells the claim reads (cell and versus)
 }
 
@@ -66,8 +67,8 @@ func (o ClaimOutcome) MarshalJSON() ([]byte, error) {
 }
 
 // EvaluateClaims judges the claims recorded in the run's manifest against
-// its trials, with the intervals the report computes (pairedRatio for a
-// ratio, positiveCI for a value). A run without claims gives none.
+// its trials, with the intervals of engine/stats (stats.PairedRatio for a
+// ratio, stats.PositiveCI for a value). A run without claims gives none.
 func EvaluateClaims(run *results.Run) ([]ClaimOutcome, error) {
 	s, err := Summarize(run, Options{TopProcesses: -1})
 	if err != nil {
@@ -90,7 +91,7 @@ func RecordedClaims(run *results.Run) (out []ClaimOutcome, ok bool, err error) {
 	for _, r := range rows {
 		out = append(out, ClaimOutcome{Name: r.Claim, Description: r.Description, Kind: r.Kind, Metric: r.Metric, Step: r.Step,
 			Cell: r.Cell, Versus: r.Versus, VersusMetric: r.VersusMetric, Bound: r.Bound, Outcome: r.Outcome, Estimate: r.Estimate, Low: r.Low, High: r.High,
-			Method: r.Method, N: int(r.N), MoreRepetitions: int(r.MoreRepetitions), Detail: r.Detail, unit: claimUnit(r.Kind, r.Metric)})
+			Method: r.Method, N: int(r.N), MoreRepetitions: int(r.MoreRepetitions), Detail: r.Detail, unit: claims.EstimateUnit(r.Kind, r.Metric)})
 	}
 	return out, true, nil
 }
@@ -118,15 +119,6 @@ func FailedClaims(outs []ClaimOutcome) []string {
 		}
 	}
 	return out
-}
-
-// claimUnit is the unit of a claim's estimate: the metric's for a value,
-// none for a ratio or a verdict.
-func claimUnit(kind, metric string) string {
-	if kind != claims.KindValue {
-		return ""
-	}
-	return claims.MetricUnit(metric)
 }
 
 // claimsRead reports whether one of the manifest's claims reads metric
@@ -206,7 +198,7 @@ func (s *Summary) evaluateClaims(run *results.Run, facts *trialFacts) {
 func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]*rowFacts) ClaimOutcome {
 	o := ClaimOutcome{Name: sp.Name, Description: sp.Description, Kind: sp.Kind, Metric: sp.Metric, Step: sp.Step,
 		Cell: specString(sp.Cell, s.Axes), Versus: specString(sp.Versus, s.Axes), VersusMetric: sp.VersusMetric, Bound: sp.Bound,
-		Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), unit: claimUnit(sp.Kind, sp.Metric)}
+		Estimate: math.NaN(), Low: math.NaN(), High: math.NaN(), unit: claims.EstimateUnit(sp.Kind, sp.Metric)}
 	var cells, versus []*Cell
 	for _, c := range s.Cells {
 		if c.Step == sp.Step && cellHas(c, sp.Cell) {
@@ -221,22 +213,22 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 	}
 	get := s.factGetter(sp.Metric, func(r *rowFacts) float64 { return r.claims[i] })
 	if get == nil {
-		o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.Metric)
+		o.judged(claims.UnknownMetric(sp.Metric))
 		return o
 	}
 	var getV func(*rowFacts) float64
 	if sp.VersusMetric != "" {
 		if getV = s.factGetter(sp.VersusMetric, func(r *rowFacts) float64 { return r.versus[i] }); getV == nil {
-			o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("this benchflow does not know the metric %q", sp.VersusMetric)
+			o.judged(claims.UnknownMetric(sp.VersusMetric))
 			return o
 		}
 	}
 	if len(cells) == 0 {
-		o.Outcome, o.Detail = claims.Inconclusive, "no successful repetition of the selected cells in this run"
+		o.judged(claims.NoRepetitions())
 		return o
 	}
 	bound := claims.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
-	var iv Interval
+	var iv stats.Interval
 	left := 0 // rounds left out of a ratio of two metrics (no value)
 	switch {
 	case sp.Kind == claims.KindRatio && getV != nil:
@@ -245,7 +237,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 		for _, c := range cells {
 			v := s.versusOf(c, sp.Versus)
 			if v == nil {
-				o.Outcome, o.Detail = claims.Inconclusive, fmt.Sprintf("cell %s has no counterpart with %s in this run", c.Label(), o.Versus)
+				o.judged(claims.NoCounterpart(c.Label(), o.Versus))
 				o.cells = cells
 				return o
 			}
@@ -254,13 +246,13 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 		iv = groupRatio(cells, versus, get, rows)
 	default:
 		_, vals := groupRounds(cells, get, rows)
-		iv = positiveCI(vals)
+		iv = stats.PositiveCI(vals)
 	}
 	o.cells = append(cells, versus...)
 	o.Estimate, o.Low, o.High, o.Method, o.N = iv.Value, iv.Low, iv.High, iv.Method, iv.N
-	o.Outcome, o.Detail, o.MoreRepetitions = judgeClaim(iv, bound, o.unit)
+	o.judged(claims.Judge(iv, bound, o.unit))
 	if left > 0 {
-		o.Detail += fmt.Sprintf(" (%d round(s) left out: %s or %s was not positive or not recorded)", left, sp.Metric, sp.VersusMetric)
+		o.Detail += claims.LeftOut(left, sp.Metric, sp.VersusMetric)
 	}
 	return o
 }
@@ -271,7 +263,7 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 // (reported as paired log-t: the pairs are the trials). A round in which a
 // trial has no positive, finite ratio (p50 of 0, no histogram) is left
 // out and counted in left.
-func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]string]*rowFacts) (iv Interval, left int) {
+func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]string]*rowFacts) (iv stats.Interval, left int) {
 	ratio := func(t *rowFacts) float64 {
 		a, b := get(t), getV(t)
 		if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
@@ -288,19 +280,19 @@ func metricRatio(cells []*Cell, get, getV func(*rowFacts) float64, rows map[[2]s
 		}
 		rs = append(rs, v)
 	}
-	iv = positiveCI(rs)
-	if iv.Method == MethodLogT {
-		iv.Method = MethodPairedLogT
+	iv = stats.PositiveCI(rs)
+	if iv.Method == stats.MethodLogT {
+		iv.Method = stats.MethodPairedLogT
 	}
 	return iv, left
 }
 
 // groupRatio is the ratio of the cells to their versus cells: per round,
 // the geometric mean of the cells over the geometric mean of their versus
-// cells, then the paired interval over the rounds (pairedRatio). When
+// cells, then the paired interval over the rounds (stats.PairedRatio). When
 // fewer than 3 rounds pair but each side has 3, the sides are taken as
-// independent (welchRatio).
-func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) Interval {
+// independent (stats.WelchRatio).
+func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]string]*rowFacts) stats.Interval {
 	nr, nv := groupRounds(cells, get, rows)
 	dr, dv := groupRounds(versus, get, rows)
 	den := map[int]float64{}
@@ -314,10 +306,10 @@ func groupRatio(cells, versus []*Cell, get func(*rowFacts) float64, rows map[[2]
 			base = append(base, d)
 		}
 	}
-	if len(num) < minSamplesForCI && len(nv) >= minSamplesForCI && len(dv) >= minSamplesForCI {
-		return welchRatio(nv, dv)
+	if len(num) < stats.MinSamplesForCI && len(nv) >= stats.MinSamplesForCI && len(dv) >= stats.MinSamplesForCI {
+		return stats.WelchRatio(nv, dv)
 	}
-	return pairedRatio(num, base)
+	return stats.PairedRatio(num, base)
 }
 
 // groupRounds is, for each round in which every cell has a used
@@ -341,170 +333,35 @@ func groupRounds(cells []*Cell, get func(*rowFacts) float64, rows map[[2]string]
 	}
 	sort.Ints(rounds)
 	for _, r := range rounds {
-		xs := per[r]
-		if allPositive(xs) {
-			vals = append(vals, math.Exp(mean(logs(xs))))
-		} else {
-			vals = append(vals, mean(xs))
-		}
+		vals = append(vals, stats.GeoMean(per[r]))
 	}
 	return rounds, vals
 }
 
-// judgeClaim reads an interval against a bound: holds, fails or
-// inconclusive, in words, and for an inconclusive one about how many more
-// repetitions would likely decide it.
-func judgeClaim(iv Interval, b claims.Bound, unit string) (outcome, detail string, more int) {
-	f := func(v float64) string { return fmtClaimValue(v, unit) }
-	side, other := "below", "above"
-	if !b.Upper() {
-		side, other = "above", "below"
-	}
-	if !iv.IsCI() {
-		need := minSamplesForCI - iv.N
-		if need < 1 {
-			need = 1
-		}
-		est := "no estimate"
-		if !math.IsNaN(iv.Value) {
-			est = "estimate " + f(iv.Value)
-			if iv.HasCI() {
-				est += " (range " + f(iv.Low) + " to " + f(iv.High) + ")"
-			}
-		}
-		return claims.Inconclusive, fmt.Sprintf("%s from %d repetition(s): no 95%% interval below %d; about %d more repetition(s) per cell give one",
-			est, iv.N, minSamplesForCI, need), need
-	}
-	ci := fmt.Sprintf("95%% interval [%s, %s] (%s, n=%d)", f(iv.Low), f(iv.High), methodLabel(iv), iv.N)
-	loIn, hiIn := b.Holds(iv.Low), b.Holds(iv.High)
-	switch {
-	case loIn && hiIn:
-		return claims.Holds, fmt.Sprintf("%s %s: the whole %s is %s the bound %s", fmtEst(iv, unit), b.Text, ci, side, f(b.Value)), 0
-	case !loIn && !hiIn:
-		return claims.Fails, fmt.Sprintf("%s: the whole %s is %s the bound %s", fmtEst(iv, unit), ci, other, f(b.Value)), 0
-	}
-	detail = fmt.Sprintf("the %s straddles the bound %s", ci, f(b.Value))
-	if iv.Value > 0 && b.Value > 0 {
-		pct := 100 * (iv.Value/b.Value - 1)
-		where := "above"
-		if pct < 0 {
-			where = "below"
-		}
-		past := iv.High/b.Value - 1 // the interval's end on the wrong side
-		if !b.Upper() {
-			past = 1 - iv.Low/b.Value
-		}
-		reach := "up to " + f(iv.High)
-		if !b.Upper() {
-			reach = "down to " + f(iv.Low)
-		}
-		if b.Upper() && past > 1 {
-			reach += fmt.Sprintf(" (%.0f times the bound)", iv.High/b.Value)
-		} else {
-			reach += fmt.Sprintf(" (%.1f%% past it)", 100*math.Abs(past))
-		}
-		detail += fmt.Sprintf(": the estimate %s is %.1f%% %s it, and the interval reaches %s", f(iv.Value), math.Abs(pct), where, reach)
-	}
-	more = moreRepetitions(iv, b.Value)
-	switch {
-	case more > 0:
-		detail += fmt.Sprintf("; about %d more repetition(s) per cell would likely decide it (the interval narrows as 1/√n)", more)
-	default:
-		detail += "; the estimate is too close to the bound for more repetitions to decide it"
-	}
-	return claims.Inconclusive, detail, more
-}
-
-// moreRepetitions estimates how many more samples would shrink the
-// interval's half-width on the log scale below the estimate's distance to
-// the bound, taking the spread of the logs as measured and the width as
-// t(m−1)·s/√m: the smallest m that decides, minus n; 0 when that would
-// take more than 10,000 repetitions or the estimate sits on the bound.
-func moreRepetitions(iv Interval, bound float64) int {
-	if !iv.IsCI() || iv.Low <= 0 || iv.Value <= 0 || bound <= 0 || iv.N < 2 {
-		return 0
-	}
-	d := math.Abs(math.Log(iv.Value) - math.Log(bound))
-	h := (math.Log(iv.High) - math.Log(iv.Low)) / 2
-	if d == 0 || h <= 0 {
-		return 0
-	}
-	sd := h * math.Sqrt(float64(iv.N)) / tQuantile975(float64(iv.N-1)) // the spread of the logs
-	decides := func(m int) bool { return tQuantile975(float64(m-1))*sd/math.Sqrt(float64(m)) < d }
-	const most = 10000
-	z := math.Ceil(math.Pow(1.959963984540054*sd/d, 2)) // the normal approximation, a lower bound
-	if z > most {
-		return 0
-	}
-	m := max(iv.N+1, int(z))
-	for ; !decides(m); m++ {
-		if m >= most {
-			return 0
-		}
-	}
-	for m-1 > iv.N && decides(m-1) {
-		m--
-	}
-	return m - iv.N
-}
-
-// judgeVerdict: holds when the claimed verdict is the verdict of more than
-// half of every selected cell's repetitions; fails when another verdict
-// (not noisy or undetermined) is, in some cell; inconclusive otherwise.
+// judgeVerdict counts, per selected cell, the verdicts of its used
+// repetitions and has claims.JudgeVerdict judge the claim on them.
 func (s *Summary) judgeVerdict(o *ClaimOutcome, sp results.ClaimSpec, cells []*Cell, rows map[[2]string]*rowFacts) {
-	o.Outcome = claims.Inconclusive
-	if len(cells) == 0 {
-		o.Detail = "no successful repetition of the selected cells in this run"
-		return
-	}
-	k, n := 0, 0
-	holds, fails := true, false
-	var parts []string
+	var counts []claims.CellVerdicts
 	for _, c := range cells {
 		count := map[string]int{}
-		cn := 0
 		for _, sm := range c.used() {
 			t := rows[[2]string{sm.TrialID, c.Step}]
 			if t == nil || t.verdict == "" {
 				continue
 			}
 			count[t.verdict]++
-			cn++
 		}
-		k += count[sp.Verdict]
-		n += cn
-		if 2*count[sp.Verdict] <= cn || cn == 0 {
-			holds = false
-		}
-		for v, x := range count {
-			if v != sp.Verdict && 2*x > cn && v != "noisy" && v != "undetermined" {
-				fails = true
-			}
-		}
-		var vs []string
-		for v, x := range count {
-			vs = append(vs, fmt.Sprintf("%s %d/%d", v, x, cn))
-		}
-		sort.Strings(vs)
-		if len(vs) == 0 {
-			vs = []string{"no verdict"}
-		}
-		parts = append(parts, c.Label()+": "+strings.Join(vs, ", "))
+		counts = append(counts, claims.CellVerdicts{Label: c.Label(), Counts: count})
 	}
-	o.N = n
-	if n > 0 {
-		o.Estimate = float64(k) / float64(n)
-	}
-	switch {
-	case n == 0:
-		o.Detail = "no repetition has a verdict (the collect step's whole-machine accounting did not run)"
-		return
-	case holds:
-		o.Outcome = claims.Holds
-	case fails:
-		o.Outcome = claims.Fails
-	}
-	o.Detail = fmt.Sprintf("%d of %d repetitions %s; %s", k, n, sp.Verdict, strings.Join(parts, "; "))
+	var j claims.Judgement
+	j, o.Estimate, o.N = claims.JudgeVerdict(sp.Verdict, counts)
+	o.judged(j)
+}
+
+// judged sets the outcome, the detail and the repetitions that would
+// likely decide it from j.
+func (o *ClaimOutcome) judged(j claims.Judgement) {
+	o.Outcome, o.Detail, o.MoreRepetitions = j.Outcome, j.Detail, j.MoreRepetitions
 }
 
 // versusOf is the cell with c's parameters but those of versus, same step.
@@ -585,73 +442,6 @@ func plainNumber(v any) any {
 		return int64(f)
 	}
 	return v
-}
-
-// fmtClaimValue formats a claim's estimate in its unit ("" for a ratio).
-func fmtClaimValue(v float64, unit string) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	switch unit {
-	case claims.UnitLatency:
-		return fmtMS(v) + " ms"
-	case claims.UnitRate:
-		return fmtRate(v) + " req/s"
-	case claims.UnitPercent:
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	case claims.UnitSeconds:
-		return strconv.FormatFloat(v, 'g', 4, 64) + " s"
-	case claims.UnitCount:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case claims.UnitCPUPerRequest:
-		return strconv.FormatFloat(v, 'g', 3, 64) + " µs/req"
-	}
-	if v != 0 && math.Abs(v) < 0.01 {
-		return strconv.FormatFloat(v, 'g', 3, 64) // a ratio far below 1
-	}
-	return strconv.FormatFloat(v, 'f', 3, 64)
-}
-
-// fmtEst is the estimate with its name: "ratio 0.312" or "1.20 ms".
-func fmtEst(iv Interval, unit string) string {
-	if unit == "" {
-		return "ratio " + fmtClaimValue(iv.Value, unit)
-	}
-	return fmtClaimValue(iv.Value, unit)
-}
-
-// estimateLabel is "0.312 [0.290, 0.335]" for tables.
-func (o ClaimOutcome) estimateLabel() string {
-	if o.Kind == claims.KindVerdict {
-		if math.IsNaN(o.Estimate) {
-			return "-"
-		}
-		return fmt.Sprintf("%.0f%% of %d", 100*o.Estimate, o.N)
-	}
-	s := fmtClaimValue(o.Estimate, o.unit)
-	if !math.IsNaN(o.Low) && !math.IsNaN(o.High) {
-		s += " [" + fmtClaimValue(o.Low, o.unit) + ", " + fmtClaimValue(o.High, o.unit) + "]"
-	}
-	return s
-}
-
-// subject is "rps deploy=nat / deploy=host" for tables.
-func (o ClaimOutcome) subject() string {
-	what := o.Metric
-	if o.Kind == claims.KindVerdict {
-		what = "verdict"
-	}
-	if o.VersusMetric != "" {
-		what += " / " + o.VersusMetric
-	}
-	cell := o.Cell
-	if cell == "" {
-		cell = "every cell"
-	}
-	if o.Versus != "" {
-		return what + " " + cell + " / " + o.Versus
-	}
-	return what + " " + cell
 }
 
 // claimsFor are the claims that read cell c, as "name=outcome".

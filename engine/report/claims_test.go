@@ -14,6 +14,7 @@ import (
 	"github.com/benchflow/benchflow/engine/claims"
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // claimRun is a run in memory: deploy {host, nat} × log {on, off}, reps
@@ -115,10 +116,10 @@ func TestClaimRatioOutcomes(t *testing.T) {
 		num = append(num, math.Sqrt(n[0]*n[1]))
 		den = append(den, math.Sqrt(d[0]*d[1]))
 	}
-	iv := pairedRatio(num, den)
+	iv := stats.PairedRatio(num, den)
 	h := got["holds"]
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	if !near(h.Estimate, iv.Value) || !near(h.Low, iv.Low) || !near(h.High, iv.High) || h.Method != MethodPairedLogT || h.N != 4 {
+	if !near(h.Estimate, iv.Value) || !near(h.Low, iv.Low) || !near(h.High, iv.High) || h.Method != stats.MethodPairedLogT || h.N != 4 {
 		t.Errorf("holds: %v [%v, %v] %s n=%d, want the paired ratio %v [%v, %v]", h.Estimate, h.Low, h.High, h.Method, h.N, iv.Value, iv.Low, iv.High)
 	}
 	if h.High/h.Low > 1.1 {
@@ -141,33 +142,6 @@ func TestClaimWithoutInterval(t *testing.T) {
 	got := outcomes(t, claimRun(2, 0.5, natClaim("two-rounds", "< 0.6")))["two-rounds"]
 	if got.Outcome != claims.Inconclusive || got.MoreRepetitions != 1 || !strings.Contains(got.Detail, "no 95% interval") {
 		t.Errorf("2 rounds: %s, more %d, %q; want inconclusive, 1 more, no interval", got.Outcome, got.MoreRepetitions, got.Detail)
-	}
-}
-
-// TestMoreRepetitionsDecides: with the predicted number of repetitions
-// and the same spread, the interval no longer reaches the bound.
-func TestMoreRepetitionsDecides(t *testing.T) {
-	for _, tc := range []struct{ est, h float64 }{{0.9, 0.15}, {0.97, 0.1}, {1.2, 0.5}} {
-		n := 3
-		iv := Interval{Value: tc.est, Low: tc.est * math.Exp(-tc.h), High: tc.est * math.Exp(tc.h), Method: MethodPairedLogT, N: n}
-		more := moreRepetitions(iv, 1)
-		if more <= 0 {
-			t.Fatalf("%+v: no estimate", tc)
-		}
-		sd := tc.h * math.Sqrt(float64(n)) / tQuantile975(float64(n-1))
-		d := math.Abs(math.Log(tc.est))
-		width := func(m int) float64 { return tQuantile975(float64(m-1)) * sd / math.Sqrt(float64(m)) }
-		if w := width(n + more); w >= d {
-			t.Errorf("%+v: %d more give half-width %v, still reaching the bound (distance %v)", tc, more, w, d)
-		}
-		if more > 1 {
-			if w := width(n + more - 1); w < d {
-				t.Errorf("%+v: %d more would do, predicted %d", tc, more-1, more)
-			}
-		}
-	}
-	if m := moreRepetitions(Interval{Value: 1, Low: 0.9, High: 1.1, Method: MethodLogT, N: 3}, 1); m != 0 {
-		t.Errorf("estimate on the bound: %d more, want 0 (undecidable)", m)
 	}
 }
 
@@ -353,9 +327,9 @@ func TestClaimMetricRatio(t *testing.T) {
 		}
 		rounds = append(rounds, math.Sqrt(rs[0]*rs[1]))
 	}
-	iv := positiveCI(rounds)
+	iv := stats.PositiveCI(rounds)
 	h := got["tail-holds"]
-	if math.Abs(h.Estimate-iv.Value) > 1e-9 || math.Abs(h.Low-iv.Low) > 1e-9 || math.Abs(h.High-iv.High) > 1e-9 || h.Method != MethodPairedLogT || h.N != 4 {
+	if math.Abs(h.Estimate-iv.Value) > 1e-9 || math.Abs(h.Low-iv.Low) > 1e-9 || math.Abs(h.High-iv.High) > 1e-9 || h.Method != stats.MethodPairedLogT || h.N != 4 {
 		t.Errorf("tail-holds: %v [%v, %v] %s n=%d, want %v [%v, %v] paired log-t n=4", h.Estimate, h.Low, h.High, h.Method, h.N, iv.Value, iv.Low, iv.High)
 	}
 	if h.High/h.Low > 1.2 {
@@ -364,8 +338,8 @@ func TestClaimMetricRatio(t *testing.T) {
 	if p := got["p9999"]; p.Estimate < 20 {
 		t.Errorf("p9999: estimate %v, want 40×drift (p99.99 of the histograms, 20 ms, over the trials p50, 0.5 ms/drift)", p.Estimate)
 	}
-	if h.VersusMetric != "latency_p50_us" || h.Versus != "" || !strings.Contains(h.subject(), "latency_p99_us / latency_p50_us deploy=nat") {
-		t.Errorf("tail-holds reads as %q (versus_metric %q)", h.subject(), h.VersusMetric)
+	if h.VersusMetric != "latency_p50_us" || h.Versus != "" || !strings.Contains(h.row()[2], "latency_p99_us / latency_p50_us deploy=nat") {
+		t.Errorf("tail-holds reads as %q (versus_metric %q)", h.row()[2], h.VersusMetric)
 	}
 
 	// A trial with no p50 leaves its round out, and says so.
@@ -477,7 +451,7 @@ func TestClaimCPUPerRequest(t *testing.T) {
 	if math.Abs(h.Estimate-26) > 1 {
 		t.Errorf("host-stack: estimate %v µs/req, want about 20+1+5 = 26", h.Estimate)
 	}
-	if l := h.estimateLabel(); !strings.Contains(l, "µs/req") {
+	if l := h.row()[3]; !strings.Contains(l, "µs/req") {
 		t.Errorf("host-stack reads %q, want the estimate in µs/req", l)
 	}
 	// Without requests there is no CPU per request: the trial's round is

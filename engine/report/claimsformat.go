@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/benchflow/benchflow/engine/claims"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // ClaimCounts is "1 holds, 1 fails, 1 inconclusive" ("" without claims).
@@ -19,7 +20,9 @@ func ClaimCounts(outs []ClaimOutcome) string {
 var claimHeader = []string{"claim", "outcome", "judged", "estimate [95% CI]", "bound", "n"}
 
 func (o ClaimOutcome) row() []string {
-	return []string{o.Name, o.Outcome, o.subject(), o.estimateLabel(), o.Bound, fmt.Sprint(o.N)}
+	est := stats.Interval{Value: o.Estimate, Low: o.Low, High: o.High, Method: o.Method, N: o.N}
+	return []string{o.Name, o.Outcome, claims.Subject(o.Kind, o.Metric, o.VersusMetric, o.Cell, o.Versus),
+		claims.EstimateLabel(o.Kind, o.unit, est), o.Bound, fmt.Sprint(o.N)}
 }
 
 // WriteClaims prints outcomes as the text report does (for commands

@@ -13,6 +13,8 @@ import (
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // Verdicts of a comparison (B relative to A).
@@ -88,10 +90,10 @@ type Pair struct {
 	// Basis is what the samples are: "repetitions" when both cells have
 	// at least 3, else "intervals" (per-interval req/s and p99 from
 	// timeseries.parquet; a weaker test, since intervals are correlated).
-	Basis    string   `json:"basis"`
-	RPSRatio Interval `json:"-"` // req/s B / A (geometric means), 95% Welch interval on logs
-	P99Ratio Interval `json:"-"` // p99 B / A (geometric means), 95% Welch interval on logs
-	Verdict  string   `json:"verdict"`
+	Basis    string         `json:"basis"`
+	RPSRatio stats.Interval `json:"-"` // req/s B / A (geometric means), 95% Welch interval on logs
+	P99Ratio stats.Interval `json:"-"` // p99 B / A (geometric means), 95% Welch interval on logs
+	Verdict  string         `json:"verdict"`
 	// LatencyVerdict is the p99 verdict: "faster" means a lower p99 in B.
 	LatencyVerdict string `json:"p99_verdict"`
 	Regression     bool   `json:"regression"`
@@ -233,13 +235,13 @@ func judge(a, b *Cell) *Pair {
 		ra, la = intervalSamples(a)
 		rb, lb = intervalSamples(b)
 	}
-	p.RPSRatio = welchRatio(rb, ra)
-	p.P99Ratio = welchRatio(lb, la)
+	p.RPSRatio = stats.WelchRatio(rb, ra)
+	p.P99Ratio = stats.WelchRatio(lb, la)
 	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
 		p.Verdict, p.LatencyVerdict = VerdictInsufficient, VerdictInsufficient
 		// Still report the point estimates of the cells themselves.
-		p.RPSRatio = noCI(b.RPS.Value/a.RPS.Value, min(a.N, b.N))
-		p.P99Ratio = noCI(b.P99US/a.P99US, min(a.N, b.N))
+		p.RPSRatio = stats.NoCI(b.RPS.Value/a.RPS.Value, min(a.N, b.N))
+		p.P99Ratio = stats.NoCI(b.P99US/a.P99US, min(a.N, b.N))
 		return p
 	}
 	p.Verdict = verdict(p.RPSRatio, false)
@@ -256,7 +258,7 @@ func judge(a, b *Cell) *Pair {
 }
 
 // verdict reads a ratio interval; lowerIsBetter for latencies.
-func verdict(r Interval, lowerIsBetter bool) string {
+func verdict(r stats.Interval, lowerIsBetter bool) string {
 	switch {
 	case !r.HasCI():
 		return VerdictInsufficient
@@ -349,8 +351,8 @@ func (c *Comparison) rows() (header []string, rows [][]string) {
 			p99Ratio += fmt.Sprintf(" on %d intervals", p.P99Ratio.N)
 		}
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
-			fmtRate(p.A.RPS.Value), fmtRate(p.B.RPS.Value), rpsRatio,
-			fmtMS(p.A.P99US), fmtMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
+			units.FormatRate(p.A.RPS.Value), units.FormatRate(p.B.RPS.Value), rpsRatio,
+			units.FormatMS(p.A.P99US), units.FormatMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
 	}
 	return header, rows
 }

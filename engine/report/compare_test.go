@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // twoCellSpec is a small run whose cells have the given mean req/s.
@@ -113,10 +114,10 @@ func TestVerdictCalibration(t *testing.T) {
 	const runs = 300
 	falsePos, misses := 0, 0
 	for i := 0; i < runs; i++ {
-		if verdict(welchRatio(draw(5, 1000, 10), draw(5, 1000, 10)), false) != VerdictNoDifference {
+		if verdict(stats.WelchRatio(draw(5, 1000, 10), draw(5, 1000, 10)), false) != VerdictNoDifference {
 			falsePos++
 		}
-		if verdict(welchRatio(draw(5, 1100, 11), draw(5, 1000, 10)), false) != VerdictFaster {
+		if verdict(stats.WelchRatio(draw(5, 1100, 11), draw(5, 1000, 10)), false) != VerdictFaster {
 			misses++
 		}
 	}

@@ -12,16 +12,19 @@
 //     json; WriteHTML writes a self-contained page with SVG charts;
 //     WritePNG writes the same charts as PNG files.
 //   - EvaluateClaims judges the claims recorded in a run's manifest
-//     (claim blocks) with the same intervals: holds, fails or
-//     inconclusive, with how many more repetitions would likely decide
-//     (claims.go); Summarize fills Summary.Claims and every format shows
+//     (claim blocks) with the same intervals: claims.go selects each
+//     claim's cells, reads its metric from their trials and computes the
+//     interval, and engine/claims judges it (holds, fails or
+//     inconclusive, with how many more repetitions would likely decide)
+//     and words it; Summarize fills Summary.Claims and every format shows
 //     them; RecordedClaims reads claims.parquet back, ClaimRows builds it.
 //   - Compare pairs the cells of two runs, judges each pair with a Welch
 //     interval on the log ratio and says whether it reproduced;
 //     Comparison.Write renders it.
 //
-// The statistics live in stats.go (intervals), outliers.go (MAD rule) and
-// samples.go (per-repetition flags); docs/statistics.md explains them.
+// The statistics on plain samples (intervals, the t quantile, the MAD
+// rule) live in engine/stats; samples.go applies them per repetition
+// (flags); docs/statistics.md explains them.
 //
 // The cmd/benchflow report and compare commands are thin wrappers around
 // these. Reading and writing the tables is engine/results' job.

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/benchflow/benchflow/engine/escape"
+	"github.com/benchflow/benchflow/engine/stats"
+	"github.com/benchflow/benchflow/engine/units"
 )
 
 // Formats Write accepts.
@@ -64,7 +66,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		if c.N == 0 {
 			row = append(row, "-", "-", "-", "-", "-", "-")
 		} else {
-			row = append(row, fmtRate(c.RPS.Value), fmtCI(c.RPS, fmtRate), methodLabel(c.RPS), fmtMS(c.P50US), fmtMS(c.P99US), fmtMS(c.P999US))
+			row = append(row, units.FormatRate(c.RPS.Value), fmtCI(c.RPS, units.FormatRate), c.RPS.MethodLabel(), units.FormatMS(c.P50US), units.FormatMS(c.P99US), units.FormatMS(c.P999US))
 		}
 		row = append(row, fmtErrors(c.Errors, c.Requests))
 		if s.Baseline != "" {
@@ -218,7 +220,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			}
 		}
 		row = append(row, c.Step, strconv.Itoa(c.N), strconv.Itoa(c.Failed),
-			num(mean(c.usedRPS())), num(c.RPS.Low), num(c.RPS.High),
+			num(stats.Mean(c.usedRPS())), num(c.RPS.Low), num(c.RPS.High),
 			num(c.P50US), num(c.P90US), num(c.P99US), num(c.P999US), num(c.MaxUS),
 			strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10))
 		if c.Baseline != nil {
@@ -285,7 +287,7 @@ type jsonInterval struct {
 	N      int      `json:"n"`
 }
 
-func toJSONInterval(i Interval) jsonInterval {
+func toJSONInterval(i stats.Interval) jsonInterval {
 	j := jsonInterval{Value: finite(i.Value), Method: i.Method, N: i.N}
 	if i.HasCI() {
 		lo, hi := i.Low, i.High
@@ -327,56 +329,13 @@ func (s *Summary) writeJSON(w io.Writer) error {
 	return enc.Encode(s)
 }
 
-// Human formats.
+// Human formats (rates and latencies: units.FormatRate, units.FormatMS).
 
-func fmtRate(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return groupThousands(strconv.FormatFloat(v, 'f', 1, 64))
-}
-
-func groupThousands(s string) string {
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	for i, r := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	out := b.String()
-	if neg {
-		out = "-" + out
-	}
-	if frac != "" {
-		out += "." + frac
-	}
-	return out
-}
-
-func fmtCI(i Interval, f func(float64) string) string {
+func fmtCI(i stats.Interval, f func(float64) string) string {
 	if !i.HasCI() {
 		return "-"
 	}
 	return "[" + f(i.Low) + ", " + f(i.High) + "]"
-}
-
-func fmtMS(us float64) string {
-	if math.IsNaN(us) {
-		return "-"
-	}
-	ms := us / 1000
-	switch {
-	case ms >= 100:
-		return strconv.FormatFloat(ms, 'f', 0, 64)
-	case ms >= 10:
-		return strconv.FormatFloat(ms, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(ms, 'f', 2, 64)
-	}
 }
 
 func fmtErrors(errs, reqs int64) string {
@@ -391,27 +350,15 @@ func fmtErrors(errs, reqs int64) string {
 
 // fmtRatio is "0.912 [0.890, 0.934] paired log-t n=5": the estimate, its
 // bounds and how they were computed (a range below 3 samples).
-func fmtRatio(i Interval) string {
+func fmtRatio(i stats.Interval) string {
 	s := strconv.FormatFloat(i.Value, 'f', 3, 64)
 	if i.HasCI() {
 		s += " [" + strconv.FormatFloat(i.Low, 'f', 3, 64) + ", " + strconv.FormatFloat(i.High, 'f', 3, 64) + "]"
 	}
 	if i.Method != "" {
-		s += " " + methodLabel(i)
+		s += " " + i.MethodLabel()
 	}
 	return s
-}
-
-// methodLabel names an interval's method for tables: "log-t", "min-max"
-// (the bounds are the smallest and largest sample: fewer than 3), "n=1".
-func methodLabel(i Interval) string {
-	switch i.Method {
-	case MethodRange:
-		return "min-max"
-	case MethodNone, "":
-		return fmt.Sprintf("n=%d", i.N)
-	}
-	return i.Method
 }
 
 func orDash(s string) string {

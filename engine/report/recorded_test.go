@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // Two runs of testdata/recorded/*/pipeline.hcl (benchflow serve on
@@ -61,9 +62,9 @@ func TestRecordedIntervals(t *testing.T) {
 			sum2 += (math.Log(v) - m) * (math.Log(v) - m)
 		}
 		h := 2.776 * math.Sqrt(sum2/float64(len(rs)-1)/float64(len(rs)))
-		want := Interval{Value: math.Exp(m), Low: math.Exp(m - h), High: math.Exp(m + h)}
+		want := stats.Interval{Value: math.Exp(m), Low: math.Exp(m - h), High: math.Exp(m + h)}
 		got := c.RPS
-		if len(rs) != 5 || got.N != 5 || got.Method != MethodLogT {
+		if len(rs) != 5 || got.N != 5 || got.Method != stats.MethodLogT {
 			t.Fatalf("%s: %d rounds recorded, interval %+v", c.Label(), len(rs), got)
 		}
 		for _, pair := range [][2]float64{{got.Value, want.Value}, {got.Low, want.Low}, {got.High, want.High}} {
@@ -74,7 +75,7 @@ func TestRecordedIntervals(t *testing.T) {
 		if !(got.Low > 0) {
 			t.Errorf("%s: interval below zero: %+v", c.Label(), got)
 		}
-		if p := c.P99Reps; p.Method != MethodLogT || p.N != 5 || !(p.Low > 0 && p.Low < p.Value && p.Value < p.High) {
+		if p := c.P99Reps; p.Method != stats.MethodLogT || p.N != 5 || !(p.Low > 0 && p.Low < p.Value && p.Value < p.High) {
 			t.Errorf("%s: p99 over repetitions %+v, want a positive log-t interval over 5", c.Label(), p)
 		}
 	}
@@ -83,8 +84,8 @@ func TestRecordedIntervals(t *testing.T) {
 	for r, v := range byRound["4KiB"] {
 		lr = append(lr, math.Log(v/byRound["6"][r]))
 	}
-	want := math.Exp(mean(lr))
-	if b := s.Cells[1].Baseline; b == nil || math.Abs(b.Value/want-1) > 1e-9 || b.Method != MethodPairedLogT || !(b.Low > 0) {
+	want := math.Exp(stats.Mean(lr))
+	if b := s.Cells[1].Baseline; b == nil || math.Abs(b.Value/want-1) > 1e-9 || b.Method != stats.MethodPairedLogT || !(b.Low > 0) {
 		t.Errorf("paired ratio %+v, want %v from the per-round ratios", b, want)
 	}
 	for _, f := range []string{"text", "csv"} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 func TestReportGolden(t *testing.T) {
@@ -55,7 +56,7 @@ func TestSummarize(t *testing.T) {
 		if m := math.Exp(sumLog / float64(spec.reps)); math.Abs(m-c.RPS.Value) > 1e-9*m {
 			t.Errorf("%s: geometric mean rps %v, recomputed %v", c.Label(), c.RPS.Value, m)
 		}
-		if c.RPS.Method != MethodLogT || c.RPS.N != spec.reps {
+		if c.RPS.Method != stats.MethodLogT || c.RPS.N != spec.reps {
 			t.Errorf("%s: interval method %q n=%d, want log-t over %d", c.Label(), c.RPS.Method, c.RPS.N, spec.reps)
 		}
 		if !(c.RPS.Low < c.RPS.Value && c.RPS.Value < c.RPS.High) {

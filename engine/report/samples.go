@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // Sample is one successful repetition of a cell, with what the report
@@ -33,7 +35,7 @@ func (c *Cell) flagSamples() {
 	for i, s := range c.Samples {
 		rps[i], p99[i] = s.RPS, s.P99US
 	}
-	or, op := madOutliers(rps), madOutliers(p99)
+	or, op := stats.MADOutliers(rps), stats.MADOutliers(p99)
 	for i := range c.Samples {
 		c.Samples[i].Outlier = nil
 		if or[i] {
@@ -65,12 +67,12 @@ func (c *Cell) usedRPS() []float64 {
 }
 
 // pairedBaseline is c's req/s relative to its baseline cell b, paired by
-// round: round r of c against round r of b (pairedRatio). Rounds missing
+// round: round r of c against round r of b (stats.PairedRatio). Rounds missing
 // on either side are left out.
-func pairedBaseline(c, b *Cell) Interval {
+func pairedBaseline(c, b *Cell) stats.Interval {
 	if b == c {
 		n := len(c.used())
-		return Interval{Value: 1, Low: 1, High: 1, Method: MethodPairedLogT, N: n}
+		return stats.Interval{Value: 1, Low: 1, High: 1, Method: stats.MethodPairedLogT, N: n}
 	}
 	byRound := map[int]float64{}
 	for _, s := range b.used() {
@@ -83,7 +85,7 @@ func pairedBaseline(c, b *Cell) Interval {
 			den = append(den, v)
 		}
 	}
-	return pairedRatio(num, den)
+	return stats.PairedRatio(num, den)
 }
 
 // flags is the cell's flags in words: "outlier r3 (req/s)"; "" when none.

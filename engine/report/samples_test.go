@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // TestOutlierFlaggedEverywhere: a repetition far from the others is
@@ -49,7 +51,7 @@ func TestOutlierFlaggedEverywhere(t *testing.T) {
 	if !strings.Contains(h.String(), `<td class="w warn" data-label="flags">outlier r4 (req/s)</td>`) {
 		t.Error("HTML table lacks the flag")
 	}
-	if off.Baseline == nil || off.Baseline.Method != MethodPairedLogT || off.Baseline.N != 6 {
+	if off.Baseline == nil || off.Baseline.Method != stats.MethodPairedLogT || off.Baseline.N != 6 {
 		t.Errorf("baseline ratio %+v, want paired over 6 rounds", off.Baseline)
 	}
 }
@@ -72,7 +74,7 @@ func TestBaselinePairsRounds(t *testing.T) {
 	if r == nil || !(r.Low > 0.49 && r.High < 0.51) {
 		t.Errorf("paired ratio %+v, want within [0.49, 0.51] despite ±30%% round drift", r)
 	}
-	if u := welchRatio(s.Cells[1].usedRPS(), s.Cells[0].usedRPS()); !(u.High-u.Low > 0.3) {
+	if u := stats.WelchRatio(s.Cells[1].usedRPS(), s.Cells[0].usedRPS()); !(u.High-u.Low > 0.3) {
 		t.Errorf("unpaired ratio %+v unexpectedly narrow: the test does not exercise pairing", u)
 	}
 	// With two repetitions the table shows the range, named as such.
@@ -85,7 +87,7 @@ func TestBaselinePairsRounds(t *testing.T) {
 	if err := s2.Write(&b, "text"); err != nil {
 		t.Fatal(err)
 	}
-	if s2.Cells[0].RPS.Method != MethodRange || !strings.Contains(b.String(), "min-max") {
+	if s2.Cells[0].RPS.Method != stats.MethodRange || !strings.Contains(b.String(), "min-max") {
 		t.Errorf("n=2: method %q; text:\n%s", s2.Cells[0].RPS.Method, b.String())
 	}
 	var j bytes.Buffer

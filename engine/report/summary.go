@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 )
 
 // Options tune Summarize.
@@ -64,9 +65,9 @@ type Cell struct {
 	N      int             `json:"n"`      // repetitions aggregated (status ok)
 	Failed int             `json:"failed"` // repetitions not ok, left out
 	// RPS is the geometric mean req/s over the repetitions used for
-	// intervals with a 95% interval on the logs (positiveCI; the range
+	// intervals with a 95% interval on the logs (stats.PositiveCI; the range
 	// below 3 repetitions).
-	RPS Interval `json:"-"`
+	RPS stats.Interval `json:"-"`
 	// Latency percentiles (µs) from the histograms of every repetition
 	// merged.
 	P50US  float64 `json:"latency_p50_us"`
@@ -77,7 +78,7 @@ type Cell struct {
 	// P99Reps is the geometric mean of the repetitions' own p99 with its
 	// 95% log-t interval: how much the p99 varies between repetitions
 	// (P99US, from the merged histogram, has no interval).
-	P99Reps Interval `json:"-"`
+	P99Reps stats.Interval `json:"-"`
 
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
@@ -86,7 +87,7 @@ type Cell struct {
 	Processes []ProcessCPU `json:"top_processes,omitempty"`
 	// Baseline is RPS relative to the baseline cell; nil without
 	// --baseline or for cells without a baseline.
-	Baseline *Interval `json:"-"`
+	Baseline *stats.Interval `json:"-"`
 
 	// Per repetition, in trial order.
 	RepRPS   []float64 `json:"rps_samples"`
@@ -302,8 +303,8 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}
 	for _, c := range order {
 		c.flagSamples()
-		c.RPS = positiveCI(c.usedRPS())
-		c.P99Reps = positiveCI(c.usedP99())
+		c.RPS = stats.PositiveCI(c.usedRPS())
+		c.P99Reps = stats.PositiveCI(c.usedP99())
 		c.finishCapacity()
 		c.Histogram = results.MergeHistograms(merged[c])
 		c.P50US = c.Histogram.Percentile(50)

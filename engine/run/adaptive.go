@@ -10,8 +10,8 @@ import (
 	"github.com/benchflow/benchflow/engine/diag"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
-	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/stats"
 	"github.com/benchflow/benchflow/engine/steps"
 )
 
@@ -79,7 +79,7 @@ func contains(xs []string, x string) bool {
 func (ad *adaptive) widest(cell int) float64 {
 	w := 0.0
 	for _, st := range ad.steps {
-		w = math.Max(w, report.RelativeHalfWidth(ad.rps[cell][st]))
+		w = math.Max(w, stats.RelativeHalfWidth(ad.rps[cell][st]))
 	}
 	if len(ad.steps) == 0 {
 		return math.Inf(1)
@@ -140,7 +140,7 @@ func (ad *adaptive) record(pl *plan.Plan) *results.AdaptiveRecord {
 	for _, c := range pl.Cells {
 		for _, st := range ad.steps {
 			ac := results.AdaptiveCell{Params: paramsMap(c.Params), Step: st, Repetitions: ad.ran[c.Index]}
-			if w := report.RelativeHalfWidth(ad.rps[c.Index][st]); !math.IsInf(w, 0) {
+			if w := stats.RelativeHalfWidth(ad.rps[c.Index][st]); !math.IsInf(w, 0) {
 				ac.HalfWidth = &w
 			}
 			r.Cells = append(r.Cells, ac)

@@ -9,5 +9,9 @@
 // Starlark number, a float flag) and need no parser here; their bounds are
 // load.Options.Validate and load.SearchOptions.Validate.
 //
+// It also writes sizes, rates and latencies back as the reports print
+// them (FormatSize, FormatRate, FormatMS), so engine/report's tables and
+// engine/claims' wording show a value alike.
+//
 // The package imports only the standard library, so every layer may use it.
 package units

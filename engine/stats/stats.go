@@ -1,6 +1,7 @@
-package report
+package stats
 
 import (
+	"fmt"
 	"math"
 )
 
@@ -23,9 +24,9 @@ const (
 	MethodNone = "none"
 )
 
-// minSamplesForCI is the smallest sample size given a t interval; below
+// MinSamplesForCI is the smallest sample size given a t interval; below
 // it the range is shown.
-const minSamplesForCI = 3
+const MinSamplesForCI = 3
 
 // Interval is an estimate with its 95% confidence interval, the method
 // that computed it (Method* constants) and the number of samples (or pairs)
@@ -57,11 +58,25 @@ func (i Interval) HalfWidth() float64 {
 	return (math.Log(i.High) - math.Log(i.Low)) / 2
 }
 
-func noCI(v float64, n int) Interval {
+// MethodLabel names the interval's method for tables: "log-t", "min-max"
+// (the bounds are the smallest and largest sample: fewer than 3), "n=1".
+func (i Interval) MethodLabel() string {
+	switch i.Method {
+	case MethodRange:
+		return "min-max"
+	case MethodNone, "":
+		return fmt.Sprintf("n=%d", i.N)
+	}
+	return i.Method
+}
+
+// NoCI is the estimate v of n samples without bounds (MethodNone).
+func NoCI(v float64, n int) Interval {
 	return Interval{Value: v, Low: math.NaN(), High: math.NaN(), Method: MethodNone, N: n}
 }
 
-func mean(xs []float64) float64 {
+// Mean is the arithmetic mean of xs (NaN when empty).
+func Mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
@@ -77,7 +92,7 @@ func variance(xs []float64) float64 {
 	if len(xs) < 2 {
 		return math.NaN()
 	}
-	m := mean(xs)
+	m := Mean(xs)
 	s := 0.0
 	for _, x := range xs {
 		s += (x - m) * (x - m)
@@ -102,7 +117,8 @@ func logs(xs []float64) []float64 {
 	return out
 }
 
-func minMax(xs []float64) (lo, hi float64) {
+// MinMax is the smallest and the largest of xs (+Inf and -Inf when empty).
+func MinMax(xs []float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, x := range xs {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
@@ -110,53 +126,62 @@ func minMax(xs []float64) (lo, hi float64) {
 	return lo, hi
 }
 
+// GeoMean is the geometric mean of xs, or their arithmetic mean when one
+// is not positive (logs are then ruled out, as in PositiveCI).
+func GeoMean(xs []float64) float64 {
+	if allPositive(xs) {
+		return math.Exp(Mean(logs(xs)))
+	}
+	return Mean(xs)
+}
+
 // rangeOf is the estimate v with the sample range of xs as bounds.
 func rangeOf(v float64, xs []float64) Interval {
-	lo, hi := minMax(xs)
+	lo, hi := MinMax(xs)
 	return Interval{Value: v, Low: lo, High: hi, Method: MethodRange, N: len(xs)}
 }
 
-// positiveCI estimates a positive quantity (req/s, a latency) from its
+// PositiveCI estimates a positive quantity (req/s, a latency) from its
 // repetitions: the geometric mean with a 95% t interval computed on the
 // logs and back-transformed (MethodLogT), so both bounds are positive and
 // the interval is symmetric in ratio (×/÷). With fewer than 3 samples it
 // gives the range instead (MethodRange), with one sample no bounds. A
 // sample ≤ 0 (a repetition with no successful request) rules out logs: the
 // estimate is then the arithmetic mean with the range.
-func positiveCI(xs []float64) Interval {
+func PositiveCI(xs []float64) Interval {
 	n := len(xs)
 	if n == 0 {
-		return noCI(math.NaN(), 0)
+		return NoCI(math.NaN(), 0)
 	}
 	if !allPositive(xs) {
 		if n == 1 {
-			return noCI(xs[0], 1)
+			return NoCI(xs[0], 1)
 		}
-		return rangeOf(mean(xs), xs)
+		return rangeOf(Mean(xs), xs)
 	}
 	ls := logs(xs)
-	g := math.Exp(mean(ls))
+	g := math.Exp(Mean(ls))
 	switch {
 	case n == 1:
-		return noCI(g, 1)
-	case n < minSamplesForCI:
+		return NoCI(g, 1)
+	case n < MinSamplesForCI:
 		return rangeOf(g, xs)
 	}
-	h := tQuantile975(float64(n-1)) * math.Sqrt(variance(ls)/float64(n))
-	m := mean(ls)
+	h := TQuantile975(float64(n-1)) * math.Sqrt(variance(ls)/float64(n))
+	m := Mean(ls)
 	return Interval{Value: g, Low: math.Exp(m - h), High: math.Exp(m + h), Method: MethodLogT, N: n}
 }
 
-// pairedRatio is the ratio b/a of two cells measured in the same rounds:
+// PairedRatio is the ratio b/a of two cells measured in the same rounds:
 // b[i] and a[i] come from round i. It is the geometric mean of the
 // per-round ratios with a 95% t interval on the per-round log ratios
 // (MethodPairedLogT): what the rounds share (machine drift, a noisy
 // neighbour during round i) cancels. Fewer than 3 pairs give the range of
 // the per-round ratios.
-func pairedRatio(b, a []float64) Interval {
+func PairedRatio(b, a []float64) Interval {
 	n := min(len(a), len(b))
 	if n == 0 {
-		return noCI(math.NaN(), 0)
+		return NoCI(math.NaN(), 0)
 	}
 	rs := make([]float64, n)
 	for i := range rs {
@@ -164,37 +189,37 @@ func pairedRatio(b, a []float64) Interval {
 	}
 	if !allPositive(rs) {
 		if n == 1 {
-			return noCI(rs[0], 1)
+			return NoCI(rs[0], 1)
 		}
-		return rangeOf(mean(b[:n])/mean(a[:n]), rs)
+		return rangeOf(Mean(b[:n])/Mean(a[:n]), rs)
 	}
-	iv := positiveCI(rs)
+	iv := PositiveCI(rs)
 	if iv.Method == MethodLogT {
 		iv.Method = MethodPairedLogT
 	}
 	return iv
 }
 
-// welchRatio is the ratio of the geometric means of two independent
+// WelchRatio is the ratio of the geometric means of two independent
 // samples, b/a, with a 95% Welch t interval on the difference of the mean
 // logs (Welch–Satterthwaite degrees of freedom; MethodWelchLogT). With
 // fewer than 3 samples on a side it gives the range of all the ratios
 // b[j]/a[i].
-func welchRatio(b, a []float64) Interval {
+func WelchRatio(b, a []float64) Interval {
 	if len(a) == 0 || len(b) == 0 {
-		return noCI(math.NaN(), 0)
+		return NoCI(math.NaN(), 0)
 	}
 	n := min(len(a), len(b))
-	if !allPositive(a) || !allPositive(b) || n < minSamplesForCI {
-		r := mean(b) / mean(a)
+	if !allPositive(a) || !allPositive(b) || n < MinSamplesForCI {
+		r := Mean(b) / Mean(a)
 		if allPositive(a) && allPositive(b) {
-			r = math.Exp(mean(logs(b)) - mean(logs(a)))
+			r = math.Exp(Mean(logs(b)) - Mean(logs(a)))
 		}
 		if len(a) == 1 && len(b) == 1 {
-			return noCI(r, 1)
+			return NoCI(r, 1)
 		}
-		alo, ahi := minMax(a)
-		blo, bhi := minMax(b)
+		alo, ahi := MinMax(a)
+		blo, bhi := MinMax(b)
 		lo, hi := blo/ahi, bhi/alo
 		if !(alo > 0) {
 			lo, hi = math.NaN(), math.NaN()
@@ -202,7 +227,7 @@ func welchRatio(b, a []float64) Interval {
 		return Interval{Value: r, Low: lo, High: hi, Method: MethodRange, N: n}
 	}
 	la, lb := logs(a), logs(b)
-	d := mean(lb) - mean(la)
+	d := Mean(lb) - Mean(la)
 	va := variance(la) / float64(len(a))
 	vb := variance(lb) / float64(len(b))
 	se := math.Sqrt(va + vb)
@@ -211,7 +236,7 @@ func welchRatio(b, a []float64) Interval {
 		return Interval{Value: r, Low: r, High: r, Method: MethodWelchLogT, N: n}
 	}
 	df := (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
-	h := tQuantile975(df) * se
+	h := TQuantile975(df) * se
 	return Interval{Value: r, Low: math.Exp(d - h), High: math.Exp(d + h), Method: MethodWelchLogT, N: n}
 }
 
@@ -226,9 +251,9 @@ func quantileSorted(xs []float64, q float64) float64 {
 	return xs[lo]*(1-f) + xs[hi]*f
 }
 
-// tQuantile975 is the 0.975 quantile of Student's t with df degrees of
+// TQuantile975 is the 0.975 quantile of Student's t with df degrees of
 // freedom (df may be fractional), by bisection on the CDF.
-func tQuantile975(df float64) float64 {
+func TQuantile975(df float64) float64 {
 	if math.IsNaN(df) || df <= 0 {
 		return math.NaN()
 	}
@@ -301,11 +326,11 @@ func regIncBeta(a, b, x float64) float64 {
 }
 
 // RelativeHalfWidth is half the width of the 95% interval of positive
-// samples xs (positiveCI: log-t) divided by the estimate: 0.03 means
+// samples xs (PositiveCI: log-t) divided by the estimate: 0.03 means
 // "±3%". It is +Inf with fewer than 3 samples or a sample ≤ 0. Adaptive
 // repetitions (engine/run) stop when every cell is below the precision.
 func RelativeHalfWidth(xs []float64) float64 {
-	iv := positiveCI(xs)
+	iv := PositiveCI(xs)
 	if !iv.IsCI() || !(iv.Value > 0) {
 		return math.Inf(1)
 	}

@@ -1,4 +1,4 @@
-package report
+package stats
 
 import (
 	"math"
@@ -41,28 +41,28 @@ func madSmallSample(n int) float64 {
 	return 1
 }
 
-// median of xs (NaN when empty); xs is not modified.
-func median(xs []float64) float64 {
+// Median of xs (NaN when empty); xs is not modified.
+func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return quantileSorted(s, 0.5)
 }
 
-// madOutliers reports, for each sample, whether it is an outlier by the
+// MADOutliers reports, for each sample, whether it is an outlier by the
 // median-absolute-deviation rule. Fewer than 3 samples, or a MAD of zero
 // (half the samples equal), flag nothing: there is no robust spread to
 // measure a distance with.
-func madOutliers(xs []float64) []bool {
+func MADOutliers(xs []float64) []bool {
 	out := make([]bool, len(xs))
 	if len(xs) < minSamplesForOutliers {
 		return out
 	}
-	m := median(xs)
+	m := Median(xs)
 	dev := make([]float64, len(xs))
 	for i, x := range xs {
 		dev[i] = math.Abs(x - m)
 	}
-	mad := median(dev) * madSmallSample(len(xs))
+	mad := Median(dev) * madSmallSample(len(xs))
 	if !(mad > 0) {
 		return out
 	}
