@@ -87,11 +87,7 @@ func atou(b []byte) (uint64, error) { return procfs.Atou(b) }
 
 // parseStatmRSS returns the resident set size in bytes from /proc/PID/statm.
 func parseStatmRSS(b []byte) (int64, error) {
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0, errShort
-	}
-	v, err := atou(f[1])
+	v, err := procfs.StatmResident(b)
 	return int64(v) * pageSize, err
 }
 

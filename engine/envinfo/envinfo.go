@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,9 +117,9 @@ var Sysctls = []string{
 // ToolTimeout bounds each tool version probe.
 var ToolTimeout = 3 * time.Second
 
-// Paths read by Collect; tests point them at fixtures.
+// Paths read by Collect besides /proc (procfs.Root); tests point them at
+// fixtures.
 var (
-	procRoot  = "/proc"
 	sysRoot   = "/sys"
 	osRelease = []string{"/etc/os-release", "/usr/lib/os-release"}
 )
@@ -159,7 +160,7 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 			break
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(procRoot, "cpuinfo")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(procfs.Root, "cpuinfo")); err == nil {
 		c := parseCPUInfo(b)
 		e.CPUModel, e.CPUSockets, e.CPUCores, e.CPUThreads = c.model, c.sockets, c.cores, c.threads
 	}
@@ -171,10 +172,10 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 	if e.CPUCores == 0 {
 		e.CPUCores = e.CPUThreads
 	}
-	if b, err := os.ReadFile(filepath.Join(procRoot, "loadavg")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(procfs.Root, "loadavg")); err == nil {
 		e.LoadAverage = parseLoadAvg(b)
 	}
-	if b, err := os.ReadFile(filepath.Join(procRoot, "meminfo")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(procfs.Root, "meminfo")); err == nil {
 		e.MemoryBytes = parseMemTotal(b)
 	}
 	e.CPUGovernor = "unavailable"
@@ -188,7 +189,7 @@ func Collect(ctx context.Context, benchflowVersion string) *Environment {
 		e.THPDefrag = selected(string(b))
 	}
 	for _, k := range Sysctls {
-		if b, err := os.ReadFile(filepath.Join(procRoot, "sys", strings.ReplaceAll(k, ".", "/"))); err == nil {
+		if b, err := os.ReadFile(filepath.Join(procfs.Root, "sys", strings.ReplaceAll(k, ".", "/"))); err == nil {
 			e.Sysctls[k] = strings.Join(strings.Fields(string(b)), " ")
 		}
 	}
@@ -466,11 +467,10 @@ func inContainer() bool {
 	if _, err := os.Stat("/run/.containerenv"); err == nil {
 		return true
 	}
-	b, err := os.ReadFile(filepath.Join(procRoot, "1/cgroup"))
+	s, err := procfs.Cgroup(1)
 	if err != nil {
 		return false
 	}
-	s := string(b)
 	return strings.Contains(s, "/docker/") || strings.Contains(s, "/kubepods") || strings.Contains(s, "/lxc/") || strings.Contains(s, "containerd")
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/procfs"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -56,9 +57,9 @@ func TestCollectThisMachine(t *testing.T) {
 func withFixture(t *testing.T) {
 	t.Helper()
 	root, _ := filepath.Abs("testdata/twosocket")
-	p, s, o := procRoot, sysRoot, osRelease
-	procRoot, sysRoot, osRelease = filepath.Join(root, "proc"), filepath.Join(root, "sys"), []string{filepath.Join(root, "os-release")}
-	t.Cleanup(func() { procRoot, sysRoot, osRelease = p, s, o })
+	p, s, o := procfs.Root, sysRoot, osRelease
+	procfs.Root, sysRoot, osRelease = filepath.Join(root, "proc"), filepath.Join(root, "sys"), []string{filepath.Join(root, "os-release")}
+	t.Cleanup(func() { procfs.Root, sysRoot, osRelease = p, s, o })
 }
 
 func TestCollectFixture(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/benchflow/benchflow/engine/procfs"
 )
 
 // Explaining is what changes results and is invisible in a table: the
@@ -100,10 +102,10 @@ func collectExplaining(ctx context.Context, e *Explaining) {
 			})
 		}
 	}
-	e.DockerUserlandProxy = userlandProxy(procRoot, "/etc/docker/daemon.json")
+	e.DockerUserlandProxy = userlandProxy("/etc/docker/daemon.json")
 	e.CgroupVersion = cgroupVersion(filepath.Join(sysRoot, "fs/cgroup"))
-	if b, err := os.ReadFile(filepath.Join(procRoot, "self/status")); err == nil {
-		e.Seccomp = seccompMode(b)
+	if v, ok := procfs.StatusValue(procfs.Self, "Seccomp"); ok {
+		e.Seccomp = seccompMode(v)
 	}
 	if b, err := os.ReadFile(filepath.Join(sysRoot, "module/apparmor/parameters/enabled")); err == nil {
 		e.AppArmor = "disabled"
@@ -123,7 +125,7 @@ func collectExplaining(ctx context.Context, e *Explaining) {
 	}
 	e.CPUFreqMaxMHz = khzToMHz(readLine(filepath.Join(cpufreq, "cpu0/cpufreq/scaling_max_freq")))
 	e.CPUFreqCurMHz = khzToMHz(readLine(filepath.Join(cpufreq, "cpu0/cpufreq/scaling_cur_freq")))
-	cpuinfo, _ := os.ReadFile(filepath.Join(procRoot, "cpuinfo"))
+	cpuinfo, _ := os.ReadFile(filepath.Join(procfs.Root, "cpuinfo"))
 	if e.CPUFreqCurMHz == 0 {
 		e.CPUFreqCurMHz = cpuinfoMHz(cpuinfo)
 	}
@@ -156,22 +158,18 @@ func dockerInfo(ctx context.Context) dockerInfoResult {
 // userlandProxy says whether Docker's userland proxy is on: dockerd's
 // --userland-proxy flag, else daemon.json's "userland-proxy", else Docker's
 // default (true) when a dockerd process runs here; "" when none does.
-func userlandProxy(procRoot, daemonJSON string) string {
-	ents, err := os.ReadDir(procRoot)
+func userlandProxy(daemonJSON string) string {
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return ""
 	}
 	found := false
-	for _, ent := range ents {
-		if _, err := strconv.Atoi(ent.Name()); err != nil {
-			continue
-		}
-		if readLine(filepath.Join(procRoot, ent.Name(), "comm")) != "dockerd" {
+	for _, pid := range pids {
+		if comm, _ := procfs.Comm(pid); comm != "dockerd" {
 			continue
 		}
 		found = true
-		b, _ := os.ReadFile(filepath.Join(procRoot, ent.Name(), "cmdline"))
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		args, _ := procfs.Cmdline(pid)
 		for i, a := range args {
 			if v, ok := strings.CutPrefix(a, "--userland-proxy="); ok {
 				return strconv.FormatBool(v != "false")
@@ -214,18 +212,16 @@ func cgroupVersion(root string) string {
 	return "1"
 }
 
-func seccompMode(status []byte) string {
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
-			switch strings.TrimSpace(v) {
-			case "0":
-				return "disabled"
-			case "1":
-				return "strict"
-			case "2":
-				return "filter"
-			}
-		}
+// seccompMode names the mode of /proc/self/status's Seccomp line ("" for
+// an unknown one).
+func seccompMode(v string) string {
+	switch v {
+	case "0":
+		return "disabled"
+	case "1":
+		return "strict"
+	case "2":
+		return "filter"
 	}
 	return ""
 }

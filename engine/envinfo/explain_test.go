@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/procfs/procfstest"
 )
 
 func writeFile(t *testing.T, path, s string) {
@@ -21,22 +23,23 @@ func TestUserlandProxy(t *testing.T) {
 	root := t.TempDir()
 	proc := filepath.Join(root, "proc")
 	daemon := filepath.Join(root, "daemon.json")
+	procfstest.Root(t, proc)
 	writeFile(t, filepath.Join(proc, "7", "comm"), "sshd\n")
 	writeFile(t, filepath.Join(proc, "7", "cmdline"), "sshd\x00")
-	if got := userlandProxy(proc, daemon); got != "" {
+	if got := userlandProxy(daemon); got != "" {
 		t.Errorf("no dockerd: %q, want empty", got)
 	}
 	writeFile(t, filepath.Join(proc, "42", "comm"), "dockerd\n")
 	writeFile(t, filepath.Join(proc, "42", "cmdline"), "/usr/sbin/dockerd\x00-H\x00fd://\x00")
-	if got := userlandProxy(proc, daemon); got != "true" {
+	if got := userlandProxy(daemon); got != "true" {
 		t.Errorf("default: %q, want true", got)
 	}
 	writeFile(t, daemon, `{"storage-driver": "overlay2", "userland-proxy": false}`)
-	if got := userlandProxy(proc, daemon); got != "false" {
+	if got := userlandProxy(daemon); got != "false" {
 		t.Errorf("daemon.json false: %q", got)
 	}
 	writeFile(t, filepath.Join(proc, "42", "cmdline"), "/usr/sbin/dockerd\x00--userland-proxy=true\x00")
-	if got := userlandProxy(proc, daemon); got != "true" {
+	if got := userlandProxy(daemon); got != "true" {
 		t.Errorf("flag over daemon.json: %q, want true", got)
 	}
 }
@@ -59,7 +62,7 @@ func TestExplainingFiles(t *testing.T) {
 	if got := cgroupVersion(cg); got != "2" {
 		t.Errorf("v2: %q", got)
 	}
-	if got := seccompMode([]byte("Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1\n")); got != "filter" {
+	if got := seccompMode("2"); got != "filter" {
 		t.Errorf("seccomp %q", got)
 	}
 	vul := filepath.Join(root, "vulnerabilities")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -181,8 +182,16 @@ func checkRate(field string, rate float64, conns int) *FieldError {
 	return nil
 }
 
+// validations counts the calls of Validate (Validations).
+var validations atomic.Int64
+
+// Validations is how many times Validate has run in this process, for
+// tests that a caller checks a load's options once.
+func Validations() int64 { return validations.Load() }
+
 // Validate checks o; see the package function Validate.
 func (o Options) Validate() error {
+	validations.Add(1)
 	var errs []error
 	bad := func(field, value, reason string) {
 		errs = append(errs, &FieldError{Field: field, Value: value, Reason: reason})
@@ -286,10 +295,28 @@ func (o Options) Validate() error {
 	case o.Nap > 0 && o.Rate > 0:
 		bad("nap", o.Nap.String(), "naps are for closed loop: with a rate they would delay the scheduled sends (busy polling does not)")
 	}
-	if o.CACert != "" || o.CACertPEM != nil {
-		if _, err := loadCAs(o); err != nil {
-			bad("cacert", o.CACert, err.Error())
-		}
+	if fe := o.checkCACert(); fe != nil {
+		errs = append(errs, fe)
 	}
 	return errors.Join(errs...)
+}
+
+// ValidateCACert is Validate's last rule alone: the CA certificates
+// (CACert, CACertPEM) parse. It is for a caller that ran Validate on o
+// before the certificates were read: Validate's error with the
+// certificates is that error's field errors followed by this one's.
+func (o Options) ValidateCACert() error {
+	if fe := o.checkCACert(); fe != nil {
+		return fe
+	}
+	return nil
+}
+
+func (o Options) checkCACert() *FieldError {
+	if o.CACert != "" || o.CACertPEM != nil {
+		if _, err := loadCAs(o); err != nil {
+			return &FieldError{Field: "cacert", Value: o.CACert, Reason: err.Error()}
+		}
+	}
+	return nil
 }

@@ -4,8 +4,9 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"syscall"
+
+	"github.com/benchflow/benchflow/engine/procfs"
 )
 
 // fdReserve is what the generator needs besides its connections: event
@@ -22,8 +23,8 @@ func checkFDLimit(conns, endpoints int) error {
 		return nil
 	}
 	open := 0
-	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
-		open = len(ents)
+	if n, err := procfs.OpenFiles(procfs.Self); err == nil {
+		open = n
 	}
 	need := uint64(conns)*uint64(max(endpoints, 1)) + uint64(open) + fdReserve
 	if need <= rl.Cur {

@@ -82,6 +82,18 @@ type runner struct {
 // Cancelling ctx stops the load promptly; the Result then covers the time
 // until cancellation.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := Validate(Defaults(opts)); err != nil {
+		return nil, err
+	}
+	return RunValidated(ctx, opts)
+}
+
+// RunValidated is Run for options that Validate has accepted already, as
+// steps.LoadOptions returns them (a pipeline's load step is checked once
+// per trial, when it is decoded): it does not check them again. Setting
+// Requester, Progress or OnResponse after the check keeps it valid;
+// changing any other field does not (Run checks them).
+func RunValidated(ctx context.Context, opts Options) (*Result, error) {
 	r, err := newRunner(opts)
 	if err != nil {
 		return nil, err
@@ -89,11 +101,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return r.run(ctx)
 }
 
+// newRunner builds the load of opts, which Validate accepted.
 func newRunner(opts Options) (*runner, error) {
 	opts = Defaults(opts)
-	if err := Validate(opts); err != nil {
-		return nil, err
-	}
 	targets := opts.Targets
 	if opts.Requester != nil {
 		pool, err := opts.Requester.Pool()

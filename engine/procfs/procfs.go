@@ -14,10 +14,18 @@ import (
 // Root is where /proc is read from; tests point it at a synthetic tree.
 var Root = "/proc"
 
-// Path is the file name under Root of a process (pid) and entry (name,
-// e.g. "stat" or "task/12/stat").
+// Self stands for this process in the readers that take a pid: its
+// entries are Root's "self" folder (/proc/self).
+const Self = -1
+
+// Path is the file name under Root of a process (pid, or Self) and entry
+// (name, e.g. "stat" or "task/12/stat"; "" names the process's folder).
 func Path(pid int, name string) string {
-	return filepath.Join(Root, strconv.Itoa(pid), name)
+	dir := strconv.Itoa(pid)
+	if pid == Self {
+		dir = "self"
+	}
+	return filepath.Join(Root, dir, name)
 }
 
 // maxFields is how many fields after the command name a Stat keeps
@@ -211,4 +219,111 @@ func CommandLine(argv []string, max int) string {
 		s = strings.TrimRight(string(r[:max-1]), " ") + "…"
 	}
 	return s
+}
+
+// Alive tells whether pid's folder exists under Root: the process (or a
+// zombie of it) is still in the table.
+func Alive(pid int) bool {
+	_, err := os.Stat(Path(pid, ""))
+	return err == nil
+}
+
+// Comm reads /proc/PID/comm: the process's name (at most 15 bytes) without
+// surrounding white space. The error is the read error when the process is
+// gone or not readable.
+func Comm(pid int) (string, error) {
+	b, err := os.ReadFile(Path(pid, "comm"))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Cgroup reads /proc/PID/cgroup: one "hierarchy:controllers:path" line per
+// cgroup hierarchy ("0::/path" alone under cgroup v2).
+func Cgroup(pid int) (string, error) {
+	b, err := os.ReadFile(Path(pid, "cgroup"))
+	return string(b), err
+}
+
+// StatusValue reads /proc/PID/status and returns the value of its first
+// line "key:…" without surrounding white space (StatusValue(Self,
+// "CapBnd") is this process's capability bounding set, in hex). ok is
+// false when the file cannot be read or has no such line.
+func StatusValue(pid int, key string) (v string, ok bool) {
+	b, err := os.ReadFile(Path(pid, "status"))
+	if err != nil {
+		return "", false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// Children lists the pids whose parent is pid: from
+// /proc/PID/task/PID/children where the kernel has it (CONFIG_PROC_CHILDREN),
+// else by reading every process's stat (ReadStat) for its parent pid
+// (field 4).
+func Children(pid int) []int {
+	var kids []int
+	b, err := os.ReadFile(Path(pid, filepath.Join("task", strconv.Itoa(pid), "children")))
+	if err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, k)
+			}
+		}
+		return kids
+	}
+	pids, _ := PIDs("")
+	for _, k := range pids {
+		s, _, err := ReadStat(k)
+		if err != nil {
+			continue
+		}
+		if pp, err := s.Int(4); err == nil && pp == pid {
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// StatmResident parses the contents of a /proc/PID/statm file: its second
+// field, the resident set size in pages. The error is ErrShort for a file
+// of fewer fields and Atou's for a field that is not a number.
+func StatmResident(b []byte) (uint64, error) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, ErrShort
+	}
+	return Atou(f[1])
+}
+
+// ResidentBytes is pid's resident memory from /proc/PID/statm
+// (StatmResident) in bytes; 0 when the process is gone or the file has
+// fewer than two fields.
+func ResidentBytes(pid int) uint64 {
+	b, err := os.ReadFile(Path(pid, "statm"))
+	if err != nil {
+		return 0
+	}
+	pages, _ := StatmResident(b)
+	return pages * uint64(os.Getpagesize())
+}
+
+// OpenFiles counts pid's open file descriptors (the entries of
+// /proc/PID/fd; OpenFiles(Self) counts this process's, the read's own
+// included).
+func OpenFiles(pid int) (int, error) {
+	ents, err := os.ReadDir(Path(pid, "fd"))
+	return len(ents), err
+}
+
+// Namespace reads the link /proc/PID/ns/NAME ("net:[4026531840]"): which
+// namespace of that type (net, pid, …) pid is in.
+func Namespace(pid int, name string) (string, error) {
+	return os.Readlink(Path(pid, filepath.Join("ns", name)))
 }

@@ -496,7 +496,9 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	case steps.BehaviourOf(st.Kind).Warms() && c.Until == "steady":
 		res, lerr = tr.warmSteady(ctx, st, c, opts, nil)
 	default:
-		res, lerr = load.Run(ctx, opts)
+		// LoadOptions checked opts (with the check made when the step
+		// was decoded for this trial): the load does not check them again.
+		res, lerr = load.RunValidated(ctx, opts)
 	}
 	if d, ok := opts.Requester.(doner); ok {
 		if err := d.Err(); err != nil && lerr == nil {

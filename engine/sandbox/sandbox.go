@@ -37,7 +37,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/benchflow/benchflow/providers/hostproc"
+	"github.com/benchflow/benchflow/engine/procfs"
 )
 
 // Grant opens one thing beyond the sandbox.
@@ -514,17 +514,12 @@ var capNumbers = map[string]uint{
 // boundingSet is this process's capability bounding set (CapBnd in
 // /proc/self/status); 0 when it cannot be read.
 func boundingSet() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	v, ok := procfs.StatusValue(procfs.Self, "CapBnd")
+	if !ok {
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "CapBnd:"); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return n
-		}
-	}
-	return 0
+	n, _ := strconv.ParseUint(v, 16, 64)
+	return n
 }
 
 // ancestors lists p's parent folders, outermost first, without "/".
@@ -573,7 +568,8 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		if cmd.Process == nil {
 			return nil
 		}
-		kids := children(cmd.Process.Pid)
+		// bwrap's child is the confined command (bwrap waits for it).
+		kids := procfs.Children(cmd.Process.Pid)
 		if len(kids) == 0 {
 			return cmd.Process.Kill()
 		}
@@ -583,32 +579,6 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		return nil
 	}
 	return cmd, nil
-}
-
-// children returns the pids whose parent is pid: bwrap's child is the
-// confined command (bwrap waits for it).
-func children(pid int) []int {
-	var kids []int
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err == nil {
-		for _, f := range strings.Fields(string(b)) {
-			if k, err := strconv.Atoi(f); err == nil {
-				kids = append(kids, k)
-			}
-		}
-		return kids
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		k, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := hostproc.ReadStat("/proc", k); err == nil && st.PPID == pid {
-			kids = append(kids, k)
-		}
-	}
-	return kids
 }
 
 // Describe returns one line per confinement fact, for the plan, reflecting

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/procfs"
 )
 
 // The test binary doubles as a helper inside the sandbox
@@ -62,7 +64,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		for i := 0; i < 1000; i++ {
-			if k := children(cmd.Process.Pid); len(k) == 1 && comm(k[0]) == "sleep" {
+			if k := procfs.Children(cmd.Process.Pid); len(k) == 1 && comm(k[0]) == "sleep" {
 				fmt.Println(k[0])
 				break
 			}
@@ -352,7 +354,7 @@ func TestProcIsTheMachines(t *testing.T) {
 	}
 	var inner int
 	fmt.Fscan(stdout, &inner)
-	kids := children(cmd.Process.Pid)
+	kids := procfs.Children(cmd.Process.Pid)
 	stdin.Close()
 	cmd.Wait()
 	if len(kids) != 1 || kids[0] != inner {

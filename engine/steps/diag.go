@@ -33,9 +33,14 @@ func CheckDuration(body hcl.Body, name, v string) *hcl.Diagnostic {
 		return nil
 	}
 	if _, err := pipeline.ParseDuration(v); err != nil {
-		return AttrErr(body, name, "Invalid duration", err.Error()+".")
+		return invalidDuration(body, name, err)
 	}
 	return nil
+}
+
+// invalidDuration is CheckDuration's diagnostic for the parse error err.
+func invalidDuration(body hcl.Body, name string, err error) *hcl.Diagnostic {
+	return AttrErr(body, name, "Invalid duration", err.Error()+".")
 }
 
 // CheckURL reports an attribute holding no http(s) or unix: URL, or nil. A

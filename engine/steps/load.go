@@ -94,6 +94,83 @@ type LoadConfig struct {
 	// requests failed (load steps only; nil means DefaultMaxErrorRatio).
 	MaxErrorRatio *float64       `hcl:"max_error_ratio,optional"`
 	DependsOn     hcl.Expression `hcl:"depends_on,optional"`
+
+	// checked is what validateLoad found when the kind's Validate ran on
+	// this config (TrialEval.Step decodes a fresh one for each trial):
+	// LoadOptions takes it instead of parsing and checking again. A config
+	// changed after its check would need a new one.
+	checked *loadCheck
+}
+
+// durations are c's durations: those validateLoad parsed, else parsed now.
+func (c *LoadConfig) durations() loadDurations {
+	if c.checked != nil {
+		return c.checked.durations
+	}
+	return parseDurations(c)
+}
+
+// loadCheck is a load step's settings checked once per trial: the
+// duration attributes parsed and load.Options.Validate's field errors for
+// the options without the files (body_file, cacert).
+type loadCheck struct {
+	durations loadDurations
+	fes       []*load.FieldError
+}
+
+// loadDurations are the duration attributes of a load or warm step,
+// parsed: a value that does not parse is 0 and has its error in errs, in
+// the attributes' order (duration, timeout, interval, busy_poll, nap).
+type loadDurations struct {
+	duration, timeout, interval, busyPoll, nap time.Duration
+	errs                                       []durationError
+}
+
+// durationError is a duration attribute that does not parse.
+type durationError struct {
+	name, value string
+	err         error
+}
+
+func (e durationError) Error() string { return fmt.Sprintf("%s = %q: %s", e.name, e.value, e.err) }
+
+func (e durationError) Unwrap() error { return e.err }
+
+// zeroDurationDiag is the diagnostic of a duration written as 0.
+func zeroDurationDiag(body hcl.Body) *hcl.Diagnostic {
+	return AttrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests.")
+}
+
+// parseDurations parses c's duration attributes with the rules every
+// duration of a pipeline follows (pipeline.ParseDuration).
+func parseDurations(c *LoadConfig) loadDurations {
+	var d loadDurations
+	for _, a := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{{"duration", c.Duration, &d.duration}, {"timeout", c.Timeout, &d.timeout}, {"interval", c.Interval, &d.interval}, {"busy_poll", c.BusyPoll, &d.busyPoll}, {"nap", c.Nap, &d.nap}} {
+		if a.v == "" {
+			continue
+		}
+		v, err := pipeline.ParseDuration(a.v)
+		if err != nil {
+			d.errs = append(d.errs, durationError{a.name, a.v, err})
+		}
+		*a.dst = v
+	}
+	return d
+}
+
+// durationParsed tells whether the duration attribute parsed (or is not
+// written).
+func (d loadDurations) durationParsed() bool {
+	return len(d.errs) == 0 || d.errs[0].name != "duration"
+}
+
+// zeroDuration tells whether duration is written and is 0, which Options
+// would read as "the default".
+func (d loadDurations) zeroDuration(c *LoadConfig) bool {
+	return c.Duration != "" && d.duration == 0 && d.durationParsed()
 }
 
 // SearchConfig is the `search {}` block of a load step: the flags of
@@ -175,7 +252,7 @@ func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 			return o, fmt.Errorf("body_file: %w", err)
 		}
 	}
-	o, errs := loadSettings(kind, c, body)
+	o, errs := loadSettings(kind, c, body, c.durations())
 	if len(errs) > 0 {
 		return o, errs[0]
 	}
@@ -192,8 +269,18 @@ func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 	if len(o.Targets) == 0 && c.Script == "" {
 		return o, fmt.Errorf("target: a %s step needs a target, url blocks or a script", kind)
 	}
+	// Validate's field errors: those found when the step was decoded for
+	// this trial (validateLoad) and the rule of the certificates read
+	// since, which Validate checks last; else (a config no Validate saw)
+	// Validate's own.
+	var fes []*load.FieldError
+	if c.checked != nil {
+		fes = append(append(fes, c.checked.fes...), load.FieldErrors(o.ValidateCACert())...)
+	} else {
+		fes = load.FieldErrors(o.Validate())
+	}
 	var problems []error
-	for _, fe := range load.FieldErrors(o.Validate()) {
+	for _, fe := range fes {
 		if fe.Field == "target" && fe.Index == 0 && c.Script != "" {
 			continue // the script's requester supplies the requests
 		}
@@ -205,34 +292,28 @@ func LoadOptions(kind string, c *LoadConfig, fsys fs.FS) (load.Options, error) {
 	return load.Defaults(o), nil
 }
 
-// loadSettings maps c to options without reading files and without
-// checking limits. A duration that does not parse is left at 0 and
-// reported (naming the attribute) in errs, as is a duration written as 0,
-// which Options would read as "the default".
-func loadSettings(kind string, c *LoadConfig, body []byte) (load.Options, []error) {
+// loadSettings maps c, with its durations d (parseDurations), to options
+// without reading files and without checking limits. A duration that does
+// not parse is left at 0 and reported (naming the attribute) in errs, as
+// is a duration written as 0, which Options would read as "the default".
+func loadSettings(kind string, c *LoadConfig, body []byte, d loadDurations) (load.Options, []error) {
 	var errs []error
 	o := load.Options{Tag: kind, Connections: c.Connections, Threads: c.Threads, Requests: c.Requests, Rate: c.Rate}
-	duration := func(name, s string) time.Duration {
-		if s == "" {
-			return 0
-		}
-		d, err := pipeline.ParseDuration(s) // the same rules validate applied
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s = %q: %w", name, s, err))
-		}
-		return d
+	rest := d.errs
+	if !d.durationParsed() {
+		errs, rest = append(errs, rest[0]), rest[1:]
 	}
-	o.Duration = duration("duration", c.Duration)
-	if c.Duration != "" && len(errs) == 0 && o.Duration == 0 {
+	o.Duration = d.duration
+	if d.zeroDuration(c) {
 		errs = append(errs, fmt.Errorf("duration = %q: must be more than 0 (leave it out for the default, or bound the step with requests)", c.Duration))
 	}
 	if o.Duration == 0 && o.Requests == 0 && kind == pipeline.KindWarm {
 		o.Duration = 5 * time.Second
 	}
-	o.Timeout = duration("timeout", c.Timeout)
-	o.Interval = duration("interval", c.Interval)
-	o.BusyPoll = duration("busy_poll", c.BusyPoll)
-	o.Nap = duration("nap", c.Nap)
+	for _, e := range rest {
+		errs = append(errs, e)
+	}
+	o.Timeout, o.Interval, o.BusyPoll, o.Nap = d.timeout, d.interval, d.busyPoll, d.nap
 	o.Engine = c.Engine
 	o.Protocol, o.Streams, o.SNI, o.TLSResume, o.H3ZeroRTT = c.Protocol, c.Streams, c.SNI, c.TLSResume, c.H3ZeroRTT
 	if c.KeepAlive != nil && !*c.KeepAlive {
@@ -286,14 +367,20 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		}
 	}
 	body := st.Body
-	add(CheckDuration(body, "duration", c.Duration))
-	if d, err := pipeline.ParseDuration(c.Duration); c.Duration != "" && err == nil && d == 0 {
-		add(AttrErr(body, "duration", "Invalid duration", "duration must be more than 0: leave it out for the default (10s, 5s for warm), or bound the step with requests."))
+	durations := parseDurations(c) // once per trial: LoadOptions takes them from c.checked
+	// CheckDuration's diagnostics, from the one parse, and duration's
+	// rule (more than 0) right after its own.
+	rest := durations.errs
+	if !durations.durationParsed() {
+		add(invalidDuration(body, "duration", rest[0].err))
+		rest = rest[1:]
 	}
-	add(CheckDuration(body, "timeout", c.Timeout))
-	add(CheckDuration(body, "interval", c.Interval))
-	add(CheckDuration(body, "busy_poll", c.BusyPoll))
-	add(CheckDuration(body, "nap", c.Nap))
+	if durations.zeroDuration(c) {
+		add(zeroDurationDiag(body))
+	}
+	for _, e := range rest {
+		add(invalidDuration(body, e.name, e.err))
+	}
 	if r := c.MaxErrorRatio; r != nil {
 		if st.Kind != pipeline.KindLoad {
 			add(AttrErr(body, "max_error_ratio", "Unsupported max_error_ratio", fmt.Sprintf("max_error_ratio applies to load steps; a %s step's errors do not fail the trial.", st.Kind)))
@@ -302,7 +389,7 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		}
 	}
 	add(CheckURL(body, "target", c.Target))
-	diags = append(diags, checkWarmUntil(st, c)...)
+	diags = append(diags, checkWarmUntil(st, c, durations)...)
 	if c.Target == "" && len(c.URLs) == 0 {
 		add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing target",
 			Detail: fmt.Sprintf("Step %s needs target = \"http://…\" (often \"${service.<name>.url}/\") or url blocks.", st.Addr()), Subject: st.DeclRange.Ptr()})
@@ -317,8 +404,10 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		diags = append(diags, validateSearch(st, c)...)
 	}
 	diags = append(diags, validateAgents(st, c)...)
-	o, _ := loadSettings(st.Kind, c, nil) // parse errors are reported above
-	for _, fe := range load.FieldErrors(o.Validate()) {
+	o, _ := loadSettings(st.Kind, c, nil, durations) // parse errors are reported above
+	fes := load.FieldErrors(o.Validate())
+	c.checked = &loadCheck{durations: durations, fes: fes}
+	for _, fe := range fes {
 		switch fe.Field {
 		case "target":
 			// checkURL and "Missing target" above, which know that a
@@ -335,7 +424,7 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 // checkWarmUntil validates until/window/tolerance of a load or warm step:
 // until is "steady" or unset, and only on warm steps; window is a duration
 // shorter than the step's duration; tolerance a percentage.
-func checkWarmUntil(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
+func checkWarmUntil(st *pipeline.Step, c *LoadConfig, durations loadDurations) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	body := st.Body
 	if c.Until == "" {
@@ -365,8 +454,7 @@ func checkWarmUntil(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 	}
 	if c.Window != "" && c.Duration != "" {
 		w, err1 := pipeline.ParseDuration(c.Window)
-		d, err2 := pipeline.ParseDuration(c.Duration)
-		if err1 == nil && err2 == nil && w*3 > d {
+		if err1 == nil && durations.durationParsed() && w*3 > durations.duration {
 			diags = append(diags, AttrErr(body, "window", "Window too long", fmt.Sprintf("until = \"steady\" compares 3 windows: window = %q must fit 3 times in duration = %q (the maximum).", c.Window, c.Duration)))
 		}
 	}

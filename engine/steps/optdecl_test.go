@@ -66,7 +66,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
 		t.Fatalf("a step with every declared attribute does not decode: %s\n%s", diags, src.String())
 	}
-	opts, errs := loadSettings(pipeline.KindLoad, &c, nil)
+	opts, errs := loadSettings(pipeline.KindLoad, &c, nil, parseDurations(&c))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

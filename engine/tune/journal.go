@@ -58,7 +58,7 @@ type journalFile struct {
 }
 
 func netNS() string {
-	ns, _ := os.Readlink("/proc/self/ns/net")
+	ns, _ := procfs.Namespace(procfs.Self, "net")
 	return ns
 }
 

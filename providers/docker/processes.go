@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/procfs"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -92,7 +92,7 @@ func (d *Deployment) topProcesses(ctx context.Context) ([]providers.Process, err
 func (d *Deployment) cgroupPIDs() (pids []int, ok bool) {
 	d.procMu.Lock()
 	if d.procsFile == "" && d.local && d.initPID > 0 {
-		d.procsFile = findProcsFile("/proc", "/sys/fs/cgroup", d.initPID)
+		d.procsFile = findProcsFile("/sys/fs/cgroup", d.initPID)
 	}
 	file := d.procsFile
 	d.procMu.Unlock()
@@ -111,15 +111,15 @@ func (d *Deployment) cgroupPIDs() (pids []int, ok bool) {
 	return pids, len(pids) > 0
 }
 
-// findProcsFile returns the cgroup.procs file of pid's cgroup, or "": the
-// v1 pids (or cpu) hierarchy, else the unified one.
-func findProcsFile(procRoot, cgroupRoot string, pid int) string {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+// findProcsFile returns the cgroup.procs file (under cgroupRoot) of pid's
+// cgroup, or "": the v1 pids (or cpu) hierarchy, else the unified one.
+func findProcsFile(cgroupRoot string, pid int) string {
+	cg, err := procfs.Cgroup(pid)
 	if err != nil {
 		return ""
 	}
 	var candidates []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(cg), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 || parts[2] == "/" {
 			continue
@@ -154,40 +154,36 @@ func (d *Deployment) cachedInfra() []providers.Process {
 	defer d.procMu.Unlock()
 	stale := d.infra == nil
 	for _, p := range d.infra {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.PID))); err != nil {
+		if !procfs.Alive(p.PID) {
 			stale = true
 			break
 		}
 	}
 	if stale {
-		d.infra = d.infraProcesses("/proc")
+		d.infra = d.infraProcesses()
 	}
 	return append([]providers.Process(nil), d.infra...)
 }
 
-// infraProcesses scans procRoot for docker-proxy processes of this
+// infraProcesses scans /proc (procfs) for docker-proxy processes of this
 // container's published ports, dockerd and this container's shim.
-func (d *Deployment) infraProcesses(procRoot string) []providers.Process {
-	entries, err := os.ReadDir(procRoot)
+func (d *Deployment) infraProcesses() []providers.Process {
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return nil
 	}
 	var out []providers.Process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm := readTrim(filepath.Join(procRoot, e.Name(), "comm"))
+	for _, pid := range pids {
+		comm := procComm(pid)
 		switch {
 		case comm == "dockerd":
 			out = append(out, providers.Process{PID: pid, Name: "dockerd", Role: RoleInfra})
 		case comm == "docker-proxy":
-			if d.proxyMatches(cmdline(filepath.Join(procRoot, e.Name(), "cmdline"))) {
+			if d.proxyMatches(cmdline(pid)) {
 				out = append(out, providers.Process{PID: pid, Name: "docker-proxy", Role: RoleInfra})
 			}
 		case strings.HasPrefix(comm, "containerd-shim"):
-			if d.id != "" && hasArgPair(cmdline(filepath.Join(procRoot, e.Name(), "cmdline")), "-id", d.id) {
+			if d.id != "" && hasArgPair(cmdline(pid), "-id", d.id) {
 				out = append(out, providers.Process{PID: pid, Name: "containerd-shim", Role: RoleInfra})
 			}
 		}
@@ -221,24 +217,16 @@ func hasArgPair(args []string, flag, value string) bool {
 	return false
 }
 
+// procComm is pid's name, "" when it is gone.
 func procComm(pid int) string {
-	return readTrim(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	comm, _ := procfs.Comm(pid)
+	return comm
 }
 
-func readTrim(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-func cmdline(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return nil
-	}
-	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+// cmdline is pid's arguments, nil when it is gone.
+func cmdline(pid int) []string {
+	argv, _ := procfs.Cmdline(pid)
+	return argv
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -9,6 +9,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchflow/benchflow/engine/procfs/procfstest"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -24,7 +25,7 @@ func fakeProc(t *testing.T, root string, pid, comm string, argv ...string) {
 }
 
 func TestInfraProcesses(t *testing.T) {
-	root := t.TempDir()
+	root := procfstest.Root(t, "")
 	const id = "4b135483bf3b3168544cd01868b790573b4429282a5850b5e36a4ce9fc6b61e7"
 	fakeProc(t, root, "1421", "dockerd", "/usr/sbin/dockerd")
 	fakeProc(t, root, "22739", "docker-proxy", "/usr/sbin/docker-proxy", "-proto", "tcp", "-host-ip", "127.0.0.1", "-host-port", "18080", "-container-ip", "172.17.0.2", "-container-port", "80")
@@ -36,7 +37,7 @@ func TestInfraProcesses(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "self"), 0o755)
 
 	d := &Deployment{id: id, containerIP: "172.17.0.2", published: []publishedPort{{name: "http", container: nat.Port("80/tcp"), host: 18080}}}
-	got := d.infraProcesses(root)
+	got := d.infraProcesses()
 	want := []providers.Process{
 		{PID: 1421, Name: "dockerd", Role: RoleInfra},
 		{PID: 22739, Name: "docker-proxy", Role: RoleInfra},
@@ -48,26 +49,26 @@ func TestInfraProcesses(t *testing.T) {
 }
 
 func TestFindProcsFile(t *testing.T) {
-	proc, cg := t.TempDir(), t.TempDir()
+	proc, cg := procfstest.Root(t, ""), t.TempDir()
 	const path = "/docker/741ab68e3b0b"
 	os.MkdirAll(filepath.Join(proc, "42"), 0o755)
 	os.WriteFile(filepath.Join(proc, "42", "cgroup"), []byte("9:name=systemd:"+path+"\n8:pids:"+path+"\n1:cpu,cpuacct:"+path+"\n0::"+path+"\n"), 0o644)
-	if got := findProcsFile(proc, cg, 42); got != "" {
+	if got := findProcsFile(cg, 42); got != "" {
 		t.Errorf("no cgroup files yet: got %q", got)
 	}
 	unified := filepath.Join(cg, path, "cgroup.procs")
 	os.MkdirAll(filepath.Dir(unified), 0o755)
 	os.WriteFile(unified, []byte("42\n"), 0o644)
-	if got := findProcsFile(proc, cg, 42); got != unified {
+	if got := findProcsFile(cg, 42); got != unified {
 		t.Errorf("v2: got %q, want %q", got, unified)
 	}
 	v1 := filepath.Join(cg, "pids", path, "cgroup.procs")
 	os.MkdirAll(filepath.Dir(v1), 0o755)
 	os.WriteFile(v1, []byte("42\n"), 0o644)
-	if got := findProcsFile(proc, cg, 42); got != v1 {
+	if got := findProcsFile(cg, 42); got != v1 {
 		t.Errorf("v1 pids preferred: got %q, want %q", got, v1)
 	}
-	if got := findProcsFile(proc, cg, 7); got != "" {
+	if got := findProcsFile(cg, 7); got != "" {
 		t.Errorf("unknown pid: got %q", got)
 	}
 }

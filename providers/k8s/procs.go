@@ -2,12 +2,11 @@ package k8s
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/procfs"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -32,43 +31,40 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	root := d.p.procRoot
-	if root == "" {
-		root = "/proc"
-	}
-	procs := containerProcesses(root, ids, "service")
+	procs := containerProcesses(ids, "service")
 	// The pods run here, so the ingress controller most likely does too.
 	if len(procs) > 0 && d.p.cfg.Expose == ExposeIngress {
-		procs = append(procs, namedProcesses(root, d.p.cfg.IngressProcesses, "infra")...)
+		procs = append(procs, namedProcesses(d.p.cfg.IngressProcesses, "infra")...)
 	}
 	return procs, nil
 }
 
-// namedProcesses scans root (a /proc) for processes whose comm or argv[0]'s
-// base name is one of names (a comm is at most 15 bytes: a longer name
-// matches its first 15).
-func namedProcesses(root string, names []string, role string) []providers.Process {
+// namedProcesses scans /proc (procfs) for processes whose comm or
+// argv[0]'s base name is one of names (a comm is at most 15 bytes: a
+// longer name matches its first 15).
+func namedProcesses(names []string, role string) []providers.Process {
 	if len(names) == 0 {
 		return nil
 	}
-	entries, err := os.ReadDir(root)
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return nil
 	}
 	var out []providers.Process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	for _, pid := range pids {
+		if pid <= 0 {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
+		comm, err := procfs.Comm(pid)
 		if err != nil {
 			continue
 		}
-		comm := strings.TrimSpace(string(b))
 		argv0 := ""
-		if cl, err := os.ReadFile(filepath.Join(root, e.Name(), "cmdline")); err == nil {
-			a, _, _ := strings.Cut(string(cl), "\x00")
+		if argv, err := procfs.Cmdline(pid); err == nil {
+			a := ""
+			if len(argv) > 0 {
+				a = argv[0]
+			}
 			argv0 = filepath.Base(a)
 		}
 		for _, n := range names {
@@ -86,26 +82,25 @@ func namedProcesses(root string, names []string, role string) []providers.Proces
 	return out
 }
 
-// containerProcesses scans root (a /proc) for processes whose cgroup path
+// containerProcesses scans /proc (procfs) for processes whose cgroup path
 // contains one of the container ids.
-func containerProcesses(root string, ids []string, role string) []providers.Process {
-	entries, err := os.ReadDir(root)
+func containerProcesses(ids []string, role string) []providers.Process {
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return nil
 	}
 	var out []providers.Process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	for _, pid := range pids {
+		if pid <= 0 {
 			continue
 		}
-		cg, err := os.ReadFile(filepath.Join(root, e.Name(), "cgroup"))
+		cg, err := procfs.Cgroup(pid)
 		if err != nil {
 			continue // exited, or not ours to read
 		}
 		match := false
 		for _, id := range ids {
-			if strings.Contains(string(cg), id) {
+			if strings.Contains(cg, id) {
 				match = true
 				break
 			}
@@ -113,11 +108,11 @@ func containerProcesses(root string, ids []string, role string) []providers.Proc
 		if !match {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
+		comm, err := procfs.Comm(pid)
 		if err != nil {
 			continue
 		}
-		out = append(out, providers.Process{PID: pid, Name: strings.TrimSpace(string(comm)), Role: role})
+		out = append(out, providers.Process{PID: pid, Name: comm, Role: role})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out

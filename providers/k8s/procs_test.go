@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/benchflow/benchflow/engine/procfs/procfstest"
 )
 
 // TestProcesses lays out a /proc as a node on this host shows it: the
@@ -14,7 +16,7 @@ import (
 func TestProcesses(t *testing.T) {
 	s := newSim(t, podsReady)
 	p, _ := testProvider(t, s.cs, Config{Expose: ExposeNodePort})
-	p.procRoot = t.TempDir()
+	root := procfstest.Root(t, "")
 	d, err := p.Provision(context.Background(), nginxRequest(t))
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +25,7 @@ func TestProcesses(t *testing.T) {
 
 	id := containerID("nginx-0")
 	proc := func(pid int, comm, cgroup string) {
-		dir := filepath.Join(p.procRoot, fmt.Sprint(pid))
+		dir := filepath.Join(root, fmt.Sprint(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +37,7 @@ func TestProcesses(t *testing.T) {
 	proc(4102, "nginx", pod)
 	proc(900, "containerd", "0::/system.slice/containerd.service\n")
 	proc(77, "nginx", "0::/user.slice/user-1000.slice/session-2.scope\n") // the host's own nginx
-	os.MkdirAll(filepath.Join(p.procRoot, "self"), 0o755)
+	os.MkdirAll(filepath.Join(root, "self"), 0o755)
 
 	ps, err := d.(*Deployment).Processes(context.Background())
 	if err != nil {
@@ -52,14 +54,14 @@ func TestProcesses(t *testing.T) {
 func TestIngressControllerProcesses(t *testing.T) {
 	s := newSimWith(t, podsReady, func(s *sim) { s.ingressIP = "127.0.0.1" })
 	p, _ := testProvider(t, s.cs, Config{Expose: ExposeIngress, IngressAddress: "127.0.0.1:8081"})
-	p.procRoot = t.TempDir()
+	root := procfstest.Root(t, "")
 	d, err := p.Provision(context.Background(), nginxRequest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Teardown(context.Background())
 	proc := func(pid int, comm, cgroup, cmdline string) {
-		dir := filepath.Join(p.procRoot, fmt.Sprint(pid))
+		dir := filepath.Join(root, fmt.Sprint(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,6 @@ type Provider struct {
 	podsGone     time.Duration // 0 means podsGoneTimeout
 	forward      forwardFunc
 	lookupHost   func(ctx context.Context, host string) ([]string, error)
-	procRoot     string // "" means /proc
 }
 
 // New builds a provider from a decoded config. It validates the config

@@ -91,7 +91,7 @@ func (d *Deployment) Processes(ctx context.Context) ([]providers.Process, error)
 			}
 		}
 		if listed == 0 && len(st.Tasks) > 0 {
-			pids = append(pids, d.containerPIDs(procfs.Root, a.id)...)
+			pids = append(pids, d.containerPIDs(a.id)...)
 		}
 	}
 	gw := d.gatewayProcesses()
@@ -327,41 +327,40 @@ var containerIDRe = regexp.MustCompile(`[0-9a-f]{64}`)
 // allocation's id — readable by root or the user the tasks run as;
 // otherwise nothing is found. The container's id is kept once found; its
 // processes are then those whose cgroup names it.
-func (d *Deployment) containerPIDs(root, allocID string) []int {
+func (d *Deployment) containerPIDs(allocID string) []int {
 	d.procMu.Lock()
 	cid := d.allocContainer[allocID]
 	d.procMu.Unlock()
-	ents, err := os.ReadDir(root)
+	pids, err := procfs.PIDs("")
 	if err != nil {
 		return nil
 	}
 	// benchflow's own container (benchflow and the client in one
 	// container) is not the task's: the whole machine would be the
 	// service.
-	selfCG, _ := os.ReadFile(filepath.Join(root, "self", "cgroup"))
-	self := containerIDRe.FindString(string(selfCG))
+	selfCG, _ := procfs.Cgroup(procfs.Self)
+	self := containerIDRe.FindString(selfCG)
 	type proc struct {
 		pid int
 		cid string
 	}
 	var procs []proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	for _, pid := range pids {
+		if pid <= 0 {
 			continue
 		}
-		cg, err := os.ReadFile(filepath.Join(root, e.Name(), "cgroup"))
+		cg, err := procfs.Cgroup(pid)
 		if err != nil {
 			continue
 		}
-		if id := containerIDRe.FindString(string(cg)); id != "" && id != self {
+		if id := containerIDRe.FindString(cg); id != "" && id != self {
 			procs = append(procs, proc{pid, id})
 		}
 	}
 	if cid == "" {
 		want := []byte("NOMAD_ALLOC_ID=" + allocID + "\x00")
 		for _, p := range procs {
-			env, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.pid), "environ"))
+			env, err := os.ReadFile(procfs.Path(p.pid, "environ"))
 			if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
 				cid = p.cid
 				break

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,7 +106,7 @@ func (n *Nomad) allocStats(w http.ResponseWriter, allocID string) {
 		tu.Pids = map[string]*napi.ResourceUsage{}
 		for _, pid := range family(t.pid) {
 			ru := &napi.ResourceUsage{MemoryStats: &napi.MemoryStats{Measured: measuredMem}, CpuStats: &napi.CpuStats{Measured: measuredCPU}}
-			ru.MemoryStats.RSS = rss(pid)
+			ru.MemoryStats.RSS = procfs.ResidentBytes(pid)
 			tu.Pids[strconv.Itoa(pid)] = ru
 			tu.ResourceUsage.MemoryStats.RSS += ru.MemoryStats.RSS
 		}
@@ -118,13 +117,13 @@ func (n *Nomad) allocStats(w http.ResponseWriter, allocID string) {
 
 // family is pid and its live descendants, from /proc, sorted.
 func family(pid int) []int {
-	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+	if !procfs.Alive(pid) {
 		return nil
 	}
 	parent := map[int]int{}
-	pids, _ := procfs.PIDs("/proc")
+	pids, _ := procfs.PIDs("")
 	for _, p := range pids {
-		l, _, err := procfs.ReadStatFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		l, _, err := procfs.ReadStat(p)
 		if err != nil || l.Fields() < 2 {
 			continue
 		}
@@ -147,18 +146,4 @@ func family(pid int) []int {
 	}
 	sort.Ints(out)
 	return out
-}
-
-// rss is a process's resident memory in bytes (0 when it is gone).
-func rss(pid int) uint64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
 }
