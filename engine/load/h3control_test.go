@@ -2,17 +2,12 @@ package load
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/quicvarint"
 )
 
@@ -24,15 +19,7 @@ import (
 // the control stream after SETTINGS instead (a misbehaving server).
 func goawayH3Server(t *testing.T, perConn int, extra []byte) (url string, conns, answered *atomic.Int64) {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(http.NotFoundHandler())
-	ts.StartTLS()
-	cert := ts.TLS.Certificates
-	ts.Close()
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: cert, NextProtos: []string{http3.NextProtoH3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := h3TestListener(t)
 	conns, answered = new(atomic.Int64), new(atomic.Int64)
 	resp := []byte{0x01, 0x03, 0x00, 0x00, 0xd9, 0x00, 0x02, 'o', 'k'} // HEADERS :status 200 (static 25), DATA "ok"
 	go func() {

@@ -382,15 +382,7 @@ func TestH3RawTimeoutRule(t *testing.T) {
 // does not wait for one).
 func hostileH3Server(t *testing.T, answer func(path string) (resp []byte, reset bool)) string {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(http.NotFoundHandler())
-	ts.StartTLS()
-	cert := ts.TLS.Certificates
-	ts.Close()
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: cert, NextProtos: []string{http3.NextProtoH3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := h3TestListener(t)
 	go func() {
 		for {
 			qc, err := ln.Accept(context.Background())
@@ -422,6 +414,22 @@ func hostileH3Server(t *testing.T, answer func(path string) (resp []byte, reset 
 		}
 	}()
 	return "https://" + ln.Addr().String()
+}
+
+// h3TestListener is a QUIC listener on a loopback UDP port offering h3,
+// with httptest's self-signed certificate, closed when the test ends.
+func h3TestListener(t *testing.T) *quic.Listener {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(http.NotFoundHandler())
+	ts.StartTLS()
+	cert := ts.TLS.Certificates
+	ts.Close()
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: cert, NextProtos: []string{http3.NextProtoH3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
 
 // TestH3RawHostileServer: what a hostile or broken server sends ends as
