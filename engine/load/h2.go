@@ -91,48 +91,59 @@ type h2Request struct {
 // (SETTINGS_HEADER_TABLE_SIZE until the server says otherwise).
 const h2DefaultTableSize = 4096
 
-// buildH2Request encodes a target's request as an HPACK header block.
-func buildH2Request(t Target, scheme, host, path string) (h2Request, error) {
+// requestFields is a target's request as HTTP/2 and HTTP/3 send it: the
+// pseudo-header fields, the target's headers in lower case without the
+// connection-specific ones (Host becomes :authority), and content-length
+// for a body or a POST, PUT or PATCH.
+func requestFields(t Target, scheme, host, path string) ([][2]string, error) {
 	method := t.Method
 	if method == "" {
 		method = "GET"
 	}
-	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	// No dynamic table: the block starts with a table size update to 0
-	// and holds literals only, so it can be sent as is on every stream.
-	enc.SetMaxDynamicTableSizeLimit(0)
 	authority := host
-	var extra []hpack.HeaderField
+	var extra [][2]string
 	hasLength := false
 	for _, h := range t.Headers {
 		k, v := strings.ToLower(strings.TrimSpace(h[0])), strings.TrimSpace(h[1])
 		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
-			return h2Request{}, fmt.Errorf("invalid header name %q", h[0])
+			return nil, fmt.Errorf("invalid header name %q", h[0])
 		}
 		if strings.ContainsAny(v, "\r\n") {
-			return h2Request{}, fmt.Errorf("header %q: value contains a line break", k)
+			return nil, fmt.Errorf("header %q: value contains a line break", k)
 		}
 		switch k {
 		case "host":
 			authority = v
 			continue
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-			continue // connection-specific: not allowed in HTTP/2
+			continue // connection-specific: not allowed in HTTP/2 nor HTTP/3
 		case "content-length":
 			hasLength = true
 		}
-		extra = append(extra, hpack.HeaderField{Name: k, Value: v})
+		extra = append(extra, [2]string{k, v})
 	}
-	fields := []hpack.HeaderField{
-		{Name: ":method", Value: method},
-		{Name: ":scheme", Value: scheme},
-		{Name: ":authority", Value: authority},
-		{Name: ":path", Value: path},
-	}
+	fields := [][2]string{{":method", method}, {":scheme", scheme}, {":authority", authority}, {":path", path}}
 	fields = append(fields, extra...)
 	if !hasLength && (len(t.Body) > 0 || method == "POST" || method == "PUT" || method == "PATCH") {
-		fields = append(fields, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(t.Body))})
+		fields = append(fields, [2]string{"content-length", strconv.Itoa(len(t.Body))})
+	}
+	return fields, nil
+}
+
+// buildH2Request encodes a target's request as an HPACK header block.
+func buildH2Request(t Target, scheme, host, path string) (h2Request, error) {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	// No dynamic table: the block starts with a table size update to 0
+	// and holds literals only, so it can be sent as is on every stream.
+	enc.SetMaxDynamicTableSizeLimit(0)
+	pairs, err := requestFields(t, scheme, host, path)
+	if err != nil {
+		return h2Request{}, err
+	}
+	fields := make([]hpack.HeaderField, len(pairs))
+	for i, f := range pairs {
+		fields[i] = hpack.HeaderField{Name: f[0], Value: f[1]}
 	}
 	for _, f := range fields {
 		if err := enc.WriteField(f); err != nil {

@@ -36,10 +36,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -114,50 +112,16 @@ type h3Stream interface {
 // stream: a HEADERS frame of a QPACK field section that uses no dynamic
 // table (static-table references and literals, Required Insert Count 0)
 // and, with a body, one DATA frame. The fields are HTTP/2's
-// (buildH2Request): the pseudo-header fields, the target's headers in
-// lower case without the connection-specific ones (Host becomes
-// :authority) and Content-Length for a body or a POST, PUT or PATCH.
+// (requestFields).
 func encodeH3Request(t Target, host, path string) ([]byte, error) {
-	method := t.Method
-	if method == "" {
-		method = "GET"
-	}
-	authority := host
-	var extra []qpack.HeaderField
-	hasLength := false
-	for _, h := range t.Headers {
-		k, v := strings.ToLower(strings.TrimSpace(h[0])), strings.TrimSpace(h[1])
-		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
-			return nil, fmt.Errorf("invalid header name %q", h[0])
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, fmt.Errorf("header %q: value contains a line break", k)
-		}
-		switch k {
-		case "host":
-			authority = v
-			continue
-		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-			continue // connection-specific: not allowed in HTTP/3
-		case "content-length":
-			hasLength = true
-		}
-		extra = append(extra, qpack.HeaderField{Name: k, Value: v})
-	}
-	fields := []qpack.HeaderField{
-		{Name: ":method", Value: method},
-		{Name: ":scheme", Value: "https"},
-		{Name: ":authority", Value: authority},
-		{Name: ":path", Value: path},
-	}
-	fields = append(fields, extra...)
-	if !hasLength && (len(t.Body) > 0 || method == "POST" || method == "PUT" || method == "PATCH") {
-		fields = append(fields, qpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(t.Body))})
+	fields, err := requestFields(t, "https", host, path)
+	if err != nil {
+		return nil, err
 	}
 	var blk bytes.Buffer
 	enc := qpack.NewEncoder(&blk)
 	for _, f := range fields {
-		if err := enc.WriteField(f); err != nil {
+		if err := enc.WriteField(qpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
 			return nil, err
 		}
 	}
