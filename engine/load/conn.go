@@ -22,7 +22,7 @@ const (
 	classWrite
 	classParse
 	classHTTP
-	classReset  // HTTP/2 RST_STREAM from the server
+	classReset  // HTTP/2 RST_STREAM or HTTP/3 RESET_STREAM from the server
 	classGoaway // HTTP/2 streams refused by GOAWAY
 	numClasses
 )

@@ -450,6 +450,7 @@ func h3Class(err error, fallback int) int {
 	var hs *quic.HandshakeTimeoutError
 	var vn *quic.VersionNegotiationError
 	var reset *quic.StatelessResetError
+	var se *quic.StreamError
 	var h3e *http3.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &idle), isTimeout(err):
@@ -458,6 +459,10 @@ func h3Class(err error, fallback int) int {
 		return classConnect
 	case errors.As(err, &reset):
 		return classRead
+	case errors.As(err, &se) && se.Remote:
+		// RESET_STREAM from the server (H3_REQUEST_REJECTED, …): as
+		// HTTP/2's RST_STREAM.
+		return classReset
 	case errors.As(err, &h3e):
 		return classParse
 	}
@@ -470,7 +475,10 @@ func h3Error(err error) error {
 	var hs *quic.HandshakeTimeoutError
 	var vn *quic.VersionNegotiationError
 	var reset *quic.StatelessResetError
+	var se *quic.StreamError
 	switch {
+	case errors.As(err, &se) && se.Remote:
+		return fmt.Errorf("stream reset by the server: %v", http3.ErrCode(se.ErrorCode))
 	case errors.As(err, &idle):
 		return fmt.Errorf("QUIC idle timeout: %w", err)
 	case errors.As(err, &hs):

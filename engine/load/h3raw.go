@@ -249,9 +249,11 @@ func (s *h3Session) exchangeRaw(x *h3Raw, req *request, intended, sent time.Dura
 		var se *quic.StreamError
 		var ae *quic.ApplicationError
 		if class == phase && (errors.As(err, &se) || errors.As(err, &ae)) {
-			// A stream reset or a connection closed with an
-			// application error code: the library reports an
-			// http3.Error (a parse error), and so does this path.
+			// A connection closed with an application error code
+			// (or a stream error of this side's): the library
+			// reports an http3.Error (a parse error), and so does
+			// this path. A reset from the server is reset
+			// (h3Class).
 			class = classParse
 		}
 		return outcome{class: class, err: h3Error(err)}, n

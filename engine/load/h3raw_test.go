@@ -449,8 +449,8 @@ func TestH3RawHostileServer(t *testing.T) {
 		{"HEADERS too big", cat(quicvarint.Append(quicvarint.Append(nil, h3FrameHeaders), 1<<30), make([]byte, 100)), false, "parse"},
 		{"truncated frame", h3Headers(":status", "200", "server", "abcdef")[:5], false, "write"},
 		{"dynamic table", h3Frame(h3FrameHeaders, []byte{1, 0, 0x80}), false, "parse"},
-		{"reset before the headers", nil, true, "parse"}, // as the library: a reset is an http3.Error
-		{"reset in the body", cat(ok, h3Frame(h3FrameData, []byte("abc"))[:3]), true, "parse"},
+		{"reset before the headers", nil, true, "reset"}, // RESET_STREAM, as HTTP/2's RST_STREAM
+		{"reset in the body", cat(ok, h3Frame(h3FrameData, []byte("abc"))[:3]), true, "reset"},
 		{"no response", nil, false, "write"},
 	} {
 		answer = func() ([]byte, bool) { return c.resp, c.reset }
@@ -460,6 +460,9 @@ func TestH3RawHostileServer(t *testing.T) {
 		}
 		if res.ErrorsBy[c.class] != 6 || res.Requests != 0 {
 			t.Errorf("%s: errors %v (%v), %d responses; want 6 %s errors", c.name, res.ErrorsBy, res.ErrorSample, res.Requests, c.class)
+		}
+		if want := "stream reset by the server: H3_REQUEST_CANCELLED"; c.reset && res.ErrorSample["reset"] != want {
+			t.Errorf("%s: sample %q, want %q", c.name, res.ErrorSample["reset"], want)
 		}
 	}
 	answer = func() ([]byte, bool) { return cat(ok, h3Frame(h3FrameData, []byte("fine"))), false }
