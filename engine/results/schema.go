@@ -104,11 +104,11 @@ type TrialRow struct {
 	// runs written before the column existed.
 	LoadEngine string
 	// Protocol is the protocol the load spoke ("http/1.1", "h2" over TLS,
-	// "h2c" cleartext HTTP/2), Streams the concurrent streams per
+	// "h2c" cleartext HTTP/2, "h3"), Streams the concurrent streams per
 	// connection (1 for HTTP/1.1); TLSVersion, TLSCipher and ALPN what the
 	// first TLS handshake negotiated (empty without TLS). ErrorsReset and
-	// ErrorsGoaway count HTTP/2 streams reset by the server and refused
-	// by GOAWAY. All empty in runs written before the columns existed.
+	// ErrorsGoaway count HTTP/2 and HTTP/3 streams reset by the server
+	// and HTTP/2 streams refused by GOAWAY. All empty in runs written before the columns existed.
 	Protocol     string
 	Streams      int64
 	TLSVersion   string
