@@ -374,6 +374,9 @@ type h2Wire struct {
 	// h2spin_linux.go).
 	parked atomic.Bool
 	events []h2Event
+	// stamp, with naps, reads the socket with the kernel's receive times
+	// (h2spin_linux.go); nil without.
+	stamp *h2Stamp
 }
 
 func (w *h2Wire) wrap(nc net.Conn) net.Conn {
@@ -389,7 +392,7 @@ func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 // (returns false) for the socket to be readable.
 func (w *h2Wire) h2Read(fd uintptr) bool {
 	w.parked.Store(false)
-	for !w.rawRead(fd) {
+	for !w.read(fd) {
 		s := w.s.Load()
 		if s == nil {
 			return false // the TLS handshake
@@ -401,6 +404,14 @@ func (w *h2Wire) h2Read(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// read is rawRead, with the receive time when the wire keeps it.
+func (w *h2Wire) read(fd uintptr) bool {
+	if w.stamp != nil {
+		return w.stampedRead(fd)
+	}
+	return w.rawRead(fd)
 }
 
 // flush sends what the session has written since the last flush.
@@ -1052,6 +1063,10 @@ func (s *h2Session) complete(i int, o outcome) {
 	done := time.Since(r.start)
 	if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
 		return // in flight when the load ended: not measured
+	}
+	if o.class != classTimeout {
+		// With naps: when the kernel received the response's end.
+		done = c.h2wire.Load().receivedAt(r, st.sent, done)
 	}
 	c.rd.nread = st.bytes
 	c.record(st.req, o, st.intended, st.sent, done)

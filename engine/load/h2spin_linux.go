@@ -4,6 +4,7 @@ package load
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -53,7 +54,8 @@ func (sp *h2Spin) close() {
 	}
 }
 
-// add registers w's socket, on slot id.
+// add registers w's socket, on slot id. With naps, it also asks the
+// kernel for each read's receive time (SO_TIMESTAMPNS: h2Stamp).
 func (sp *h2Spin) add(w *h2Wire, id int) {
 	if sp == nil || w.fd < 0 {
 		return
@@ -62,7 +64,93 @@ func (sp *h2Spin) add(w *h2Wire, id int) {
 	if unix.EpollCtl(sp.epfd, unix.EPOLL_CTL_ADD, int(w.fd), &ev) == nil {
 		w.events = make([]h2Event, 32)
 	}
+	if sp.nap > 0 && unix.SetsockoptInt(int(w.fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil {
+		w.stamp = new(h2Stamp)
+	}
 }
+
+// h2Stamp is a socket's reads with their kernel receive times
+// (SO_TIMESTAMPNS), the clock naps need: a response that arrives while
+// the client naps is read up to one nap late, and its latency ends when
+// the kernel received it, not when the client woke (h2Session.complete).
+// For TCP the kernel reports the receive time of the last segment a read
+// consumed, so a response ends at the arrival of the last segment read
+// with it: at most the read's time, at least its own arrival.
+type h2Stamp struct {
+	msg unix.Msghdr
+	iov unix.Iovec
+	oob [64]byte
+	// at is the receive time of the last read's data (Unix nanoseconds;
+	// 0 before any). Written by the reader, read by complete, which runs
+	// on the reader's goroutine — atomic only for the race detector's
+	// sake when a timeout completes a stream elsewhere.
+	at atomic.Int64
+}
+
+// stampedRead is rawRead by recvmsg, keeping the receive time the kernel
+// attached to the data (w.stamp.at).
+func (w *h2Wire) stampedRead(fd uintptr) bool {
+	st := w.stamp
+	st.iov.Base = unsafe.SliceData(w.p)
+	st.iov.SetLen(len(w.p))
+	st.msg.Iov = &st.iov
+	st.msg.Iovlen = 1
+	st.msg.Control = &st.oob[0]
+	for {
+		st.msg.SetControllen(len(st.oob))
+		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&st.msg)), 0)
+		if e == unix.EINTR {
+			continue
+		}
+		st.iov.Base = nil // do not keep the caller's buffer
+		if e != 0 {
+			w.n, w.rerr = 0, e
+			return e != unix.EAGAIN
+		}
+		w.n, w.rerr = int(n), nil
+		if n > 0 {
+			if at := cmsgTimestampNS(st.oob[:st.msg.Controllen]); at != 0 {
+				st.at.Store(at)
+			}
+		}
+		return true
+	}
+}
+
+// cmsgTimestampNS is the SCM_TIMESTAMPNS time in a control message
+// buffer (Unix nanoseconds), 0 when there is none.
+func cmsgTimestampNS(b []byte) int64 {
+	const hdr = int(unsafe.Sizeof(unix.Cmsghdr{}))
+	for len(b) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(b) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&b[unix.CmsgLen(0)]))
+			return ts.Nano()
+		}
+		b = b[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(b)):]
+	}
+	return 0
+}
+
+// receivedAt is when the kernel received the data of the socket's last
+// read, as an offset from the load's start, clamped to [from, now]; now
+// without receive times.
+func (w *h2Wire) receivedAt(r *runner, from, now time.Duration) time.Duration {
+	if w == nil || w.stamp == nil {
+		return now
+	}
+	at := w.stamp.at.Load()
+	if at == 0 {
+		return now
+	}
+	d := time.Duration(at - r.startWall.UnixNano())
+	return max(from, min(d, now))
+}
+
 
 // remove unregisters w's socket (before it is closed).
 func (sp *h2Spin) remove(w *h2Wire) {

@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/benchflow/benchflow/engine/measure"
+
+	"golang.org/x/sys/unix"
 )
 
 // spinPair returns the client side of a loopback TCP connection wrapped
@@ -248,6 +251,86 @@ func TestH2BusyPoll(t *testing.T) {
 		}
 		if after := epollFDs(t); after != before {
 			t.Errorf("tls %v: %d epoll instances before the load, %d after", useTLS, before, after)
+		}
+	}
+}
+
+// TestH2NapReceiveTime: with naps, a wire reads its socket with the
+// kernel's receive times, and a response's end is when the kernel
+// received it, not when the client read it: data written between before
+// and after and read well after that is dated inside [before, after],
+// clamped to the request's send time and the read's time. Without naps a
+// wire keeps no receive time and the end is the read's time.
+func TestH2NapReceiveTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := &runner{start: time.Now(), h2spin: newH2Spin(0, 20*time.Microsecond)}
+	r.startWall = r.start
+	defer r.h2spin.close()
+	w, peer := spinPair(t, ln)
+	r.h2spin.add(w, 0)
+	if w.stamp == nil {
+		t.Fatal("no receive times on a TCP socket with naps (SO_TIMESTAMPNS)")
+	}
+	before := time.Since(r.start)
+	if _, err := peer.Write([]byte("response")); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Since(r.start)
+	time.Sleep(20 * time.Millisecond) // the client "naps": the data waits
+	buf := make([]byte, 64)
+	if n, err := w.Read(buf); err != nil || string(buf[:n]) != "response" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	now := time.Since(r.start)
+	if at := w.receivedAt(r, 0, now); at < before || at > after {
+		t.Errorf("received at %v, read at %v; want within the write, [%v, %v]", at, now, before, after)
+	}
+	if at := w.receivedAt(r, after+time.Millisecond, now); at != after+time.Millisecond {
+		t.Errorf("a request sent after the data arrived ends at %v, want its send time %v", at, after+time.Millisecond)
+	}
+	if at := w.receivedAt(r, 0, before); at != before {
+		t.Errorf("clamped to a read time of %v: %v", before, at)
+	}
+
+	plain, plainPeer := spinPair(t, ln)
+	newH2Spin(0, 0).add(plain, 0) // no spin at all: nil
+	sp := newH2Spin(time.Microsecond, 0)
+	defer sp.close()
+	sp.add(plain, 0)
+	if plain.stamp != nil {
+		t.Fatal("receive times without naps")
+	}
+	plainPeer.Write([]byte("x"))
+	plain.Read(buf)
+	if at := plain.receivedAt(r, 0, now); at != now {
+		t.Errorf("without naps the end is the read's time %v, got %v", now, at)
+	}
+}
+
+// TestCmsgTimestampNS reads SCM_TIMESTAMPNS out of control messages and
+// nothing out of others or of truncated ones.
+func TestCmsgTimestampNS(t *testing.T) {
+	ts := unix.NsecToTimespec(1_700_000_000_123_456_789)
+	b := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(ts))))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS
+	h.SetLen(unix.CmsgLen(int(unsafe.Sizeof(ts))))
+	*(*unix.Timespec)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = ts
+	if got := cmsgTimestampNS(b); got != ts.Nano() {
+		t.Errorf("got %d, want %d", got, ts.Nano())
+	}
+	other := append([]byte(nil), b...)
+	(*unix.Cmsghdr)(unsafe.Pointer(&other[0])).Type = unix.SCM_RIGHTS
+	if got := cmsgTimestampNS(append(other, b...)); got != ts.Nano() {
+		t.Errorf("after another message: got %d, want %d", got, ts.Nano())
+	}
+	for _, bad := range [][]byte{nil, b[:unix.CmsgLen(0)-1], b[:unix.CmsgLen(0)+4], other} {
+		if got := cmsgTimestampNS(bad); got != 0 {
+			t.Errorf("%d bytes: got %d, want 0", len(bad), got)
 		}
 	}
 }

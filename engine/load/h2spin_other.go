@@ -14,5 +14,12 @@ func (sp *h2Spin) add(*h2Wire, int)        {}
 func (sp *h2Spin) remove(*h2Wire)          {}
 func (w *h2Wire) spin(*conn) bool          { return false }
 
+// h2Stamp stands for a socket's kernel receive times (Linux only).
+type h2Stamp struct{}
+
+func (w *h2Wire) stampedRead(fd uintptr) bool { return w.rawRead(fd) }
+
+func (w *h2Wire) receivedAt(_ *runner, _, now time.Duration) time.Duration { return now }
+
 // h2Event stands for an epoll event (h2Wire.events).
 type h2Event struct{}

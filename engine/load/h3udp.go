@@ -93,10 +93,14 @@ func udpSocketFacts(c *net.UDPConn) (recv, send int64, gso bool) {
 		if n, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil {
 			send = int64(n)
 		}
-		_, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+		_, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, udpSegment)
 	})
 	if off, err := strconv.ParseBool(os.Getenv("QUIC_GO_DISABLE_GSO")); err == nil && off {
 		return recv, send, false
 	}
 	return recv, send, gerr == nil
 }
+
+// udpSegment is Linux's UDP_SEGMENT (GSO) socket option; elsewhere the
+// getsockopt fails and GSO is reported off.
+const udpSegment = 103
