@@ -151,7 +151,6 @@ func (w *h2Wire) receivedAt(r *runner, from, now time.Duration) time.Duration {
 	return max(from, min(d, now))
 }
 
-
 // remove unregisters w's socket (before it is closed).
 func (sp *h2Spin) remove(w *h2Wire) {
 	if sp == nil || w.events == nil {
