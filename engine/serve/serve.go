@@ -345,10 +345,16 @@ func (h *handler) generated(w http.ResponseWriter, r *http.Request, n int64, cle
 // pause waits the configured delay and, inside a stall window, until the
 // window ends. It reports false when the request or the server ended first.
 func (h *handler) pause(ctx context.Context) bool {
-	d := h.wait(time.Now())
+	now := time.Now()
+	d := h.wait(now)
 	if d <= 0 {
 		return true
 	}
+	return sleepUntil(ctx, h.stopping, now.Add(d))
+}
+
+// sleepTimer waits d by Go's timer; false when ctx or stop ended first.
+func sleepTimer(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -356,7 +362,7 @@ func (h *handler) pause(ctx context.Context) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	case <-h.stopping:
+	case <-stop:
 		return false
 	}
 }
@@ -385,16 +391,7 @@ func (h *handler) serveQueued(ctx context.Context) bool {
 	}
 	end := wk.serve(arrived, h.wait(arrived))
 	defer func() { h.workers <- wk }()
-	t := time.NewTimer(time.Until(end))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-h.stopping:
-		return false
-	}
+	return sleepUntil(ctx, h.stopping, end)
 }
 
 // serve books the worker for a request that arrived at arrived and needs
