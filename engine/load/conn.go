@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/clock"
+
 	"github.com/benchflow/benchflow/engine/measure"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -65,7 +67,9 @@ type conn struct {
 	// Open loop: intended send times as offsets from runner.start.
 	period time.Duration
 	next   time.Duration
-	timer  *time.Timer
+	// sleeper waits for the schedule: a timerfd, not Go's timer, which
+	// fires up to 1 ms late in an idle process (engine/clock).
+	sleeper clock.Sleeper
 
 	// shard holds the full-resolution latency histograms this slot
 	// feeds; pend buffers latencies (µs; corrected in the low 32 bits,
@@ -283,24 +287,11 @@ func (c *conn) closeAll() {
 	for e := range c.ncs {
 		c.drop(e)
 	}
-	if c.timer != nil {
-		c.timer.Stop()
-	}
 }
 
 // sleep waits d or until the load stops; false means stopped.
 func (c *conn) sleep(d time.Duration) bool {
-	if c.timer == nil {
-		c.timer = time.NewTimer(d)
-	} else {
-		c.timer.Reset(d)
-	}
-	select {
-	case <-c.timer.C:
-		return true
-	case <-c.r.stopCh:
-		return false
-	}
+	return c.sleeper.Sleep(d, c.r.stopCh, nil)
 }
 
 // pick chooses a request by weight (xorshift; no shared state).

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/clock"
+
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -363,14 +365,9 @@ func (s *h3Session) next() (intended time.Duration, ok bool) {
 // connection failed.
 func (s *h3Session) stream() bool {
 	c, r := s.c, s.c.r
-	var timer *time.Timer // the stream's own: conn.sleep's timer is the slot's
+	var sleeper clock.Sleeper // the stream's own: conn.sleep's is the slot's
 	x := newH3Raw()
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		x.stop()
-	}()
+	defer x.stop()
 	for {
 		intended, ok := s.next()
 		if !ok {
@@ -381,7 +378,7 @@ func (s *h3Session) stream() bool {
 			return dead == nil && (!away || r.stop.Load())
 		}
 		if r.openLoop {
-			if d := intended - time.Since(r.start); d > 0 && !h3Sleep(&timer, r.stopCh, d) {
+			if d := intended - time.Since(r.start); d > 0 && !sleeper.Sleep(d, r.stopCh, nil) {
 				return true
 			}
 		}
@@ -510,20 +507,5 @@ func validateH3(o Options, bad func(field, value, reason string)) {
 	}
 	if err := sameEndpoint(o.Targets); err != nil {
 		bad("protocol", o.Protocol, err.Error())
-	}
-}
-
-// h3Sleep waits d on the stream's timer: false when the load stopped.
-func h3Sleep(t **time.Timer, stop <-chan struct{}, d time.Duration) bool {
-	if *t == nil {
-		*t = time.NewTimer(d)
-	} else {
-		(*t).Reset(d)
-	}
-	select {
-	case <-(*t).C:
-		return true
-	case <-stop:
-		return false
 	}
 }

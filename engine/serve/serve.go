@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchflow/benchflow/engine/clock"
+
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -345,26 +347,8 @@ func (h *handler) generated(w http.ResponseWriter, r *http.Request, n int64, cle
 // pause waits the configured delay and, inside a stall window, until the
 // window ends. It reports false when the request or the server ended first.
 func (h *handler) pause(ctx context.Context) bool {
-	now := time.Now()
-	d := h.wait(now)
-	if d <= 0 {
-		return true
-	}
-	return sleepUntil(ctx, h.stopping, now.Add(d))
-}
-
-// sleepTimer waits d by Go's timer; false when ctx or stop ended first.
-func sleepTimer(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	}
+	var s clock.Sleeper // a timerfd, not Go's millisecond-late timer
+	return s.Sleep(h.wait(time.Now()), ctx.Done(), h.stopping)
 }
 
 // worker is one server of the Workers queue.
@@ -391,7 +375,8 @@ func (h *handler) serveQueued(ctx context.Context) bool {
 	}
 	end := wk.serve(arrived, h.wait(arrived))
 	defer func() { h.workers <- wk }()
-	return sleepUntil(ctx, h.stopping, end)
+	var s clock.Sleeper
+	return s.Until(end, ctx.Done(), h.stopping)
 }
 
 // serve books the worker for a request that arrived at arrived and needs
