@@ -109,9 +109,12 @@ func (w *h2Wire) stampedRead(fd uintptr) bool {
 		}
 		w.n, w.rerr = int(n), nil
 		if n > 0 {
-			if at := cmsgTimestampNS(st.oob[:st.msg.Controllen]); at != 0 {
-				st.at.Store(at)
-			}
+			// 0 when the data came without a time (the kernel turns
+			// receive times on for the whole machine asynchronously,
+			// so the first segments after the first socket asks may
+			// have none): then the read's own time, never an earlier
+			// read's.
+			st.at.Store(cmsgTimestampNS(st.oob[:st.msg.Controllen]))
 		}
 		return true
 	}

@@ -275,13 +275,29 @@ func TestH2NapReceiveTime(t *testing.T) {
 	if w.stamp == nil {
 		t.Fatal("no receive times on a TCP socket with naps (SO_TIMESTAMPNS)")
 	}
+	buf := make([]byte, 64)
+	// The kernel turns receive times on for the whole machine
+	// asynchronously when a first socket asks: until then data comes
+	// without one, and the end is the read's time.
+	for i := 0; w.stamp.at.Load() == 0; i++ {
+		if i == 100 {
+			t.Fatal("no receive time on 100 reads")
+		}
+		peer.Write([]byte("x"))
+		w.Read(buf)
+		if w.stamp.at.Load() == 0 {
+			if at, now := w.receivedAt(r, 0, time.Second), time.Second; at != now {
+				t.Fatalf("a read without a receive time ends at %v, want the read's time %v", at, now)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	before := time.Since(r.start)
 	if _, err := peer.Write([]byte("response")); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Since(r.start)
 	time.Sleep(20 * time.Millisecond) // the client "naps": the data waits
-	buf := make([]byte, 64)
 	if n, err := w.Read(buf); err != nil || string(buf[:n]) != "response" {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
