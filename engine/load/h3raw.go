@@ -53,8 +53,12 @@ import (
 // initial stream flow-control window.
 const h3RawMaxBody = 16 << 10
 
-// h3ReadBuf is the size of a stream loop's read buffer.
-const h3ReadBuf = 16 << 10
+// h3ReadBuf is the size of a stream loop's read buffer, made on its first
+// exchange: every stream loop of every connection has one (64 connections
+// × 100 streams hold 6,400), and a quic-go stream's Read returns what has
+// arrived, rarely more than a few packets, so a larger one saves few
+// calls.
+const h3ReadBuf = 4 << 10
 
 // h3Max1xx bounds the informational responses before the final one (as
 // quic-go's client).
@@ -141,7 +145,7 @@ func encodeH3Request(t Target, host, path string) ([]byte, error) {
 // the read buffer and the timer that cancels a request's stream at its
 // deadline.
 type h3Raw struct {
-	buf  []byte // h3ReadBuf bytes; buf[r:w] is read and not yet parsed
+	buf  []byte // h3ReadBuf bytes (nil before the first exchange); buf[r:w] is read and not yet parsed
 	r, w int
 	err  error  // the stream's read error (io.EOF at its end), once seen
 	big  []byte // a HEADERS frame larger than buf (allocated when first needed)
@@ -155,7 +159,7 @@ type h3Raw struct {
 }
 
 func newH3Raw() *h3Raw {
-	x := &h3Raw{buf: make([]byte, h3ReadBuf)}
+	x := &h3Raw{}
 	x.timer = time.AfterFunc(time.Hour, x.expire)
 	x.timer.Stop()
 	return x
@@ -281,6 +285,9 @@ func (s *h3Session) waitHandshake(deadline time.Time) error {
 // error, before it a write error, as on the library's path).
 func (x *h3Raw) roundTrip(str h3Stream, wire []byte) (status int, n int64, final bool, err error) {
 	x.r, x.w, x.err = 0, 0, nil
+	if x.buf == nil {
+		x.buf = make([]byte, h3ReadBuf)
+	}
 	// As the library's client, the response is read whatever the write
 	// and the close return: a server that answered before the request's
 	// end may have stopped its reading (STOP_SENDING), and a stream or
