@@ -123,5 +123,12 @@ CONF
 		{ echo "$NAME: nginx does not answer $scheme2 ($flags2) on port $PORT2:" >&2; cat "$DIR/logs/error.log" >&2; exit 1; }
 }
 
+# server_ticks prints the CPU time (user + system) nginx has used so far,
+# in clock ticks of CLK_TCK a second (master_process off: NGINX_PID is its
+# one worker), so that a script can say what a client's traffic cost the
+# server.
+server_ticks() { awk '{print $14 + $15}' "/proc/$NGINX_PID/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
+
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print 0}'; }
