@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-bins lint fmt-check fmt images clean fuzz
+.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -53,7 +53,7 @@ testacc-k8s: build ## The k8s acceptance tests against the local cluster (after 
 	set -a && . $(CLUSTER_STATE)/env && set +a && \
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run 'Acc' -v ./providers/k8s/...
 
-bench: build bench-bins ## Benchmarks: Go benchmarks and the wrk, h2load and HTTP/3 comparison scripts
+bench: build bench-bins ## Benchmarks: Go benchmarks, the wrk, h2load and HTTP/3 comparison scripts, latency accuracy
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	# Both placements: shared cores (PIN=0, as a user's run) and server and
 	# client on cores of their own (PIN=1), each against its floor.
@@ -67,6 +67,12 @@ bench: build bench-bins ## Benchmarks: Go benchmarks and the wrk, h2load and HTT
 	# HTTP/3: benchflow --h3 against quic-go's plain loop (h3floor) on
 	# quic-go's server (h3server), both placements.
 	for pin in 0 1; do PIN=$$pin ./engine/load/bench/compare-h3.sh $(BIN) || exit 1; done
+	# Latency accuracy: p50 against a known service time, and the
+	# coordinated-omission check, HTTP/1.1, h2 and h3.
+	./engine/load/bench/latency.sh $(BIN)
+
+bench-latency: build ## Latency accuracy alone: p50 against serve --delay 20ms and a stall check, every protocol
+	./engine/load/bench/latency.sh $(BIN)
 
 bench-h3: build bench-bins ## The HTTP/3 comparison alone, short (PAIRS=1 DURATION=2s unless set)
 	PAIRS=$${PAIRS:-1} DURATION=$${DURATION:-2s} ./engine/load/bench/compare-h3.sh $(BIN)
