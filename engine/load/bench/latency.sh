@@ -110,7 +110,7 @@ run_load() {
 	fi
 }
 
-ms() { awk -v us="$1" 'BEGIN {printf "%.2f", us / 1000}'; }
+ms() { awk -v us="$1" 'BEGIN {printf "%.2f\n", us / 1000}'; }
 DELAY_US=$(awk -v d="$DELAY" 'BEGIN {
 	if (d ~ /us$/) f = 1; else if (d ~ /ms$/) f = 1000; else if (d ~ /s$/) f = 1000000; else exit 1
 	sub(/[a-z]+$/, "", d); print d * f }') || { echo "latency: DELAY=$DELAY: want a duration in us, ms or s" >&2; exit 1; }
