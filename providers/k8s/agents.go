@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/benchflow/benchflow/providers"
@@ -70,14 +69,14 @@ func (p *Provider) LaunchAgents(ctx context.Context, req *providers.AgentRequest
 	// environment: nothing secret in the pods' specification.
 	secret := p.cfg.agentSecret(req, g.ns)
 	logf("k8s: creating secret %s/%s", g.ns, secret.Name)
-	if _, err := cs.CoreV1().Secrets(g.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.Secrets(g.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return fail(fmt.Errorf("creating the agents' secret %q: %w", secret.Name, err))
 	}
 	g.secret = secret.Name
 	for i := range req.Count {
 		pod := p.cfg.agentPod(req, i, g.ns)
 		logf("k8s: creating pod %s/%s", g.ns, pod.Name)
-		if _, err := cs.CoreV1().Pods(g.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.Pods(g.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fail(fmt.Errorf("creating agent pod %q: %w", pod.Name, err))
 		}
 		g.pods = append(g.pods, pod.Name)
@@ -202,7 +201,7 @@ func (s *settings) agentPod(req *providers.AgentRequest, index int, ns string) *
 // agentPods is a launched set of agent pods.
 type agentPods struct {
 	p        *Provider
-	cs       kubernetes.Interface
+	cs       *Client
 	logf     func(string, ...any)
 	logDir   string
 	step     string
@@ -227,7 +226,7 @@ func (g *agentPods) waitReady(ctx context.Context) error {
 	for {
 		ready := 0
 		for _, name := range g.pods {
-			pod, err := g.cs.CoreV1().Pods(g.ns).Get(wctx, name, metav1.GetOptions{})
+			pod, err := g.cs.Pods(g.ns).Get(wctx, name, metav1.GetOptions{})
 			if err != nil {
 				if wctx.Err() != nil {
 					break
@@ -260,7 +259,7 @@ func (g *agentPods) waitReady(ctx context.Context) error {
 
 func (g *agentPods) podLogTail(ctx context.Context, pod string) string {
 	tail := int64(logLines)
-	raw, err := g.cs.CoreV1().Pods(g.ns).GetLogs(pod, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
+	raw, err := g.cs.PodLogs(g.ns, pod, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
 	if err != nil || len(raw) == 0 {
 		return ""
 	}
@@ -284,10 +283,10 @@ func (g *agentPods) Teardown(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	pods := g.cs.CoreV1().Pods(g.ns)
+	pods := g.cs.Pods(g.ns)
 	for i, name := range g.pods {
 		if g.logDir != "" {
-			if raw, err := pods.GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil {
+			if raw, err := g.cs.PodLogs(g.ns, name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil {
 				path := filepath.Join(g.logDir, providers.AgentName(g.step, i)+".log")
 				if err := os.WriteFile(path, raw, 0o644); err != nil {
 					errs = append(errs, fmt.Errorf("keeping the log of agent pod %q: %w", name, err))
@@ -301,7 +300,7 @@ func (g *agentPods) Teardown(ctx context.Context) error {
 	}
 	if g.secret != "" {
 		g.logf("k8s: deleting secret %s/%s", g.ns, g.secret)
-		if err := g.cs.CoreV1().Secrets(g.ns).Delete(ctx, g.secret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := g.cs.Secrets(g.ns).Delete(ctx, g.secret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting the agents' secret %q: %w", g.secret, err))
 		}
 	}

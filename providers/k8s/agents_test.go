@@ -156,7 +156,7 @@ func TestGCRemovesAgentPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := gc(context.Background(), s.cs, &providers.GCRequest{})
+	removed, err := gc(context.Background(), clientFor(s.cs), &providers.GCRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

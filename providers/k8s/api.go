@@ -9,12 +9,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 )
 
 // apiObjects creates and deletes the typed objects of one namespace.
 type apiObjects struct {
-	cs kubernetes.Interface
+	cs *Client
 	ns string
 }
 
@@ -23,13 +22,13 @@ func (a *apiObjects) create(ctx context.Context, obj runtime.Object) error {
 	var err error
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		_, err = a.cs.CoreV1().ConfigMaps(a.ns).Create(ctx, o.DeepCopy(), opts)
+		_, err = a.cs.ConfigMaps(a.ns).Create(ctx, o.DeepCopy(), opts)
 	case *appsv1.Deployment:
-		_, err = a.cs.AppsV1().Deployments(a.ns).Create(ctx, o.DeepCopy(), opts)
+		_, err = a.cs.Deployments(a.ns).Create(ctx, o.DeepCopy(), opts)
 	case *corev1.Service:
-		_, err = a.cs.CoreV1().Services(a.ns).Create(ctx, o.DeepCopy(), opts)
+		_, err = a.cs.Services(a.ns).Create(ctx, o.DeepCopy(), opts)
 	case *networkingv1.Ingress:
-		_, err = a.cs.NetworkingV1().Ingresses(a.ns).Create(ctx, o.DeepCopy(), opts)
+		_, err = a.cs.Ingresses(a.ns).Create(ctx, o.DeepCopy(), opts)
 	default:
 		err = fmt.Errorf("cannot create a %T", obj)
 	}
@@ -43,14 +42,14 @@ func (a *apiObjects) delete(ctx context.Context, obj runtime.Object) error {
 	opts := metav1.DeleteOptions{}
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		return a.cs.CoreV1().ConfigMaps(a.ns).Delete(ctx, o.Name, opts)
+		return a.cs.ConfigMaps(a.ns).Delete(ctx, o.Name, opts)
 	case *appsv1.Deployment:
 		opts.PropagationPolicy = &fg
-		return a.cs.AppsV1().Deployments(a.ns).Delete(ctx, o.Name, opts)
+		return a.cs.Deployments(a.ns).Delete(ctx, o.Name, opts)
 	case *corev1.Service:
-		return a.cs.CoreV1().Services(a.ns).Delete(ctx, o.Name, opts)
+		return a.cs.Services(a.ns).Delete(ctx, o.Name, opts)
 	case *networkingv1.Ingress:
-		return a.cs.NetworkingV1().Ingresses(a.ns).Delete(ctx, o.Name, opts)
+		return a.cs.Ingresses(a.ns).Delete(ctx, o.Name, opts)
 	}
 	return fmt.Errorf("cannot delete a %T", obj)
 }

@@ -267,7 +267,7 @@ func TestGC(t *testing.T) {
 	_, err = s.cs.CoreV1().ConfigMaps("bench").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: "bench"}}, metav1.CreateOptions{})
 	mk(err)
 
-	removed, err := gc(ctx, s.cs, &providers.GCRequest{RunID: runA})
+	removed, err := gc(ctx, clientFor(s.cs), &providers.GCRequest{RunID: runA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestGC(t *testing.T) {
 	if l := leftovers(t, s.cs); len(l) != 3 {
 		t.Errorf("after gc of run A: %v, want run B's deployment, service and pod", l)
 	}
-	removed, err = gc(ctx, s.cs, &providers.GCRequest{})
+	removed, err = gc(ctx, clientFor(s.cs), &providers.GCRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -27,7 +26,7 @@ const podsGoneTimeout = gracePeriod*time.Second + 40*time.Second
 // what Provision created in reverse order.
 type Deployment struct {
 	p      *Provider
-	cs     kubernetes.Interface
+	cs     *Client
 	objs   *objects
 	logf   func(format string, args ...any)
 	logDir string // the trial's log folder, "" when none
@@ -167,7 +166,7 @@ func (d *Deployment) teardown(ctx context.Context) error {
 // not share the node with exiting pods.
 func (d *Deployment) deletePods(ctx context.Context) error {
 	sel := metav1.ListOptions{LabelSelector: selectorString(d.objs.selector)}
-	pods := d.cs.CoreV1().Pods(d.objs.ns)
+	pods := d.cs.Pods(d.objs.ns)
 	list, err := pods.List(ctx, sel)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -241,7 +240,7 @@ var nsUsers = struct {
 // acquireNamespace makes sure the run's namespace exists and counts one
 // more user of it. A namespace still terminating from the previous trial is
 // waited for (bounded by ready_timeout) and created again.
-func (p *Provider) acquireNamespace(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace) error {
+func (p *Provider) acquireNamespace(ctx context.Context, cs *Client, ns *corev1.Namespace) error {
 	nsUsers.Lock()
 	nsUsers.n[p.key+"/"+ns.Name]++
 	nsUsers.Unlock()
@@ -249,14 +248,14 @@ func (p *Provider) acquireNamespace(ctx context.Context, cs kubernetes.Interface
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.readyTimeout)
 	defer cancel()
 	for {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, ns.DeepCopy(), metav1.CreateOptions{})
+		_, err := cs.Namespaces().Create(ctx, ns.DeepCopy(), metav1.CreateOptions{})
 		if err == nil || !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return fmt.Errorf("creating namespace %q: %w", ns.Name, err)
 			}
 			return nil
 		}
-		cur, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+		cur, err := cs.Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			continue // deleted in between: create it again
@@ -275,7 +274,7 @@ func (p *Provider) acquireNamespace(ctx context.Context, cs kubernetes.Interface
 
 // releaseNamespace counts one user less and deletes the namespace when it
 // was the last. It does not wait for the deletion to finish.
-func (p *Provider) releaseNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+func (p *Provider) releaseNamespace(ctx context.Context, cs *Client, ns string) error {
 	key := p.key + "/" + ns
 	nsUsers.Lock()
 	nsUsers.n[key]--
@@ -288,7 +287,7 @@ func (p *Provider) releaseNamespace(ctx context.Context, cs kubernetes.Interface
 		return nil
 	}
 	bg := metav1.DeletePropagationBackground
-	err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
+	err := cs.Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting namespace %q: %w", ns, err)
 	}
@@ -297,8 +296,8 @@ func (p *Provider) releaseNamespace(ctx context.Context, cs kubernetes.Interface
 
 // nodeAddress picks the address of a Ready node: InternalIP, else
 // ExternalIP, else the node's hostname.
-func nodeAddress(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+func nodeAddress(ctx context.Context, cs *Client) (string, error) {
+	nodes, err := cs.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", fmt.Errorf("listing nodes (set node_address to skip this): %w", err)
 	}

@@ -7,7 +7,9 @@
 //   - Type, the "k8s" provider type, registered in init (Config is the
 //     body of a `provider "k8s" "<name>" {}` block, decoded by the engine
 //     and checked by Config.Validate, whose errors name the attribute);
-//   - New and NewWithClient (a given clientset, e.g. client-go's fake);
+//   - New and NewWithClient (a given Client: the typed resources of the
+//     four API groups the provider uses, see client.go; tests fill one
+//     from client-go's fake clientset);
 //   - Provider.Provision, which waits for the rollout (available replicas,
 //     Ready pods, ready endpoints) and opens the way in: a port-forward, a
 //     NodePort or the ingress controller's address;

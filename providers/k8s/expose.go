@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
@@ -71,7 +70,7 @@ func (d *Deployment) expose(ctx context.Context) error {
 		d.logf("k8s: port-forward 127.0.0.1:%d -> %s/%s:%d", ep.Port, o.ns, pod, primary.Container)
 
 	case ExposeNodePort:
-		svc, err := d.cs.CoreV1().Services(o.ns).Get(ctx, o.Service.Name, metav1.GetOptions{})
+		svc, err := d.cs.Services(o.ns).Get(ctx, o.Service.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("reading Service %q: %w", o.Service.Name, err)
 		}
@@ -195,8 +194,8 @@ func (p *Provider) portForward(ctx context.Context, ns, pod string, specs []stri
 	return openForward(ctx, rc, cs, ns, pod, specs)
 }
 
-func openForward(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, ns, pod string, specs []string) (forwarder, error) {
-	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
+func openForward(ctx context.Context, rc *rest.Config, cs *Client, ns, pod string, specs []string) (forwarder, error) {
+	u := cs.PortForwardURL(ns, pod)
 	transport, upgrader, err := spdy.RoundTripperFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building the SPDY transport: %w", err)
@@ -286,7 +285,7 @@ func (l *lockedBuffer) String() string {
 // (which needs no cluster DNS), or its DNS name when it has none.
 func (d *Deployment) clusterURL(ctx context.Context, port int32) string {
 	o := d.objs
-	if svc, err := d.cs.CoreV1().Services(o.ns).Get(ctx, o.Service.Name, metav1.GetOptions{}); err == nil {
+	if svc, err := d.cs.Services(o.ns).Get(ctx, o.Service.Name, metav1.GetOptions{}); err == nil {
 		if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
 			return fmt.Sprintf("http://%s", net.JoinHostPort(ip, strconv.Itoa(int(port))))
 		}

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -94,7 +93,7 @@ func TestPortForward(t *testing.T) {
 	defer api.Close()
 
 	rc := &rest.Config{Host: api.URL}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := NewClient(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +143,7 @@ func TestPortForward(t *testing.T) {
 
 func TestPortForwardNeedsRESTConfig(t *testing.T) {
 	s := newSim(t, podsReady)
-	p, err := NewWithClient(s.cs, "cluster", Config{})
+	p, err := NewWithClient(clientFor(s.cs), "cluster", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +163,7 @@ func TestPortForwardRefused(t *testing.T) {
 	}))
 	defer api.Close()
 	rc := &rest.Config{Host: api.URL}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := NewClient(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

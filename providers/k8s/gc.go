@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -33,10 +32,10 @@ func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
 		if err == nil && seen[rc.Host] {
 			continue
 		}
-		var cs kubernetes.Interface
+		var cs *Client
 		if err == nil {
 			seen[rc.Host] = true
-			if cs, err = kubernetes.NewForConfig(rc); err != nil {
+			if cs, err = NewClient(rc); err != nil {
 				err = fmt.Errorf("building a Kubernetes client: %w", err)
 			}
 		}
@@ -94,7 +93,7 @@ func (c Config) describe() string {
 }
 
 // gc is GC on one cluster, with a given clientset.
-func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) ([]string, error) {
+func gc(ctx context.Context, cs *Client, req *providers.GCRequest) ([]string, error) {
 	if req == nil {
 		req = &providers.GCRequest{}
 	}
@@ -128,7 +127,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) 
 	bg := metav1.DeletePropagationBackground
 	dopts := metav1.DeleteOptions{PropagationPolicy: &bg}
 
-	nss, err := cs.CoreV1().Namespaces().List(ctx, opts)
+	nss, err := cs.Namespaces().List(ctx, opts)
 	if err != nil {
 		return nil, listError("namespaces", err)
 	}
@@ -141,7 +140,7 @@ func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) 
 			req.Keep("k8s namespace "+n.Name, why)
 			continue
 		}
-		if err := cs.CoreV1().Namespaces().Delete(ctx, n.Name, dopts); err != nil && !apierrors.IsNotFound(err) {
+		if err := cs.Namespaces().Delete(ctx, n.Name, dopts); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", n.Name, err))
 			continue
 		}
@@ -149,34 +148,34 @@ func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) 
 		removed = append(removed, "k8s namespace "+n.Name)
 	}
 
-	if ings, err := cs.NetworkingV1().Ingresses("").List(ctx, opts); err != nil {
+	if ings, err := cs.Ingresses("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("ingresses", err))
 	} else {
 		for _, x := range ings.Items {
 			del("ingress", x.ObjectMeta, func() error {
-				return cs.NetworkingV1().Ingresses(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.Ingresses(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}
-	if svcs, err := cs.CoreV1().Services("").List(ctx, opts); err != nil {
+	if svcs, err := cs.Services("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("services", err))
 	} else {
 		for _, x := range svcs.Items {
 			del("service", x.ObjectMeta, func() error {
-				return cs.CoreV1().Services(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.Services(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}
-	if deps, err := cs.AppsV1().Deployments("").List(ctx, opts); err != nil {
+	if deps, err := cs.Deployments("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("deployments", err))
 	} else {
 		for _, x := range deps.Items {
 			del("deployment", x.ObjectMeta, func() error {
-				return cs.AppsV1().Deployments(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.Deployments(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}
-	if pods, err := cs.CoreV1().Pods("").List(ctx, opts); err != nil {
+	if pods, err := cs.Pods("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("pods", err))
 	} else {
 		for _, x := range pods.Items {
@@ -184,25 +183,25 @@ func gc(ctx context.Context, cs kubernetes.Interface, req *providers.GCRequest) 
 				continue
 			}
 			del("pod", x.ObjectMeta, func() error {
-				return cs.CoreV1().Pods(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.Pods(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}
-	if cms, err := cs.CoreV1().ConfigMaps("").List(ctx, opts); err != nil {
+	if cms, err := cs.ConfigMaps("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("configmaps", err))
 	} else {
 		for _, x := range cms.Items {
 			del("configmap", x.ObjectMeta, func() error {
-				return cs.CoreV1().ConfigMaps(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.ConfigMaps(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}
-	if secs, err := cs.CoreV1().Secrets("").List(ctx, opts); err != nil {
+	if secs, err := cs.Secrets("").List(ctx, opts); err != nil {
 		errs = append(errs, listError("secrets", err))
 	} else {
 		for _, x := range secs.Items {
 			del("secret", x.ObjectMeta, func() error {
-				return cs.CoreV1().Secrets(x.Namespace).Delete(ctx, x.Name, dopts)
+				return cs.Secrets(x.Namespace).Delete(ctx, x.Name, dopts)
 			})
 		}
 	}

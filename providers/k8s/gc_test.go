@@ -43,7 +43,7 @@ func TestGCKeepsLiveOwners(t *testing.T) {
 	}
 	var kept []string
 	req := &providers.GCRequest{Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }}
-	removed, err := gc(ctx, s.cs, req)
+	removed, err := gc(ctx, clientFor(s.cs), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestGCKeepsLiveOwners(t *testing.T) {
 		t.Errorf("after gc: %v, want the live and the other host's namespace and deployment", l)
 	}
 	// Naming the run is the user's decision: it goes even though it is live.
-	removed, err = gc(ctx, s.cs, &providers.GCRequest{RunID: run("live")})
+	removed, err = gc(ctx, clientFor(s.cs), &providers.GCRequest{RunID: run("live")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -70,7 +69,7 @@ type Provider struct {
 	cfg  *settings
 
 	mu     sync.Mutex
-	client kubernetes.Interface
+	client *Client
 	rest   *rest.Config // nil with an injected client
 	key    string       // identifies the cluster for namespace sharing
 
@@ -96,11 +95,12 @@ func New(name string, cfg Config) (*Provider, error) {
 	}, nil
 }
 
-// NewWithClient builds a provider that uses the given clientset instead of
-// one built from the kubeconfig (tests use k8s.io/client-go/kubernetes/fake).
+// NewWithClient builds a provider that uses the given client instead of
+// one built from the kubeconfig (tests fill a Client from client-go's fake
+// clientset).
 // With expose = "port-forward" such a provider cannot open port-forwards,
 // which need a REST config; Provision then fails after the rollout.
-func NewWithClient(cs kubernetes.Interface, name string, cfg Config) (*Provider, error) {
+func NewWithClient(cs *Client, name string, cfg Config) (*Provider, error) {
 	p, err := New(name, cfg)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (p *Provider) Render(req *providers.ProvisionRequest) ([]byte, error) {
 }
 
 // clientset returns the client, building it from the config on first use.
-func (p *Provider) clientset() (kubernetes.Interface, error) {
+func (p *Provider) clientset() (*Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.client != nil {
@@ -170,7 +170,7 @@ func (p *Provider) clientset() (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := NewClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
 	}

@@ -70,7 +70,7 @@ func (f *fakeForward) isClosed() bool {
 // a fake port-forward and a resolver that knows only *.localtest.me.
 func testProvider(t *testing.T, cs kubernetes.Interface, cfg Config) (*Provider, *fakeForward) {
 	t.Helper()
-	p, err := NewWithClient(cs, "cluster", cfg)
+	p, err := NewWithClient(clientFor(cs), "cluster", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

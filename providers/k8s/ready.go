@@ -110,7 +110,7 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 func (d *Deployment) observe(ctx context.Context) (*rollout, error) {
 	o := d.objs
 	r := &rollout{want: o.replicas, needIngress: o.Ingress != nil && d.p.cfg.IngressAddress == ""}
-	dep, err := d.cs.AppsV1().Deployments(o.ns).Get(ctx, o.name, metav1.GetOptions{})
+	dep, err := d.cs.Deployments(o.ns).Get(ctx, o.name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Deployment %q: %w", o.name, err)
 	}
@@ -129,7 +129,7 @@ func (d *Deployment) observe(ctx context.Context) (*rollout, error) {
 		}
 	}
 
-	slices, err := d.cs.DiscoveryV1().EndpointSlices(o.ns).List(ctx, metav1.ListOptions{
+	slices, err := d.cs.EndpointSlices(o.ns).List(ctx, metav1.ListOptions{
 		LabelSelector: discoveryv1.LabelServiceName + "=" + o.Service.Name,
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func (d *Deployment) observe(ctx context.Context) (*rollout, error) {
 	}
 
 	if r.needIngress {
-		ing, err := d.cs.NetworkingV1().Ingresses(o.ns).Get(ctx, o.Ingress.Name, metav1.GetOptions{})
+		ing, err := d.cs.Ingresses(o.ns).Get(ctx, o.Ingress.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading Ingress %q: %w", o.Ingress.Name, err)
 		}
@@ -164,7 +164,7 @@ func (d *Deployment) observe(ctx context.Context) (*rollout, error) {
 
 // pods lists the trial's pods of this service, sorted by name.
 func (d *Deployment) pods(ctx context.Context) ([]corev1.Pod, error) {
-	list, err := d.cs.CoreV1().Pods(d.objs.ns).List(ctx, metav1.ListOptions{LabelSelector: selectorString(d.objs.selector)})
+	list, err := d.cs.Pods(d.objs.ns).List(ctx, metav1.ListOptions{LabelSelector: selectorString(d.objs.selector)})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of %q: %w", d.objs.name, err)
 	}
@@ -233,7 +233,7 @@ func fatalState(p *corev1.Pod) string {
 func (d *Deployment) diagnose(ctx context.Context) string {
 	var b strings.Builder
 	o := d.objs
-	if dep, err := d.cs.AppsV1().Deployments(o.ns).Get(ctx, o.name, metav1.GetOptions{}); err == nil {
+	if dep, err := d.cs.Deployments(o.ns).Get(ctx, o.name, metav1.GetOptions{}); err == nil {
 		for _, c := range dep.Status.Conditions {
 			if c.Status != corev1.ConditionTrue || c.Type == "ReplicaFailure" {
 				fmt.Fprintf(&b, "\n  deployment %s: %s=%s (%s): %s", o.name, c.Type, c.Status, c.Reason, c.Message)
@@ -300,7 +300,7 @@ func (d *Deployment) diagnose(ctx context.Context) string {
 
 // events lists the namespace's events, oldest first, newest 50 kept.
 func (d *Deployment) events(ctx context.Context) []corev1.Event {
-	list, err := d.cs.CoreV1().Events(d.objs.ns).List(ctx, metav1.ListOptions{})
+	list, err := d.cs.Events(d.objs.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
@@ -355,7 +355,7 @@ func stateText(s corev1.ContainerState) string {
 func (d *Deployment) lastLogs(ctx context.Context, pod, container string, previous bool) string {
 	tail := int64(logLines)
 	get := func(prev bool) string {
-		raw, err := d.cs.CoreV1().Pods(d.objs.ns).GetLogs(pod, &corev1.PodLogOptions{
+		raw, err := d.cs.PodLogs(d.objs.ns, pod, &corev1.PodLogOptions{
 			Container: container, Previous: prev, TailLines: &tail,
 		}).DoRaw(ctx)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 
 	"github.com/benchflow/benchflow/providers"
 )
@@ -56,9 +55,9 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	return out
 }
 
-// serverVersion asks discovery for /version.
+// serverVersion asks the API server for /version.
 func (d *Deployment) serverVersion(ctx context.Context) string {
-	v, err := discovery.ToServerVersionInterfaceWithContext(d.cs.Discovery()).ServerVersionWithContext(ctx)
+	v, err := d.cs.ServerVersion(ctx)
 	if err != nil || v == nil {
 		return ""
 	}
@@ -84,7 +83,7 @@ func (d *Deployment) kubeletVersions(ctx context.Context) string {
 	seen := map[string]bool{}
 	var versions []string
 	for name := range nodes {
-		n, err := d.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := d.cs.Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			continue
 		}
