@@ -5,12 +5,18 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
+.PHONY: help build build-debug test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
-build: ## Build bin/benchflow
+# The release build strips the symbol table and DWARF (-s -w): a third of
+# the binary's size that users do not need (panics still print file:line
+# stacks). build-debug keeps them, for dlv and perf.
+build: ## Build bin/benchflow (stripped: -trimpath -s -w)
+	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN) ./cmd/benchflow
+
+build-debug: ## Build bin/benchflow with symbols and DWARF (for dlv, perf)
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/benchflow
 
 test: build ## Run the whole test suite (Docker tests skip without an engine)

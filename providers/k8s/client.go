@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -58,13 +58,6 @@ type Client struct {
 	PortForwardURL func(ns, pod string) *url.URL
 	// ServerVersion is the API server's /version.
 	ServerVersion func(ctx context.Context) (*version.Info, error)
-}
-
-// object is what client-go's generic clients need of a type (gentype's
-// constraint): an API object with object metadata.
-type object interface {
-	runtime.Object
-	metav1.Object
 }
 
 // NewClient builds a Client for the cluster rc points at. Like
@@ -172,8 +165,51 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	}, nil
 }
 
-// typed is client-go's generic client for one resource, as its generated
-// typed clients build it.
-func typed[T object, L runtime.Object](c rest.Interface, params runtime.ParameterCodec, resource, ns string, newT func() T, newL func() L) Resource[T, L] {
-	return gentype.NewClientWithList[T, L](resource, c, params, ns, newT, newL, gentype.PrefersProtobuf[T]())
+// typed is the client of one resource in namespace ns ("" for all, or for
+// a cluster-scoped kind).
+func typed[T, L runtime.Object](c rest.Interface, params runtime.ParameterCodec, resource, ns string, newT func() T, newL func() L) Resource[T, L] {
+	return &restResource[T, L]{c: c, params: params, resource: resource, ns: ns, newT: newT, newL: newL}
+}
+
+// restResource is a Resource over a REST client. Its requests are those of
+// client-go's generated typed clients (gentype.Client, which would link
+// client-go's testing package and its dependencies): protobuf where the
+// server offers it, options as query parameters, DeleteOptions as the body.
+type restResource[T, L runtime.Object] struct {
+	c        rest.Interface
+	params   runtime.ParameterCodec
+	resource string
+	ns       string
+	newT     func() T
+	newL     func() L
+}
+
+func (r *restResource[T, L]) req(verb *rest.Request) *rest.Request {
+	return verb.UseProtobufAsDefaultIfPreferred(true).NamespaceIfScoped(r.ns, r.ns != "").Resource(r.resource)
+}
+
+func (r *restResource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	out := r.newT()
+	err := r.req(r.c.Post()).VersionedParams(&opts, r.params).Body(obj).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r *restResource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	out := r.newT()
+	err := r.req(r.c.Get()).Name(name).VersionedParams(&opts, r.params).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r *restResource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	out := r.newL()
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	err := r.req(r.c.Get()).VersionedParams(&opts, r.params).Timeout(timeout).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r *restResource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.req(r.c.Delete()).Name(name).Body(&opts).Do(ctx).Error()
 }
