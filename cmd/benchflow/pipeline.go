@@ -43,7 +43,7 @@ func (v *varFlags) registerVars(cmd *cobra.Command) {
 }
 
 func (v *varFlags) inputs() (plan.Inputs, error) {
-	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps, MaxTrials: v.maxTrials}
+	in := plan.Inputs{Vars: map[string]string{}, VarFiles: v.varFiles, Repetitions: v.reps, MaxTrials: v.maxTrials, Version: version}
 	if v.reps < 0 || v.reps > pipeline.MaxRepetitions {
 		return in, fmt.Errorf("--repetitions %d: must be between 1 and %d (or 0 for the pipeline's own)", v.reps, pipeline.MaxRepetitions)
 	}

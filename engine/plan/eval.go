@@ -20,9 +20,6 @@ import (
 	"github.com/benchflow/benchflow/providers"
 )
 
-// Version is benchflow's version, exposed as benchflow.version; set by the CLI.
-var Version = "dev"
-
 // ImplicitLocal is the provider a service gets when the pipeline declares none.
 const ImplicitLocal = "local"
 
@@ -145,10 +142,19 @@ func (te *TrialEval) baseVars() map[string]cty.Value {
 		}),
 		"benchflow": cty.ObjectVal(map[string]cty.Value{
 			"bin":     cty.StringVal(exe),
-			"version": cty.StringVal(Version),
+			"version": cty.StringVal(te.plan.version()),
 		}),
 		"step": steps,
 	}
+}
+
+// version is benchflow.version: Inputs.Version, or "dev" when the caller
+// gave none (a binary built without -X main.version, a test).
+func (p *Plan) version() string {
+	if p.Inputs.Version == "" {
+		return "dev"
+	}
+	return p.Inputs.Version
 }
 
 // fixedVars are the parts of every evaluation context that do not change

@@ -35,6 +35,9 @@ type Inputs struct {
 	// MaxTrials bounds the trials (cells × repetitions);
 	// pipeline.DefaultMaxTrials when 0.
 	MaxTrials int
+	// Version is the running benchflow's version, benchflow.version in
+	// the pipeline ("dev" when empty).
+	Version string
 }
 
 // Plan is a pipeline expanded into trials in execution order, with its step
