@@ -94,7 +94,7 @@ func MachineLoad(run *results.Run) Load {
 	for i := range run.Trials {
 		t := &run.Trials[i]
 		state.Add(t)
-		if t.StepKind == "warm" || t.QuietWindowS <= 0 || t.Discarded {
+		if !t.IsMeasurement() || t.QuietWindowS <= 0 || t.Discarded {
 			continue
 		}
 		quiet = append(quiet, t.QuietPct)

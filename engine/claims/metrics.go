@@ -89,6 +89,11 @@ func CPUPerRequest(pct, rps float64) float64 {
 	return pct / 100 * 1e6 / rps
 }
 
+// FromCollect reports whether a claim metric comes from the whole-machine
+// CPU accounting of a collect step running during the load (the cpu_*
+// metrics), rather than from the load step's own result.
+func FromCollect(metric string) bool { return strings.HasPrefix(metric, "cpu_") }
+
 // MetricNames lists the claim metrics sorted.
 func MetricNames() []string {
 	out := make([]string, 0, len(Metrics))

@@ -21,6 +21,13 @@ const (
 	KindCollect   = "collect"
 )
 
+// IsMeasurement reports whether the results of a step of this kind are
+// measurements: those of a warm step are not (it primes the service; its
+// rows are recorded with step_kind "warm" and left out of statistics,
+// claims and the machine's state). The one place that says so: compare
+// a kind or a step_kind column with this, not with "warm".
+func IsMeasurement(stepKind string) bool { return stepKind != KindWarm }
+
 // DefaultBusyRerun is BusyRerun when the pipeline does not set busy_rerun;
 // MaxBusyRerun bounds it.
 const (

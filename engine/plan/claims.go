@@ -78,12 +78,12 @@ func (pl *Plan) checkClaims() hcl.Diagnostics {
 			errAt(c.DeclRange, "Ambiguous claim step", "The pipeline has several load steps (%s): say which one claim %q is about with step = \"name\".", strings.Join(loads, ", "), c.Name)
 			continue
 		}
-		if m := c.VersusMetric; m != "" && (strings.HasPrefix(m, "cpu_") && !collect || m == "capacity_rps" && !searches[cp.Step]) {
+		if m := c.VersusMetric; m != "" && (claims.FromCollect(m) && !collect || m == "capacity_rps" && !searches[cp.Step]) {
 			errAt(c.VersusMetricRange, "Claim on a metric no step records", "Claim %q divides by %s, which no step of the pipeline records (cpu_* come from a collect step during the load, capacity_rps from a load step's search block).", c.Name, m)
 			continue
 		}
 		switch {
-		case strings.HasPrefix(c.Metric, "cpu_") && !collect, c.Kind == claims.KindVerdict && !collect:
+		case claims.FromCollect(c.Metric) && !collect, c.Kind == claims.KindVerdict && !collect:
 			what := "metric " + c.Metric
 			if c.Kind == claims.KindVerdict {
 				what = "a verdict"
