@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/procfs"
 
 	"context"
@@ -73,9 +74,10 @@ const (
 // DefaultInterval is the sampling interval when Config.Interval is 0.
 const DefaultInterval = time.Second
 
-// MinInterval is the shortest interval Start accepts: below it the
-// 10 ms resolution of /proc CPU times makes CPU% meaningless.
-const MinInterval = 10 * time.Millisecond
+// MinInterval is the shortest interval Start accepts
+// (pipeline.MinCollectInterval: below it the 10 ms resolution of /proc CPU
+// times makes CPU% meaningless).
+const MinInterval = pipeline.MinCollectInterval
 
 // Roles of process samples.
 const (

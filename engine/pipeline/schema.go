@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -87,6 +89,12 @@ type TuneConfig struct {
 	Optional  bool           `hcl:"optional,optional"`
 	DependsOn hcl.Expression `hcl:"depends_on,optional"`
 }
+
+// MinCollectInterval is the shortest sampling interval of a collect step:
+// below it the 10 ms resolution of /proc CPU times makes CPU% meaningless.
+// Declared here so that validation (engine/steps) need not import the
+// sampler (engine/collect, which writes results).
+const MinCollectInterval = 10 * time.Millisecond
 
 // CollectConfig is the body of `step "collect"`; it runs during the load
 // step named by During.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/pipeline"
 )
 
@@ -38,15 +37,15 @@ func validateCollect(st *pipeline.Step, c *pipeline.CollectConfig) hcl.Diagnosti
 	return hcl.Diagnostics(diags)
 }
 
-// checkCollectInterval refuses a sampling interval below collect.MinInterval
+// checkCollectInterval refuses a sampling interval below pipeline.MinCollectInterval
 // at validate, where sampling would refuse it only when the step runs.
 func checkCollectInterval(body hcl.Body, v string) *hcl.Diagnostic {
 	d, err := pipeline.ParseDuration(v)
-	if v == "" || err != nil || d == 0 || d >= collect.MinInterval {
+	if v == "" || err != nil || d == 0 || d >= pipeline.MinCollectInterval {
 		return nil // a parse error is CheckDuration's
 	}
 	return AttrErr(body, "interval", "Invalid interval",
-		fmt.Sprintf("interval = %q: a collect step samples at most every %s (0 or leaving it out takes the default, 1s).", v, collect.MinInterval))
+		fmt.Sprintf("interval = %q: a collect step samples at most every %s (0 or leaving it out takes the default, 1s).", v, pipeline.MinCollectInterval))
 }
 
 // maxQuietCheck bounds a collect step's quiet_check window.
