@@ -21,11 +21,13 @@ const (
 	KindCollect   = "collect"
 )
 
-// IsMeasurement reports whether the results of a step of this kind are
-// measurements: those of a warm step are not (it primes the service; its
-// rows are recorded with step_kind "warm" and left out of statistics,
-// claims and the machine's state). The one place that says so: compare
-// a kind or a step_kind column with this, not with "warm".
+// IsMeasurement reports whether results recorded under this step kind (a
+// trials row's step_kind, a trial record's step kind; "" for a trial
+// without a step) are measurements: a warm step's are not (it primes the
+// service; its rows are kept apart from statistics, claims and the
+// machine's state). The one place that says so: test a kind or a
+// step_kind with this, not against "warm". (steps.Behaviour.Measures says
+// which kinds measure when declaring them.)
 func IsMeasurement(stepKind string) bool { return stepKind != KindWarm }
 
 // DefaultBusyRerun is BusyRerun when the pipeline does not set busy_rerun;
