@@ -6,10 +6,19 @@
 // — the Docker socket, a cluster, sysctls, the host network — is a Grant,
 // named one by one and described by Spec.Describe for the reader's plan.
 //
-// The sandbox does not unshare the pid namespace: the verdict's
-// whole-machine CPU accounting reads the machine's other processes from
-// /proc, and the pids benchflow records must be the machine's. Nor the
-// cgroup namespace: /proc/PID/cgroup tells a container's processes.
+// The child has a pid namespace of its own (--unshare-pid): it sees and
+// signals only its own processes, bubblewrap's monitor outside included,
+// and when the command ends — or bwrap, or the caller, dies — the kernel
+// kills every process left in it (setsid daemons, double forks, processes
+// that ignore SIGTERM). As root it also runs in a user namespace of its
+// own (Command creates it, the identity map of every uid, so that
+// services still switch to www-data): the capabilities it keeps are the
+// namespace's, and none applies to the machine's processes, mounts,
+// network or non-namespaced sysctls. The grants whose providers find
+// their containers among the machine's processes (docker, k8s, nomad)
+// share the machine's pid namespace instead (SharesPIDs): they hand over
+// the machine anyway (the Docker socket is root). The cgroup namespace
+// is not unshared: /proc/PID/cgroup tells a container's processes.
 //
 // Running benchflow apply inside: it writes nothing outside its --out
 // folder but the tune journal, in the state folder (engine/tune.StateDir,
@@ -24,9 +33,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +48,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/benchflow/benchflow/engine/procfs"
 )
@@ -138,11 +152,18 @@ func Available() error {
 	if err := try("--ro-bind / / true", "--ro-bind", "/", "/", "true"); err != nil {
 		return err
 	}
-	a, err := Spec{}.args()
+	cmd, err := Spec{}.Command(ctx, []string{"true"})
 	if err != nil {
 		return err
 	}
-	return try("(the default sandbox) true", append(append(a, "--"), "true")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("sandbox: %s (the default sandbox) true failed: %s; %s", p, msg, installHint)
+	}
+	return nil
 }
 
 // Capabilities the child keeps; every other one is dropped. benchflow
@@ -184,6 +205,14 @@ func (s Spec) has(g Grant) bool {
 		}
 	}
 	return false
+}
+
+// SharesPIDs says whether the child shares the machine's pid namespace
+// (and, as root, its user namespace): with the grants whose providers
+// find their containers' processes in the machine's /proc (docker, k8s,
+// nomad). Otherwise the child sees only its own processes.
+func (s Spec) SharesPIDs() bool {
+	return s.has(GrantDocker) || s.has(GrantK8s) || s.has(GrantNomad)
 }
 
 // hostNetwork says whether the child shares the host's network.
@@ -330,6 +359,14 @@ func (s Spec) args() ([]string, error) {
 		"--new-session",
 		"--unshare-ipc",
 		"--unshare-uts",
+	}
+	if !s.SharesPIDs() {
+		a = append(a, "--unshare-pid")
+		if os.Geteuid() != 0 {
+			// As root Command makes the user namespace (bwrap maps one
+			// uid only); as a user bwrap does.
+			a = append(a, "--unshare-user")
+		}
 	}
 	if !s.hostNetwork() {
 		// Its own network namespace, with only a loopback (up).
@@ -536,14 +573,129 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// Command returns an exec.Cmd running argv confined by s. Its Env is
-// s.Env; the caller sets Stdin, Stdout and Stderr. When ctx is done the
-// command is sent SIGTERM (it runs in a session of its own, so a
-// terminal's Ctrl-C does not reach it), and killed with everything
-// bwrap started WaitDelay (default 30s) later. bwrap is killed when the
-// thread that started it exits (Pdeathsig): start it from a goroutine
-// that is not locked to its thread (runtime.LockOSThread).
-func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
+// Cmd is a confined command: an exec.Cmd whose Wait (and Run, Output,
+// CombinedOutput) returns only once every process of the sandbox is gone
+// — bwrap's monitor exits as soon as the command does, while the kernel
+// is still killing what the command left in its pid namespace.
+type Cmd struct {
+	*exec.Cmd
+	info   *os.File // read end of bwrap's --info-fd
+	infoW  *os.File
+	pidfd  chan int // the namespace's init, as a pidfd (-1: none)
+	ownPID bool
+}
+
+// Start starts bwrap.
+func (c *Cmd) Start() error {
+	err := c.Cmd.Start()
+	if c.infoW != nil {
+		c.infoW.Close()
+		c.infoW = nil
+	}
+	if err != nil {
+		if c.info != nil {
+			c.info.Close()
+		}
+		return err
+	}
+	if c.info != nil {
+		go c.readInfo()
+	}
+	return nil
+}
+
+// readInfo reads bwrap's --info-fd ({"child-pid": N}, the namespace's
+// init) and opens a pidfd on it while bwrap, its parent, still holds it.
+func (c *Cmd) readInfo() {
+	defer c.info.Close()
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	fd := -1
+	if json.NewDecoder(c.info).Decode(&info) == nil && info.ChildPID > 0 {
+		if f, err := unix.PidfdOpen(info.ChildPID, 0); err == nil {
+			fd = f
+		}
+	}
+	c.pidfd <- fd
+	// bwrap closes its end when it exits; drain until then.
+	io.Copy(io.Discard, c.info)
+}
+
+// Wait waits for bwrap, then for the namespace's init (and so for every
+// process in it).
+func (c *Cmd) Wait() error {
+	err := c.Cmd.Wait()
+	c.settle()
+	return err
+}
+
+func (c *Cmd) settle() {
+	if c.pidfd == nil {
+		return
+	}
+	var fd int
+	select {
+	case fd = <-c.pidfd:
+	case <-time.After(5 * time.Second):
+		// bwrap ended before writing its info: it started nothing.
+		return
+	}
+	c.pidfd = nil
+	if fd < 0 {
+		return
+	}
+	defer unix.Close(fd)
+	// The init is killed with bwrap (--die-with-parent), and exits once
+	// the kernel has reaped every process of its namespace.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 60_000)
+		if err == unix.EINTR {
+			continue
+		}
+		if n != 0 || err != nil {
+			return
+		}
+	}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	var b bytes.Buffer
+	c.Stdout = &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns its standard output and
+// error, interleaved.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// Command returns the command running argv confined by s. Its Env is
+// s.Env; its standard input is /dev/null unless the caller sets Stdin
+// (reproduce does not: nothing inside reads the reader's terminal); the
+// caller sets Stdout and Stderr (pipes: a terminal's file descriptor
+// inside could be read from). When ctx is done the command is sent
+// SIGTERM (it runs in a session of its own, so a terminal's Ctrl-C does
+// not reach it), and killed with everything bwrap started WaitDelay
+// (default 30s) later. bwrap is killed when the thread that started it
+// exits (Pdeathsig): start it from a goroutine that is not locked to its
+// thread (runtime.LockOSThread).
+func (s Spec) Command(ctx context.Context, argv []string) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")
 	}
@@ -557,19 +709,62 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: bwrap not found: %s", installHint)
 	}
+	ownPIDs := !s.SharesPIDs()
+	c := &Cmd{ownPID: ownPIDs}
+	if ownPIDs {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		c.info, c.infoW, c.pidfd = r, w, make(chan int, 1)
+		// ExtraFiles[0] is fd 3 in bwrap, which does not pass it on.
+		a = append(a, "--info-fd", "3")
+	}
 	a = append(append(a, "--"), argv...)
 	cmd := exec.CommandContext(ctx, p, a...)
+	c.Cmd = cmd
+	if c.infoW != nil {
+		cmd.ExtraFiles = []*os.File{c.infoW}
+	}
 	cmd.Env = append([]string{}, s.Env...)
 	// bwrap is killed when its parent (this process) dies, and
 	// --die-with-parent passes that on to the command.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if ownPIDs && os.Geteuid() == 0 {
+		// A user namespace of its own, every uid and gid mapped to
+		// itself: the files' owners and a service's switch to www-data
+		// are as outside, but the capabilities bwrap leaves the child
+		// are the namespace's, and the machine's processes, mounts,
+		// network and non-namespaced sysctls are not the namespace's.
+		// (bwrap's own --unshare-user maps one uid, so a root service
+		// could not switch to its workers' user.)
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER
+		all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		cmd.SysProcAttr.UidMappings = all
+		cmd.SysProcAttr.GidMappings = all
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+		// No CAP_SYS_RESOURCE of the machine's inside: raise the hard
+		// limit of open files here, where it still is, for services
+		// that raise theirs (nginx's worker_rlimit_nofile).
+		raiseNofile()
+	}
 	cmd.WaitDelay = 30 * time.Second
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
 		}
-		// bwrap's child is the confined command (bwrap waits for it).
+		// bwrap's child is the confined command (bwrap waits for it);
+		// with a pid namespace of its own, bwrap's child is the
+		// namespace's init (bwrap again, which ignores a SIGTERM from
+		// outside) and the command is its child.
 		kids := procfs.Children(cmd.Process.Pid)
+		if ownPIDs {
+			var cmds []int
+			for _, k := range kids {
+				cmds = append(cmds, procfs.Children(k)...)
+			}
+			kids = cmds
+		}
 		if len(kids) == 0 {
 			return cmd.Process.Kill()
 		}
@@ -578,7 +773,26 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		}
 		return nil
 	}
-	return cmd, nil
+	return c, nil
+}
+
+// raiseNofile raises this process's hard limit of open files to the
+// kernel's fs.nr_open (children inherit it); errors leave it as it is.
+func raiseNofile() {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return
+	}
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil || r.Max >= n {
+		return
+	}
+	r.Max = n
+	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
 }
 
 // Describe returns one line per confinement fact, for the plan, reflecting
@@ -640,10 +854,22 @@ func (s Spec) Describe() []string {
 	}
 	d = append(d,
 		"capabilities: only "+caps+" (no mount, no ptrace, no network administration)",
-		"processes: the machine's are visible in /proc (same pids) and its own end with it; it runs in a session of its own (no typing into the terminal)",
+		s.processes(),
 		"not limited: CPU, memory and disk use; the kernel is the machine's",
 	)
 	return d
+}
+
+// processes is Describe's line about processes.
+func (s Spec) processes() string {
+	if s.SharesPIDs() {
+		return "processes: the machine's are visible in /proc (same pids; implied by " + strings.Join(s.hostNetGrants(), ", ") + ", whose containers run there) and can be signalled as its capabilities allow; its own end with it; no terminal (input closed, output through a pipe, control characters escaped)"
+	}
+	ns := "a pid namespace of its own"
+	if os.Geteuid() == 0 {
+		ns += ", and a user namespace of its own: its capabilities do not apply to the machine's processes, mounts or sysctls"
+	}
+	return "processes: only its own are visible (" + ns + "); every one of them, daemons included, is killed when the run ends, fails or is interrupted; no terminal (input closed, output through a pipe, control characters escaped)"
 }
 
 func (s Spec) hostNetGrants() []string {
