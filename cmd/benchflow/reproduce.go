@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/bundle"
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
@@ -29,6 +31,10 @@ import (
 	"github.com/benchflow/benchflow/engine/trust"
 	"github.com/benchflow/benchflow/engine/tune"
 )
+
+// afterSnapshot, when set (tests), runs once the bundle is copied into
+// its private folder, before the copy is checked.
+var afterSnapshot func(dir string)
 
 // consentPrompt is what reproduce asks on a terminal (as Terraform asks
 // before apply).
@@ -139,12 +145,32 @@ with --exit-on none 0 otherwise.`,
 			}
 			dir := args[0]
 			var checks []trust.Check
-			n, err := bundle.Verify(dir)
+			// The bundle is checked as it is (each problem named), then
+			// copied into a private folder, each file opened once and not
+			// followed, and checked again there: the copy is what the
+			// signature, the pipeline's sha256 and the plan are checked
+			// against, and what runs.
+			if _, err := bundle.Verify(dir); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			stage, done, err := bundle.TempDir("benchflow-reproduce-")
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted", n, bundle.SumsFile)})
-			sig, err := bundle.CheckSignature(dir, allowedSigners)
+			defer done()
+			copied := filepath.Join(stage, "bundle")
+			if err := bundle.Snapshot(dir, copied, 0); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if afterSnapshot != nil {
+				afterSnapshot(dir)
+			}
+			n, err := bundle.Verify(copied)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("bundle %s changed while it was being read: %w; refusing it", dir, err)}
+			}
+			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted (checked in a private copy, which is what runs)", n, bundle.SumsFile)})
+			sig, err := bundle.CheckSignature(copied, allowedSigners)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("%w: refusing the bundle", err)}
 			}
@@ -158,16 +184,11 @@ with --exit-on none 0 otherwise.`,
 			default:
 				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s %s, a key it carries itself: --allowed-signers FILE checks whose it is", sig.KeyType, sig.Fingerprint)})
 			}
-			published, err := results.ReadRun(dir)
+			published, err := results.ReadRun(copied)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)}
 			}
 			m := published.Manifest
-			stage, done, err := bundle.TempDir("benchflow-reproduce-")
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			defer done()
 			file, err := bundle.Stage(published.Dir, m, filepath.Join(stage, "pipeline"))
 			if err != nil {
 				return &exitError{code: 1, err: err}
@@ -383,21 +404,7 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		keep := false
-		switch {
-		case k == "PATH", k == "LANG", k == "TZ", k == "TERM", k == "NO_COLOR", k == "USER", k == "LOGNAME", strings.HasPrefix(k, "LC_"):
-			keep = true
-		case k == "BENCHFLOW_TMPDIR", k == "BENCHFLOW_STATE_DIR", k == "BENCHFLOW_SANDBOX":
-		case strings.HasPrefix(k, "BENCHFLOW_"):
-			keep = true
-		case k == "DOCKER_HOST":
-			keep = has(sandbox.GrantDocker)
-		case k == "KUBECONFIG":
-			keep = has(sandbox.GrantK8s)
-		case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
-			keep = has(sandbox.GrantNomad)
-		}
-		if keep {
+		if sandboxEnvKept(k, has) {
 			s.Env = append(s.Env, kv)
 		}
 	}
@@ -407,6 +414,35 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		}
 	}
 	return s
+}
+
+// sandboxEnv are the variables of this process's environment passed into
+// the sandbox: an allow-list of settings that are not secrets (the rest —
+// BENCHFLOW_AGENT_TOKEN, cloud credentials, SSH_AUTH_SOCK, anything else —
+// stays out). HOME, BENCHFLOW_STATE_DIR, BENCHFLOW_SANDBOX and
+// BENCHFLOW_TMPDIR are set by sandboxSpec itself.
+var sandboxEnv = map[string]bool{
+	"PATH": true, "LANG": true, "LANGUAGE": true, "TZ": true, "NO_COLOR": true, "USER": true, "LOGNAME": true,
+	// how the load generator polls: a setting, not a secret
+	"BENCHFLOW_LOAD_ENGINE": true,
+}
+
+// sandboxEnvKept says whether the variable k goes into the sandbox, has
+// telling the grants: LC_* always; DOCKER_HOST with docker; KUBECONFIG
+// with k8s; NOMAD_*, CONSUL_* and APISIX_* (their addresses and tokens)
+// with nomad.
+func sandboxEnvKept(k string, has func(sandbox.Grant) bool) bool {
+	switch {
+	case sandboxEnv[k], strings.HasPrefix(k, "LC_"):
+		return true
+	case k == "DOCKER_HOST":
+		return has(sandbox.GrantDocker)
+	case k == "KUBECONFIG":
+		return has(sandbox.GrantK8s)
+	case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
+		return has(sandbox.GrantNomad)
+	}
+	return false
 }
 
 // sandboxNote is what the run in the sandbox records of it (its
@@ -459,7 +495,9 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 			defer os.Remove(d)
 		}
 	}
-	argv := []string{exe, "apply", file, "--out", out}
+	// --no-gc: the confined apply removes no leftovers of other runs
+	// (there are none of its own: nothing outlives its sandbox).
+	argv := []string{exe, "apply", file, "--out", out, "--no-gc"}
 	for _, kv := range vf.vars {
 		argv = append(argv, "--var", kv)
 	}
@@ -480,15 +518,23 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	if verbose {
 		argv = append(argv, "-v")
 	}
-	before, _ := os.Readlink(filepath.Join(out, "latest"))
+	before, err := runFolders(out)
+	if err != nil {
+		return "", &exitError{code: 1, err: err}
+	}
 	c, err := spec.Command(context.Background(), argv)
 	if err != nil {
 		return "", &exitError{code: 1, err: err}
 	}
+	// No terminal inside: standard input is /dev/null, and the output
+	// comes through a pipe (a terminal's descriptor could be read from,
+	// by a leftover too), shown with its control characters escaped.
 	c.Stdin = nil
-	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	tw := &escape.TerminalWriter{W: os.Stderr}
+	defer tw.Flush()
+	c.Stdout, c.Stderr = tw, tw
 	if quiet {
-		f := &runSummaryFilter{w: os.Stderr}
+		f := &runSummaryFilter{w: tw}
 		defer f.Flush()
 		c.Stdout, c.Stderr = f, f
 	}
@@ -533,14 +579,82 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	default:
 		runErr = &exitError{code: 1, err: fmt.Errorf("the confined run exited with status %d", code)}
 	}
-	after, _ := os.Readlink(filepath.Join(out, "latest"))
-	if after == "" || after == before {
-		return "", runErr
+	// Nothing of the sandbox runs any more (Wait returned once its last
+	// process was gone): what it left in out stays as it is now.
+	dir, err := newRun(out, before)
+	if err != nil {
+		if runErr != nil {
+			return "", runErr
+		}
+		return "", &exitError{code: 1, err: err}
 	}
-	if !filepath.IsAbs(after) {
-		after = filepath.Join(out, after)
+	return dir, runErr
+}
+
+// runFolders lists the names in out, which the sandbox writes.
+func runFolders(out string) (map[string]bool, error) {
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return nil, err
 	}
-	return after, runErr
+	m := map[string]bool{}
+	for _, e := range ents {
+		m[e.Name()] = true
+	}
+	return m, nil
+}
+
+// newRun finds the run the confined apply wrote in out: the one folder
+// that was not there before (a real folder, with a manifest.json), never
+// what a symbolic link the sandbox could move names — so it cannot be an
+// earlier run of the reader's. Its latest link is made again here, by
+// this process. A run folder holding a symbolic link is refused: the
+// verdict is read, and written, by this unconfined process.
+func newRun(out string, before map[string]bool) (string, error) {
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return "", err
+	}
+	var runs []string
+	for _, e := range ents {
+		if before[e.Name()] || !e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(out, e.Name(), "manifest.json")); err == nil && fi.Mode().IsRegular() {
+			runs = append(runs, e.Name())
+		}
+	}
+	switch len(runs) {
+	case 0:
+		return "", fmt.Errorf("the confined run wrote no run folder in %s", out)
+	case 1:
+	default:
+		return "", fmt.Errorf("the confined run left %d new run folders in %s (%s), not one: judging none", len(runs), out, strings.Join(runs, ", "))
+	}
+	dir := filepath.Join(out, runs[0])
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return fmt.Errorf("the confined run's folder holds %s, which is not a regular file (%s): not reading it", p, d.Type())
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	latest := filepath.Join(out, "latest")
+	tmp := filepath.Join(out, ".latest-"+strconv.Itoa(os.Getpid()))
+	os.Remove(tmp)
+	if err := os.Symlink(runs[0], tmp); err == nil {
+		if fi, err := os.Lstat(latest); err == nil && fi.IsDir() {
+			os.Remove(tmp) // a folder named latest: left as it is
+		} else if err := os.Rename(tmp, latest); err != nil {
+			os.Remove(tmp)
+		}
+	}
+	return dir, nil
 }
 
 // runSummaryFilter passes a quiet run's output on (its warnings and
