@@ -261,6 +261,9 @@ with --exit-on none 0 otherwise.`,
 			if len(missing) > 0 {
 				return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
 			}
+			if len(tp.Refused) > 0 && !noSandbox {
+				return &exitError{code: 1, err: fmt.Errorf("this bundle does what the sandbox never allows: %s; nothing ran (--no-sandbox runs it unconfined, once you accept that)", escape.Terminal(strings.Join(tp.Refused, "; ")))}
+			}
 			if !noSandbox {
 				if err := sandbox.Available(); err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("%w; nothing ran", err)}

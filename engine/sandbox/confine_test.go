@@ -214,3 +214,36 @@ func sleepers(tag string) []int {
 	}
 	return ps
 }
+
+// TestTuneGrantAllowList: the tune grant writes the listed sysctls only:
+// kernel.core_pattern, kernel.modprobe, binfmt_misc's register and
+// net.core.bpf_jit_harden stay read-only inside (the test tries to write
+// them their own current value, so a broken sandbox changes nothing).
+func TestTuneGrantAllowList(t *testing.T) {
+	for key, want := range map[string]bool{
+		"net.core.somaxconn": true, "net/ipv4/tcp_fin_timeout": true, "fs.file-max": true, "fs.nr_open": true,
+		"kernel.core_pattern": false, "kernel.modprobe": false, "fs.binfmt_misc.register": false,
+		"net.core.bpf_jit_harden": false, "kernel.poweroff_cmd": false, "vm.overcommit_memory": false,
+		"net..core": false, "": false,
+	} {
+		if got := TuneSysctlAllowed(key); got != want {
+			t.Errorf("TuneSysctlAllowed(%q) = %v, want %v", key, got, want)
+		}
+	}
+	needBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: sysctls are root's")
+	}
+	script := `for f in /proc/sys/kernel/core_pattern /proc/sys/kernel/modprobe /proc/sys/net/core/bpf_jit_harden /proc/sys/fs/binfmt_misc/status; do
+  [ -e "$f" ] || continue
+  v=$(cat "$f" 2>/dev/null) || continue
+  if printf '%s\n' "$v" > "$f" 2>/dev/null; then echo "wrote $f"; fi
+done
+v=$(cat /proc/sys/net/core/somaxconn); printf '%s\n' "$v" > /proc/sys/net/core/somaxconn && echo "somaxconn ok"`
+	for _, gs := range [][]Grant{{GrantTune}, {GrantTune, GrantHostNetwork}} {
+		out, code := run(t, Spec{Grants: gs}, script)
+		if code != 0 || strings.Contains(out, "wrote ") || !strings.Contains(out, "somaxconn ok") {
+			t.Errorf("%v: exit %d\n%s", gs, code, out)
+		}
+	}
+}

@@ -69,17 +69,103 @@ const (
 	// GrantNomad shares the host's network (the NOMAD_/CONSUL_/APISIX_
 	// addresses are in the caller's Env).
 	GrantNomad Grant = "nomad"
-	// GrantTune lets sysctls and the CPU frequency governor be written
-	// (/proc/sys and /sys/devices/system/cpu read-write) and adds
-	// CAP_SYS_NICE (negative nice, affinity of other users' processes).
-	// Without the host's network, net.* sysctls are the sandbox's own
-	// network namespace's. No CAP_SYS_ADMIN: root writes sysctls as the
-	// owner of /proc/sys's files, and with it the child could unmount
-	// what hides the home folders.
+	// GrantTune lets the sysctls of TuneSysctls and the CPU frequency
+	// governor be written (those files of /proc/sys and
+	// /sys/devices/system/cpu/cpufreq bound read-write, every other one
+	// read-only) and adds CAP_SYS_NICE (in the sandbox's own user
+	// namespace as root: its own processes only). Without the host's
+	// network, net.* sysctls are the sandbox's own network namespace's.
+	// No CAP_SYS_ADMIN: root writes sysctls as the owner of /proc/sys's
+	// files, and with it the child could unmount what hides the home
+	// folders.
 	GrantTune Grant = "tune"
 	// GrantHostNetwork shares the host's network.
 	GrantHostNetwork Grant = "host-network"
 )
+
+// TuneSysctls are the sysctls GrantTune lets a reproduction write: the
+// network's (net.*, but net.core.bpf_*: the BPF JIT's hardening), the
+// limits of open files and memory maps, and nothing else — never
+// kernel.core_pattern, kernel.modprobe, fs.binfmt_misc or anything else
+// that makes the kernel run a program, nor a setting that weakens the
+// machine's protections. An entry ending in "." is a prefix.
+var TuneSysctls = []string{
+	"net.",
+	"fs.file-max",
+	"fs.nr_open",
+	"fs.aio-max-nr",
+	"vm.max_map_count",
+	"vm.swappiness",
+}
+
+// TuneSysctlsText lists TuneSysctls for a reader: "net.* (but
+// net.core.bpf_*), fs.file-max, …".
+func TuneSysctlsText() string {
+	var ws []string
+	for _, a := range TuneSysctls {
+		if strings.HasSuffix(a, ".") {
+			a += "*"
+			var but []string
+			for _, n := range tuneSysctlsNever {
+				if strings.HasPrefix(n, strings.TrimSuffix(a, "*")) {
+					but = append(but, n+"*")
+				}
+			}
+			if len(but) > 0 {
+				a += " (but " + strings.Join(but, ", ") + ")"
+			}
+		}
+		ws = append(ws, a)
+	}
+	return strings.Join(ws, ", ")
+}
+
+// tuneSysctlsNever are prefixes of TuneSysctls' prefixes left out.
+var tuneSysctlsNever = []string{"net.core.bpf_"}
+
+// TuneSysctlAllowed says whether GrantTune lets the sysctl key
+// ("net.core.somaxconn", or "net/core/somaxconn") be written.
+func TuneSysctlAllowed(key string) bool {
+	key = strings.ReplaceAll(strings.Trim(key, "./"), "/", ".")
+	if key == "" || strings.Contains(key, "..") {
+		return false
+	}
+	for _, n := range tuneSysctlsNever {
+		if strings.HasPrefix(key, n) {
+			return false
+		}
+	}
+	for _, a := range TuneSysctls {
+		if key == a || strings.HasSuffix(a, ".") && strings.HasPrefix(key, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// tuneSysctlPaths are the /proc/sys paths bound writable with GrantTune:
+// /proc/sys/net (the network namespace's own, without the host's
+// network), and each of TuneSysctls' files that exists; net.core.bpf_*
+// stay read-only on top.
+func tuneSysctlPaths() []string {
+	var ps []string
+	for _, a := range TuneSysctls {
+		p := "/proc/sys/" + strings.ReplaceAll(strings.TrimSuffix(a, "."), ".", "/")
+		if _, err := os.Stat(p); err == nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// cpufreqPaths are the CPU frequency governor's folders
+// (/sys/devices/system/cpu/cpufreq/policy*), bound writable with
+// GrantTune; the rest of /sys (a CPU's online switch among it) stays
+// read-only.
+func cpufreqPaths() []string {
+	ps, _ := filepath.Glob("/sys/devices/system/cpu/cpufreq/policy*")
+	return ps
+}
 
 // Grants lists every known grant, in the order the plan names them.
 var Grants = []Grant{GrantDocker, GrantK8s, GrantNomad, GrantTune, GrantHostNetwork}
@@ -377,17 +463,27 @@ func (s Spec) args() ([]string, error) {
 		"--dev", "/dev",
 		"--proc", "/proc",
 	)
+	// bwrap 0.8 leaves /proc/sys writable when its folder is not (mode
+	// 0555, no CAP_DAC_OVERRIDE), yet its files are root's, mode 0644:
+	// root writes the machine's sysctls without any capability. With
+	// GrantTune only the sysctls of TuneSysctls are bound writable on
+	// top, one by one, and the CPU frequency governor's folders.
+	a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
 	if s.has(GrantTune) {
-		a = append(a, "--bind", "/proc/sys", "/proc/sys")
-		if isDir("/sys/devices/system/cpu") {
-			a = append(a, "--bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu")
+		for _, p := range tuneSysctlPaths() {
+			a = append(a, "--bind", p, p)
 		}
-	} else {
-		// bwrap 0.8 leaves /proc/sys writable when its folder is not
-		// (mode 0555, no CAP_DAC_OVERRIDE), yet its files are root's,
-		// mode 0644: root writes the machine's sysctls without any
-		// capability.
-		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
+		if s.hostNetwork() {
+			// The BPF JIT's settings are the machine's network
+			// namespace's only.
+			bpf, _ := filepath.Glob("/proc/sys/net/core/bpf_*")
+			for _, p := range bpf {
+				a = append(a, "--ro-bind", p, p)
+			}
+		}
+		for _, p := range cpufreqPaths() {
+			a = append(a, "--bind", p, p)
+		}
 	}
 	// Writing it reboots or crashes the machine (mode 0200, root's).
 	if _, err := os.Stat("/proc/sysrq-trigger"); err == nil {
@@ -848,7 +944,7 @@ func (s Spec) Describe() []string {
 		if s.hostNetwork() {
 			net = "net.* sysctls apply to the host's network"
 		}
-		d = append(d, "tune (granted): sysctls (/proc/sys) and the CPU frequency governor are writable machine-wide ("+net+"); nice and CPU affinity of any process")
+		d = append(d, "tune (granted): only the sysctls "+TuneSysctlsText()+" ("+net+") and the CPU frequency governor are writable; every other sysctl stays read-only")
 	} else {
 		d = append(d, "sysctls: read-only")
 	}

@@ -372,7 +372,9 @@ func TestCapabilities(t *testing.T) {
 		sys  string
 	}{
 		{nil, want, "ro"},
-		{[]Grant{GrantTune}, want | 1<<23&boundingSet(), "rw"},
+		// /proc/sys stays read-only with tune: only the listed sysctls
+		// are bound writable on top (TestTuneGrantAllowList).
+		{[]Grant{GrantTune}, want | 1<<23&boundingSet(), "ro"},
 	} {
 		out, code := run(t, Spec{Grants: c.g}, `grep CapEff /proc/self/status; grep ' /proc/sys ' /proc/self/mountinfo | tail -1`)
 		f := strings.Fields(out)
@@ -470,7 +472,7 @@ func TestDescribe(t *testing.T) {
 		{GrantDocker, []string{"docker (granted): the Docker socket", "root on this machine", "network: the host's (implied by docker)"}},
 		{GrantK8s, []string{"k8s (granted): the kubeconfig", "network: the host's (implied by k8s)"}},
 		{GrantNomad, []string{"nomad (granted)", "network: the host's (implied by nomad)"}},
-		{GrantTune, []string{"tune (granted): sysctls", "own network namespace only", "network: its own loopback only"}},
+		{GrantTune, []string{"tune (granted): only the sysctls net.*", "own network namespace only", "network: its own loopback only"}},
 		{GrantHostNetwork, []string{"network: the host's (granted host-network)"}},
 	} {
 		d := strings.Join(Spec{Grants: []Grant{c.g}}.Describe(), "\n")

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,6 +54,10 @@ type Plan struct {
 	// Notes are what the reader should know besides (the bundle's
 	// output dir ignored, where the results go).
 	Notes []string `json:"notes,omitempty"`
+	// Refused are what no grant allows in the sandbox (a sysctl outside
+	// sandbox.TuneSysctls): reproduce refuses the bundle, confined,
+	// whatever --allow says (--no-sandbox runs it unconfined).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Service is one deployment of a service.
@@ -62,6 +67,9 @@ type Service struct {
 	ProviderType string   `json:"provider_type"`
 	Image        string   `json:"image,omitempty"`
 	Command      []string `json:"command,omitempty"`
+	// VersionCommand is the service's version_command, run once to
+	// record the server's version.
+	VersionCommand []string `json:"version_command,omitempty"`
 	// Dir is where the process runs (local) or where its files are
 	// mounted (containers).
 	Dir   string   `json:"dir"`
@@ -139,6 +147,11 @@ func Inspect(pl *plan.Plan) *Plan {
 		}
 		needs[g] = append(needs[g], why)
 	}
+	refuse := func(why string) {
+		if !slices.Contains(out.Refused, why) {
+			out.Refused = append(out.Refused, why)
+		}
+	}
 	svcIndex := map[string]int{}
 	stepIndex := map[string]int{}
 	svcCells := map[int][]string{}
@@ -185,6 +198,11 @@ func Inspect(pl *plan.Plan) *Plan {
 			sv.Image = ps.Spec.Image
 			for _, a := range ps.Spec.Command {
 				sv.Command = append(sv.Command, redact.Default.String(a))
+			}
+			if ps.Config != nil {
+				for _, a := range ps.Config.VersionCommand {
+					sv.VersionCommand = append(sv.VersionCommand, redact.Default.String(a))
+				}
 			}
 			if sv.ProviderType != "local" {
 				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
@@ -256,6 +274,11 @@ func Inspect(pl *plan.Plan) *Plan {
 				ss.ServiceCPUs, ss.LoaderCPUs, ss.Nice = c.ServiceCPUs, c.LoaderCPUs, c.Nice
 				if len(c.Sysctl) > 0 {
 					need(sandbox.GrantTune, st.Addr()+" writes sysctls (as root)")
+				}
+				for _, k := range sortedKeys(c.Sysctl) {
+					if !sandbox.TuneSysctlAllowed(k) {
+						refuse(fmt.Sprintf("%s sets sysctl %s, which the sandbox never allows (--allow tune writes only %s)", st.Addr(), k, sandbox.TuneSysctlsText()))
+					}
 				}
 				if c.Nice != nil && *c.Nice < 0 {
 					need(sandbox.GrantTune, st.Addr()+" raises the services' priority (nice < 0)")
