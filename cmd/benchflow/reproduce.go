@@ -52,8 +52,8 @@ func init() {
 this machine. reproduce therefore checks the bundle, prints a plan of
 everything it will do, asks before running anything, and runs it confined.
 
-1. Checks (any failure refuses, nothing runs): every file against
-   SHA256SUMS (a file that differs, is missing, is not listed or is not a
+1. Checks (any failure refuses, nothing runs) — of a private copy of the
+   bundle, which is what runs: every file against SHA256SUMS (a file that differs, is missing, is not listed or is not a
    regular file — a FIFO, a symlink, a folder — is named); the pipeline's
    sha256 against the one manifest.json records; the signature
    SHA256SUMS.sig when there is one (--allowed-signers FILE says who may
@@ -76,9 +76,15 @@ everything it will do, asks before running anything, and runs it confined.
    of its own. Whatever leaves the sandbox is a grant named in the plan and
    given one by one with --allow: docker (the Docker socket and the host
    network), k8s (the kubeconfig and the host network), nomad (the Nomad,
-   Consul and APISIX addresses and the host network), tune (sysctls, the
-   CPU governor, negative nice), host-network. A bundle that needs a grant
-   not given refuses before anything runs. --no-sandbox runs unconfined
+   Consul and APISIX addresses and the host network), tune (net.*,
+   fs.file-max, fs.nr_open, fs.aio-max-nr, vm.max_map_count,
+   vm.swappiness and the CPU governor; a bundle setting any other sysctl
+   is refused), host-network. A bundle that needs a grant not given
+   refuses before anything runs. The run has its own processes (and, as
+   root, its own user namespace), no terminal (its output is shown with
+   control characters escaped), only an allow-list of environment
+   variables (never BENCHFLOW_AGENT_TOKEN), and every process it started
+   is killed when it ends. --no-sandbox runs unconfined
    (after the plan and consent still). Ctrl-C stops the run and waits for
    its teardown.
 
