@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"sort"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +104,117 @@ func TestReproduceSwapAfterCheck(t *testing.T) {
 	// The swap did happen: the bundle on disk is the other one now.
 	if src, _ := os.ReadFile(filepath.Join(b, "pipeline.hcl")); !strings.Contains(string(src), "swapped-in-7741") {
 		t.Fatal("the test proves nothing: the bundle was not swapped")
+	}
+}
+
+// TestReproducePlanRuntimeCondition: a command chosen by a condition on a
+// value known only at run time (the service's port: 0 when planning) is
+// refused, named, rather than shown one way and run another; a port
+// written into a command as it is is accepted.
+func TestReproducePlanRuntimeCondition(t *testing.T) {
+	b := publishStudy(t, planStudy)
+	src, _ := os.ReadFile(filepath.Join(b, "pipeline.hcl"))
+	rewritePipeline(t, b, string(src)+`
+step "exec" "branch" {
+  command = ["sh", "-c", service.web.port == 0 ? "echo shown-in-the-plan" : "echo runs-instead"]
+}
+`, true)
+	work := t.TempDir()
+	out, err := runHome(t, work, t.TempDir(), "reproduce", b, "--plan")
+	if err != nil || !strings.Contains(out, "exec.branch's command depends on service.web.port, known only at run time, through a condition") {
+		t.Errorf("--plan: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "service web's command depends") {
+		t.Errorf("a port written into a command as it is was refused:\n%s", out)
+	}
+	out, err = runHome(t, work, t.TempDir(), "reproduce", b, "--yes", "--out", "again")
+	if exitCode(err) != 1 || !strings.Contains(out, "nothing ran") {
+		t.Errorf("--yes: exit %d\n%s", exitCode(err), out)
+	}
+}
+
+// TestReproduceVerdictSameConfined: the same bundle reproduced unconfined
+// and in the sandbox gives a verdict of the same shape — the same
+// sections and columns, the same claims with the same outcome here, the
+// same cells — and the environment differs only by what the sandbox
+// hides, named (sandbox, docker, the network's sysctls).
+func TestReproduceVerdictSameConfined(t *testing.T) {
+	b := publishStudy(t, trustStudy)
+	work := t.TempDir()
+	verdict := func(args ...string) map[string]any {
+		t.Helper()
+		out, err := runHome(t, work, t.TempDir(), append([]string{"reproduce", b, "--yes", "-q", "--format", "json"}, args...)...)
+		if err != nil {
+			t.Fatalf("reproduce %v: %v\n%s", args, err, out)
+		}
+		var v map[string]any
+		i := strings.Index(out, "{")
+		if i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&v) != nil {
+			t.Fatalf("reproduce %v: no JSON verdict:\n%s", args, out)
+		}
+		return v
+	}
+	free := verdict("--no-sandbox", "--out", "free")
+	boxed := verdict("--out", "boxed")
+	keys := func(m map[string]any) string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		return strings.Join(ks, " ")
+	}
+	if keys(free) != keys(boxed) {
+		t.Errorf("sections: unconfined %s, confined %s", keys(free), keys(boxed))
+	}
+	rows := func(v map[string]any, section, key string) (names []string, cols string) {
+		l, _ := v[section].([]any)
+		for _, r := range l {
+			m := r.(map[string]any)
+			names = append(names, fmt.Sprint(m[key], "=", m["here"]))
+			cols = keys(m)
+		}
+		sort.Strings(names)
+		return names, cols
+	}
+	for _, s := range []struct{ section, key string }{{"claims", "name"}, {"cells", "cell"}} {
+		n1, c1 := rows(free, s.section, s.key)
+		n2, c2 := rows(boxed, s.section, s.key)
+		if s.section == "cells" {
+			n1, n2 = nil, nil // reproduced or not is the machine's noise
+			a, _ := free["cells"].([]any)
+			c, _ := boxed["cells"].([]any)
+			if len(a) != len(c) || len(a) == 0 {
+				t.Errorf("cells: %d unconfined, %d confined", len(a), len(c))
+			}
+		}
+		if strings.Join(n1, ",") != strings.Join(n2, ",") || c1 != c2 {
+			t.Errorf("%s: unconfined %v (%s), confined %v (%s)", s.section, n1, c1, n2, c2)
+		}
+	}
+	fields := func(v map[string]any) map[string]bool {
+		m := map[string]bool{}
+		l, _ := v["environment"].([]any)
+		for _, r := range l {
+			m[fmt.Sprint(r.(map[string]any)["field"])] = true
+		}
+		return m
+	}
+	ff, bf := fields(free), fields(boxed)
+	hidden := func(f string) bool {
+		for _, p := range []string{"sandbox", "docker", "tools.docker", "sysctls.net."} {
+			if strings.HasPrefix(f, p) {
+				return true
+			}
+		}
+		return false
+	}
+	for f := range bf {
+		if !ff[f] && !hidden(f) {
+			t.Errorf("environment field %s differs only confined", f)
+		}
+	}
+	if !bf["sandbox"] {
+		t.Error("the confined verdict does not name the sandbox among the differences")
 	}
 }

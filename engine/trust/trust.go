@@ -330,6 +330,9 @@ func Inspect(pl *plan.Plan) *Plan {
 			out.Steps[i].Cells = stepCells[i]
 		}
 	}
+	for _, r := range runtimeShapes(pl.Pipeline) {
+		refuse(r)
+	}
 	for _, g := range sandbox.Grants {
 		if len(needs[g]) > 0 {
 			out.Needs = append(out.Needs, Need{Grant: g, Why: needs[g]})
