@@ -24,6 +24,8 @@ import (
 
 	"github.com/benchflow/benchflow/engine/bundle"
 	"github.com/benchflow/benchflow/engine/escape"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
@@ -229,8 +231,12 @@ with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			tp := trust.Inspect(pl)
+			red, own := readerSensitive(pl, vf)
+			tp := trust.InspectRedacting(pl, red)
 			tp.Bundle, tp.Checks = dir, checks
+			for _, name := range own {
+				tp.Notes = append(tp.Notes, fmt.Sprintf("sensitive variable %s: its value is the bundle's own default (in its pipeline, as public as the rest), shown in the plan; --var %s=… gives yours", name, name))
+			}
 			tp.Notes = append(tp.Notes, "results: only under "+out+" (--out)")
 			if d := pl.Pipeline.Output.Dir; d != "" && d != "results" {
 				tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
@@ -245,11 +251,21 @@ with --exit-on none 0 otherwise.`,
 			if noSandbox {
 				missing = nil
 			}
+			// The plan is redacted by red (the reader's own sensitive
+			// values), not by the process-wide set, which holds the
+			// bundle's defaults too.
+			planOut, planErr := cmd.OutOrStdout(), io.Writer(stderr)
+			if planOut == stdout {
+				planOut = os.Stdout
+			}
+			if planErr == stderr {
+				planErr = os.Stderr
+			}
 			if planOnly {
 				if asJSON || format == "json" {
-					return tp.WriteJSON(cmd.OutOrStdout())
+					return tp.WriteJSON(planOut)
 				}
-				if err := tp.WriteText(cmd.OutOrStdout()); err != nil {
+				if err := tp.WriteText(planOut); err != nil {
 					return err
 				}
 				if len(missing) > 0 {
@@ -260,7 +276,7 @@ with --exit-on none 0 otherwise.`,
 			// -q prints only the verdict: the plan is shown when consent is
 			// asked for (or refused), not when --yes gave it.
 			if !quiet || !yes {
-				if err := tp.WriteText(stderr); err != nil {
+				if err := tp.WriteText(planErr); err != nil {
 					return err
 				}
 			}
@@ -348,6 +364,40 @@ with --exit-on none 0 otherwise.`,
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run unconfined, as you, with your files and network (after the plan and consent still)")
 	cmd.Flags().StringVar(&allowedSigners, "allowed-signers", "", "an allowed-signers file (as ssh-keygen -Y verify reads it): the bundle must be signed by a key it lists")
 	rootCmd.AddCommand(cmd)
+}
+
+// readerSensitive returns the values the plan redacts — those of the
+// sensitive variables the reader gave (--var, or any --var-file: the
+// reader's own secrets) — and the names of the sensitive variables whose
+// value is the bundle's own default, which the plan shows: a default is
+// in the bundle's pipeline for anyone to read, and may be the very
+// command that runs. A value that is not a string, number or bool is
+// redacted whoever gave it.
+func readerSensitive(pl *plan.Plan, vf varFlags) (*redact.Set, []string) {
+	given := map[string]bool{}
+	for _, kv := range vf.vars {
+		k, _, _ := strings.Cut(kv, "=")
+		given[k] = true
+	}
+	red := &redact.Set{}
+	var own []string
+	for _, v := range pl.Pipeline.Variables {
+		if !v.Sensitive {
+			continue
+		}
+		val, ok := pl.Vars[v.Name]
+		primitive := ok && !val.IsNull() && val.IsKnown() && val.Type().IsPrimitiveType()
+		if given[v.Name] || len(vf.varFiles) > 0 || !primitive {
+			if primitive {
+				red.Add(plan.ValueString(val))
+			} else {
+				return redact.Default, nil
+			}
+			continue
+		}
+		own = append(own, v.Name)
+	}
+	return red, own
 }
 
 // missingText names the grants a plan needs that were not given, and the

@@ -218,3 +218,42 @@ func TestReproduceVerdictSameConfined(t *testing.T) {
 		t.Error("the confined verdict does not name the sandbox among the differences")
 	}
 }
+
+// TestReproducePlanSensitiveShape: a sensitive variable's default, which
+// the bundle carries in its pipeline, is shown where it is the command
+// (with a note), never "(sensitive)" in place of what runs; a value the
+// reader gives with --var is redacted, the command's other words shown.
+func TestReproducePlanSensitiveShape(t *testing.T) {
+	b := publishStudy(t, `
+pipeline "secretive" {
+  repetitions = 1
+}
+variable "script" {
+  sensitive = true
+  default   = "echo shape-of-5512"
+}
+service "web" {
+  command = [benchflow.bin, "serve", "--addr", "127.0.0.1:${self.port.http}"]
+  port "http" {}
+  health { http = "/" }
+}
+step "exec" "hidden" {
+  command = ["sh", "-c", var.script, "--flag-7707"]
+}
+step "load" "main" {
+  target      = "${service.web.url}/"
+  connections = 1
+  threads     = 1
+  requests    = 5
+}
+`)
+	work := t.TempDir()
+	out, err := runHome(t, work, t.TempDir(), "reproduce", b, "--plan")
+	if err != nil || !strings.Contains(out, "sh -c 'echo shape-of-5512' --flag-7707") || !strings.Contains(out, "sensitive variable script: its value is the bundle's own default") {
+		t.Errorf("--plan: %v\n%s", err, out)
+	}
+	out, err = runHome(t, work, t.TempDir(), "reproduce", b, "--plan", "--var", "script=mine-9931-secret")
+	if err != nil || strings.Contains(out, "mine-9931") || !strings.Contains(out, "sh -c '(sensitive)' --flag-7707") {
+		t.Errorf("--plan --var script=…: %v\n%s", err, out)
+	}
+}

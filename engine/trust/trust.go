@@ -136,7 +136,13 @@ type Check struct {
 // Inspect reads the plan pl: every trial evaluated dry (nothing is
 // contacted, nothing written). Values are redacted with redact.Default
 // (the plan's sensitive values are in it after the plan is built).
-func Inspect(pl *plan.Plan) *Plan {
+func Inspect(pl *plan.Plan) *Plan { return InspectRedacting(pl, redact.Default) }
+
+// InspectRedacting is Inspect redacting the values of red only: reproduce
+// redacts the reader's own sensitive values, not the defaults a bundle
+// carries in its pipeline (public, and maybe the command itself: hiding
+// them would hide what runs).
+func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 	out := &Plan{Pipeline: pl.Pipeline.Name, Trials: len(pl.Trials), Services: []Service{}, Steps: []Step{}, Targets: []Target{}, Needs: []Need{}}
 	needs := map[sandbox.Grant][]string{}
 	need := func(g sandbox.Grant, why string) {
@@ -167,7 +173,7 @@ func Inspect(pl *plan.Plan) *Plan {
 	targets := map[string]bool{}
 	fixed := map[string]bool{} // host ports the services are given by number
 	addTarget := func(u string) string {
-		u = redact.Default.String(u)
+		u = red.String(u)
 		if !targets[u] {
 			targets[u] = true
 			t := Target{URL: u, Reach: reach(u, fixed)}
@@ -188,7 +194,7 @@ func Inspect(pl *plan.Plan) *Plan {
 				sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
 				at.Provider = sp.Provider
 				if sp.Config != nil {
-					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config))
+					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config), red)
 				}
 			}
 			ps, _ := te.PrepareService(s, at)
@@ -197,11 +203,11 @@ func Inspect(pl *plan.Plan) *Plan {
 			}
 			sv.Image = ps.Spec.Image
 			for _, a := range ps.Spec.Command {
-				sv.Command = append(sv.Command, redact.Default.String(a))
+				sv.Command = append(sv.Command, red.String(a))
 			}
 			if ps.Config != nil {
 				for _, a := range ps.Config.VersionCommand {
-					sv.VersionCommand = append(sv.VersionCommand, redact.Default.String(a))
+					sv.VersionCommand = append(sv.VersionCommand, red.String(a))
 				}
 			}
 			if sv.ProviderType != "local" {
@@ -255,7 +261,7 @@ func Inspect(pl *plan.Plan) *Plan {
 			switch c := cfg.(type) {
 			case *pipeline.ExecConfig:
 				for _, a := range c.Command {
-					ss.Command = append(ss.Command, redact.Default.String(a))
+					ss.Command = append(ss.Command, red.String(a))
 				}
 				ss.Dir = c.Dir
 				if ss.Dir == "" {
@@ -414,10 +420,10 @@ func copyMap(m map[string]string) map[string]string {
 
 // redactSettings drops secrets from a provider's settings: values that
 // hold a sensitive value are shown redacted.
-func redactSettings(m map[string]any) map[string]any {
+func redactSettings(m map[string]any, red *redact.Set) map[string]any {
 	for k, v := range m {
 		if s, ok := v.(string); ok {
-			m[k] = redact.Default.String(s)
+			m[k] = red.String(s)
 		}
 	}
 	return m
