@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +33,6 @@ import (
 	"github.com/benchflow/benchflow/engine/run"
 	"github.com/benchflow/benchflow/engine/sandbox"
 	"github.com/benchflow/benchflow/engine/trust"
-	"github.com/benchflow/benchflow/engine/tune"
 )
 
 // afterSnapshot, when set (tests), runs once the bundle is copied into
@@ -334,8 +335,22 @@ with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			if err := v.Write(cmd.OutOrStdout(), format); err != nil {
+			// The verdict quotes the bundle (claims, cells, environment
+			// fields): on a terminal its control characters are shown,
+			// not sent (JSON escapes them itself).
+			vw := io.Writer(cmd.OutOrStdout())
+			var tw *escape.TerminalWriter
+			if format != "json" {
+				tw = &escape.TerminalWriter{W: vw}
+				vw = tw
+			}
+			if err := v.Write(vw, format); err != nil {
 				return err
+			}
+			if tw != nil {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 			}
 			if err := saveVerdict(sum.Dir, v); err != nil {
 				fmt.Fprintf(stderr, "warning: %v\n", err)
@@ -428,10 +443,10 @@ func consent(yes bool) error {
 }
 
 // sandboxSpec is the confinement of a reproduction writing into out, with
-// the staged bundle in stage: read-write out (and, with the tune grant,
-// benchflow's state folder, so a killed run's sysctls are restored by
-// gc), read-only the staged bundle, the executable and the --var-file
-// files.
+// the staged bundle in stage: read-write out (and, with the tune grant, a
+// state folder of its own in stage, whose journal reproduce restores from
+// when the run ends: restoreTuneJournals), read-only the staged bundle,
+// the executable and the --var-file files.
 func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) sandbox.Spec {
 	s := sandbox.Spec{ReadWrite: []string{out}, ReadOnly: []string{stage}, Grants: grants, Dir: out}
 	if exe, err := os.Executable(); err == nil {
@@ -452,7 +467,12 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 	}
 	state := "/tmp/benchflow-state"
 	if has(sandbox.GrantTune) {
-		state = tune.StateDir()
+		// Not the machine's state folder: a journal written there is
+		// restored, unchecked, by the next gc as root — a bundle could
+		// write one setting kernel.core_pattern. A folder of the private
+		// staging instead, which reproduce restores from itself once the
+		// run ends, only the sysctls the grant allows.
+		state = filepath.Join(stage, "state")
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
 	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state, "BENCHFLOW_SANDBOX=" + sandboxNote(grants)}
@@ -640,6 +660,17 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	}
 	// Nothing of the sandbox runs any more (Wait returned once its last
 	// process was gone): what it left in out stays as it is now.
+	for _, kv := range spec.Env {
+		if d, ok := strings.CutPrefix(kv, "BENCHFLOW_STATE_DIR="); ok && slices.Contains(spec.ReadWrite, d) {
+			restored, err := restoreTuneJournals(d, spec.SharesPIDs() || slices.Contains(spec.Grants, sandbox.GrantHostNetwork))
+			for _, r := range restored {
+				fmt.Fprintf(stderr, "restored what the reproduction changed: %s\n", escape.Terminal(r))
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %s\n", escape.Terminal(err.Error()))
+			}
+		}
+	}
 	dir, err := newRun(out, before)
 	if err != nil {
 		if runErr != nil {
@@ -648,6 +679,60 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 		return "", &exitError{code: 1, err: err}
 	}
 	return dir, runErr
+}
+
+// restoreTuneJournals puts back the sysctls a confined run's tune steps
+// changed, from the journals it wrote in its state folder dir (the
+// sandbox's to write: each entry is checked). Only the sysctls the tune
+// grant allows are written (sandbox.TuneSysctlAllowed), at their
+// /proc/sys path; net.* only when the run shared the host's network (its
+// own network namespace, and its values, are gone with it). It returns
+// what it restored, and what it refused or could not write.
+func restoreTuneJournals(dir string, hostNet bool) ([]string, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "tune-journal", "*.json"))
+	var done []string
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var j struct {
+			Sysctls []struct {
+				Path     string `json:"path"`
+				Original string `json:"original"`
+			} `json:"sysctls"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &j)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("the reproduction's tune journal %s: %w", filepath.Base(f), err))
+			continue
+		}
+		for i := len(j.Sysctls) - 1; i >= 0; i-- {
+			e := j.Sysctls[i]
+			rel, ok := strings.CutPrefix(e.Path, "/proc/sys/")
+			key := strings.ReplaceAll(rel, "/", ".")
+			switch {
+			case !ok || filepath.Clean(e.Path) != e.Path || !sandbox.TuneSysctlAllowed(key):
+				errs = append(errs, fmt.Errorf("the reproduction's tune journal names %q, which the tune grant does not allow: not written", e.Path))
+				continue
+			case strings.HasPrefix(key, "net.") && !hostNet:
+				continue // its own network namespace's, gone
+			}
+			fh, err := os.OpenFile(e.Path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+			if err == nil {
+				_, err = fh.WriteString(e.Original)
+				if cerr := fh.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("restoring sysctl %s to %q: %w", key, e.Original, err))
+				continue
+			}
+			done = append(done, fmt.Sprintf("sysctl %s = %s", key, e.Original))
+		}
+	}
+	return done, errors.Join(errs...)
 }
 
 // runFolders lists the names in out, which the sandbox writes.

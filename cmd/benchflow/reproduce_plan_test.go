@@ -257,3 +257,41 @@ step "load" "main" {
 		t.Errorf("--plan --var script=…: %v\n%s", err, out)
 	}
 }
+
+// TestRestoreTuneJournals: reproduce restores a tuned run's sysctls from
+// the journal the sandbox wrote — only those the tune grant allows; an
+// entry naming kernel.core_pattern (a bundle's forged journal) is
+// refused, named, and not written.
+func TestRestoreTuneJournals(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: sysctls are root's")
+	}
+	cur := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Skip(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	core, fileMax := cur("/proc/sys/kernel/core_pattern"), cur("/proc/sys/fs/file-max")
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tune-journal"), 0o700)
+	j := fmt.Sprintf(`{"owner": {}, "sysctls": [
+  {"path": "/proc/sys/fs/file-max", "original": %q},
+  {"path": "/proc/sys/kernel/core_pattern", "original": "|/tmp/forged %%p"},
+  {"path": "/proc/sys/fs/../kernel/modprobe", "original": "/tmp/forged"},
+  {"path": "/proc/sys/net/core/somaxconn", "original": "1"}
+]}`, fileMax)
+	os.WriteFile(filepath.Join(dir, "tune-journal", "2.json"), []byte(j), 0o600)
+	done, err := restoreTuneJournals(dir, false)
+	if got := cur("/proc/sys/kernel/core_pattern"); got != core {
+		os.WriteFile("/proc/sys/kernel/core_pattern", []byte(core), 0o644)
+		t.Fatalf("kernel.core_pattern was written (%q; put back %q)", got, core)
+	}
+	if err == nil || !strings.Contains(err.Error(), "/proc/sys/kernel/core_pattern") || !strings.Contains(err.Error(), "modprobe") {
+		t.Errorf("the forged entries are not named: %v", err)
+	}
+	if len(done) != 1 || done[0] != "sysctl fs.file-max = "+fileMax {
+		t.Errorf("restored %q, want fs.file-max only (net.* of its own namespace is gone with it)", done)
+	}
+}

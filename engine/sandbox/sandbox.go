@@ -21,12 +21,12 @@
 // is not unshared: /proc/PID/cgroup tells a container's processes.
 //
 // Running benchflow apply inside: it writes nothing outside its --out
-// folder but the tune journal, in the state folder (engine/tune.StateDir,
-// /var/lib/benchflow for root), and service folders in $TMPDIR (the
-// private /tmp, gone with the sandbox). Without GrantTune the caller sets
-// BENCHFLOW_STATE_DIR to a folder of the private /tmp (there is nothing to
-// restore); with it, it binds the machine's state folder in ReadWrite, so
-// that `benchflow gc` outside restores the sysctls of a killed run.
+// folder but the tune journal, in the state folder (engine/tune.StateDir),
+// and service folders in $TMPDIR (the private /tmp, gone with the
+// sandbox). The caller sets BENCHFLOW_STATE_DIR to a folder of the
+// private /tmp, or with GrantTune to a private folder of its own that it
+// restores from itself — never the machine's state folder, whose journals
+// `benchflow gc` restores as root without checking what they name.
 //
 // docs/publishing.md#the-sandbox says what the sandbox does and does not
 // protect against.
