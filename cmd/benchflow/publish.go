@@ -82,6 +82,9 @@ the bundle: a re-publish without --sign is unsigned.`,
 			if len(res.Dropped) > 0 {
 				fmt.Fprintf(w, "left out: %s\n", strings.Join(res.Dropped, ", "))
 			}
+			if len(res.Unrecorded) > 0 {
+				fmt.Fprintf(w, "left out (not files a run writes): %s\n", strings.Join(res.Unrecorded, ", "))
+			}
 			if len(res.Skipped) > 0 {
 				fmt.Fprintf(w, "left out (bundles inside the run, never copied into another): %s\n", strings.Join(res.Skipped, ", "))
 			}

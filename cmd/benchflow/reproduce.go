@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,13 +25,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchflow/benchflow/engine/bundle"
+	"github.com/benchflow/benchflow/engine/escape"
+	"github.com/benchflow/benchflow/engine/plan"
+	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 	"github.com/benchflow/benchflow/engine/sandbox"
 	"github.com/benchflow/benchflow/engine/trust"
-	"github.com/benchflow/benchflow/engine/tune"
 )
+
+// afterSnapshot, when set (tests), runs once the bundle is copied into
+// its private folder, before the copy is checked.
+var afterSnapshot func(dir string)
 
 // consentPrompt is what reproduce asks on a terminal (as Terraform asks
 // before apply).
@@ -46,8 +55,8 @@ func init() {
 this machine. reproduce therefore checks the bundle, prints a plan of
 everything it will do, asks before running anything, and runs it confined.
 
-1. Checks (any failure refuses, nothing runs): every file against
-   SHA256SUMS (a file that differs, is missing, is not listed or is not a
+1. Checks (any failure refuses, nothing runs) — of a private copy of the
+   bundle, which is what runs: every file against SHA256SUMS (a file that differs, is missing, is not listed or is not a
    regular file — a FIFO, a symlink, a folder — is named); the pipeline's
    sha256 against the one manifest.json records; the signature
    SHA256SUMS.sig when there is one (--allowed-signers FILE says who may
@@ -70,9 +79,15 @@ everything it will do, asks before running anything, and runs it confined.
    of its own. Whatever leaves the sandbox is a grant named in the plan and
    given one by one with --allow: docker (the Docker socket and the host
    network), k8s (the kubeconfig and the host network), nomad (the Nomad,
-   Consul and APISIX addresses and the host network), tune (sysctls, the
-   CPU governor, negative nice), host-network. A bundle that needs a grant
-   not given refuses before anything runs. --no-sandbox runs unconfined
+   Consul and APISIX addresses and the host network), tune (net.*,
+   fs.file-max, fs.nr_open, fs.aio-max-nr, vm.max_map_count,
+   vm.swappiness and the CPU governor; a bundle setting any other sysctl
+   is refused), host-network. A bundle that needs a grant not given
+   refuses before anything runs. The run has its own processes (and, as
+   root, its own user namespace), no terminal (its output is shown with
+   control characters escaped), only an allow-list of environment
+   variables (never BENCHFLOW_AGENT_TOKEN), and every process it started
+   is killed when it ends. --no-sandbox runs unconfined
    (after the plan and consent still). Ctrl-C stops the run and waits for
    its teardown.
 
@@ -139,12 +154,32 @@ with --exit-on none 0 otherwise.`,
 			}
 			dir := args[0]
 			var checks []trust.Check
-			n, err := bundle.Verify(dir)
+			// The bundle is checked as it is (each problem named), then
+			// copied into a private folder, each file opened once and not
+			// followed, and checked again there: the copy is what the
+			// signature, the pipeline's sha256 and the plan are checked
+			// against, and what runs.
+			if _, err := bundle.Verify(dir); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			stage, done, err := bundle.TempDir("benchflow-reproduce-")
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted", n, bundle.SumsFile)})
-			sig, err := bundle.CheckSignature(dir, allowedSigners)
+			defer done()
+			copied := filepath.Join(stage, "bundle")
+			if err := bundle.Snapshot(dir, copied, 0); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if afterSnapshot != nil {
+				afterSnapshot(dir)
+			}
+			n, err := bundle.Verify(copied)
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("bundle %s changed while it was being read: %w; refusing it", dir, err)}
+			}
+			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted (checked in a private copy, which is what runs)", n, bundle.SumsFile)})
+			sig, err := bundle.CheckSignature(copied, allowedSigners)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("%w: refusing the bundle", err)}
 			}
@@ -158,16 +193,11 @@ with --exit-on none 0 otherwise.`,
 			default:
 				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s %s, a key it carries itself: --allowed-signers FILE checks whose it is", sig.KeyType, sig.Fingerprint)})
 			}
-			published, err := results.ReadRun(dir)
+			published, err := results.ReadRun(copied)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)}
 			}
 			m := published.Manifest
-			stage, done, err := bundle.TempDir("benchflow-reproduce-")
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			defer done()
 			file, err := bundle.Stage(published.Dir, m, filepath.Join(stage, "pipeline"))
 			if err != nil {
 				return &exitError{code: 1, err: err}
@@ -202,8 +232,12 @@ with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			tp := trust.Inspect(pl)
+			red, own := readerSensitive(pl, vf)
+			tp := trust.InspectRedacting(pl, red)
 			tp.Bundle, tp.Checks = dir, checks
+			for _, name := range own {
+				tp.Notes = append(tp.Notes, fmt.Sprintf("sensitive variable %s: its value is the bundle's own default (in its pipeline, as public as the rest), shown in the plan; --var %s=… gives yours", name, name))
+			}
 			tp.Notes = append(tp.Notes, "results: only under "+out+" (--out)")
 			if d := pl.Pipeline.Output.Dir; d != "" && d != "results" {
 				tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
@@ -218,11 +252,21 @@ with --exit-on none 0 otherwise.`,
 			if noSandbox {
 				missing = nil
 			}
+			// The plan is redacted by red (the reader's own sensitive
+			// values), not by the process-wide set, which holds the
+			// bundle's defaults too.
+			planOut, planErr := cmd.OutOrStdout(), io.Writer(stderr)
+			if planOut == stdout {
+				planOut = os.Stdout
+			}
+			if planErr == stderr {
+				planErr = os.Stderr
+			}
 			if planOnly {
 				if asJSON || format == "json" {
-					return tp.WriteJSON(cmd.OutOrStdout())
+					return tp.WriteJSON(planOut)
 				}
-				if err := tp.WriteText(cmd.OutOrStdout()); err != nil {
+				if err := tp.WriteText(planOut); err != nil {
 					return err
 				}
 				if len(missing) > 0 {
@@ -233,12 +277,15 @@ with --exit-on none 0 otherwise.`,
 			// -q prints only the verdict: the plan is shown when consent is
 			// asked for (or refused), not when --yes gave it.
 			if !quiet || !yes {
-				if err := tp.WriteText(stderr); err != nil {
+				if err := tp.WriteText(planErr); err != nil {
 					return err
 				}
 			}
 			if len(missing) > 0 {
 				return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
+			}
+			if len(tp.Refused) > 0 && !noSandbox {
+				return &exitError{code: 1, err: fmt.Errorf("this bundle does what the sandbox never allows: %s; nothing ran (--no-sandbox runs it unconfined, once you accept that)", escape.Terminal(strings.Join(tp.Refused, "; ")))}
 			}
 			if !noSandbox {
 				if err := sandbox.Available(); err != nil {
@@ -288,8 +335,22 @@ with --exit-on none 0 otherwise.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			if err := v.Write(cmd.OutOrStdout(), format); err != nil {
+			// The verdict quotes the bundle (claims, cells, environment
+			// fields): on a terminal its control characters are shown,
+			// not sent (JSON escapes them itself).
+			vw := io.Writer(cmd.OutOrStdout())
+			var tw *escape.TerminalWriter
+			if format != "json" {
+				tw = &escape.TerminalWriter{W: vw}
+				vw = tw
+			}
+			if err := v.Write(vw, format); err != nil {
 				return err
+			}
+			if tw != nil {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 			}
 			if err := saveVerdict(sum.Dir, v); err != nil {
 				fmt.Fprintf(stderr, "warning: %v\n", err)
@@ -320,6 +381,40 @@ with --exit-on none 0 otherwise.`,
 	rootCmd.AddCommand(cmd)
 }
 
+// readerSensitive returns the values the plan redacts — those of the
+// sensitive variables the reader gave (--var, or any --var-file: the
+// reader's own secrets) — and the names of the sensitive variables whose
+// value is the bundle's own default, which the plan shows: a default is
+// in the bundle's pipeline for anyone to read, and may be the very
+// command that runs. A value that is not a string, number or bool is
+// redacted whoever gave it.
+func readerSensitive(pl *plan.Plan, vf varFlags) (*redact.Set, []string) {
+	given := map[string]bool{}
+	for _, kv := range vf.vars {
+		k, _, _ := strings.Cut(kv, "=")
+		given[k] = true
+	}
+	red := &redact.Set{}
+	var own []string
+	for _, v := range pl.Pipeline.Variables {
+		if !v.Sensitive {
+			continue
+		}
+		val, ok := pl.Vars[v.Name]
+		primitive := ok && !val.IsNull() && val.IsKnown() && val.Type().IsPrimitiveType()
+		if given[v.Name] || len(vf.varFiles) > 0 || !primitive {
+			if primitive {
+				red.Add(plan.ValueString(val))
+			} else {
+				return redact.Default, nil
+			}
+			continue
+		}
+		own = append(own, v.Name)
+	}
+	return red, own
+}
+
 // missingText names the grants a plan needs that were not given, and the
 // flag that gives them.
 func missingText(missing []trust.Need) string {
@@ -348,10 +443,10 @@ func consent(yes bool) error {
 }
 
 // sandboxSpec is the confinement of a reproduction writing into out, with
-// the staged bundle in stage: read-write out (and, with the tune grant,
-// benchflow's state folder, so a killed run's sysctls are restored by
-// gc), read-only the staged bundle, the executable and the --var-file
-// files.
+// the staged bundle in stage: read-write out (and, with the tune grant, a
+// state folder of its own in stage, whose journal reproduce restores from
+// when the run ends: restoreTuneJournals), read-only the staged bundle,
+// the executable and the --var-file files.
 func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) sandbox.Spec {
 	s := sandbox.Spec{ReadWrite: []string{out}, ReadOnly: []string{stage}, Grants: grants, Dir: out}
 	if exe, err := os.Executable(); err == nil {
@@ -372,7 +467,12 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 	}
 	state := "/tmp/benchflow-state"
 	if has(sandbox.GrantTune) {
-		state = tune.StateDir()
+		// Not the machine's state folder: a journal written there is
+		// restored, unchecked, by the next gc as root — a bundle could
+		// write one setting kernel.core_pattern. A folder of the private
+		// staging instead, which reproduce restores from itself once the
+		// run ends, only the sysctls the grant allows.
+		state = filepath.Join(stage, "state")
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
 	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state, "BENCHFLOW_SANDBOX=" + sandboxNote(grants)}
@@ -383,21 +483,7 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		keep := false
-		switch {
-		case k == "PATH", k == "LANG", k == "TZ", k == "TERM", k == "NO_COLOR", k == "USER", k == "LOGNAME", strings.HasPrefix(k, "LC_"):
-			keep = true
-		case k == "BENCHFLOW_TMPDIR", k == "BENCHFLOW_STATE_DIR", k == "BENCHFLOW_SANDBOX":
-		case strings.HasPrefix(k, "BENCHFLOW_"):
-			keep = true
-		case k == "DOCKER_HOST":
-			keep = has(sandbox.GrantDocker)
-		case k == "KUBECONFIG":
-			keep = has(sandbox.GrantK8s)
-		case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
-			keep = has(sandbox.GrantNomad)
-		}
-		if keep {
+		if sandboxEnvKept(k, has) {
 			s.Env = append(s.Env, kv)
 		}
 	}
@@ -407,6 +493,35 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		}
 	}
 	return s
+}
+
+// sandboxEnv are the variables of this process's environment passed into
+// the sandbox: an allow-list of settings that are not secrets (the rest —
+// BENCHFLOW_AGENT_TOKEN, cloud credentials, SSH_AUTH_SOCK, anything else —
+// stays out). HOME, BENCHFLOW_STATE_DIR, BENCHFLOW_SANDBOX and
+// BENCHFLOW_TMPDIR are set by sandboxSpec itself.
+var sandboxEnv = map[string]bool{
+	"PATH": true, "LANG": true, "LANGUAGE": true, "TZ": true, "NO_COLOR": true, "USER": true, "LOGNAME": true,
+	// how the load generator polls: a setting, not a secret
+	"BENCHFLOW_LOAD_ENGINE": true,
+}
+
+// sandboxEnvKept says whether the variable k goes into the sandbox, has
+// telling the grants: LC_* always; DOCKER_HOST with docker; KUBECONFIG
+// with k8s; NOMAD_*, CONSUL_* and APISIX_* (their addresses and tokens)
+// with nomad.
+func sandboxEnvKept(k string, has func(sandbox.Grant) bool) bool {
+	switch {
+	case sandboxEnv[k], strings.HasPrefix(k, "LC_"):
+		return true
+	case k == "DOCKER_HOST":
+		return has(sandbox.GrantDocker)
+	case k == "KUBECONFIG":
+		return has(sandbox.GrantK8s)
+	case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
+		return has(sandbox.GrantNomad)
+	}
+	return false
 }
 
 // sandboxNote is what the run in the sandbox records of it (its
@@ -459,7 +574,9 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 			defer os.Remove(d)
 		}
 	}
-	argv := []string{exe, "apply", file, "--out", out}
+	// --no-gc: the confined apply removes no leftovers of other runs
+	// (there are none of its own: nothing outlives its sandbox).
+	argv := []string{exe, "apply", file, "--out", out, "--no-gc"}
 	for _, kv := range vf.vars {
 		argv = append(argv, "--var", kv)
 	}
@@ -480,15 +597,23 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	if verbose {
 		argv = append(argv, "-v")
 	}
-	before, _ := os.Readlink(filepath.Join(out, "latest"))
+	before, err := runFolders(out)
+	if err != nil {
+		return "", &exitError{code: 1, err: err}
+	}
 	c, err := spec.Command(context.Background(), argv)
 	if err != nil {
 		return "", &exitError{code: 1, err: err}
 	}
+	// No terminal inside: standard input is /dev/null, and the output
+	// comes through a pipe (a terminal's descriptor could be read from,
+	// by a leftover too), shown with its control characters escaped.
 	c.Stdin = nil
-	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	tw := &escape.TerminalWriter{W: os.Stderr}
+	defer tw.Flush()
+	c.Stdout, c.Stderr = tw, tw
 	if quiet {
-		f := &runSummaryFilter{w: os.Stderr}
+		f := &runSummaryFilter{w: tw}
 		defer f.Flush()
 		c.Stdout, c.Stderr = f, f
 	}
@@ -533,14 +658,147 @@ func applyConfined(spec sandbox.Spec, file, out string, vf *varFlags, quiet, ver
 	default:
 		runErr = &exitError{code: 1, err: fmt.Errorf("the confined run exited with status %d", code)}
 	}
-	after, _ := os.Readlink(filepath.Join(out, "latest"))
-	if after == "" || after == before {
-		return "", runErr
+	// Nothing of the sandbox runs any more (Wait returned once its last
+	// process was gone): what it left in out stays as it is now.
+	for _, kv := range spec.Env {
+		if d, ok := strings.CutPrefix(kv, "BENCHFLOW_STATE_DIR="); ok && slices.Contains(spec.ReadWrite, d) {
+			restored, err := restoreTuneJournals(d, spec.SharesPIDs() || slices.Contains(spec.Grants, sandbox.GrantHostNetwork))
+			for _, r := range restored {
+				fmt.Fprintf(stderr, "restored what the reproduction changed: %s\n", escape.Terminal(r))
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %s\n", escape.Terminal(err.Error()))
+			}
+		}
 	}
-	if !filepath.IsAbs(after) {
-		after = filepath.Join(out, after)
+	dir, err := newRun(out, before)
+	if err != nil {
+		if runErr != nil {
+			return "", runErr
+		}
+		return "", &exitError{code: 1, err: err}
 	}
-	return after, runErr
+	return dir, runErr
+}
+
+// restoreTuneJournals puts back the sysctls a confined run's tune steps
+// changed, from the journals it wrote in its state folder dir (the
+// sandbox's to write: each entry is checked). Only the sysctls the tune
+// grant allows are written (sandbox.TuneSysctlAllowed), at their
+// /proc/sys path; net.* only when the run shared the host's network (its
+// own network namespace, and its values, are gone with it). It returns
+// what it restored, and what it refused or could not write.
+func restoreTuneJournals(dir string, hostNet bool) ([]string, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "tune-journal", "*.json"))
+	var done []string
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var j struct {
+			Sysctls []struct {
+				Path     string `json:"path"`
+				Original string `json:"original"`
+			} `json:"sysctls"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &j)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("the reproduction's tune journal %s: %w", filepath.Base(f), err))
+			continue
+		}
+		for i := len(j.Sysctls) - 1; i >= 0; i-- {
+			e := j.Sysctls[i]
+			rel, ok := strings.CutPrefix(e.Path, "/proc/sys/")
+			key := strings.ReplaceAll(rel, "/", ".")
+			switch {
+			case !ok || filepath.Clean(e.Path) != e.Path || !sandbox.TuneSysctlAllowed(key):
+				errs = append(errs, fmt.Errorf("the reproduction's tune journal names %q, which the tune grant does not allow: not written", e.Path))
+				continue
+			case strings.HasPrefix(key, "net.") && !hostNet:
+				continue // its own network namespace's, gone
+			}
+			fh, err := os.OpenFile(e.Path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+			if err == nil {
+				_, err = fh.WriteString(e.Original)
+				if cerr := fh.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("restoring sysctl %s to %q: %w", key, e.Original, err))
+				continue
+			}
+			done = append(done, fmt.Sprintf("sysctl %s = %s", key, e.Original))
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// runFolders lists the names in out, which the sandbox writes.
+func runFolders(out string) (map[string]bool, error) {
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]bool{}
+	for _, e := range ents {
+		m[e.Name()] = true
+	}
+	return m, nil
+}
+
+// newRun finds the run the confined apply wrote in out: the one folder
+// that was not there before (a real folder, with a manifest.json), never
+// what a symbolic link the sandbox could move names — so it cannot be an
+// earlier run of the reader's. Its latest link is made again here, by
+// this process. A run folder holding a symbolic link is refused: the
+// verdict is read, and written, by this unconfined process.
+func newRun(out string, before map[string]bool) (string, error) {
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return "", err
+	}
+	var runs []string
+	for _, e := range ents {
+		if before[e.Name()] || !e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(out, e.Name(), "manifest.json")); err == nil && fi.Mode().IsRegular() {
+			runs = append(runs, e.Name())
+		}
+	}
+	switch len(runs) {
+	case 0:
+		return "", fmt.Errorf("the confined run wrote no run folder in %s", out)
+	case 1:
+	default:
+		return "", fmt.Errorf("the confined run left %d new run folders in %s (%s), not one: judging none", len(runs), out, strings.Join(runs, ", "))
+	}
+	dir := filepath.Join(out, runs[0])
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return fmt.Errorf("the confined run's folder holds %s, which is not a regular file (%s): not reading it", p, d.Type())
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	latest := filepath.Join(out, "latest")
+	tmp := filepath.Join(out, ".latest-"+strconv.Itoa(os.Getpid()))
+	os.Remove(tmp)
+	if err := os.Symlink(runs[0], tmp); err == nil {
+		if fi, err := os.Lstat(latest); err == nil && fi.IsDir() {
+			os.Remove(tmp) // a folder named latest: left as it is
+		} else if err := os.Rename(tmp, latest); err != nil {
+			os.Remove(tmp)
+		}
+	}
+	return dir, nil
 }
 
 // runSummaryFilter passes a quiet run's output on (its warnings and

@@ -75,6 +75,12 @@ type Result struct {
 	Dropped []string
 	// Signature is the key that signed it (Present false: unsigned).
 	Signature Signature
+	// Unrecorded are the files and folders of the run folder that are not
+	// a run's (a run writes its manifest, its pipeline, sources/ of the
+	// files the manifest lists, its tables, parts/, logs/ and a
+	// reproduction's verdict): left out, so that what a confined run
+	// dropped into its folder is never published.
+	Unrecorded []string
 	// Skipped are the run's folders left out because they are bundles
 	// themselves (an earlier publish into the run's logs).
 	Skipped []string
@@ -144,11 +150,11 @@ func Publish(runDir, dir string, opts Options) (res *Result, err error) {
 		return nil, fmt.Errorf("publishing: %w", err)
 	}
 	res = &Result{Dir: dir}
-	dropped, skipped, err := copyRun(run, stage, opts)
+	dropped, skipped, unrecorded, err := copyRun(run, stage, opts)
 	if err != nil {
 		return nil, err
 	}
-	res.Dropped, res.Skipped = dropped, skipped
+	res.Dropped, res.Skipped, res.Unrecorded = dropped, skipped, unrecorded
 	if err := writeGenerated(stage, filepath.Base(absDir), run.Manifest, opts, key, dropped); err != nil {
 		return nil, err
 	}
@@ -262,11 +268,12 @@ func checkTarget(dir string, force bool) error {
 // compacted yet, claims — except logs/ unless asked for and what Publish
 // generates; compacts the copy (results.Compact: the run itself is not
 // touched) and removes the dropped tables from it.
-func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []string, err error) {
+func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped, unrecorded []string, err error) {
 	skip := map[string]bool{}
 	for _, f := range generated {
 		skip[f] = true
 	}
+	recorded := runFiles(run.Manifest)
 	err = filepath.WalkDir(run.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -277,6 +284,13 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []s
 		}
 		slash := filepath.ToSlash(rel)
 		if strings.HasPrefix(d.Name(), ".") || (slash == "logs" && !opts.Logs) || skip[slash] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !recorded(slash, d.IsDir()) {
+			unrecorded = append(unrecorded, slash)
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -298,11 +312,11 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []s
 		return nil // sockets, links: not part of a run
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("publishing: copying the run: %w", err)
+		return nil, nil, nil, fmt.Errorf("publishing: copying the run: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(stage, results.PartsDir)); err == nil {
 		if _, err := results.Compact(stage); err != nil {
-			return nil, nil, fmt.Errorf("publishing: %w", err)
+			return nil, nil, nil, fmt.Errorf("publishing: %w", err)
 		}
 	}
 	for _, t := range Droppable {
@@ -314,11 +328,47 @@ func copyRun(run *results.Run, stage string, opts Options) (dropped, skipped []s
 			if err := os.Remove(filepath.Join(stage, name)); err == nil {
 				dropped = append(dropped, name)
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, fmt.Errorf("publishing: %w", err)
+				return nil, nil, nil, fmt.Errorf("publishing: %w", err)
 			}
 		}
 	}
-	return dropped, skipped, nil
+	return dropped, skipped, unrecorded, nil
+}
+
+// runFiles returns whether a path of a run folder (slash-separated) is
+// one a run writes: manifest.json, its pipeline, sources/ and the files
+// the manifest lists there, the tables (Parquet or Arrow), parts/ and
+// logs/ (whole), and a reproduction's reproduction.md and .json.
+func runFiles(m *results.Manifest) func(slash string, dir bool) bool {
+	top := map[string]bool{"manifest.json": true, "pipeline.hcl": true, "pipeline.star": true,
+		results.PartsDir: true, "logs": true, "reproduction.md": true, "reproduction.json": true}
+	for _, t := range []string{results.TableTrials, results.TableLatency, results.TableTimeseries, results.TableProcesses,
+		results.TableSystem, results.TableNetwork, results.TableProbes, results.TableAgents, results.TableClaims} {
+		top[results.TableFile(t, results.FormatParquet)] = true
+		top[results.TableFile(t, results.FormatArrow)] = true
+	}
+	sources := map[string]bool{}
+	if m != nil {
+		for _, f := range m.Pipeline.Files {
+			p := path.Clean("sources/" + f.Path)
+			sources[p] = true
+			for d := path.Dir(p); d != "sources" && d != "."; d = path.Dir(d) {
+				sources[d] = true
+			}
+		}
+	}
+	return func(slash string, dir bool) bool {
+		first, _, nested := strings.Cut(slash, "/")
+		switch {
+		case first == "sources" && !nested:
+			return dir
+		case first == "sources":
+			return sources[slash]
+		case nested:
+			return true // inside parts/ or logs/
+		}
+		return top[slash]
+	}
 }
 
 func copyFile(src, dst string) error {

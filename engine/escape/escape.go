@@ -1,5 +1,6 @@
 // Package escape neutralises what benchflow writes for other programs to
-// read: Markdown (report.md, REPRODUCE.md, reproduction.md, the sections
+// read — and for a terminal (Terminal: control characters shown, never
+// sent) — Markdown (report.md, REPRODUCE.md, reproduction.md, the sections
 // report --update writes into a README, report and compare --format
 // markdown) and CSV (export, report and compare --format csv). Every
 // writer of those formats passes the values it did not write itself —
@@ -9,8 +10,13 @@
 package escape
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // Markdown is s as inline Markdown text, in a paragraph or a table cell:
@@ -110,4 +116,102 @@ func CSVRecord(rec []string) []string {
 		rec[i] = CSV(c)
 	}
 	return rec
+}
+
+// Terminal is s for a terminal: every control character but the line
+// feed and the tab — the escape that starts a terminal's sequences, the
+// carriage return and backspace that overwrite a line, the C1 controls
+// (U+0080–U+009F), DEL — and every byte that is not UTF-8 is shown as
+// \xHH (\u00HH for C1), so that text from a bundle or a run (a plan's
+// arguments, a service's output, a claim's name) is read as written and
+// never moves the cursor, erases a line or sets the terminal's title.
+// A backslash is left as it is.
+func Terminal(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// unsafeRune says whether r is a control character Terminal escapes (or
+// the replacement of a byte that is not UTF-8, checked again there).
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f, r == utf8.RuneError:
+		return true
+	case r == 0x2028 || r == 0x2029 || r == 0x202e || r == 0x200e || r == 0x200f || (r >= 0x2066 && r <= 0x2069) || (r >= 0x202a && r <= 0x202d):
+		// Line separators and bidirectional overrides: text that
+		// reads otherwise than it is.
+		return true
+	}
+	return false
+}
+
+// TerminalWriter passes what is written to W through Terminal, line by
+// line (a line is written whole once its line feed arrives; Flush writes
+// what is left). It is safe for concurrent use.
+type TerminalWriter struct {
+	W    io.Writer
+	mu   sync.Mutex
+	line []byte
+}
+
+func (t *TerminalWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.line = append(t.line, p...)
+	for {
+		i := bytes.IndexByte(t.line, '\n')
+		if i < 0 {
+			break
+		}
+		if _, err := io.WriteString(t.W, Terminal(string(t.line[:i+1]))); err != nil {
+			return 0, err
+		}
+		t.line = t.line[i+1:]
+	}
+	// A line that never ends is written in pieces, not held forever.
+	if len(t.line) > 64<<10 {
+		if _, err := io.WriteString(t.W, Terminal(string(t.line))); err != nil {
+			return 0, err
+		}
+		t.line = t.line[:0]
+	}
+	return len(p), nil
+}
+
+// Flush writes what is left of a last line without a line feed.
+func (t *TerminalWriter) Flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.line) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(t.W, Terminal(string(t.line)))
+	t.line = nil
+	return err
 }

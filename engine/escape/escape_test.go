@@ -79,3 +79,27 @@ func TestCSV(t *testing.T) {
 		t.Errorf("CSVRecord = %q", rec)
 	}
 }
+
+func TestTerminal(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, é and 日本\n\ttab": "plain text, é and 日本\n\ttab",
+		"\x1b[2K\rfake line":          `\x1b[2K\x0dfake line`,
+		"bell\a del\x7f":              `bell\x07 del\x7f`,
+		"c1 \u009b31m":                `c1 \u009b31m`,
+		"bad \xff byte":               `bad \xff byte`,
+		"rtl \u202eevil":              `rtl \u202eevil`,
+		`back\slash`:                  `back\slash`,
+	} {
+		if got := Terminal(in); got != want {
+			t.Errorf("Terminal(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var b strings.Builder
+	w := &TerminalWriter{W: &b}
+	w.Write([]byte("one\x1b]0;title\x07\ntw"))
+	w.Write([]byte("o\r"))
+	w.Flush()
+	if want := `one\x1b]0;title\x07` + "\n" + `two\x0d`; b.String() != want {
+		t.Errorf("TerminalWriter wrote %q, want %q", b.String(), want)
+	}
+}

@@ -6,27 +6,39 @@
 // — the Docker socket, a cluster, sysctls, the host network — is a Grant,
 // named one by one and described by Spec.Describe for the reader's plan.
 //
-// The sandbox does not unshare the pid namespace: the verdict's
-// whole-machine CPU accounting reads the machine's other processes from
-// /proc, and the pids benchflow records must be the machine's. Nor the
-// cgroup namespace: /proc/PID/cgroup tells a container's processes.
+// The child has a pid namespace of its own (--unshare-pid): it sees and
+// signals only its own processes, bubblewrap's monitor outside included,
+// and when the command ends — or bwrap, or the caller, dies — the kernel
+// kills every process left in it (setsid daemons, double forks, processes
+// that ignore SIGTERM). As root it also runs in a user namespace of its
+// own (Command creates it, the identity map of every uid, so that
+// services still switch to www-data): the capabilities it keeps are the
+// namespace's, and none applies to the machine's processes, mounts,
+// network or non-namespaced sysctls. The grants whose providers find
+// their containers among the machine's processes (docker, k8s, nomad)
+// share the machine's pid namespace instead (SharesPIDs): they hand over
+// the machine anyway (the Docker socket is root). The cgroup namespace
+// is not unshared: /proc/PID/cgroup tells a container's processes.
 //
 // Running benchflow apply inside: it writes nothing outside its --out
-// folder but the tune journal, in the state folder (engine/tune.StateDir,
-// /var/lib/benchflow for root), and service folders in $TMPDIR (the
-// private /tmp, gone with the sandbox). Without GrantTune the caller sets
-// BENCHFLOW_STATE_DIR to a folder of the private /tmp (there is nothing to
-// restore); with it, it binds the machine's state folder in ReadWrite, so
-// that `benchflow gc` outside restores the sysctls of a killed run.
+// folder but the tune journal, in the state folder (engine/tune.StateDir),
+// and service folders in $TMPDIR (the private /tmp, gone with the
+// sandbox). The caller sets BENCHFLOW_STATE_DIR to a folder of the
+// private /tmp, or with GrantTune to a private folder of its own that it
+// restores from itself — never the machine's state folder, whose journals
+// `benchflow gc` restores as root without checking what they name.
 //
 // docs/publishing.md#the-sandbox says what the sandbox does and does not
 // protect against.
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +48,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/benchflow/benchflow/engine/procfs"
 )
@@ -55,17 +69,103 @@ const (
 	// GrantNomad shares the host's network (the NOMAD_/CONSUL_/APISIX_
 	// addresses are in the caller's Env).
 	GrantNomad Grant = "nomad"
-	// GrantTune lets sysctls and the CPU frequency governor be written
-	// (/proc/sys and /sys/devices/system/cpu read-write) and adds
-	// CAP_SYS_NICE (negative nice, affinity of other users' processes).
-	// Without the host's network, net.* sysctls are the sandbox's own
-	// network namespace's. No CAP_SYS_ADMIN: root writes sysctls as the
-	// owner of /proc/sys's files, and with it the child could unmount
-	// what hides the home folders.
+	// GrantTune lets the sysctls of TuneSysctls and the CPU frequency
+	// governor be written (those files of /proc/sys and
+	// /sys/devices/system/cpu/cpufreq bound read-write, every other one
+	// read-only) and adds CAP_SYS_NICE (in the sandbox's own user
+	// namespace as root: its own processes only). Without the host's
+	// network, net.* sysctls are the sandbox's own network namespace's.
+	// No CAP_SYS_ADMIN: root writes sysctls as the owner of /proc/sys's
+	// files, and with it the child could unmount what hides the home
+	// folders.
 	GrantTune Grant = "tune"
 	// GrantHostNetwork shares the host's network.
 	GrantHostNetwork Grant = "host-network"
 )
+
+// TuneSysctls are the sysctls GrantTune lets a reproduction write: the
+// network's (net.*, but net.core.bpf_*: the BPF JIT's hardening), the
+// limits of open files and memory maps, and nothing else — never
+// kernel.core_pattern, kernel.modprobe, fs.binfmt_misc or anything else
+// that makes the kernel run a program, nor a setting that weakens the
+// machine's protections. An entry ending in "." is a prefix.
+var TuneSysctls = []string{
+	"net.",
+	"fs.file-max",
+	"fs.nr_open",
+	"fs.aio-max-nr",
+	"vm.max_map_count",
+	"vm.swappiness",
+}
+
+// TuneSysctlsText lists TuneSysctls for a reader: "net.* (but
+// net.core.bpf_*), fs.file-max, …".
+func TuneSysctlsText() string {
+	var ws []string
+	for _, a := range TuneSysctls {
+		if strings.HasSuffix(a, ".") {
+			a += "*"
+			var but []string
+			for _, n := range tuneSysctlsNever {
+				if strings.HasPrefix(n, strings.TrimSuffix(a, "*")) {
+					but = append(but, n+"*")
+				}
+			}
+			if len(but) > 0 {
+				a += " (but " + strings.Join(but, ", ") + ")"
+			}
+		}
+		ws = append(ws, a)
+	}
+	return strings.Join(ws, ", ")
+}
+
+// tuneSysctlsNever are prefixes of TuneSysctls' prefixes left out.
+var tuneSysctlsNever = []string{"net.core.bpf_"}
+
+// TuneSysctlAllowed says whether GrantTune lets the sysctl key
+// ("net.core.somaxconn", or "net/core/somaxconn") be written.
+func TuneSysctlAllowed(key string) bool {
+	key = strings.ReplaceAll(strings.Trim(key, "./"), "/", ".")
+	if key == "" || strings.Contains(key, "..") {
+		return false
+	}
+	for _, n := range tuneSysctlsNever {
+		if strings.HasPrefix(key, n) {
+			return false
+		}
+	}
+	for _, a := range TuneSysctls {
+		if key == a || strings.HasSuffix(a, ".") && strings.HasPrefix(key, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// tuneSysctlPaths are the /proc/sys paths bound writable with GrantTune:
+// /proc/sys/net (the network namespace's own, without the host's
+// network), and each of TuneSysctls' files that exists; net.core.bpf_*
+// stay read-only on top.
+func tuneSysctlPaths() []string {
+	var ps []string
+	for _, a := range TuneSysctls {
+		p := "/proc/sys/" + strings.ReplaceAll(strings.TrimSuffix(a, "."), ".", "/")
+		if _, err := os.Stat(p); err == nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// cpufreqPaths are the CPU frequency governor's folders
+// (/sys/devices/system/cpu/cpufreq/policy*), bound writable with
+// GrantTune; the rest of /sys (a CPU's online switch among it) stays
+// read-only.
+func cpufreqPaths() []string {
+	ps, _ := filepath.Glob("/sys/devices/system/cpu/cpufreq/policy*")
+	return ps
+}
 
 // Grants lists every known grant, in the order the plan names them.
 var Grants = []Grant{GrantDocker, GrantK8s, GrantNomad, GrantTune, GrantHostNetwork}
@@ -138,11 +238,18 @@ func Available() error {
 	if err := try("--ro-bind / / true", "--ro-bind", "/", "/", "true"); err != nil {
 		return err
 	}
-	a, err := Spec{}.args()
+	cmd, err := Spec{}.Command(ctx, []string{"true"})
 	if err != nil {
 		return err
 	}
-	return try("(the default sandbox) true", append(append(a, "--"), "true")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("sandbox: %s (the default sandbox) true failed: %s; %s", p, msg, installHint)
+	}
+	return nil
 }
 
 // Capabilities the child keeps; every other one is dropped. benchflow
@@ -184,6 +291,14 @@ func (s Spec) has(g Grant) bool {
 		}
 	}
 	return false
+}
+
+// SharesPIDs says whether the child shares the machine's pid namespace
+// (and, as root, its user namespace): with the grants whose providers
+// find their containers' processes in the machine's /proc (docker, k8s,
+// nomad). Otherwise the child sees only its own processes.
+func (s Spec) SharesPIDs() bool {
+	return s.has(GrantDocker) || s.has(GrantK8s) || s.has(GrantNomad)
 }
 
 // hostNetwork says whether the child shares the host's network.
@@ -331,6 +446,14 @@ func (s Spec) args() ([]string, error) {
 		"--unshare-ipc",
 		"--unshare-uts",
 	}
+	if !s.SharesPIDs() {
+		a = append(a, "--unshare-pid")
+		if os.Geteuid() != 0 {
+			// As root Command makes the user namespace (bwrap maps one
+			// uid only); as a user bwrap does.
+			a = append(a, "--unshare-user")
+		}
+	}
 	if !s.hostNetwork() {
 		// Its own network namespace, with only a loopback (up).
 		a = append(a, "--unshare-net")
@@ -340,17 +463,27 @@ func (s Spec) args() ([]string, error) {
 		"--dev", "/dev",
 		"--proc", "/proc",
 	)
+	// bwrap 0.8 leaves /proc/sys writable when its folder is not (mode
+	// 0555, no CAP_DAC_OVERRIDE), yet its files are root's, mode 0644:
+	// root writes the machine's sysctls without any capability. With
+	// GrantTune only the sysctls of TuneSysctls are bound writable on
+	// top, one by one, and the CPU frequency governor's folders.
+	a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
 	if s.has(GrantTune) {
-		a = append(a, "--bind", "/proc/sys", "/proc/sys")
-		if isDir("/sys/devices/system/cpu") {
-			a = append(a, "--bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu")
+		for _, p := range tuneSysctlPaths() {
+			a = append(a, "--bind", p, p)
 		}
-	} else {
-		// bwrap 0.8 leaves /proc/sys writable when its folder is not
-		// (mode 0555, no CAP_DAC_OVERRIDE), yet its files are root's,
-		// mode 0644: root writes the machine's sysctls without any
-		// capability.
-		a = append(a, "--ro-bind", "/proc/sys", "/proc/sys")
+		if s.hostNetwork() {
+			// The BPF JIT's settings are the machine's network
+			// namespace's only.
+			bpf, _ := filepath.Glob("/proc/sys/net/core/bpf_*")
+			for _, p := range bpf {
+				a = append(a, "--ro-bind", p, p)
+			}
+		}
+		for _, p := range cpufreqPaths() {
+			a = append(a, "--bind", p, p)
+		}
 	}
 	// Writing it reboots or crashes the machine (mode 0200, root's).
 	if _, err := os.Stat("/proc/sysrq-trigger"); err == nil {
@@ -536,14 +669,129 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// Command returns an exec.Cmd running argv confined by s. Its Env is
-// s.Env; the caller sets Stdin, Stdout and Stderr. When ctx is done the
-// command is sent SIGTERM (it runs in a session of its own, so a
-// terminal's Ctrl-C does not reach it), and killed with everything
-// bwrap started WaitDelay (default 30s) later. bwrap is killed when the
-// thread that started it exits (Pdeathsig): start it from a goroutine
-// that is not locked to its thread (runtime.LockOSThread).
-func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
+// Cmd is a confined command: an exec.Cmd whose Wait (and Run, Output,
+// CombinedOutput) returns only once every process of the sandbox is gone
+// — bwrap's monitor exits as soon as the command does, while the kernel
+// is still killing what the command left in its pid namespace.
+type Cmd struct {
+	*exec.Cmd
+	info   *os.File // read end of bwrap's --info-fd
+	infoW  *os.File
+	pidfd  chan int // the namespace's init, as a pidfd (-1: none)
+	ownPID bool
+}
+
+// Start starts bwrap.
+func (c *Cmd) Start() error {
+	err := c.Cmd.Start()
+	if c.infoW != nil {
+		c.infoW.Close()
+		c.infoW = nil
+	}
+	if err != nil {
+		if c.info != nil {
+			c.info.Close()
+		}
+		return err
+	}
+	if c.info != nil {
+		go c.readInfo()
+	}
+	return nil
+}
+
+// readInfo reads bwrap's --info-fd ({"child-pid": N}, the namespace's
+// init) and opens a pidfd on it while bwrap, its parent, still holds it.
+func (c *Cmd) readInfo() {
+	defer c.info.Close()
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	fd := -1
+	if json.NewDecoder(c.info).Decode(&info) == nil && info.ChildPID > 0 {
+		if f, err := unix.PidfdOpen(info.ChildPID, 0); err == nil {
+			fd = f
+		}
+	}
+	c.pidfd <- fd
+	// bwrap closes its end when it exits; drain until then.
+	io.Copy(io.Discard, c.info)
+}
+
+// Wait waits for bwrap, then for the namespace's init (and so for every
+// process in it).
+func (c *Cmd) Wait() error {
+	err := c.Cmd.Wait()
+	c.settle()
+	return err
+}
+
+func (c *Cmd) settle() {
+	if c.pidfd == nil {
+		return
+	}
+	var fd int
+	select {
+	case fd = <-c.pidfd:
+	case <-time.After(5 * time.Second):
+		// bwrap ended before writing its info: it started nothing.
+		return
+	}
+	c.pidfd = nil
+	if fd < 0 {
+		return
+	}
+	defer unix.Close(fd)
+	// The init is killed with bwrap (--die-with-parent), and exits once
+	// the kernel has reaped every process of its namespace.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 60_000)
+		if err == unix.EINTR {
+			continue
+		}
+		if n != 0 || err != nil {
+			return
+		}
+	}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	var b bytes.Buffer
+	c.Stdout = &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns its standard output and
+// error, interleaved.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// Command returns the command running argv confined by s. Its Env is
+// s.Env; its standard input is /dev/null unless the caller sets Stdin
+// (reproduce does not: nothing inside reads the reader's terminal); the
+// caller sets Stdout and Stderr (pipes: a terminal's file descriptor
+// inside could be read from). When ctx is done the command is sent
+// SIGTERM (it runs in a session of its own, so a terminal's Ctrl-C does
+// not reach it), and killed with everything bwrap started WaitDelay
+// (default 30s) later. bwrap is killed when the thread that started it
+// exits (Pdeathsig): start it from a goroutine that is not locked to its
+// thread (runtime.LockOSThread).
+func (s Spec) Command(ctx context.Context, argv []string) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: no command")
 	}
@@ -557,19 +805,62 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: bwrap not found: %s", installHint)
 	}
+	ownPIDs := !s.SharesPIDs()
+	c := &Cmd{ownPID: ownPIDs}
+	if ownPIDs {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		c.info, c.infoW, c.pidfd = r, w, make(chan int, 1)
+		// ExtraFiles[0] is fd 3 in bwrap, which does not pass it on.
+		a = append(a, "--info-fd", "3")
+	}
 	a = append(append(a, "--"), argv...)
 	cmd := exec.CommandContext(ctx, p, a...)
+	c.Cmd = cmd
+	if c.infoW != nil {
+		cmd.ExtraFiles = []*os.File{c.infoW}
+	}
 	cmd.Env = append([]string{}, s.Env...)
 	// bwrap is killed when its parent (this process) dies, and
 	// --die-with-parent passes that on to the command.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if ownPIDs && os.Geteuid() == 0 {
+		// A user namespace of its own, every uid and gid mapped to
+		// itself: the files' owners and a service's switch to www-data
+		// are as outside, but the capabilities bwrap leaves the child
+		// are the namespace's, and the machine's processes, mounts,
+		// network and non-namespaced sysctls are not the namespace's.
+		// (bwrap's own --unshare-user maps one uid, so a root service
+		// could not switch to its workers' user.)
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER
+		all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		cmd.SysProcAttr.UidMappings = all
+		cmd.SysProcAttr.GidMappings = all
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+		// No CAP_SYS_RESOURCE of the machine's inside: raise the hard
+		// limit of open files here, where it still is, for services
+		// that raise theirs (nginx's worker_rlimit_nofile).
+		raiseNofile()
+	}
 	cmd.WaitDelay = 30 * time.Second
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
 		}
-		// bwrap's child is the confined command (bwrap waits for it).
+		// bwrap's child is the confined command (bwrap waits for it);
+		// with a pid namespace of its own, bwrap's child is the
+		// namespace's init (bwrap again, which ignores a SIGTERM from
+		// outside) and the command is its child.
 		kids := procfs.Children(cmd.Process.Pid)
+		if ownPIDs {
+			var cmds []int
+			for _, k := range kids {
+				cmds = append(cmds, procfs.Children(k)...)
+			}
+			kids = cmds
+		}
 		if len(kids) == 0 {
 			return cmd.Process.Kill()
 		}
@@ -578,7 +869,26 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		}
 		return nil
 	}
-	return cmd, nil
+	return c, nil
+}
+
+// raiseNofile raises this process's hard limit of open files to the
+// kernel's fs.nr_open (children inherit it); errors leave it as it is.
+func raiseNofile() {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return
+	}
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil || r.Max >= n {
+		return
+	}
+	r.Max = n
+	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
 }
 
 // Describe returns one line per confinement fact, for the plan, reflecting
@@ -634,16 +944,28 @@ func (s Spec) Describe() []string {
 		if s.hostNetwork() {
 			net = "net.* sysctls apply to the host's network"
 		}
-		d = append(d, "tune (granted): sysctls (/proc/sys) and the CPU frequency governor are writable machine-wide ("+net+"); nice and CPU affinity of any process")
+		d = append(d, "tune (granted): only the sysctls "+TuneSysctlsText()+" ("+net+") and the CPU frequency governor are writable; every other sysctl stays read-only")
 	} else {
 		d = append(d, "sysctls: read-only")
 	}
 	d = append(d,
 		"capabilities: only "+caps+" (no mount, no ptrace, no network administration)",
-		"processes: the machine's are visible in /proc (same pids) and its own end with it; it runs in a session of its own (no typing into the terminal)",
+		s.processes(),
 		"not limited: CPU, memory and disk use; the kernel is the machine's",
 	)
 	return d
+}
+
+// processes is Describe's line about processes.
+func (s Spec) processes() string {
+	if s.SharesPIDs() {
+		return "processes: the machine's are visible in /proc (same pids; implied by " + strings.Join(s.hostNetGrants(), ", ") + ", whose containers run there) and can be signalled as its capabilities allow; its own end with it; no terminal (input closed, output through a pipe, control characters escaped)"
+	}
+	ns := "a pid namespace of its own"
+	if os.Geteuid() == 0 {
+		ns += ", and a user namespace of its own: its capabilities do not apply to the machine's processes, mounts or sysctls"
+	}
+	return "processes: only its own are visible (" + ns + "); every one of them, daemons included, is killed when the run ends, fails or is interrupted; no terminal (input closed, output through a pipe, control characters escaped)"
 }
 
 func (s Spec) hostNetGrants() []string {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/sandbox"
 )
 
@@ -44,6 +45,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		if len(s.Command) > 0 {
 			fmt.Fprintf(&b, "    command  %s\n", argv(s.Command))
+		}
+		if len(s.VersionCommand) > 0 {
+			fmt.Fprintf(&b, "    version  %s  (run once, to record its version)\n", argv(s.VersionCommand))
 		}
 		fmt.Fprintf(&b, "    dir      %s\n", s.Dir)
 		if len(s.Ports) > 0 {
@@ -122,7 +126,16 @@ func (p *Plan) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", n)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	if len(p.Refused) > 0 {
+		b.WriteString("\nrefused in the sandbox (no grant allows it)\n")
+		for _, r := range p.Refused {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	// Every value above may be the bundle's: no control character
+	// reaches the terminal (quote already wrote arguments' line breaks
+	// as \n).
+	_, err := io.WriteString(w, escape.Terminal(b.String()))
 	return err
 }
 
@@ -175,6 +188,28 @@ func argv(a []string) string {
 func quote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%${}") == "" {
 		return s
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		// $'…' as bash reads it: a line break or an escape is shown,
+		// never sent (a plan line cannot be erased or forged).
+		var b strings.Builder
+		b.WriteString("$'")
+		for _, r := range s {
+			switch {
+			case r == '\n':
+				b.WriteString(`\n`)
+			case r == '\t':
+				b.WriteString(`\t`)
+			case r == '\'' || r == '\\':
+				b.WriteString(`\` + string(r))
+			case r < 0x20 || r == 0x7f:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			default:
+				b.WriteRune(r)
+			}
+		}
+		b.WriteString("'")
+		return b.String()
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

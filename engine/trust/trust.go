@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,6 +54,10 @@ type Plan struct {
 	// Notes are what the reader should know besides (the bundle's
 	// output dir ignored, where the results go).
 	Notes []string `json:"notes,omitempty"`
+	// Refused are what no grant allows in the sandbox (a sysctl outside
+	// sandbox.TuneSysctls): reproduce refuses the bundle, confined,
+	// whatever --allow says (--no-sandbox runs it unconfined).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Service is one deployment of a service.
@@ -62,6 +67,9 @@ type Service struct {
 	ProviderType string   `json:"provider_type"`
 	Image        string   `json:"image,omitempty"`
 	Command      []string `json:"command,omitempty"`
+	// VersionCommand is the service's version_command, run once to
+	// record the server's version.
+	VersionCommand []string `json:"version_command,omitempty"`
 	// Dir is where the process runs (local) or where its files are
 	// mounted (containers).
 	Dir   string   `json:"dir"`
@@ -128,7 +136,13 @@ type Check struct {
 // Inspect reads the plan pl: every trial evaluated dry (nothing is
 // contacted, nothing written). Values are redacted with redact.Default
 // (the plan's sensitive values are in it after the plan is built).
-func Inspect(pl *plan.Plan) *Plan {
+func Inspect(pl *plan.Plan) *Plan { return InspectRedacting(pl, redact.Default) }
+
+// InspectRedacting is Inspect redacting the values of red only: reproduce
+// redacts the reader's own sensitive values, not the defaults a bundle
+// carries in its pipeline (public, and maybe the command itself: hiding
+// them would hide what runs).
+func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 	out := &Plan{Pipeline: pl.Pipeline.Name, Trials: len(pl.Trials), Services: []Service{}, Steps: []Step{}, Targets: []Target{}, Needs: []Need{}}
 	needs := map[sandbox.Grant][]string{}
 	need := func(g sandbox.Grant, why string) {
@@ -138,6 +152,11 @@ func Inspect(pl *plan.Plan) *Plan {
 			}
 		}
 		needs[g] = append(needs[g], why)
+	}
+	refuse := func(why string) {
+		if !slices.Contains(out.Refused, why) {
+			out.Refused = append(out.Refused, why)
+		}
 	}
 	svcIndex := map[string]int{}
 	stepIndex := map[string]int{}
@@ -154,7 +173,7 @@ func Inspect(pl *plan.Plan) *Plan {
 	targets := map[string]bool{}
 	fixed := map[string]bool{} // host ports the services are given by number
 	addTarget := func(u string) string {
-		u = redact.Default.String(u)
+		u = red.String(u)
 		if !targets[u] {
 			targets[u] = true
 			t := Target{URL: u, Reach: reach(u, fixed)}
@@ -175,7 +194,7 @@ func Inspect(pl *plan.Plan) *Plan {
 				sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
 				at.Provider = sp.Provider
 				if sp.Config != nil {
-					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config))
+					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config), red)
 				}
 			}
 			ps, _ := te.PrepareService(s, at)
@@ -184,7 +203,12 @@ func Inspect(pl *plan.Plan) *Plan {
 			}
 			sv.Image = ps.Spec.Image
 			for _, a := range ps.Spec.Command {
-				sv.Command = append(sv.Command, redact.Default.String(a))
+				sv.Command = append(sv.Command, red.String(a))
+			}
+			if ps.Config != nil {
+				for _, a := range ps.Config.VersionCommand {
+					sv.VersionCommand = append(sv.VersionCommand, red.String(a))
+				}
 			}
 			if sv.ProviderType != "local" {
 				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
@@ -237,7 +261,7 @@ func Inspect(pl *plan.Plan) *Plan {
 			switch c := cfg.(type) {
 			case *pipeline.ExecConfig:
 				for _, a := range c.Command {
-					ss.Command = append(ss.Command, redact.Default.String(a))
+					ss.Command = append(ss.Command, red.String(a))
 				}
 				ss.Dir = c.Dir
 				if ss.Dir == "" {
@@ -256,6 +280,11 @@ func Inspect(pl *plan.Plan) *Plan {
 				ss.ServiceCPUs, ss.LoaderCPUs, ss.Nice = c.ServiceCPUs, c.LoaderCPUs, c.Nice
 				if len(c.Sysctl) > 0 {
 					need(sandbox.GrantTune, st.Addr()+" writes sysctls (as root)")
+				}
+				for _, k := range sortedKeys(c.Sysctl) {
+					if !sandbox.TuneSysctlAllowed(k) {
+						refuse(fmt.Sprintf("%s sets sysctl %s, which the sandbox never allows (--allow tune writes only %s)", st.Addr(), k, sandbox.TuneSysctlsText()))
+					}
 				}
 				if c.Nice != nil && *c.Nice < 0 {
 					need(sandbox.GrantTune, st.Addr()+" raises the services' priority (nice < 0)")
@@ -306,6 +335,9 @@ func Inspect(pl *plan.Plan) *Plan {
 		if out.Steps[i].TrialCount < out.Trials {
 			out.Steps[i].Cells = stepCells[i]
 		}
+	}
+	for _, r := range runtimeShapes(pl.Pipeline) {
+		refuse(r)
 	}
 	for _, g := range sandbox.Grants {
 		if len(needs[g]) > 0 {
@@ -388,10 +420,10 @@ func copyMap(m map[string]string) map[string]string {
 
 // redactSettings drops secrets from a provider's settings: values that
 // hold a sensitive value are shown redacted.
-func redactSettings(m map[string]any) map[string]any {
+func redactSettings(m map[string]any, red *redact.Set) map[string]any {
 	for k, v := range m {
 		if s, ok := v.(string); ok {
-			m[k] = redact.Default.String(s)
+			m[k] = red.String(s)
 		}
 	}
 	return m

@@ -30,6 +30,7 @@ func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
 	}
 	self := os.Getpid()
 	selfPgid := syscall.Getpgrp()
+	selfNS, _ := procfs.Namespace(self, "pid")
 	alive := map[int]bool{}
 	for _, p := range table {
 		if p.state != 'Z' {
@@ -41,6 +42,13 @@ func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
 	var found []string
 	for _, p := range table {
 		if p.pid == self || p.pgid == selfPgid || p.state == 'Z' {
+			continue
+		}
+		// A process of another pid namespace (a run reproduce confines:
+		// its owner's pid is that namespace's, not one this process can
+		// look up) is never a leftover of this machine's runs: the
+		// namespace ends, with everything in it, when its run does.
+		if ns, err := procfs.Namespace(p.pid, "pid"); err == nil && selfNS != "" && ns != selfNS {
 			continue
 		}
 		run, ok := environValue(p.pid, EnvRun)
