@@ -201,8 +201,8 @@ func knownKeys(cb gossh.HostKeyCallback, t target) []string {
 // probeKey is a key no host has.
 type probeKey struct{}
 
-func (probeKey) Type() string                                { return "benchflow-probe" }
-func (probeKey) Marshal() []byte                             { return []byte("benchflow-probe") }
+func (probeKey) Type() string                                   { return "benchflow-probe" }
+func (probeKey) Marshal() []byte                                { return []byte("benchflow-probe") }
 func (probeKey) Verify(data []byte, sig *gossh.Signature) error { return errors.New("probe") }
 
 // hostKeyError explains a host key known_hosts does not vouch for.

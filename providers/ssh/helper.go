@@ -571,6 +571,21 @@ func environ(pid int) map[string]string {
 func (h *helper) gc(base string) response {
 	var resp response
 	self := os.Getpid()
+	if base != "" {
+		ents, _ := os.ReadDir(base)
+		for _, e := range ents {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), runFolderPrefix) {
+				continue
+			}
+			p := filepath.Join(base, e.Name())
+			var rec map[string]string
+			b, err := os.ReadFile(filepath.Join(p, ownerFile))
+			if err != nil || json.Unmarshal(b, &rec) != nil {
+				continue // not recorded: not ours to remove
+			}
+			resp.Folders = append(resp.Folders, runFolder{Path: p, Run: rec["run"], Owner: rec["owner"], HelperAlive: pidStartAlive(rec["helper"])})
+		}
+	}
 	for _, p := range processTable() {
 		if p.pid == self || p.state == 'Z' {
 			continue
@@ -586,25 +601,26 @@ func (h *helper) gc(base string) response {
 			continue
 		}
 		env := environ(p.pid)
-		if env[EnvHelper] == "" || env[EnvService] == "" {
+		if env[EnvHelper] != "" && env[EnvService] != "" {
+			resp.Leftover = append(resp.Leftover, leftover{PID: p.pid, PGID: p.pgid, Comm: p.comm, Run: env[EnvRun],
+				Service: env[EnvService], Owner: env[EnvOwner], HelperAlive: pidStartAlive(env[EnvHelper])})
 			continue
 		}
-		resp.Leftover = append(resp.Leftover, leftover{PID: p.pid, PGID: p.pgid, Comm: p.comm, Run: env[EnvRun],
-			Service: env[EnvService], Owner: env[EnvOwner], HelperAlive: pidStartAlive(env[EnvHelper])})
-	}
-	if base != "" {
-		ents, _ := os.ReadDir(base)
-		for _, e := range ents {
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), runFolderPrefix) {
-				continue
+		// A program that rewrites its environment (nginx does, for its
+		// process title) is found by its working folder: a service's
+		// folder in a recorded run folder.
+		cwd, err := os.Readlink(procfs.Path(p.pid, "cwd"))
+		if err != nil {
+			continue
+		}
+		for _, f := range resp.Folders {
+			if strings.HasPrefix(cwd, f.Path+"/") {
+				rel := strings.TrimPrefix(cwd, f.Path+"/")
+				svc, _, _ := strings.Cut(rel, "/")
+				resp.Leftover = append(resp.Leftover, leftover{PID: p.pid, PGID: p.pgid, Comm: p.comm, Run: f.Run,
+					Service: svc, Owner: f.Owner, HelperAlive: f.HelperAlive})
+				break
 			}
-			p := filepath.Join(base, e.Name())
-			var rec map[string]string
-			b, err := os.ReadFile(filepath.Join(p, ownerFile))
-			if err != nil || json.Unmarshal(b, &rec) != nil {
-				continue // not recorded: not ours to remove
-			}
-			resp.Folders = append(resp.Folders, runFolder{Path: p, Run: rec["run"], Owner: rec["owner"], HelperAlive: pidStartAlive(rec["helper"])})
 		}
 	}
 	return resp

@@ -282,14 +282,30 @@ func Describe(pids []int) string {
 // listing them, when some remain after a minute.
 func (h *Host) WaitEmpty(t testing.TB) {
 	t.Helper()
-	var pids []int
+	h.WaitGone(t, "")
+}
+
+// WaitGone waits until no process in the host's namespace but sshd's
+// listener and those whose command line starts with except ("sshd:", the
+// sessions of a cut link, say) runs, and fails t, listing them, when some
+// remain after a minute.
+func (h *Host) WaitGone(t testing.TB, except string) {
+	t.Helper()
+	var left []int
 	for i := 0; i < 600; i++ {
-		if pids = h.Pids(t); len(pids) == 0 {
+		left = left[:0]
+		for _, p := range h.Pids(t) {
+			cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			if except == "" || !strings.HasPrefix(string(cl), except) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("processes left on host %s:%s", h.NS, Describe(pids))
+	t.Fatalf("processes left on host %s:%s", h.NS, Describe(left))
 }
 
 // run runs a command in the host's namespace.
