@@ -32,8 +32,15 @@ import (
 const callTimeout = 30 * time.Second
 
 // pingEvery is how often the controller tells the helper it is still
-// there; the helper's idle time must be well above it.
-const pingEvery = 5 * time.Second
+// there (about 150 bytes each way, the only traffic of the control
+// channel while a load runs); the helper's idle time must be well above
+// it.
+const pingEvery = time.Second
+
+// pingTimeout is how long a ping may go unanswered before the connection
+// is taken for dead (and every service on it with it): a cut link fails
+// the trial within pingEvery+pingTimeout.
+const pingTimeout = 10 * time.Second
 
 // target is what a connection is made from: one provider block's
 // settings.
@@ -66,6 +73,7 @@ type conn struct {
 	mu      sync.Mutex
 	nextID  int
 	pending map[int]chan response
+	exits   map[int]*exitStatus // processes the helper said ended
 	dead    error
 	done    chan struct{}
 	refs    int
@@ -264,7 +272,7 @@ func dial(ctx context.Context, t target) (*conn, error) {
 		return nil, fmt.Errorf("%s: %w", t.where(), err)
 	}
 	nc.SetDeadline(time.Time{})
-	c := &conn{t: t, client: gossh.NewClient(sc, chans, reqs), pending: map[int]chan response{}, done: make(chan struct{})}
+	c := &conn{t: t, client: gossh.NewClient(sc, chans, reqs), pending: map[int]chan response{}, exits: map[int]*exitStatus{}, done: make(chan struct{})}
 	if err := c.startHelper(ctx); err != nil {
 		c.client.Close()
 		return nil, fmt.Errorf("%s: %w", t.where(), err)
@@ -476,6 +484,11 @@ func (c *conn) readLoop(stdout io.Reader, s *gossh.Session, stderr *tailBuffer) 
 			continue
 		}
 		c.mu.Lock()
+		if r.Event == "exit" && r.Exit != nil {
+			c.exits[r.PID] = r.Exit
+			c.mu.Unlock()
+			continue
+		}
 		ch := c.pending[r.ID]
 		delete(c.pending, r.ID)
 		c.mu.Unlock()
@@ -508,8 +521,21 @@ func (c *conn) fail(err error) {
 	}
 }
 
+// exited is how the helper said process pid ended, nil while it runs.
+func (c *conn) exited(pid int) *exitStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exits[pid]
+}
+
 // call sends a request and waits for its answer (at most callTimeout).
 func (c *conn) call(ctx context.Context, r *request) (*response, error) {
+	return c.callWithin(ctx, r, callTimeout)
+}
+
+// callWithin is call waiting at most timeout; without an answer by then
+// the connection is taken for dead.
+func (c *conn) callWithin(ctx context.Context, r *request, timeout time.Duration) (*response, error) {
 	ch := make(chan response, 1)
 	c.mu.Lock()
 	if c.dead != nil {
@@ -527,7 +553,7 @@ func (c *conn) call(ctx context.Context, r *request) (*response, error) {
 		c.fail(err)
 		return nil, fmt.Errorf("connection to the host lost: %w", err)
 	}
-	t := time.NewTimer(callTimeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case resp := <-ch:
@@ -540,7 +566,7 @@ func (c *conn) call(ctx context.Context, r *request) (*response, error) {
 		return nil, ctx.Err()
 	case <-t.C:
 		c.drop(r.ID)
-		err := fmt.Errorf("no answer from the host in %s (the link may be down)", callTimeout)
+		err := fmt.Errorf("no answer from the host in %s (the link may be down)", timeout)
 		c.fail(err)
 		c.client.Close()
 		return nil, err
@@ -563,7 +589,7 @@ func (c *conn) keepalive() {
 		case <-c.done:
 			return
 		case <-t.C:
-			if _, err := c.call(context.Background(), &request{Op: opPing}); err != nil && c.err() != nil {
+			if _, err := c.callWithin(context.Background(), &request{Op: opPing}, pingTimeout); err != nil && c.err() != nil {
 				return
 			}
 		}

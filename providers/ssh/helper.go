@@ -33,10 +33,14 @@ const (
 	EnvRun     = "BENCHFLOW_RUN"
 	EnvTrial   = "BENCHFLOW_TRIAL"
 	EnvService = "BENCHFLOW_SERVICE"
-	EnvOwner   = "BENCHFLOW_OWNER"
-	// EnvHelper is the "pid:start" of the helper that started the process:
-	// gc on the host tells a process whose helper is gone by it.
-	EnvHelper = "BENCHFLOW_HELPER"
+	// EnvOwner is the "pid:start" of the helper that started the process,
+	// as the local provider records its own benchflow: so gc on the host
+	// itself (a local run's) tells a live service from a leftover, and
+	// the ssh provider's gc finds one whose helper is gone.
+	EnvOwner = "BENCHFLOW_OWNER"
+	// EnvController names the benchflow driving the helper ("host/pid/
+	// start/boot", ownerString).
+	EnvController = "BENCHFLOW_CONTROLLER"
 )
 
 // runFolderPrefix starts the name of every per-run folder; ownerFile in it
@@ -294,12 +298,12 @@ func (h *helper) start(r *request) (int, error) {
 	for _, k := range keys {
 		env = append(env, k+"="+r.Env[k])
 	}
-	for _, k := range []string{EnvRun, EnvTrial, EnvService, EnvOwner} {
+	for _, k := range []string{EnvRun, EnvTrial, EnvService} {
 		if v, ok := r.Marker[k]; ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	env = append(env, EnvHelper+"="+h.self)
+	env = append(env, EnvController+"="+h.owner, EnvOwner+"="+h.self)
 	path, err := lookPath(r.Argv[0], env, r.Dir)
 	if err != nil {
 		return 0, err
@@ -347,6 +351,7 @@ func (h *helper) start(r *request) (int, error) {
 		}
 		c.status = st
 		close(c.done)
+		h.send(response{Event: "exit", PID: pid, Exit: st})
 	}()
 	return pid, nil
 }
@@ -601,9 +606,9 @@ func (h *helper) gc(base string) response {
 			continue
 		}
 		env := environ(p.pid)
-		if env[EnvHelper] != "" && env[EnvService] != "" {
+		if env[EnvController] != "" && env[EnvService] != "" {
 			resp.Leftover = append(resp.Leftover, leftover{PID: p.pid, PGID: p.pgid, Comm: p.comm, Run: env[EnvRun],
-				Service: env[EnvService], Owner: env[EnvOwner], HelperAlive: pidStartAlive(env[EnvHelper])})
+				Service: env[EnvService], Owner: env[EnvController], HelperAlive: pidStartAlive(env[EnvOwner])})
 			continue
 		}
 		// A program that rewrites its environment (nginx does, for its

@@ -33,7 +33,10 @@ type request struct {
 
 // response is one line the helper sends.
 type response struct {
-	ID    int    `json:"id"`
+	ID int `json:"id"`
+	// Event, with ID 0, is news the helper sends unasked: "exit" (PID
+	// and Exit say which process ended and how).
+	Event string `json:"event,omitempty"`
 	Error string `json:"error,omitempty"`
 	// NotFound marks a start whose program does not exist on the host.
 	NotFound bool          `json:"not_found,omitempty"`

@@ -135,8 +135,8 @@ func (c *Config) target(name string) (target, error) {
 		v, err := units.ParseDuration(d.v)
 		if err != nil {
 			errs = append(errs, &providers.ConfigError{Attr: d.attr, Msg: err.Error()})
-		} else if v < 3*pingEvery {
-			errs = append(errs, &providers.ConfigError{Attr: d.attr, Msg: fmt.Sprintf("%s is too short: benchflow tells the helper it is there every %s; give at least %s", v, pingEvery, 3*pingEvery)})
+		} else if v < pingTimeout+5*pingEvery {
+			errs = append(errs, &providers.ConfigError{Attr: d.attr, Msg: fmt.Sprintf("%s is too short: benchflow tells the helper it is there every %s and gives up on it after %s without an answer; give at least %s", v, pingEvery, pingTimeout, pingTimeout+5*pingEvery)})
 		} else {
 			*d.dst = v
 		}
@@ -250,7 +250,7 @@ func (p *Provider) Provision(ctx context.Context, req *providers.ProvisionReques
 		d.Teardown(context.Background())
 		return nil, fmt.Errorf("starting service %q on %s: %w", name, p.t.where(), err)
 	}
-	marker := map[string]string{EnvRun: req.RunID, EnvTrial: req.TrialID, EnvService: name, EnvOwner: ownerString(providers.SelfOwner())}
+	marker := map[string]string{EnvRun: req.RunID, EnvTrial: req.TrialID, EnvService: name}
 	p.mu.Lock()
 	p.users++
 	made := p.made
@@ -312,27 +312,29 @@ func (d *Deployment) Endpoint() providers.Endpoint { return d.endpoint }
 
 // Alive returns nil while the service's process runs on the host, and
 // its exit status with the last lines of its output once it has exited.
+// It sends nothing: the helper reports an exit the moment it happens, and
+// the keepalive (every second) notices a connection that died.
 func (d *Deployment) Alive(ctx context.Context) error {
 	if d.pid == 0 {
 		return fmt.Errorf("service %q was never started", d.name)
 	}
-	r, err := d.c.call(ctx, &request{Op: opStatus, PID: d.pid})
-	if err != nil {
-		return fmt.Errorf("service %q on %s: %w", d.name, d.p.t.Address, err)
-	}
-	if r.Exit == nil {
+	st := d.c.exited(d.pid)
+	if st == nil {
+		if err := d.c.err(); err != nil {
+			return fmt.Errorf("service %q on %s: lost the connection to the host: %w", d.name, d.p.t.Address, err)
+		}
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "service %q (pid %d on %s) exited: %s", d.name, d.pid, d.p.t.Address, r.Exit.Status)
-	if r.Exit.Code == 0 {
+	fmt.Fprintf(&b, "service %q (pid %d on %s) exited: %s", d.name, d.pid, d.p.t.Address, st.Status)
+	if st.Code == 0 {
 		b.WriteString("; a service must stay in the foreground (nginx: -g 'daemon off;')")
 	}
-	if len(r.Exit.Tail) == 0 {
+	if len(st.Tail) == 0 {
 		b.WriteString("; it printed nothing on stdout or stderr")
 	} else {
-		fmt.Fprintf(&b, "; last lines of %s on the host:", r.Exit.Log)
-		for _, l := range r.Exit.Tail {
+		fmt.Fprintf(&b, "; last lines of %s on the host:", st.Log)
+		for _, l := range st.Tail {
 			b.WriteString("\n    " + l)
 		}
 	}

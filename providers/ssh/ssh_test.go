@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,11 @@ import (
 // provider builds the provider of a `provider "ssh" "server"` block for h.
 func provider(t *testing.T, h *sshtest.Host, edit func(*Config)) *Provider {
 	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshtest.ForgetBinary(t, exe)
 	c := Config{Address: h.Addr, Port: h.Port, User: h.User, IdentityFile: h.IdentityFile, KnownHosts: h.KnownHosts}
 	if edit != nil {
 		edit(&c)
@@ -279,11 +283,16 @@ func TestLinkCut(t *testing.T) {
 			h.LinkUp(t)
 		}
 	}()
-	aerr := dep.(providers.Liveness).Alive(context.Background())
-	if aerr == nil {
-		t.Fatal("Alive reported the service alive across a cut link")
+	// The keepalive notices within pingEvery+pingTimeout.
+	var aerr error
+	for i := 0; i < 1200 && aerr == nil; i++ {
+		aerr = dep.(providers.Liveness).Alive(context.Background())
+		time.Sleep(50 * time.Millisecond)
 	}
-	wantAll(t, aerr, "no answer from the host")
+	if aerr == nil {
+		t.Fatal("Alive reported the service alive for a minute across a cut link")
+	}
+	wantAll(t, aerr, "lost the connection to the host", "no answer from the host")
 	terr := dep.Teardown(context.Background())
 	if terr == nil {
 		t.Fatal("Teardown reported success across a cut link")
@@ -300,37 +309,65 @@ func TestLinkCut(t *testing.T) {
 	}
 }
 
-// TestGC: when the helper is killed (as a crash of the host's session
-// would), its service is left running; gc finds it by its markers and
-// stops it, and removes the run folder.
+// TestGC: gc reaches the host recorded in the state folder, finds the
+// run's service by its markers (sleep) and by its working folder (nginx
+// rewrites its environment), stops them and removes the run folder.
+// (Named by run id: a leftover whose helper is gone would also be stopped
+// by any local gc running on this shared machine, so the test could not
+// tell who stopped it.)
 func TestGC(t *testing.T) {
 	h := sshtest.Start(t, 1)[0]
 	t.Setenv("BENCHFLOW_STATE_DIR", t.TempDir())
+	ctx := context.Background()
 	p := provider(t, h, nil)
-	dep, err := p.Provision(context.Background(), spec(t, "web", []string{"/bin/sleep", "600"}, nil, 0))
+	req := spec(t, "sleeper", []string{"/bin/sleep", "600"}, nil, 0)
+	d1, err := p.Provision(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper := dep.(*Deployment).c.hello.PID
-	syscall.Kill(helper, syscall.SIGKILL)
-	dep.Teardown(context.Background()) // fails: the helper is gone
-	if len(h.Pids(t)) == 0 {
-		t.Fatal("nothing left to collect: the test would prove nothing")
-	}
-	var kept []string
-	// Without configs: the host recorded in the state folder.
-	removed, err := GC(context.Background(), &providers.GCRequest{Logf: func(f string, a ...any) { kept = append(kept, fmt.Sprintf(f, a...)) }})
+	defer d1.Teardown(ctx)
+	dir := p.ServiceDir("web")
+	d2, err := p.Provision(ctx, spec(t, "web", []string{"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-e", dir + "/error.log"},
+		map[string]string{"nginx.conf": nginxConf(dir, h.Addr, 8080)}, 8080))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("removed: %q; kept %q", removed, kept)
-	if len(removed) < 2 || !strings.Contains(strings.Join(removed, "\n"), `service "web"`) || !strings.Contains(strings.Join(removed, "\n"), p.runDir) {
-		t.Errorf("gc removed %q: want the service's process and its folder", removed)
+	defer d2.Teardown(ctx)
+	for i := 0; i < 600 && !hasComm(t, h, "nginx"); i++ {
+		time.Sleep(20 * time.Millisecond)
 	}
-	h.WaitEmpty(t)
+	removed, err := GC(ctx, &providers.GCRequest{RunID: req.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(removed, "\n")
+	t.Logf("removed:\n%s", all)
+	for _, want := range []string{`(sleep) of service "sleeper"`, `(nginx) of service "web"`, "folder " + p.runDir} {
+		if !strings.Contains(all, want) {
+			t.Errorf("gc did not remove %s", want)
+		}
+	}
 	if _, err := os.Stat(p.runDir); !os.IsNotExist(err) {
 		t.Errorf("run folder %s left: %v", p.runDir, err)
 	}
+	for _, pid := range []int{d1.(*Deployment).pid, d2.(*Deployment).pid} {
+		if slicesContains(h.Pids(t), pid) {
+			t.Errorf("service process %d still runs after gc", pid)
+		}
+	}
+	d1.Teardown(ctx)
+	d2.Teardown(ctx)
+	h.WaitEmpty(t)
+}
+
+func hasComm(t *testing.T, h *sshtest.Host, comm string) bool {
+	for _, p := range h.Pids(t) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		if strings.TrimSpace(string(b)) == comm {
+			return true
+		}
+	}
+	return false
 }
 
 // TestValidate: the block's errors name their attribute.

@@ -15,9 +15,11 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -363,4 +365,31 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ForgetBinary removes, after the test, the copy of exe (a benchflow
+// binary, or a test binary acting as one) that the ssh provider puts in
+// the hosts' cache (~/.cache/benchflow/bin/<sha256>/ of the login user,
+// root here: the hosts share this machine's files), unless it was there
+// before the test.
+func ForgetBinary(t testing.TB, exe string) {
+	t.Helper()
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := sha256.New()
+	if _, err := io.Copy(s, f); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, ".cache", "benchflow", "bin", hex.EncodeToString(s.Sum(nil)))
+	if _, err := os.Stat(dir); err == nil {
+		return
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 }
