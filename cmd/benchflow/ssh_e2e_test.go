@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,4 +263,56 @@ func hasComm(t *testing.T, h *sshtest.Host, comm string) bool {
 		}
 	}
 	return false
+}
+
+// TestSSHInterrupted stops apply in the middle of a load on an SSH host,
+// with Ctrl-C (SIGINT: benchflow tears down) and with SIGKILL (benchflow
+// cannot: its connection closes, and the helper on the host stops what it
+// started): either way nothing is left on the host.
+func TestSSHInterrupted(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			h := sshtest.Start(t, 1)[0]
+			p, _ := sshPipeline(t, h, true)
+			out := t.TempDir()
+			cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=60s", "--var", "requests=50000000"}, hostVars(h)...)...)
+			cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			started := false
+			for i := 0; i < 600 && !started; i++ {
+				time.Sleep(100 * time.Millisecond)
+				started = hasComm(t, h, "nginx")
+			}
+			if !started {
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("nginx never started on the host:\n%s", buf.String())
+			}
+			time.Sleep(2 * time.Second) // into the load
+			cmd.Process.Signal(sig)
+			err := <-done
+			t.Logf("apply: %v\n%s", err, buf.String())
+			if err == nil {
+				t.Error("an interrupted apply exited 0")
+			}
+			h.WaitEmpty(t)
+			if ms, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchflow-run-*")); len(ms) > 0 {
+				var runID string
+				if m, err := os.ReadFile(filepath.Join(out, "latest", "manifest.json")); err == nil {
+					var mm manifest
+					json.Unmarshal(m, &mm)
+					runID = mm.RunID
+				}
+				if left := runFoldersOf(t, runID); runID != "" && len(left) > 0 {
+					t.Errorf("run folders left on the host: %v", left)
+				}
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -64,6 +65,9 @@ type HelperOptions struct {
 // out until in ends, the idle time passes or ctx ends, then stops every
 // process it started and removes every folder it made.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, o HelperOptions) error {
+	// Once the session is gone a write to stdout fails; it must not kill
+	// the helper (Go exits on SIGPIPE from fd 1) before it has cleaned up.
+	signal.Ignore(syscall.SIGPIPE)
 	h := &helper{out: json.NewEncoder(out), owner: o.Owner, procs: map[int]*child{}, folders: map[string]bool{}}
 	h.self = selfOwner()
 	defer h.cleanup()
