@@ -70,6 +70,7 @@ type conn struct {
 	stdin  io.WriteCloser
 	hello  *hello
 
+	wmu     sync.Mutex // serializes writes to stdin
 	mu      sync.Mutex
 	nextID  int
 	pending map[int]chan response
@@ -546,9 +547,25 @@ func (c *conn) callWithin(ctx context.Context, r *request, timeout time.Duration
 	c.nextID++
 	r.ID = c.nextID
 	c.pending[r.ID] = ch
-	b, _ := json.Marshal(r)
-	_, err := c.stdin.Write(append(b, '\n'))
+	stdin := c.stdin
 	c.mu.Unlock()
+	b, _ := json.Marshal(r)
+	// Writes are serialized apart from mu: a write blocked by a dead link
+	// must not keep readLoop or fail from the pending calls.
+	werr := make(chan error, 1)
+	go func() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		_, err := stdin.Write(append(b, '\n'))
+		werr <- err
+	}()
+	var err error
+	select {
+	case err = <-werr:
+	case <-time.After(timeout):
+		err = fmt.Errorf("no answer from the host in %s (the link may be down)", timeout)
+		c.client.Close()
+	}
 	if err != nil {
 		c.fail(err)
 		return nil, fmt.Errorf("connection to the host lost: %w", err)

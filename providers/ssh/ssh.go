@@ -22,10 +22,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/user"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,6 +347,9 @@ func (d *Deployment) Alive(ctx context.Context) error {
 // system, CPU, cores and memory.
 func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	m := map[string]string{"ssh_host": d.p.t.User + "@" + d.p.t.addr()}
+	if rtt, err := medianConnect(ctx, d.p.t.addr(), 5); err == nil {
+		m["rtt_us"] = strconv.FormatInt(rtt.Microseconds(), 10)
+	}
 	r, err := d.c.call(ctx, &request{Op: opEnv})
 	if err != nil || r.Env == nil {
 		return m
@@ -354,6 +359,28 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	m["host_cores"] = strconv.Itoa(e.Cores)
 	m["host_memory_mb"] = strconv.FormatInt(e.MemoryMB, 10)
 	return m
+}
+
+// medianConnect is the median time of n TCP connects to addr: the round
+// trip between this machine and the host (sshd's port answers the SYN
+// itself; nothing of the service is touched).
+func medianConnect(ctx context.Context, addr string, n int) (time.Duration, error) {
+	var ds []time.Duration
+	var d net.Dialer
+	for i := 0; i < n; i++ {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		start := time.Now()
+		c, err := d.DialContext(cctx, "tcp", addr)
+		el := time.Since(start)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		c.Close()
+		ds = append(ds, el)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
 }
 
 // Teardown stops the service's process group (SIGTERM, stop_timeout,

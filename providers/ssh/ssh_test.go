@@ -118,7 +118,7 @@ func TestNginxOnHost(t *testing.T) {
 		t.Fatalf("GET %s/: %q, want hello", ep.URL(), body)
 	}
 	v := dep.(providers.VersionReporter).PlatformVersions(ctx)
-	if v["host_kernel"] == "" || v["host_cores"] == "" || !strings.Contains(v["ssh_host"], h.Addr) {
+	if v["host_kernel"] == "" || v["host_cores"] == "" || v["rtt_us"] == "" || !strings.Contains(v["ssh_host"], h.Addr) {
 		t.Errorf("host environment %v: want kernel, cores and the host", v)
 	}
 	if pids := h.Pids(t); !slicesContains(pids, dep.(*Deployment).pid) {
