@@ -52,6 +52,8 @@ service "nginx" {
   provider = "server"
   command  = ["/usr/sbin/nginx", "-p", self.dir, "-c", "${self.dir}/nginx.conf", "-g", "daemon off;", "-e", "${self.dir}/error.log"]
   env      = { TAG = matrix.tag }
+  # Runs on the host: sshd's SSH_CONNECTION names its address.
+  version_command = ["/bin/sh", "-c", "echo on $SSH_CONNECTION"]
   file "nginx.conf" {
     content = <<-EOT
       worker_processes 1;
@@ -164,8 +166,13 @@ func TestSSHTwoHosts(t *testing.T) {
 	if rows != 2 || bad != 0 || minReq <= 0 {
 		t.Errorf("load rows: %d (%d not ok), min requests %d: want 2 ok rows with requests", rows, bad, minReq)
 	}
+	var versions string
+	q = fmt.Sprintf(`SELECT any_value(service_versions) FROM read_parquet('%s')`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&versions); err != nil || !strings.Contains(versions, " "+h.Addr+" 22") {
+		t.Errorf("service_versions %q (%v): version_command did not run on the host", versions, err)
+	}
 	man, _ := os.ReadFile(filepath.Join(latest, "manifest.json"))
-	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`} {
+	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`} {
 		if !bytes.Contains(man, []byte(want)) {
 			t.Errorf("manifest.json lacks %s", want)
 		}

@@ -85,12 +85,16 @@ var (
 	pool   = map[target]*conn{}
 )
 
+// linger is how long a connection no deployment uses stays open: the
+// next trial's services (or the version_command before them) reuse it.
+var linger = 10 * time.Second
+
 // acquire returns the connection to t's host, connecting and starting the
 // helper when there is none; release gives it back.
 func acquire(ctx context.Context, t target) (*conn, error) {
 	poolMu.Lock()
 	defer poolMu.Unlock()
-	if c := pool[t]; c != nil && c.err() == nil {
+	if c := pool[t]; c != nil && c.err() == nil && c.refs >= 0 {
 		c.refs++
 		return c, nil
 	}
@@ -103,6 +107,8 @@ func acquire(ctx context.Context, t target) (*conn, error) {
 	return c, nil
 }
 
+// release gives back a connection; the last user's release closes it
+// after linger unless it is acquired again (at once when it is dead).
 func (c *conn) release() {
 	poolMu.Lock()
 	defer poolMu.Unlock()
@@ -110,10 +116,26 @@ func (c *conn) release() {
 	if c.refs > 0 {
 		return
 	}
-	if pool[c.t] == c {
-		delete(pool, c.t)
+	if c.err() != nil {
+		if pool[c.t] == c {
+			delete(pool, c.t)
+		}
+		go c.close()
+		return
 	}
-	c.close()
+	time.AfterFunc(linger, func() {
+		poolMu.Lock()
+		if c.refs > 0 {
+			poolMu.Unlock()
+			return
+		}
+		c.refs = -1 << 30 // closed: never handed out again
+		if pool[c.t] == c {
+			delete(pool, c.t)
+		}
+		poolMu.Unlock()
+		c.close()
+	})
 }
 
 func (c *conn) close() {

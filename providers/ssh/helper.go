@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/benchflow/benchflow/engine/envinfo"
 	"github.com/benchflow/benchflow/engine/procfs"
 )
 
@@ -183,6 +184,11 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		return resp
 	case opEnv:
 		return response{Env: readHostEnv()}
+	case opVersion:
+		out, err := envinfo.ServiceVersion(ctx, r.Argv)
+		resp := errResp(err)
+		resp.Data = []byte(out)
+		return resp
 	case opProcs:
 		var out []remoteProc
 		for _, p := range groupOf(r.PID) {

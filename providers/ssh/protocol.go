@@ -66,6 +66,9 @@ const (
 	opProcs  = "procs"  // PID → Procs
 	opGC     = "gc"     // Base → Leftover, Folders, Helpers
 	opKill   = "kill"   // PIDs: process groups (and helpers) to stop
+	// opVersion runs Argv as envinfo.ServiceVersion does → Data (its
+	// output, also with Error).
+	opVersion = "version"
 )
 
 // maxRead bounds what read returns (the end of a log).

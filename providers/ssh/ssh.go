@@ -186,6 +186,7 @@ type Provider struct {
 var (
 	_ providers.Provider        = (*Provider)(nil)
 	_ providers.ServiceDirer    = (*Provider)(nil)
+	_ providers.VersionRunner   = (*Provider)(nil)
 	_ providers.Describer       = (*Provider)(nil)
 	_ providers.Deployment      = (*Deployment)(nil)
 	_ providers.Liveness        = (*Deployment)(nil)
@@ -214,6 +215,23 @@ func (p *Provider) ServiceDir(service string) string { return path.Join(p.runDir
 // Describe is the line `benchflow plan` prints.
 func (p *Provider) Describe() string {
 	return fmt.Sprintf("process on %s@%s over SSH, files in %s/…, reached at %s", p.t.User, p.t.addr(), path.Dir(p.runDir), p.t.Address)
+}
+
+// RunVersion runs a service's version_command on the host.
+func (p *Provider) RunVersion(ctx context.Context, argv []string) (string, error) {
+	c, err := acquire(ctx, p.t)
+	if err != nil {
+		return "", err
+	}
+	defer c.release()
+	r, err := c.call(ctx, &request{Op: opVersion, Argv: argv})
+	if r == nil {
+		return "", err
+	}
+	if err != nil {
+		return string(r.Data), fmt.Errorf("on %s: %w", p.t.Address, err)
+	}
+	return string(r.Data), nil
 }
 
 // Provision connects (once per host and trial), writes the service's files

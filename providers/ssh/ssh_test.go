@@ -86,6 +86,11 @@ func TestNginxOnHost(t *testing.T) {
 	req := spec(t, "web", []string{"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-e", dir + "/error.log"},
 		map[string]string{"nginx.conf": nginxConf(dir, h.Addr, 8080)}, 8080)
 	ctx := context.Background()
+	// version_command runs on the host (sshd sets SSH_CONNECTION there).
+	v, err := p.RunVersion(ctx, []string{"/bin/sh", "-c", "echo $SSH_CONNECTION; /usr/sbin/nginx -v"})
+	if err != nil || !strings.Contains(v, h.Addr+" 22") || !strings.Contains(v, "nginx version") {
+		t.Errorf("version_command on the host: %q, %v", v, err)
+	}
 	dep, err := p.Provision(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +122,9 @@ func TestNginxOnHost(t *testing.T) {
 	if body != "hello\n" {
 		t.Fatalf("GET %s/: %q, want hello", ep.URL(), body)
 	}
-	v := dep.(providers.VersionReporter).PlatformVersions(ctx)
-	if v["host_kernel"] == "" || v["host_cores"] == "" || v["rtt_us"] == "" || !strings.Contains(v["ssh_host"], h.Addr) {
-		t.Errorf("host environment %v: want kernel, cores and the host", v)
+	pv := dep.(providers.VersionReporter).PlatformVersions(ctx)
+	if pv["host_kernel"] == "" || pv["host_cores"] == "" || pv["rtt_us"] == "" || !strings.Contains(pv["ssh_host"], h.Addr) {
+		t.Errorf("host environment %v: want kernel, cores and the host", pv)
 	}
 	if pids := h.Pids(t); !slicesContains(pids, dep.(*Deployment).pid) {
 		t.Errorf("the service's pid %d is not in the host's namespace:%s", dep.(*Deployment).pid, sshtest.Describe(pids))
