@@ -94,6 +94,12 @@ step "load" "main" {
   duration    = var.duration
   requests    = var.requests
 }
+# The loader's CPU on this machine; the host's processes are not sampled.
+step "collect" "cpu" {
+  during   = step.load.main
+  loader   = true
+  interval = "500ms"
+}
 `
 
 // sshPipeline writes the pipeline for host h and returns its path and the
@@ -150,6 +156,7 @@ func TestSSHTwoHosts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
 	}
+	t.Logf("apply:\n%s", b)
 	latest := filepath.Join(out, "latest")
 	m := readManifest(t, latest)
 	if m.Status != "ok" || len(m.Trials) != 2 {
@@ -163,8 +170,8 @@ func TestSSHTwoHosts(t *testing.T) {
 	if err := db.QueryRow(q).Scan(&rows, &bad, &minReq); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 2 || bad != 0 || minReq <= 0 {
-		t.Errorf("load rows: %d (%d not ok), min requests %d: want 2 ok rows with requests", rows, bad, minReq)
+	if rows < 2 || bad != 0 || minReq <= 0 { // a busy machine reruns a trial: more rows
+		t.Errorf("load rows: %d (%d not ok), min requests %d: want one or more per trial, every one ok with requests", rows, bad, minReq)
 	}
 	var versions string
 	q = fmt.Sprintf(`SELECT any_value(service_versions) FROM read_parquet('%s')`, filepath.Join(latest, "trials.parquet"))
