@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -404,4 +405,58 @@ func slicesContains(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// TestOtherArchitecture: a host whose `uname -sm` is not this binary's
+// system is refused before anything is copied there.
+func TestOtherArchitecture(t *testing.T) {
+	fake := t.TempDir()
+	os.WriteFile(filepath.Join(fake, "uname"), []byte("#!/bin/sh\necho Linux riscv64\n"), 0o755)
+	h := sshtest.StartWith(t, 1, sshtest.Options{SSHDConfig: []string{"SetEnv PATH=" + fake + ":/usr/sbin:/usr/bin:/sbin:/bin"}})[0]
+	err := provisionErr(t, h, provider(t, h, nil), spec(t, "web", []string{"/bin/true"}, nil, 0))
+	wantAll(t, err, `the host runs "Linux riscv64"`, "built for linux/", `provider "ssh" "server"`)
+}
+
+// TestUnreachable: nothing listening at the port is a located error.
+func TestUnreachable(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	err := provisionErr(t, h, provider(t, h, func(c *Config) { c.Port = 2222 }), spec(t, "web", []string{"/bin/true"}, nil, 0))
+	wantAll(t, err, `provider "ssh" "server"`, h.Addr+":2222", "cannot reach the host", "connection refused")
+}
+
+// TestAgent logs in with the key held by ssh-agent when no identity_file
+// is set.
+func TestAgent(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	agentBin, err := exec.LookPath("ssh-agent")
+	if err != nil {
+		t.Skip("no ssh-agent (openssh-client)")
+	}
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agentCmd := exec.Command(agentBin, "-D", "-a", sock)
+	if err := agentCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { agentCmd.Process.Kill(); agentCmd.Wait() }()
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	add := exec.Command("ssh-add", h.IdentityFile)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v: %s", err, out)
+	}
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	p := provider(t, h, func(c *Config) { c.IdentityFile = "" })
+	dep, err := p.Provision(context.Background(), spec(t, "web", []string{"/bin/sleep", "60"}, nil, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitEmpty(t)
 }

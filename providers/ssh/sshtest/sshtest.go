@@ -89,8 +89,21 @@ func executable(p string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
+// Options change the hosts Start makes.
+type Options struct {
+	// SSHDConfig lines are added to each host's sshd_config ("SetEnv
+	// PATH=/x:/usr/bin:/bin" gives the sessions another PATH).
+	SSHDConfig []string
+}
+
 // Start starts n hosts and registers their removal with t.Cleanup.
 func Start(t testing.TB, n int) []*Host {
+	t.Helper()
+	return StartWith(t, n, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, n int, o Options) []*Host {
 	t.Helper()
 	Require(t)
 	// sshd's privilege separation folder (the package makes it at boot
@@ -114,7 +127,7 @@ func Start(t testing.TB, n int) []*Host {
 		}
 		t.Cleanup(h.remove)
 		h.setupNet(t)
-		h.startSSHD(t, clientPub)
+		h.startSSHD(t, clientPub, o.SSHDConfig)
 		hosts = append(hosts, h)
 	}
 	return hosts
@@ -153,7 +166,7 @@ func freeSubnet(t testing.TB) int {
 
 // startSSHD writes the host's key and configuration, checks it with
 // sshd -t and starts sshd in the namespace.
-func (h *Host) startSSHD(t testing.TB, clientPub ssh.PublicKey) {
+func (h *Host) startSSHD(t testing.TB, clientPub ssh.PublicKey, extra []string) {
 	t.Helper()
 	hostKey, hostPub := newKey(t)
 	h.HostKey = hostPub
@@ -162,7 +175,7 @@ func (h *Host) startSSHD(t testing.TB, clientPub ssh.PublicKey) {
 	auth := filepath.Join(h.Dir, "authorized_keys")
 	writeFile(t, auth, ssh.MarshalAuthorizedKey(clientPub), 0o600)
 	cfg := filepath.Join(h.Dir, "sshd_config")
-	writeFile(t, cfg, []byte(strings.Join([]string{
+	writeFile(t, cfg, []byte(strings.Join(append([]string{
 		"Port " + strconv.Itoa(h.Port),
 		"ListenAddress " + h.Addr,
 		"HostKey " + keyFile,
@@ -177,8 +190,7 @@ func (h *Host) startSSHD(t testing.TB, clientPub ssh.PublicKey) {
 		"KbdInteractiveAuthentication no",
 		"Subsystem sftp internal-sftp",
 		"LogLevel VERBOSE",
-		"",
-	}, "\n")), 0o600)
+	}, extra...), "\n")+"\n"), 0o600)
 	h.KnownHosts = filepath.Join(h.Dir, "known_hosts")
 	writeFile(t, h.KnownHosts, []byte(h.KnownHostsLine(hostPub)), 0o600)
 	if out, err := exec.Command(SSHD, "-t", "-f", cfg).CombinedOutput(); err != nil {
