@@ -330,3 +330,108 @@ func TestSSHInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// sshAgents serves nginx on this machine, on the address of the link to
+// the SSH host, and runs the load from two agents on that host.
+const sshAgents = `
+pipeline "ssh-agents" {
+  repetitions = 1
+}
+variable "address" { type = string }
+variable "gateway" { type = string }
+variable "identity" { type = string }
+variable "known_hosts" { type = string }
+provider "local" "here" {}
+provider "ssh" "clients" {
+  addresses     = [var.address]
+  user          = "root"
+  identity_file = var.identity
+  known_hosts   = var.known_hosts
+}
+service "nginx" {
+  provider = "here"
+  command  = ["/usr/sbin/nginx", "-p", self.dir, "-c", "${self.dir}/nginx.conf", "-g", "daemon off;", "-e", "stderr"]
+  file "nginx.conf" {
+    content = <<-EOT
+      worker_processes 1;
+      pid ${self.dir}/nginx.pid;
+      error_log stderr;
+      events { worker_connections 256; }
+      http {
+        access_log off;
+        client_body_temp_path ${self.dir}/body;
+        proxy_temp_path ${self.dir}/proxy;
+        fastcgi_temp_path ${self.dir}/fastcgi;
+        uwsgi_temp_path ${self.dir}/uwsgi;
+        scgi_temp_path ${self.dir}/scgi;
+        server {
+          listen 127.0.0.1:${self.port.http};
+          listen ${var.gateway}:${self.port.http};
+          root ${self.dir};
+          location / { try_files /hello =404; }
+        }
+      }
+    EOT
+  }
+  file "hello" {
+    content = "hello\n"
+  }
+  port "http" {}
+  health {
+    http = "/"
+  }
+}
+step "load" "main" {
+  target      = "http://${var.gateway}:${service.nginx.port}/"
+  connections = 4
+  duration    = "2s"
+  requests    = 100000
+  agents {
+    provider = "clients"
+    count    = 2
+  }
+}
+`
+
+// TestSSHAgents runs the load from agents on an SSH host: the copy of
+// benchflow there serves as the agents, the results merge both, and
+// nothing is left on the host.
+func TestSSHAgents(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	sshtest.ForgetBinary(t, bin)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "agents.hcl")
+	os.WriteFile(p, []byte(sshAgents), 0o644)
+	out := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "gateway=" + h.Gateway}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	t.Logf("apply:\n%s", b)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	latest := filepath.Join(out, "latest")
+	m := readManifest(t, latest)
+	if m.Status != "ok" {
+		t.Fatalf("manifest status %q, want ok", m.Status)
+	}
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	var rows, bad int
+	var minReq int64
+	q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE status <> 'ok'), min(requests) FROM read_parquet('%s') WHERE step = 'main'`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&rows, &bad, &minReq); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 1 || bad != 0 || minReq <= 0 {
+		t.Errorf("load rows: %d (%d not ok), min requests %d", rows, bad, minReq)
+	}
+	logs, _ := filepath.Glob(filepath.Join(latest, "logs", "*", "agent-main-*.stderr.log"))
+	if len(logs) < 2 {
+		t.Errorf("the agents' output was not copied back: %v", logs)
+	}
+	h.WaitEmpty(t)
+	if left := runFoldersOf(t, m.RunID); len(left) > 0 {
+		t.Errorf("run folders left on the host: %v", left)
+	}
+}

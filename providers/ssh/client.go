@@ -69,6 +69,7 @@ type conn struct {
 	sess   *gossh.Session
 	stdin  io.WriteCloser
 	hello  *hello
+	bin    string // the copy of benchflow on the host
 
 	wmu     sync.Mutex // serializes writes to stdin
 	mu      sync.Mutex
@@ -378,6 +379,7 @@ func (c *conn) startHelper(ctx context.Context) error {
 		}
 		err := c.launch(ctx, bin)
 		if err == nil && c.hello.SHA256 == sum {
+			c.bin = bin
 			return nil
 		}
 		if err == nil {

@@ -51,8 +51,9 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	New: func(name string, c *Config) (providers.Provider, error) {
 		return New(name, *c)
 	},
-	Attrs: []string{"pid", "host", "dir"},
-	GC:    GC,
+	Attrs:  []string{"pid", "host", "dir"},
+	GC:     GC,
+	Agents: true,
 })
 
 func init() { providers.Register(Type) }
@@ -62,7 +63,11 @@ type Config struct {
 	// Address is the host's name or IP address (required): where
 	// benchflow logs in, and where health checks, service.<name>.url and
 	// loads reach the services.
-	Address string `hcl:"address"`
+	Address string `hcl:"address,optional"`
+	// Addresses are the hosts load agents run on (an agents block naming
+	// this provider), spread in turn; default [address]. Services run on
+	// address (or the first of addresses).
+	Addresses []string `hcl:"addresses,optional"`
 	// Port is sshd's port (default 22).
 	Port int `hcl:"port,optional"`
 	// User logs in (default: the user running benchflow).
@@ -96,10 +101,18 @@ func (c *Config) Validate() error {
 func (c *Config) target(name string) (target, error) {
 	t := target{Provider: name, Address: c.Address, Port: c.Port, User: c.User, IdentityFile: c.IdentityFile, KnownHosts: c.KnownHosts, Sudo: c.Sudo, Idle: DefaultIdleTimeout}
 	var errs []error
-	if strings.TrimSpace(c.Address) == "" {
-		errs = append(errs, &providers.ConfigError{Attr: "address", Msg: "the host's name or IP address is required: address = \"10.0.0.2\""})
+	if strings.TrimSpace(c.Address) == "" && len(c.Addresses) == 0 {
+		errs = append(errs, &providers.ConfigError{Attr: "address", Msg: "the host's name or IP address is required: address = \"10.0.0.2\" (or addresses = [\"10.0.0.3\", …] for load agents)"})
 	} else if strings.ContainsAny(c.Address, " /@") {
 		errs = append(errs, &providers.ConfigError{Attr: "address", Msg: fmt.Sprintf("%q is not a host name or address (set the user with user = \"…\" and the port with port = …)", c.Address)})
+	}
+	for _, a := range c.Addresses {
+		if strings.TrimSpace(a) == "" || strings.ContainsAny(a, " /@") {
+			errs = append(errs, &providers.ConfigError{Attr: "addresses", Msg: fmt.Sprintf("%q is not a host name or address", a)})
+		}
+	}
+	if t.Address == "" && len(c.Addresses) > 0 {
+		t.Address = c.Addresses[0]
 	}
 	if t.Port == 0 {
 		t.Port = DefaultPort
@@ -122,7 +135,7 @@ func (c *Config) target(name string) (target, error) {
 	}
 	t.KnownHosts = expandHome(t.KnownHosts)
 	if _, err := os.Stat(t.KnownHosts); err != nil {
-		errs = append(errs, &providers.ConfigError{Attr: "known_hosts", Msg: fmt.Sprintf("%v: host keys are always checked; record the host's key first: ssh-keyscan -p %d %s >> %s", err, t.Port, c.Address, t.KnownHosts)})
+		errs = append(errs, &providers.ConfigError{Attr: "known_hosts", Msg: fmt.Sprintf("%v: host keys are always checked; record the host's key first: ssh-keyscan -p %d %s >> %s", err, t.Port, t.Address, t.KnownHosts)})
 	}
 	if c.Dir != "" && !path.IsAbs(c.Dir) {
 		errs = append(errs, &providers.ConfigError{Attr: "dir", Msg: fmt.Sprintf("%q: an absolute path on the host is required", c.Dir)})
@@ -172,6 +185,7 @@ func expandHome(p string) string {
 // Provider runs the services of one trial on one host.
 type Provider struct {
 	name        string
+	cfg         Config
 	t           target
 	runDir      string // <dir>/benchflow-run-<random>: this trial's folder
 	stopTimeout time.Duration
@@ -206,7 +220,7 @@ func New(name string, cfg Config) (*Provider, error) {
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	return &Provider{name: name, t: t, stopTimeout: st, runDir: path.Join(dir, runFolderPrefix+hex.EncodeToString(rnd[:]))}, nil
+	return &Provider{name: name, cfg: cfg, t: t, stopTimeout: st, runDir: path.Join(dir, runFolderPrefix+hex.EncodeToString(rnd[:]))}, nil
 }
 
 // ServiceDir is the service's folder on the host: self.dir.
