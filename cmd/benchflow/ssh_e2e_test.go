@@ -201,6 +201,10 @@ func TestSSHTwoHosts(t *testing.T) {
 	if b, err := gc.CombinedOutput(); err != nil || !bytes.Contains(b, []byte("0 leftover(s) removed")) {
 		t.Errorf("gc after a clean run: %v\n%s", err, b)
 	}
+	// A clean host needs no record any more.
+	if recs, _ := filepath.Glob(filepath.Join(state, "ssh-hosts", "*.json")); len(recs) != 0 {
+		t.Errorf("gc kept the record of a clean host: %v", recs)
+	}
 }
 
 // TestSSHLinkCut cuts the link to the host in the middle of a load: the

@@ -21,6 +21,7 @@ import (
 type hostRecord struct {
 	Target target `json:"target"`
 	Dir    string `json:"dir"` // the folder the run folders are made in
+	file   string // the record's file; "" for a pipeline's block
 }
 
 func hostsDir() string { return filepath.Join(tune.StateDir(), "ssh-hosts") }
@@ -87,6 +88,7 @@ func gcHosts(req *providers.GCRequest) ([]hostRecord, error) {
 		}
 		var r hostRecord
 		if json.Unmarshal(b, &r) == nil && r.Target.Address != "" {
+			r.file = f
 			out = append(out, r)
 		}
 	}
@@ -110,10 +112,16 @@ func GC(ctx context.Context, req *providers.GCRequest) ([]string, error) {
 	var found []string
 	var errs []error
 	for _, h := range hosts {
-		f, err := gcHost(ctx, h, req)
+		f, kept, err := gcHost(ctx, h, req)
 		found = append(found, f...)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		// A host visited with nothing left of benchflow's and nothing of
+		// a live run needs no record: the next run there makes it again.
+		if h.file != "" && len(f) == 0 && !kept {
+			os.Remove(h.file)
 		}
 	}
 	return found, errors.Join(errs...)
@@ -125,7 +133,7 @@ func ownerGone(s string) bool {
 	return ok && o.State() == providers.OwnerGone
 }
 
-func gcHost(ctx context.Context, h hostRecord, req *providers.GCRequest) ([]string, error) {
+func gcHost(ctx context.Context, h hostRecord, req *providers.GCRequest) (found []string, kept bool, err error) {
 	t := h.Target
 	if t.Idle == 0 {
 		t.Idle = DefaultIdleTimeout
@@ -133,15 +141,14 @@ func gcHost(ctx context.Context, h hostRecord, req *providers.GCRequest) ([]stri
 	t.Provider = "gc"
 	c, err := dial(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s@%s: %v", providers.ErrUnavailable, t.User, t.addr(), err)
+		return nil, false, fmt.Errorf("%w: %s@%s: %v", providers.ErrUnavailable, t.User, t.addr(), err)
 	}
 	defer c.close()
 	r, err := c.call(ctx, &request{Op: opGC, Base: h.Dir})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.addr(), err)
+		return nil, false, fmt.Errorf("%s: %w", t.addr(), err)
 	}
 	var kill []int
-	var found []string
 	groups := map[int]bool{}
 	for _, l := range r.Leftover {
 		switch {
@@ -149,6 +156,7 @@ func gcHost(ctx context.Context, h hostRecord, req *providers.GCRequest) ([]stri
 			continue
 		case req.RunID == "" && l.HelperAlive && !ownerGone(l.Owner):
 			req.Keep(fmt.Sprintf("process %d (%s) of service %q on %s", l.PID, l.Comm, l.Service, t.Address), "its run "+l.Run+" is still running")
+			kept = true
 			continue
 		}
 		found = append(found, fmt.Sprintf("process %d (%s) of service %q, run %s, on %s", l.PID, l.Comm, l.Service, l.Run, t.addr()))
@@ -161,21 +169,27 @@ func gcHost(ctx context.Context, h hostRecord, req *providers.GCRequest) ([]stri
 		if req.RunID == "" && ownerGone(hl.Owner) {
 			found = append(found, fmt.Sprintf("helper %d of a benchflow that is gone, on %s", hl.PID, t.addr()))
 			kill = append(kill, hl.PID)
+		} else if req.RunID == "" {
+			kept = true // a live benchflow drives it
 		}
 	}
 	if len(kill) > 0 {
 		if _, err := c.call(ctx, &request{Op: opKill, PIDs: kill}); err != nil {
-			return found, fmt.Errorf("%s: %w", t.addr(), err)
+			return found, kept, fmt.Errorf("%s: %w", t.addr(), err)
 		}
 	}
 	for _, f := range r.Folders {
-		if (req.RunID != "" && f.Run != req.RunID) || (req.RunID == "" && f.HelperAlive && !ownerGone(f.Owner)) {
+		if req.RunID != "" && f.Run != req.RunID {
+			continue
+		}
+		if req.RunID == "" && f.HelperAlive && !ownerGone(f.Owner) {
+			kept = true
 			continue
 		}
 		if _, err := c.call(ctx, &request{Op: opRemove, Path: f.Path}); err != nil {
-			return found, fmt.Errorf("%s: %w", t.addr(), err)
+			return found, kept, fmt.Errorf("%s: %w", t.addr(), err)
 		}
 		found = append(found, fmt.Sprintf("folder %s of run %s on %s", f.Path, f.Run, t.addr()))
 	}
-	return found, nil
+	return found, kept, nil
 }

@@ -25,5 +25,14 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	linger = 0 // tests check the host right after teardown
-	os.Exit(m.Run())
+	// Host records go to a folder of the tests' own, not the machine's.
+	state, err := os.MkdirTemp("", "benchflow-ssh-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("BENCHFLOW_STATE_DIR", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
