@@ -460,3 +460,31 @@ func TestAgent(t *testing.T) {
 	}
 	h.WaitEmpty(t)
 }
+
+// TestSudo runs the helper, and so the service, through sudo -n.
+func TestSudo(t *testing.T) {
+	if _, err := exec.LookPath("sudo"); err != nil {
+		t.Skip("no sudo on this machine")
+	}
+	h := sshtest.Start(t, 1)[0]
+	p := provider(t, h, func(c *Config) { c.Sudo = true })
+	dep, err := p.Provision(context.Background(), spec(t, "web", []string{"/bin/sleep", "60"}, nil, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dep.(*Deployment)
+	cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", d.c.hello.PID))
+	parent := ""
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.c.hello.PID)); err == nil {
+		f := strings.Fields(string(st))
+		pp, _ := os.ReadFile(fmt.Sprintf("/proc/%s/comm", f[3]))
+		parent = strings.TrimSpace(string(pp))
+	}
+	if parent != "sudo" {
+		t.Errorf("the helper (%q) is not sudo's child (parent %q)", cl, parent)
+	}
+	if err := dep.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitEmpty(t)
+}
