@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -32,7 +33,7 @@ import (
 const callTimeout = 30 * time.Second
 
 // pingEvery is how often the controller tells the helper it is still
-// there (about 150 bytes each way, the only traffic of the control
+// there (about 120 bytes both ways, the only traffic of the control
 // channel while a load runs); the helper's idle time must be well above
 // it.
 const pingEvery = time.Second
@@ -70,6 +71,7 @@ type conn struct {
 	stdin  io.WriteCloser
 	hello  *hello
 	bin    string // the copy of benchflow on the host
+	bytes  *countingConn
 
 	wmu     sync.Mutex // serializes writes to stdin
 	mu      sync.Mutex
@@ -287,6 +289,8 @@ func dial(ctx context.Context, t target) (*conn, error) {
 	} else {
 		nc.SetDeadline(time.Now().Add(30 * time.Second))
 	}
+	cc := &countingConn{Conn: nc}
+	nc = cc
 	sc, chans, reqs, err := gossh.NewClientConn(nc, t.addr(), cfg)
 	if err != nil {
 		nc.Close()
@@ -296,7 +300,7 @@ func dial(ctx context.Context, t target) (*conn, error) {
 		return nil, fmt.Errorf("%s: %w", t.where(), err)
 	}
 	nc.SetDeadline(time.Time{})
-	c := &conn{t: t, client: gossh.NewClient(sc, chans, reqs), pending: map[int]chan response{}, exits: map[int]*exitStatus{}, done: make(chan struct{})}
+	c := &conn{t: t, client: gossh.NewClient(sc, chans, reqs), pending: map[int]chan response{}, exits: map[int]*exitStatus{}, done: make(chan struct{}), bytes: cc}
 	if err := c.startHelper(ctx); err != nil {
 		c.client.Close()
 		return nil, fmt.Errorf("%s: %w", t.where(), err)
@@ -679,3 +683,25 @@ func parseOwner(s string) (providers.Owner, bool) {
 	}
 	return providers.Owner{Host: f[0], PID: pid, Start: start, Boot: f[3]}, true
 }
+
+// countingConn counts the bytes of the SSH connection (the control
+// channel's cost: what it adds to the network under test).
+type countingConn struct {
+	net.Conn
+	read, written atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+// Bytes is the traffic of the connection so far, both ways.
+func (c *countingConn) Bytes() int64 { return c.read.Load() + c.written.Load() }

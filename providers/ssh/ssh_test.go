@@ -488,3 +488,31 @@ func TestSudo(t *testing.T) {
 	}
 	h.WaitEmpty(t)
 }
+
+// TestControlTraffic: while a service runs and nothing is asked of the
+// host, the control channel carries only the keepalive — bounded by the
+// number of pings that can fall in the window, whatever the machine's
+// speed (a slow machine pings less, never more).
+func TestControlTraffic(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	p := provider(t, h, nil)
+	dep, err := p.Provision(context.Background(), spec(t, "web", []string{"/bin/sleep", "60"}, nil, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.Teardown(context.Background())
+	c := dep.(*Deployment).c
+	start, b0 := time.Now(), c.bytes.Bytes()
+	for i := 0; i < 30; i++ { // the engine's liveness checks, which send nothing
+		if err := dep.(providers.Liveness).Alive(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	el, n := time.Since(start), c.bytes.Bytes()-b0
+	pings := int64(el/pingEvery) + 2
+	t.Logf("%d bytes in %s (%.0f B/s), at most %d pings", n, el.Round(time.Millisecond), float64(n)/el.Seconds(), pings)
+	if limit := pings * 512; n > limit {
+		t.Errorf("the control channel carried %d bytes in %s, more than %d pings of 512 bytes", n, el, pings)
+	}
+}
