@@ -20,6 +20,7 @@
 //
 //   - of a Provider: ListenPorter (which port a service listens on inside
 //     its namespace), ServiceDirer (where self.dir is inside the service),
+//     VersionRunner (where a service's version_command runs),
 //     Renderer (for `benchflow render`), Describer (the one-line summary
 //     `benchflow plan` prints), AgentLauncher (load agents of a step's
 //     agents block; agents.go, announced by Type.Agents);
@@ -252,6 +253,15 @@ type ContainerPort struct {
 // (trials[].services[].versions); each call is bounded by 5 s.
 type VersionReporter interface {
 	PlatformVersions(ctx context.Context) map[string]string
+}
+
+// VersionRunner is implemented by providers whose services run on another
+// machine (ssh): the service's version_command runs there, with the
+// semantics of envinfo.ServiceVersion (combined output trimmed; a non-zero
+// exit is an error that still returns the output). It is called before
+// Provision.
+type VersionRunner interface {
+	RunVersion(ctx context.Context, argv []string) (string, error)
 }
 
 // Liveness is implemented by deployments that can tell, while the engine

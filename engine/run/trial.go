@@ -289,7 +289,12 @@ func (tr *trialRun) provision(ctx context.Context, s *pipeline.Service) error {
 	}
 	if vc := ps.Config.VersionCommand; len(vc) > 0 {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := envinfo.ServiceVersion(vctx, vc)
+		var v string
+		if vr, ok := prov.(providers.VersionRunner); ok {
+			v, err = vr.RunVersion(vctx, vc) // on the service's machine
+		} else {
+			v, err = envinfo.ServiceVersion(vctx, vc)
+		}
 		cancel()
 		if err != nil {
 			tr.r.rep.Warnf("service %s: version_command: %v", s.Name, err)

@@ -241,6 +241,12 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 			case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
 				need(sandbox.Grant(sv.ProviderType), fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType))
 			}
+			if sv.ProviderType == "ssh" {
+				// Another machine: the sandbox's own loopback cannot reach
+				// it. (A grant of its own, binding the key, known_hosts
+				// and the agent's socket, is still to come.)
+				need(sandbox.GrantHostNetwork, fmt.Sprintf("service %s runs on provider %s (ssh), on another machine", s.Name, sv.Provider))
+			}
 			key := keyOf(sv)
 			if i, ok := svcIndex[key]; ok {
 				out.Services[i].TrialCount++

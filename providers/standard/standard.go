@@ -9,4 +9,5 @@ import (
 	_ "github.com/benchflow/benchflow/providers/k8s"    // k8s
 	_ "github.com/benchflow/benchflow/providers/local"  // local
 	_ "github.com/benchflow/benchflow/providers/nomad"  // nomad
+	_ "github.com/benchflow/benchflow/providers/ssh"    // ssh
 )

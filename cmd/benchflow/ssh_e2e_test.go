@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchflow/benchflow/providers/ssh/sshtest"
+)
+
+// twoHosts is a pipeline with nginx on an ssh host and the load from this
+// machine. The matrix values carry shell metacharacters into the command
+// and the environment on the host.
+const twoHosts = `
+pipeline "two-hosts" {
+  repetitions = 1
+}
+variable "address" { type = string }
+variable "identity" { type = string }
+variable "known_hosts" { type = string }
+variable "duration" {
+  type    = string
+  default = "1s"
+}
+variable "requests" {
+  type    = number
+  default = 200000
+}
+variable "idle" {
+  type    = string
+  default = "60s"
+}
+matrix {
+  tag = ["plain", "a'b; touch CANARY $(touch CANARY) ` + "`touch CANARY`" + `"]
+}
+provider "ssh" "server" {
+  address       = var.address
+  user          = "root"
+  identity_file = var.identity
+  known_hosts   = var.known_hosts
+  idle_timeout  = var.idle
+}
+service "nginx" {
+  provider = "server"
+  command  = ["/usr/sbin/nginx", "-p", self.dir, "-c", "${self.dir}/nginx.conf", "-g", "daemon off;", "-e", "${self.dir}/error.log"]
+  env      = { TAG = matrix.tag }
+  # Runs on the host: sshd's SSH_CONNECTION names its address.
+  version_command = ["/bin/sh", "-c", "echo on $SSH_CONNECTION"]
+  file "nginx.conf" {
+    content = <<-EOT
+      worker_processes 1;
+      pid ${self.dir}/nginx.pid;
+      error_log ${self.dir}/error.log;
+      events { worker_connections 256; }
+      http {
+        access_log off;
+        client_body_temp_path ${self.dir}/body;
+        proxy_temp_path ${self.dir}/proxy;
+        fastcgi_temp_path ${self.dir}/fastcgi;
+        uwsgi_temp_path ${self.dir}/uwsgi;
+        scgi_temp_path ${self.dir}/scgi;
+        server {
+          listen ${var.address}:${self.port.http};
+          root ${self.dir};
+          location / { try_files /hello =404; }
+        }
+      }
+    EOT
+  }
+  file "hello" {
+    content = "hello\n"
+  }
+  port "http" {}
+  health {
+    http = "/"
+  }
+}
+step "check" "hello" {
+  url           = "${service.nginx.url}/"
+  body_contains = "hello"
+}
+step "load" "main" {
+  target      = "${service.nginx.url}/"
+  connections = 4
+  threads     = 1
+  duration    = var.duration
+  requests    = var.requests
+}
+# The loader's CPU on this machine; the host's processes are not sampled.
+step "collect" "cpu" {
+  during   = step.load.main
+  loader   = true
+  interval = "500ms"
+}
+`
+
+// sshPipeline writes the pipeline for host h and returns its path and the
+// canary file a shell would create.
+func sshPipeline(t *testing.T, h *sshtest.Host, oneCell bool) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	canary := filepath.Join(dir, "canary")
+	p := filepath.Join(dir, "two-hosts.hcl")
+	src := strings.ReplaceAll(twoHosts, "CANARY", canary)
+	if oneCell {
+		src = strings.Replace(src, `tag = ["plain", `, `tag = ["plain"] # `, 1)
+	}
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sshtest.ForgetBinary(t, bin)
+	return p, canary
+}
+
+func hostVars(h *sshtest.Host) []string {
+	return []string{"--var", "address=" + h.Addr, "--var", "identity=" + h.IdentityFile, "--var", "known_hosts=" + h.KnownHosts}
+}
+
+// runFoldersOf lists the run folders on the host (this machine's /tmp:
+// the hosts share its files) that record run id.
+func runFoldersOf(t *testing.T, runID string) []string {
+	t.Helper()
+	ms, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchflow-run-*"))
+	var out []string
+	for _, m := range ms {
+		b, err := os.ReadFile(filepath.Join(m, ".benchflow-owner"))
+		var rec map[string]string
+		if err == nil && json.Unmarshal(b, &rec) == nil && rec["run"] == runID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestSSHTwoHosts runs nginx on an SSH host (a network namespace with its
+// own sshd) and loads it from this machine across the link: every trial ok,
+// results written, the host recorded in the manifest, and nothing left on
+// the host afterwards — no process, no folder — nor any shell run of a
+// matrix value.
+func TestSSHTwoHosts(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	p, canary := sshPipeline(t, h, false)
+	out := t.TempDir()
+	state := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+state)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	t.Logf("apply:\n%s", b)
+	latest := filepath.Join(out, "latest")
+	m := readManifest(t, latest)
+	if m.Status != "ok" || len(m.Trials) != 2 {
+		t.Fatalf("manifest status %q with %d trials, want ok with 2\n%s", m.Status, len(m.Trials), b)
+	}
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	var rows, bad int
+	var minReq int64
+	q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE status <> 'ok'), min(requests) FROM read_parquet('%s') WHERE step = 'main'`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&rows, &bad, &minReq); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 2 || bad != 0 || minReq <= 0 { // a busy machine reruns a trial: more rows
+		t.Errorf("load rows: %d (%d not ok), min requests %d: want one or more per trial, every one ok with requests", rows, bad, minReq)
+	}
+	var versions string
+	q = fmt.Sprintf(`SELECT any_value(service_versions) FROM read_parquet('%s')`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&versions); err != nil || !strings.Contains(versions, " "+h.Addr+" 22") {
+		t.Errorf("service_versions %q (%v): version_command did not run on the host", versions, err)
+	}
+	man, _ := os.ReadFile(filepath.Join(latest, "manifest.json"))
+	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`} {
+		if !bytes.Contains(man, []byte(want)) {
+			t.Errorf("manifest.json lacks %s", want)
+		}
+	}
+	h.WaitEmpty(t)
+	if left := runFoldersOf(t, m.RunID); len(left) > 0 {
+		t.Errorf("run folders left on the host: %v", left)
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Error("a matrix value ran in a shell on the host")
+	}
+	// The host is recorded for gc, which finds nothing left.
+	recs, _ := filepath.Glob(filepath.Join(state, "ssh-hosts", "*.json"))
+	if len(recs) != 1 {
+		t.Errorf("state folder records %d ssh hosts, want 1", len(recs))
+	}
+	gc := exec.Command(bin, "gc", "--provider", "ssh")
+	gc.Env = cmd.Env
+	if b, err := gc.CombinedOutput(); err != nil || !bytes.Contains(b, []byte("0 leftover(s) removed")) {
+		t.Errorf("gc after a clean run: %v\n%s", err, b)
+	}
+	// A clean host needs no record any more.
+	if recs, _ := filepath.Glob(filepath.Join(state, "ssh-hosts", "*.json")); len(recs) != 0 {
+		t.Errorf("gc kept the record of a clean host: %v", recs)
+	}
+}
+
+// TestSSHLinkCut cuts the link to the host in the middle of a load: the
+// trial fails with the reason, nothing is counted ok, and the helper on the
+// host, hearing nothing from benchflow, stops nginx and removes the folder.
+func TestSSHLinkCut(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	p, _ := sshPipeline(t, h, true)
+	out := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=30s", "--var", "requests=50000000", "--var", "idle=15s"}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	// Wait for the load to reach nginx: its health check passed and the
+	// load step began.
+	started := false
+	for i := 0; i < 600 && !started; i++ {
+		time.Sleep(100 * time.Millisecond)
+		started = hasComm(t, h, "nginx")
+	}
+	if !started {
+		t.Fatalf("the load never started:\n%s", buf.String())
+	}
+	time.Sleep(4 * time.Second) // into the 30 s load
+	h.LinkDown(t)
+	up := false
+	defer func() {
+		if !up {
+			h.LinkUp(t)
+		}
+	}()
+	err := <-done
+	t.Logf("apply: %v\n%s", err, buf.String())
+	if err == nil {
+		t.Error("apply succeeded across a cut link")
+	}
+	m := readManifest(t, filepath.Join(out, "latest"))
+	if m.Status == "ok" || len(m.Trials) != 1 || m.Trials[0].Status == "ok" || !strings.Contains(m.Trials[0].Error, "lost the connection to the host") {
+		t.Errorf("manifest: status %s, trials %+v: want a failed trial with its reason", m.Status, m.Trials)
+	}
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	var ok int
+	q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE status = 'ok') FROM read_parquet('%s')`, filepath.Join(out, "latest", "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&ok); err == nil && ok != 0 {
+		t.Errorf("trials.parquet counts %d rows ok in a trial whose host was cut off", ok)
+	}
+	h.WaitGone(t, "sshd:")
+	h.LinkUp(t)
+	up = true
+	h.WaitEmpty(t)
+	if left := runFoldersOf(t, m.RunID); len(left) > 0 {
+		t.Errorf("run folders left on the host: %v", left)
+	}
+}
+
+// hasComm reports whether a process named comm runs on the host.
+func hasComm(t *testing.T, h *sshtest.Host, comm string) bool {
+	for _, p := range h.Pids(t) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		if strings.TrimSpace(string(b)) == comm {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSSHInterrupted stops apply in the middle of a load on an SSH host,
+// with Ctrl-C (SIGINT: benchflow tears down) and with SIGKILL (benchflow
+// cannot: its connection closes, and the helper on the host stops what it
+// started): either way nothing is left on the host.
+func TestSSHInterrupted(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			h := sshtest.Start(t, 1)[0]
+			p, _ := sshPipeline(t, h, true)
+			out := t.TempDir()
+			cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=60s", "--var", "requests=50000000"}, hostVars(h)...)...)
+			cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			started := false
+			for i := 0; i < 600 && !started; i++ {
+				time.Sleep(100 * time.Millisecond)
+				started = hasComm(t, h, "nginx")
+			}
+			if !started {
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("nginx never started on the host:\n%s", buf.String())
+			}
+			time.Sleep(2 * time.Second) // into the load
+			cmd.Process.Signal(sig)
+			err := <-done
+			t.Logf("apply: %v\n%s", err, buf.String())
+			if err == nil {
+				t.Error("an interrupted apply exited 0")
+			}
+			h.WaitEmpty(t)
+			if ms, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchflow-run-*")); len(ms) > 0 {
+				var runID string
+				if m, err := os.ReadFile(filepath.Join(out, "latest", "manifest.json")); err == nil {
+					var mm manifest
+					json.Unmarshal(m, &mm)
+					runID = mm.RunID
+				}
+				if left := runFoldersOf(t, runID); runID != "" && len(left) > 0 {
+					t.Errorf("run folders left on the host: %v", left)
+				}
+			}
+		})
+	}
+}
+
+// sshAgents serves nginx on this machine, on the address of the link to
+// the SSH host, and runs the load from two agents on that host.
+const sshAgents = `
+pipeline "ssh-agents" {
+  repetitions = 1
+}
+variable "address" { type = string }
+variable "gateway" { type = string }
+variable "identity" { type = string }
+variable "known_hosts" { type = string }
+provider "local" "here" {}
+provider "ssh" "clients" {
+  addresses     = [var.address]
+  user          = "root"
+  identity_file = var.identity
+  known_hosts   = var.known_hosts
+}
+service "nginx" {
+  provider = "here"
+  command  = ["/usr/sbin/nginx", "-p", self.dir, "-c", "${self.dir}/nginx.conf", "-g", "daemon off;", "-e", "stderr"]
+  file "nginx.conf" {
+    content = <<-EOT
+      worker_processes 1;
+      pid ${self.dir}/nginx.pid;
+      error_log stderr;
+      events { worker_connections 256; }
+      http {
+        access_log off;
+        client_body_temp_path ${self.dir}/body;
+        proxy_temp_path ${self.dir}/proxy;
+        fastcgi_temp_path ${self.dir}/fastcgi;
+        uwsgi_temp_path ${self.dir}/uwsgi;
+        scgi_temp_path ${self.dir}/scgi;
+        server {
+          listen 127.0.0.1:${self.port.http};
+          listen ${var.gateway}:${self.port.http};
+          root ${self.dir};
+          location / { try_files /hello =404; }
+        }
+      }
+    EOT
+  }
+  file "hello" {
+    content = "hello\n"
+  }
+  port "http" {}
+  health {
+    http = "/"
+  }
+}
+step "load" "main" {
+  target      = "http://${var.gateway}:${service.nginx.port}/"
+  connections = 4
+  duration    = "2s"
+  requests    = 100000
+  agents {
+    provider = "clients"
+    count    = 2
+  }
+}
+`
+
+// TestSSHAgents runs the load from agents on an SSH host: the copy of
+// benchflow there serves as the agents, the results merge both, and
+// nothing is left on the host.
+func TestSSHAgents(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	sshtest.ForgetBinary(t, bin)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "agents.hcl")
+	os.WriteFile(p, []byte(sshAgents), 0o644)
+	out := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "gateway=" + h.Gateway}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	t.Logf("apply:\n%s", b)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	latest := filepath.Join(out, "latest")
+	m := readManifest(t, latest)
+	if m.Status != "ok" {
+		t.Fatalf("manifest status %q, want ok", m.Status)
+	}
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	var rows, bad int
+	var minReq int64
+	q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE status <> 'ok'), min(requests) FROM read_parquet('%s') WHERE step = 'main'`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&rows, &bad, &minReq); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 1 || bad != 0 || minReq <= 0 {
+		t.Errorf("load rows: %d (%d not ok), min requests %d", rows, bad, minReq)
+	}
+	logs, _ := filepath.Glob(filepath.Join(latest, "logs", "*", "agent-main-*.stderr.log"))
+	if len(logs) < 2 {
+		t.Errorf("the agents' output was not copied back: %v", logs)
+	}
+	h.WaitEmpty(t)
+	if left := runFoldersOf(t, m.RunID); len(left) > 0 {
+		t.Errorf("run folders left on the host: %v", left)
+	}
+}
