@@ -363,6 +363,10 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	// sizes; report it as an error naming the file instead.
 	defer func() {
 		if r := recover(); r != nil {
+			if le, ok := r.(*LimitError); ok {
+				err0 = fmt.Errorf("reading %s: %w", path, le)
+				return
+			}
 			err0 = fmt.Errorf("reading %s: the file is damaged (%v)", path, r)
 		}
 	}()
@@ -375,6 +379,11 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	defer f.Close()
 	table := tableOfPath(path)
+	// What the file decodes to is bounded (limits.go): the allocator
+	// refuses to hold more than a table's limit, and each record's
+	// values are counted before they become rows.
+	mem = newLimitAlloc(mem, table)
+	var decoded int64
 	check := func(s *arrow.Schema) error {
 		if err := checkSchema(table, s, cols(s)); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
@@ -382,6 +391,9 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		return nil
 	}
 	each := func(rec arrow.RecordBatch, cs []column[R], idx []int) error {
+		if err := checkDecodedRecord(rec, table, &decoded); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
 		rows := make([]R, rec.NumRows())
 		for c := range cs {
 			if idx[c] >= 0 {
@@ -439,6 +451,13 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	defer pf.Close()
 	if err := checkParquetSizes(pf, fi.Size()); err != nil {
+		return true, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
+	}
+	if err := checkDecodedParquet(pf, table); err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return true, fmt.Errorf("reading %s: %w", path, err)
+		}
 		return true, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
 	}
 	// The id columns are read as dictionary arrays: one string per
