@@ -169,7 +169,7 @@ func (l *loadCmd) registerOutputFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&l.jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&l.scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
-	f.StringVar(&l.out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
+	f.StringVar(&l.out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet; a device or FIFO such as /dev/null is written in place, the trials row only)")
 }
 
 // run is the command: one load, or with --find-max a capacity search.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 func init() {
@@ -96,7 +97,10 @@ exits 1 naming each section that differs (for tests and CI).`,
 				if err := report.WriteHTML(&b, s); err != nil {
 					return err
 				}
-				if err := os.WriteFile(htmlFile, b.Bytes(), 0o644); err != nil {
+				if err := scratch.Machine().WriteOutput(htmlFile, 0o644, func(f *os.File) error {
+					_, err := f.Write(b.Bytes())
+					return err
+				}); err != nil {
 					return fmt.Errorf("writing HTML report: %w", err)
 				}
 			}

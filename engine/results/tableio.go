@@ -57,6 +57,20 @@ func buildRecord[R any](mem memory.Allocator, schema *arrow.Schema, cols []colum
 // writeTable writes rows to path (atomically) as Parquet (zstd) or Arrow
 // IPC (zstd), with the schema version in the key-value metadata.
 func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format string, cols []column[R], rows []R) error {
+	return writeTableVia(writeFileAtomic, mem, j, path, format, cols, rows)
+}
+
+// putFunc writes a file through write: writeFileAtomic for a run's
+// tables, (*scratch.Journal).WriteOutput for a file a user named.
+type putFunc func(j *scratch.Journal, path string, write func(f *os.File) error) error
+
+// writeOutput writes what a user named (load --out): a device or a FIFO
+// is written in place, a regular file or an absent path atomically.
+func writeOutput(j *scratch.Journal, path string, write func(f *os.File) error) error {
+	return j.WriteOutput(path, 0o644, write)
+}
+
+func writeTableVia[R any](put putFunc, mem memory.Allocator, j *scratch.Journal, path, format string, cols []column[R], rows []R) error {
 	schema := schemaOf(cols)
 	var recs []arrow.RecordBatch
 	for off := 0; off < len(rows); off += batchRows {
@@ -64,7 +78,7 @@ func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format st
 		defer rec.Release()
 		recs = append(recs, rec)
 	}
-	return writeRecords(mem, j, path, format, schema, recs, nil)
+	return writeRecordsVia(put, mem, j, path, format, schema, recs, nil)
 }
 
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
@@ -72,6 +86,10 @@ func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format st
 // With runs (a per-trial table), recs hold only the columns after the id
 // columns and runs[i] the id columns of recs[i] (see trialData).
 func writeRecords(mem memory.Allocator, j *scratch.Journal, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
+	return writeRecordsVia(writeFileAtomic, mem, j, path, format, schema, recs, runs)
+}
+
+func writeRecordsVia(put putFunc, mem memory.Allocator, j *scratch.Journal, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
 	var nonEmpty []arrow.RecordBatch
 	var nonEmptyRuns []idRuns
 	for i, r := range recs {
@@ -98,7 +116,7 @@ func writeRecords(mem memory.Allocator, j *scratch.Journal, path, format string,
 		}
 		defer one.Release()
 	}
-	return writeFileAtomic(j, path, func(f *os.File) error {
+	return put(j, path, func(f *os.File) error {
 		if format == FormatArrow {
 			w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
 			if err != nil {
