@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,6 +148,110 @@ func TestDecodedSizeRefused(t *testing.T) {
 		out, err = runBin(t, dir, "reproduce", b, "--plan")
 		if exitCode(err) != 1 || !strings.Contains(out, c.want) {
 			t.Errorf("reproduce --plan: exit %d, want 1 saying %q:\n%s", exitCode(err), c.want, out)
+		}
+	}
+}
+
+// setTrialsFloat rewrites a trials.parquet with the float64 column col of
+// row row set to v, everything else as it was.
+func setTrialsFloat(t *testing.T, path, col string, row int, v float64) {
+	t.Helper()
+	mem := memory.DefaultAllocator
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := pf.MetaData().KeyValueMetadata()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.Close()
+	fields := tbl.Schema().Fields()
+	arrs := make([]arrow.Array, len(fields))
+	found := false
+	for i := range fields {
+		whole, err := array.Concatenate(tbl.Column(i).Data().Chunks(), mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fields[i].Name == col {
+			f := whole.(*array.Float64)
+			b := array.NewFloat64Builder(mem)
+			for j := 0; j < f.Len(); j++ {
+				if j == row {
+					b.Append(v)
+				} else {
+					b.Append(f.Value(j))
+				}
+			}
+			whole, found = b.NewArray(), true
+		}
+		arrs[i] = whole
+	}
+	if !found {
+		t.Fatalf("no column %s", col)
+	}
+	schema := arrow.NewSchema(fields, nil)
+	rec := array.NewRecordBatch(schema, arrs, tbl.NumRows())
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kv.Keys() {
+		if v := kv.FindValue(k); v != nil && strings.HasPrefix(k, "benchflow.") {
+			fw.AppendKeyValueMetadata(k, *v)
+		}
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInvalidNumbersNotJudged: a run whose trials.parquet holds NaN, +Inf
+// or a negative latency in one repetition: report names the trial, column
+// and value, shows the claims reading the cell as invalid (and
+// --fail-on-claims exits 3 for them), and compare against the unedited run
+// says "invalid data" for that cell instead of a verdict.
+func TestInvalidNumbersNotJudged(t *testing.T) {
+	dir := t.TempDir()
+	run := applyTiny(t, dir)
+	for _, c := range []struct {
+		col  string
+		v    float64
+		want string
+	}{
+		{"rps", math.NaN(), "rps NaN"},
+		{"rps", math.Inf(1), "rps +Inf"},
+		{"latency_p99_us", -250, "latency_p99_us -250 (negative)"},
+	} {
+		edited := filepath.Join(t.TempDir(), "run")
+		if err := os.CopyFS(edited, os.DirFS(run)); err != nil {
+			t.Fatal(err)
+		}
+		setTrialsFloat(t, filepath.Join(edited, "trials.parquet"), c.col, 0, c.v)
+		out, err := runBin(t, dir, "report", edited)
+		if err != nil || !strings.Contains(out, c.want) || !strings.Contains(out, "invalid") {
+			t.Errorf("report with %s: %v\n%s", c.want, err, out)
+		}
+		out, err = runBin(t, dir, "report", edited, "--fail-on-claims")
+		if exitCode(err) != 3 || !strings.Contains(out, "claim(s) not judged, their tables hold invalid values: serves") {
+			t.Errorf("report --fail-on-claims with %s: exit %d\n%s", c.want, exitCode(err), out)
+		}
+		out, err = runBin(t, dir, "compare", run, edited)
+		if err != nil || !strings.Contains(out, "invalid data") || !strings.Contains(out, c.want) {
+			t.Errorf("compare with %s: %v\n%s", c.want, err, out)
 		}
 	}
 }
