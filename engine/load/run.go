@@ -418,11 +418,11 @@ wait:
 		failed := res.Errors
 		switch {
 		case failed > 0:
-			return res, fmt.Errorf("all %d requests failed: %s%s", failed, res.ErrorSummary(), h2Hint(res))
+			return res, fmt.Errorf("all %d requests failed: %s%s%s", failed, res.ErrorSummary(), h2Hint(res), r.h3Hint(res.ErrorSummary()))
 		case cancelled:
-			return res, fmt.Errorf("load cancelled before any response: %w", ctx.Err())
+			return res, fmt.Errorf("load cancelled before any response%s: %w", r.h3Hint(""), ctx.Err())
 		default:
-			return res, errors.New("no request completed within the load's duration")
+			return res, errors.New("no request completed within the load's duration" + r.h3Hint(""))
 		}
 	}
 	return res, nil
