@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 func openFDs(t *testing.T) int {
@@ -133,5 +137,70 @@ func TestSlowClientsClosed(t *testing.T) {
 	}
 	if n := openFDs(t); n > before+1 {
 		t.Errorf("%d descriptors open after the slow clients were closed, %d before", n, before)
+	}
+}
+
+// TestSlowH2BodyClosed: over h2c, a stream trickling its body a byte at a
+// time is answered 408 after the body timeout, and the connection, idle
+// once the stream ended, is closed by the idle timeout: the trickler holds
+// no descriptor for good.
+func TestSlowH2BodyClosed(t *testing.T) {
+	base := start(t, Config{BodyTimeout: 300 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	io.WriteString(c, http2.ClientPreface)
+	fr := http2.NewFramer(c, c)
+	fr.WriteSettings()
+	var blk bytes.Buffer
+	enc := hpack.NewEncoder(&blk)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "t"}, {":path", "/"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	var mu sync.Mutex
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			mu.Lock()
+			err := fr.WriteData(1, false, []byte{'a'})
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	status := ""
+	dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if f.Name == ":status" {
+			status = f.Value
+		}
+	})
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the server kept the connection: %v", err)
+			}
+			break // closed
+		}
+		if h, ok := f.(*http2.HeadersFrame); ok && h.StreamID == 1 {
+			dec.Write(h.HeaderBlockFragment())
+		}
+		if _, ok := f.(*http2.GoAwayFrame); ok {
+			break
+		}
+	}
+	if status != "408" {
+		t.Errorf("stream answered %q, want 408", status)
 	}
 }
