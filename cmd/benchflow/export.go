@@ -95,7 +95,7 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().StringArrayVar(&wheres, "where", nil, "keep rows where `COL<OP>VALUE` holds (OP: = != > >= < <=); repeatable, all must hold")
 	cmd.Flags().StringVar(&columns, "columns", "", "print only these comma-separated `COLUMNS`, in this order")
 	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
-	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to `FILE` (atomically) instead of standard output")
+	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to `FILE` instead of standard output (a regular file is replaced atomically; a device or FIFO such as /dev/null is written, never replaced)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -340,8 +340,10 @@ func jsonValue(v any) []byte {
 }
 
 // writeFileAtomic writes path through a temporary file in its folder,
-// renamed into place only when write succeeded.
+// renamed into place only when write succeeded; a device or a FIFO
+// (/dev/null, /dev/stdout, a pipe) is written in place, never replaced
+// (scratch.WriteOutput).
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	// The temporary file is recorded first: gc removes a killed export's.
-	return scratch.Machine().WriteFile(path, 0o600, func(f *os.File) error { return write(f) })
+	return scratch.Machine().WriteOutput(path, 0o600, func(f *os.File) error { return write(f) })
 }

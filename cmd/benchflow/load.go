@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -134,7 +136,7 @@ func (l *loadCmd) registerShapeFlags(f *pflag.FlagSet) {
 // body.
 func (l *loadCmd) registerRequestFlags(f *pflag.FlagSet) {
 	f.StringArrayVarP(&l.headers, "header", "H", nil, "add a request header ('Name: value'; repeatable)")
-	f.StringVarP(&l.method, "method", "m", "GET", "request `METHOD`")
+	f.StringVarP(&l.method, "method", "m", "GET", "request `METHOD` (a token of letters: GET, POST, …; h2load's -m is --streams here)")
 	f.StringVar(&l.body, "body", "", "request body (`TEXT`)")
 	f.StringVar(&l.bodyFile, "body-file", "", "request body read from `FILE`")
 }
@@ -156,7 +158,7 @@ func (l *loadCmd) registerConnectionFlags(f *pflag.FlagSet) {
 // registerGeneratorFlags registers the per-request timeout and how the
 // generator waits: busy polling and the load engine.
 func (l *loadCmd) registerGeneratorFlags(f *pflag.FlagSet) {
-	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`): a response completing later is a timeout error, not a response")
+	f.StringVar(&l.timeout, "timeout", "2s", "per-request timeout (`DUR`): a response completing later is a timeout error, not a response; 0 is the default, 2s (there is no unbounded timeout: at most 1h)")
 	f.StringVar(&l.busyPoll, "busy-poll", "0", "poll up to `DUR` (e.g. 20us) before sleeping: more client CPU, fewer wake-ups for a server on the same machine")
 	f.StringVar(&l.nap, "nap", "0", "HTTP/2 with --streams 2 or more, closed loop: when nothing is ready, sleep `DUR` (e.g. 20us) by the clock and look again before sleeping until woken: fewer wake-ups for a server on the same machine at no client CPU, responses read up to one nap late")
 	f.StringVar(&l.opts.Engine, "engine", "", "load engine (`NAME`): auto (io_uring for --close loads where it runs, else epoll), uring, epoll or goroutines; default $BENCHFLOW_LOAD_ENGINE, else auto")
@@ -169,7 +171,7 @@ func (l *loadCmd) registerOutputFlags(f *pflag.FlagSet) {
 	f.BoolVar(&l.latency, "latency", false, "print the latency percentiles")
 	f.BoolVar(&l.jsonOut, "json", false, "print one JSON object instead of text")
 	f.StringVarP(&l.scriptFile, "script", "s", "", "Starlark request script (`FILE.star`): its request() builds the requests, paths relative to the first URL, and done() gets the totals (docs/starlark.md)")
-	f.StringVar(&l.out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet)")
+	f.StringVar(&l.out, "out", "", "also write the result to `FILE.parquet` (plus FILE.latency.parquet, FILE.timeseries.parquet; a device or FIFO such as /dev/null is written in place, the trials row only)")
 }
 
 // run is the command: one load, or with --find-max a capacity search.
@@ -227,6 +229,13 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	}
 	if err := validateLoadFlags(opts, false); err != nil {
 		return opts, nil, err
+	}
+	if err := checkMethod(l.method); err != nil {
+		return opts, nil, err
+	}
+	if cmd.Flags().Changed("threads") && opts.Threads > opts.Connections {
+		// As wrk, which refuses it; here the threads are cut to -c.
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: -t %d is above -c %d: %d threads run (each drives at least one connection)\n", opts.Threads, opts.Connections, opts.Connections)
 	}
 	if opts.Targets, err = l.targets(args); err != nil {
 		return opts, nil, err
@@ -370,9 +379,51 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 		return runErr
 	}
 	if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400", res.Requests)}
+		return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400: %s", res.Requests, statusCounts(res.Status))}
 	}
 	return nil
+}
+
+// statusCounts names the statuses of a load, most frequent first: "404 ×
+// 1861, 500 × 3".
+func statusCounts(status map[int]int64) string {
+	codes := make([]int, 0, len(status))
+	for c, n := range status {
+		if n > 0 {
+			codes = append(codes, c)
+		}
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		if status[codes[i]] != status[codes[j]] {
+			return status[codes[i]] > status[codes[j]]
+		}
+		return codes[i] < codes[j]
+	})
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d × %d", c, status[c])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkMethod refuses a -m that is no HTTP method: a token (RFC 9110)
+// beginning with a letter. h2load's -m is the streams per connection, so
+// a number names --streams.
+func checkMethod(m string) error {
+	ok := m != "" && (m[0]|0x20 >= 'a' && m[0]|0x20 <= 'z')
+	for _, c := range m {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
+			ok = false
+		}
+	}
+	if ok {
+		return nil
+	}
+	hint := ""
+	if _, err := strconv.Atoi(m); err == nil {
+		hint = fmt.Sprintf("; h2load's -m is the concurrent streams per connection: here --streams %s (with --h2 or --h3)", m)
+	}
+	return fmt.Errorf("-m/--method %q: not an HTTP method (a token beginning with a letter: GET, POST, PUT, DELETE, …)%s", m, hint)
 }
 
 // loadFlags names each load.Options setting (load.FieldError.Field) by

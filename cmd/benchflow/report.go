@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/report"
 	"github.com/benchflow/benchflow/engine/results"
+	"github.com/benchflow/benchflow/engine/scratch"
 )
 
 func init() {
@@ -96,7 +98,10 @@ exits 1 naming each section that differs (for tests and CI).`,
 				if err := report.WriteHTML(&b, s); err != nil {
 					return err
 				}
-				if err := os.WriteFile(htmlFile, b.Bytes(), 0o644); err != nil {
+				if err := scratch.Machine().WriteOutput(htmlFile, 0o644, func(f *os.File) error {
+					_, err := f.Write(b.Bytes())
+					return err
+				}); err != nil {
 					return fmt.Errorf("writing HTML report: %w", err)
 				}
 			}
@@ -109,8 +114,16 @@ exits 1 naming each section that differs (for tests and CI).`,
 			if err := s.Write(cmd.OutOrStdout(), format); err != nil {
 				return err
 			}
-			if failed := report.FailedClaims(s.Claims); failOn && len(failed) > 0 {
-				return &exitError{code: 3, err: fmt.Errorf("%d claim(s) fail: %s", len(failed), strings.Join(failed, ", "))}
+			failed, invalid := report.FailedClaims(s.Claims), report.InvalidClaims(s.Claims)
+			if failOn && len(failed)+len(invalid) > 0 {
+				var why []string
+				if len(failed) > 0 {
+					why = append(why, fmt.Sprintf("%d claim(s) fail: %s", len(failed), strings.Join(failed, ", ")))
+				}
+				if len(invalid) > 0 {
+					why = append(why, fmt.Sprintf("%d claim(s) not judged, their tables hold invalid values: %s", len(invalid), strings.Join(invalid, ", ")))
+				}
+				return &exitError{code: 3, err: errors.New(strings.Join(why, "; "))}
 			}
 			return nil
 		},

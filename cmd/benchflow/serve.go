@@ -21,6 +21,9 @@ func init() {
 		size   string
 		status int
 		idle   time.Duration
+
+		headerTimeout, bodyTimeout time.Duration
+		maxBody, maxHeader         string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -39,7 +42,10 @@ each for exactly D, the others wait — N/D requests per second, the yardstick
 for "benchflow load --find-max".
 
 A keep-alive connection idle for --idle-timeout (60s) is closed, so clients
-that leave connections open cannot hold the server's descriptors for good.
+that leave connections open cannot hold the server's descriptors for good;
+so is one whose request headers take longer than --header-timeout (30s), or
+whose body takes longer than --body-timeout (30s, answered 408) or is longer
+than --max-body (64MiB, answered 413): bodies are read and discarded.
 
 It prints "listening on http://ADDR" (https://ADDR with --tls or --h3) once ready,
 what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
@@ -66,6 +72,35 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 			default:
 				cfg.IdleTimeout = idle
 			}
+			// The request's bounds: 0 on the command line is none.
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+				into *time.Duration
+			}{{"--header-timeout", headerTimeout, &cfg.HeaderTimeout}, {"--body-timeout", bodyTimeout, &cfg.BodyTimeout}} {
+				switch {
+				case d.v < 0:
+					return fmt.Errorf("%s %s: must not be negative (0: no limit)", d.name, d.v)
+				case d.v == 0:
+					*d.into = -1
+				default:
+					*d.into = d.v
+				}
+			}
+			if cfg.MaxBodyBytes, err = serve.ParseSize(maxBody); err != nil {
+				return fmt.Errorf("--max-body: %w", err)
+			}
+			if cfg.MaxBodyBytes == 0 {
+				cfg.MaxBodyBytes = -1
+			}
+			mh, err := serve.ParseSize(maxHeader)
+			if err == nil && (mh < 1<<10 || mh > 64<<20) {
+				err = fmt.Errorf("%s: want 1KiB to 64MiB", maxHeader)
+			}
+			if err != nil {
+				return fmt.Errorf("--max-header: %w", err)
+			}
+			cfg.MaxHeaderBytes = int(mh)
 			if cfg.H3 {
 				if cmd.Flags().Changed("tls") && !cfg.TLS {
 					return fmt.Errorf("--h3 with --tls=false: HTTP/3 runs over QUIC, which is always TLS (leave --tls out: --h3 implies it)")
@@ -115,5 +150,9 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 	f.BoolVar(&cfg.H3, "h3", false, "also serve HTTP/3 over QUIC on the UDP port of the same number, 0-RTT accepted (implies --tls)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "allow at most `N` concurrent HTTP/2 streams (with --h3: QUIC request streams) per connection (0: 250)")
 	f.DurationVar(&idle, "idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle for `DUR` (0: never)")
+	f.DurationVar(&headerTimeout, "header-timeout", serve.DefaultHeaderTimeout, "close a connection whose request headers take longer than `DUR` (0: no limit)")
+	f.DurationVar(&bodyTimeout, "body-timeout", serve.DefaultBodyTimeout, "answer 408 and close a connection whose request body takes longer than `DUR` to arrive (0: no limit)")
+	f.StringVar(&maxBody, "max-body", "64MiB", "answer 413 and close a connection whose request body is longer than `SIZE` (0: no limit)")
+	f.StringVar(&maxHeader, "max-header", "1MiB", "refuse a request whose headers are longer than `SIZE` (431; 1KiB to 64MiB)")
 	rootCmd.AddCommand(cmd)
 }

@@ -201,3 +201,9 @@ func NoCounterpart(cell, versus string) Judgement {
 func LeftOut(left int, metric, versusMetric string) string {
 	return fmt.Sprintf(" (%d round(s) left out: %s or %s was not positive or not recorded)", left, metric, versusMetric)
 }
+
+// InvalidValues is the judgement of a claim whose selected repetitions
+// hold values that are not measurements (what says which): not judged.
+func InvalidValues(what string) Judgement {
+	return Judgement{Outcome: Invalid, Detail: "not judged: the table holds invalid values (" + what + ")"}
+}

@@ -18,6 +18,10 @@ const (
 	Holds        = "holds"
 	Fails        = "fails"
 	Inconclusive = "inconclusive"
+	// Invalid: the values the claim reads hold numbers that are not (NaN,
+	// ±Inf) or a negative count, rate or duration; the claim is not
+	// judged.
+	Invalid = "invalid"
 )
 
 // Claim kinds (Claim.Kind; manifest.json's and claims.parquet's kind).

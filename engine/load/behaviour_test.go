@@ -372,6 +372,16 @@ func (tc behaviourCase) check(t *testing.T, cl behaviourClient, m behaviourMode)
 	if (err != nil) != (res.Requests == 0) {
 		t.Errorf("Run's error %v with %s", err, summary)
 	}
+	if tc.refused {
+		// Every first connect refused: the load stops at once (as
+		// h2load), having counted each connection's refusal at least,
+		// each attempt once, and no more than the n requests.
+		if c := res.ErrorsBy["connect"]; c < int64(conns) || c > n || res.Requests != 0 || res.Errors != c ||
+			err == nil || !strings.Contains(err.Error(), "stopped at once") {
+			t.Errorf("refused: %v; %s; want the load stopped at once, %d to %d connect errors", err, summary, conns, n)
+		}
+		return
+	}
 	// Every request is counted once: a response (of any status) or a
 	// failure of one class.
 	if sum := res.Requests + res.Errors - res.ErrorsBy["http"]; sum != n {

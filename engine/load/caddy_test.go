@@ -66,7 +66,7 @@ func TestCaddy(t *testing.T) {
 				if res.Requests != n || res.Errors != 0 || res.Status[200] != n || len(res.Status) != 1 {
 					t.Fatalf("requests %d, errors %d (%s), statuses %v: want %d, 0, all 200", res.Requests, res.Errors, res.ErrorSummary(), res.Status, n)
 				}
-				// Result.Bytes counts bodies, and headers too over TCP; a
+				// Result.Bytes counts bodies and headers over every protocol; a
 				// header section of Caddy's is well under 1 KiB.
 				if lo, hi := n*body.size, n*(body.size+1024); res.Bytes < lo || res.Bytes > hi {
 					t.Errorf("bytes read %d, want %d bodies of %d bytes: between %d and %d", res.Bytes, n, body.size, lo, hi)

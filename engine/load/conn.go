@@ -81,6 +81,7 @@ type conn struct {
 	mu         sync.Mutex
 	active     net.Conn // the connection in use, for interruption
 	connFails  int      // connect errors in a row (backoff)
+	seen       bool     // the slot's first outcome was recorded (refused.go)
 	connect    *hdrhistogram.Histogram
 	ival       *hdrhistogram.Histogram
 	requests   int64
@@ -325,6 +326,10 @@ func (c *conn) pick() int {
 // timeout is a timeout, whatever the engine saw of it.
 func (c *conn) record(req *request, o outcome, intended, sent, done time.Duration) {
 	r := c.r
+	if !c.seen {
+		c.seen = true
+		r.firstOutcome(o)
+	}
 	c.mu.Lock()
 	c.bytes += c.rd.nread
 	c.rd.nread = 0

@@ -32,13 +32,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/clock"
 
+	"github.com/quic-go/qpack"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
 )
 
 // h3MaxHeaderBytes bounds a response's header section (QPACK-decoded), so
@@ -221,6 +225,21 @@ func (c h3SessionCache) Get(key string) (*tls.ClientSessionState, bool) {
 		return nil, false
 	}
 	return own, true
+}
+
+// h3Hint is what an HTTP/3 load that never completed a QUIC handshake
+// adds to its error, whatever ended it (every dial timing out, the
+// duration ending first, Ctrl-C): the server may not listen on UDP. ""
+// for other protocols, once a handshake completed, or when msg has it.
+func (r *runner) h3Hint(msg string) string {
+	if r.opts.Protocol != ProtoH3 || r.alpn != "" || strings.Contains(msg, "listening on UDP") {
+		return ""
+	}
+	var addrs []string
+	for _, e := range r.endpoints {
+		addrs = append(addrs, e.addr)
+	}
+	return fmt.Sprintf(" (no QUIC handshake with %s completed: is an HTTP/3 server listening on UDP there?)", strings.Join(addrs, ", "))
 }
 
 // h3Report keeps the first connection's TLS state for the result.
@@ -435,10 +454,41 @@ func (s *h3Session) exchangeLib(req *request, intended, sent time.Duration) (out
 	}
 	n, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	n += h3FramingEstimate(resp, n)
 	if err != nil {
 		return outcome{class: h3Class(err, classRead), err: h3Error(err)}, n
 	}
 	return outcome{status: resp.StatusCode}, n
+}
+
+// h3FramingEstimate is, for a response read through the library (which
+// hides its frames), what its frames add to its body's n bytes: the
+// HEADERS frame as QPACK encodes the fields without the dynamic table
+// (what quic-go's and most servers' encoders do), and one DATA frame
+// header. The raw path counts the frames themselves.
+func h3FramingEstimate(resp *http.Response, n int64) int64 {
+	var blk countWriter
+	enc := qpack.NewEncoder(&blk)
+	enc.WriteField(qpack.HeaderField{Name: ":status", Value: strconv.Itoa(resp.StatusCode)})
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			enc.WriteField(qpack.HeaderField{Name: strings.ToLower(k), Value: v})
+		}
+	}
+	enc.Close()
+	est := int64(quicvarint.Len(h3FrameHeaders)+quicvarint.Len(uint64(blk))) + int64(blk)
+	if n > 0 {
+		est += int64(quicvarint.Len(h3FrameData) + quicvarint.Len(uint64(n)))
+	}
+	return est
+}
+
+// countWriter counts what is written to it.
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
 
 // h3Class is the error class of a QUIC or HTTP/3 failure.

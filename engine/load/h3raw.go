@@ -150,6 +150,10 @@ type h3Raw struct {
 	err  error  // the stream's read error (io.EOF at its end), once seen
 	big  []byte // a HEADERS frame larger than buf (allocated when first needed)
 	huff bytes.Buffer
+	// got counts the response's bytes on the stream: every frame read,
+	// its type and length included (the bytes definition of every
+	// protocol: what the response takes on the wire after TLS/QUIC).
+	got int64
 
 	timer    *time.Timer
 	mu       sync.Mutex // guards the fields below, shared with the timer's func
@@ -280,11 +284,12 @@ func (s *h3Session) waitHandshake(deadline time.Time) error {
 }
 
 // roundTrip writes the request's frames on str, closes its send side and
-// reads the response: its status, the DATA payload bytes, and whether the
+// reads the response: its status, the bytes of its frames (types and
+// lengths included: x.got), and whether the
 // final response's HEADERS had been read (an error after it is a read
 // error, before it a write error, as on the library's path).
 func (x *h3Raw) roundTrip(str h3Stream, wire []byte) (status int, n int64, final bool, err error) {
-	x.r, x.w, x.err = 0, 0, nil
+	x.r, x.w, x.err, x.got = 0, 0, nil, 0
 	if x.buf == nil {
 		x.buf = make([]byte, h3ReadBuf)
 	}
@@ -301,57 +306,55 @@ func (x *h3Raw) roundTrip(str h3Stream, wire []byte) (status int, n int64, final
 		typ, length, err := x.frameHeader(str)
 		if err == io.EOF {
 			if !final {
-				return 0, n, false, errH3NoResponse
+				return 0, x.got, false, errH3NoResponse
 			}
-			return status, n, true, nil
+			return status, x.got, true, nil
 		}
 		if err != nil {
-			return 0, n, final, err
+			return 0, x.got, final, err
 		}
 		if trailers && (typ == h3FrameHeaders || typ == h3FrameData) {
-			return 0, n, final, errH3AfterTrailer
+			return 0, x.got, final, errH3AfterTrailer
 		}
 		switch typ {
 		case h3FrameHeaders:
 			if length > h3MaxHeaderBytes {
-				return 0, n, final, errH3HeadersSize
+				return 0, x.got, final, errH3HeadersSize
 			}
 			if final { // trailers
 				trailers = true
 				if _, err := x.skip(str, length); err != nil {
-					return 0, n, final, err
+					return 0, x.got, final, err
 				}
 				continue
 			}
 			p, err := x.payload(str, int(length))
 			if err != nil {
-				return 0, n, final, err
+				return 0, x.got, final, err
 			}
 			st, err := x.decodeStatus(p)
 			if err != nil {
-				return 0, n, final, err
+				return 0, x.got, final, err
 			}
 			if st >= 100 && st < 200 && st != 101 {
 				if n1xx++; n1xx > h3Max1xx {
-					return 0, n, final, errH3Too1xx
+					return 0, x.got, final, errH3Too1xx
 				}
 				continue
 			}
 			status, final = st, true
 		case h3FrameData:
 			if !final {
-				return 0, n, false, errH3DataFirst
+				return 0, x.got, false, errH3DataFirst
 			}
-			k, err := x.skip(str, length)
-			n += int64(k)
-			if err != nil {
-				return 0, n, final, err
+			if _, err := x.skip(str, length); err != nil {
+				return 0, x.got, final, err
 			}
 		case 0x2, 0x6, 0x8, 0x9, h3FrameSettings, h3FrameGoaway:
-			return 0, n, final, errH3Unexpected
+			return 0, x.got, final, errH3Unexpected
 		default: // unknown or unused (CANCEL_PUSH, PUSH_PROMISE, MAX_PUSH_ID: skipped, as quic-go's client does)
 			if _, err := x.skip(str, length); err != nil {
-				return 0, n, final, err
+				return 0, x.got, final, err
 			}
 		}
 	}
@@ -405,6 +408,7 @@ func (x *h3Raw) varint(str h3Stream, first bool) (uint64, error) {
 	}
 	v, _, err := quicvarint.Parse(x.buf[x.r : x.r+need])
 	x.r += need
+	x.got += int64(need)
 	return v, err
 }
 
@@ -441,6 +445,7 @@ func (x *h3Raw) payload(str h3Stream, length int) ([]byte, error) {
 				return nil, err
 			}
 		}
+		x.got += int64(length)
 		return x.big[:length], nil
 	}
 	if x.w-x.r < length {
@@ -456,6 +461,7 @@ func (x *h3Raw) payload(str h3Stream, length int) ([]byte, error) {
 	}
 	p := x.buf[x.r : x.r+length]
 	x.r += length
+	x.got += int64(length)
 	return p, nil
 }
 
@@ -467,10 +473,12 @@ func (x *h3Raw) skip(str h3Stream, length uint64) (uint64, error) {
 		avail := uint64(x.w - x.r)
 		if avail >= length {
 			x.r += int(length)
+			x.got += int64(length)
 			return done + length, nil
 		}
 		length -= avail
 		done += avail
+		x.got += int64(avail)
 		x.r, x.w = 0, 0
 		if err := x.fill(str); err != nil {
 			if err == io.EOF {

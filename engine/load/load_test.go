@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -244,13 +245,42 @@ func TestRefusedConnections(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	checkNoGoroutineLeak(t)
-	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + addr + "/"}}, Connections: 2, Requests: 50})
-	if err == nil || !strings.Contains(err.Error(), "all 50 requests failed: connect 50") ||
-		!strings.Contains(err.Error(), "refused") {
-		t.Fatalf("error = %v, want all 50 requests failed: connect … refused", err)
+	// Every first connect refused: the load stops at once (as h2load),
+	// not after the 50 requests, nor after a duration.
+	for _, o := range []Options{{Requests: 50}, {Duration: time.Hour}} {
+		o.Targets, o.Connections = []Target{{URL: "http://" + addr + "/"}}, 2
+		res, err := Run(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), "refused") ||
+			!strings.Contains(err.Error(), "stopped at once: the first connect of every connection was refused (is a server listening on "+addr+"?)") {
+			t.Fatalf("error = %v, want every connect refused, stopped at once", err)
+		}
+		if n := res.ErrorsBy["connect"]; n < 2 || n >= 50 || res.Errors != n ||
+			!strings.Contains(err.Error(), fmt.Sprintf("all %d requests failed: connect %d", n, n)) {
+			t.Errorf("connect errors = %d (%v), want a few, at least one per connection", n, err)
+		}
 	}
-	if res.ErrorsBy["connect"] != 50 {
-		t.Errorf("connect errors = %d, want 50", res.ErrorsBy["connect"])
+}
+
+// TestRefusedOnlyAtFirst: a server that refuses some first connects but
+// accepts others is loaded, not stopped: only when the first connect of
+// every connection is refused does the load give up.
+func TestRefusedOnlyAtFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// Another address answers: the load goes on with it.
+	srv := newRawServer(t, func(c net.Conn) {
+		readRequests(c, func(w io.Writer, _, _ string) bool {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			return true
+		})
+	})
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: "http://" + addr + "/"}, {URL: srv.URL("/")}}, Connections: 2, Requests: 200})
+	if err != nil || res.Requests == 0 || res.Requests+res.ErrorsBy["connect"] != 200 {
+		t.Errorf("a load with an address that answers: %v, %d requests, %d connect errors; want 200 in all", err, res.Requests, res.ErrorsBy["connect"])
 	}
 }
 

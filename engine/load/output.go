@@ -115,7 +115,13 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 		fmt.Fprintf(&b, "  Schedule: sends behind by %s on average, %s at most; %d sends more than 1ms late\n",
 			fmtMicros(float64(r.MeanBehind)/1e3), fmtMicros(float64(r.MaxBehind)/1e3), r.LateSends)
 	}
-	fmt.Fprintf(&b, "  %d requests in %s, %s read\n", r.Requests, fmtDuration(r.Duration), fmtBytes(float64(r.Bytes)))
+	// As wrk: the time the load took until every connection stopped
+	// (the rates below are over the measured Duration).
+	took := r.Duration
+	if r.Elapsed > 0 {
+		took = r.Elapsed
+	}
+	fmt.Fprintf(&b, "  %d requests in %s, %s read\n", r.Requests, fmtDuration(took), fmtBytes(float64(r.Bytes)))
 	e := r.ErrorsBy
 	if e["connect"]+e["read"]+e["write"]+e["timeout"]+e["parse"] > 0 {
 		fmt.Fprintf(&b, "  Socket errors: connect %d, read %d, write %d, timeout %d, parse %d\n",

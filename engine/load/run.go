@@ -71,6 +71,11 @@ type runner struct {
 	h3UDP            sync.Once
 	udpRecv, udpSend int64
 	udpGSO           bool
+	// Each slot's first outcome: refused counts the slots whose first
+	// connect was refused; allRefused is set when that is every slot,
+	// and the load stops then (refused.go).
+	refused    atomic.Int64
+	allRefused atomic.Bool
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
@@ -408,21 +413,23 @@ wait:
 			break wait
 		}
 	}
+	elapsed := time.Since(r.start) // every slot stopped, as wrk's runtime
 	r.halt()
 	if r.hasEnd && measured > opts.Duration {
 		measured = opts.Duration
 	}
 	col.finish(measured)
 	res := r.result(col, measured)
+	res.Elapsed = max(elapsed, measured)
 	if res.Requests == 0 {
 		failed := res.Errors
 		switch {
 		case failed > 0:
-			return res, fmt.Errorf("all %d requests failed: %s%s", failed, res.ErrorSummary(), h2Hint(res))
+			return res, fmt.Errorf("all %d requests failed: %s%s%s%s", failed, res.ErrorSummary(), h2Hint(res), r.h3Hint(res.ErrorSummary()), r.refusedHint())
 		case cancelled:
-			return res, fmt.Errorf("load cancelled before any response: %w", ctx.Err())
+			return res, fmt.Errorf("load cancelled before any response%s: %w", r.h3Hint(""), ctx.Err())
 		default:
-			return res, errors.New("no request completed within the load's duration")
+			return res, errors.New("no request completed within the load's duration" + r.h3Hint(""))
 		}
 	}
 	return res, nil

@@ -21,6 +21,11 @@ type Record struct {
 	Errors   int64         `json:"errors"`      // every request that failed, any class, plus HTTP >= 400
 	Bytes    int64         `json:"bytes"`       // bytes read (headers and bodies)
 
+	// Elapsed is the wall time from the load's start until every
+	// connection stopped (what wrk prints as "N requests in D"): Duration
+	// and the time to stop; 0 when not measured (a merged record).
+	Elapsed time.Duration `json:"elapsed_ns,omitempty"`
+
 	// Latency is the latency histogram in microseconds. In open-loop mode it
 	// is corrected (measured from the intended send time).
 	Latency *hdrhistogram.Histogram `json:"-"`

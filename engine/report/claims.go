@@ -110,6 +110,17 @@ func ClaimRows(runID string, specs []results.ClaimSpec, outs []ClaimOutcome) []r
 	return rows
 }
 
+// InvalidClaims names the claims not judged for invalid values.
+func InvalidClaims(outs []ClaimOutcome) []string {
+	var out []string
+	for _, o := range outs {
+		if o.Outcome == claims.Invalid {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
 // FailedClaims names the claims that fail.
 func FailedClaims(outs []ClaimOutcome) []string {
 	var out []string
@@ -205,6 +216,11 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 			cells = append(cells, c)
 		}
 	}
+	if why := invalidCells(cells); why != "" {
+		o.cells = cells
+		o.judged(claims.InvalidValues(why))
+		return o
+	}
 	if sp.Kind == claims.KindVerdict {
 		o.Bound = "= " + sp.Verdict
 		o.cells = cells
@@ -227,6 +243,18 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 		o.judged(claims.NoRepetitions())
 		return o
 	}
+	if why := invalidMetric(cells, sp.Metric, get, rows); why != "" {
+		o.cells = cells
+		o.judged(claims.InvalidValues(why))
+		return o
+	}
+	if getV != nil {
+		if why := invalidMetric(cells, sp.VersusMetric, getV, rows); why != "" {
+			o.cells = cells
+			o.judged(claims.InvalidValues(why))
+			return o
+		}
+	}
 	bound := claims.Bound{Op: sp.BoundOp, Value: sp.BoundValue, Text: sp.Bound}
 	var iv stats.Interval
 	left := 0 // rounds left out of a ratio of two metrics (no value)
@@ -242,6 +270,18 @@ func (s *Summary) evaluateClaim(sp results.ClaimSpec, i int, rows map[[2]string]
 				return o
 			}
 			versus = append(versus, v)
+		}
+		if why := invalidCells(versus); why == "" {
+			why = invalidMetric(versus, sp.Metric, get, rows)
+			if why != "" {
+				o.cells = append(cells, versus...)
+				o.judged(claims.InvalidValues(why))
+				return o
+			}
+		} else {
+			o.cells = append(cells, versus...)
+			o.judged(claims.InvalidValues(why))
+			return o
 		}
 		iv = groupRatio(cells, versus, get, rows)
 	default:
@@ -465,7 +505,7 @@ func (s *Summary) claimCounts() string {
 		n[o.Outcome]++
 	}
 	var parts []string
-	for _, k := range []string{claims.Holds, claims.Fails, claims.Inconclusive} {
+	for _, k := range []string{claims.Holds, claims.Fails, claims.Inconclusive, claims.Invalid} {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 		}

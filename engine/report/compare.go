@@ -19,10 +19,13 @@ import (
 
 // Verdicts of a comparison (B relative to A).
 const (
-	VerdictFaster        = "faster"
-	VerdictSlower        = "slower"
-	VerdictNoDifference  = "no significant difference"
-	VerdictInsufficient  = "insufficient data"
+	VerdictFaster       = "faster"
+	VerdictSlower       = "slower"
+	VerdictNoDifference = "no significant difference"
+	VerdictInsufficient = "insufficient data"
+	// VerdictInvalid: a cell of the pair holds invalid values (NaN, ±Inf,
+	// negative): not judged.
+	VerdictInvalid       = "invalid data"
 	minSamplesForVerdict = 3
 )
 
@@ -200,6 +203,16 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 			c.OnlyB = append(c.OnlyB, cb.Label())
 		}
 	}
+	for _, p := range c.Pairs {
+		for _, x := range []struct {
+			run  string
+			cell *Cell
+		}{{"A", p.A}, {"B", p.B}} {
+			if len(x.cell.InvalidWhy) > 0 {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s in %s: invalid values, not compared: %s", p.Label, x.run, strings.Join(x.cell.InvalidWhy, "; ")))
+			}
+		}
+	}
 	if len(c.Pairs) == 0 {
 		c.Warnings = append(c.Warnings, "no cell has the same parameters in both runs")
 	}
@@ -229,6 +242,11 @@ func fewRepetitions(s *Summary) bool {
 
 func judge(a, b *Cell) *Pair {
 	p := &Pair{Label: a.Label(), Step: a.Step, A: a, B: b, Basis: "repetitions"}
+	if len(a.InvalidWhy) > 0 || len(b.InvalidWhy) > 0 {
+		p.Verdict, p.LatencyVerdict = VerdictInvalid, VerdictInvalid
+		p.RPSRatio, p.P99Ratio = stats.NoCI(math.NaN(), 0), stats.NoCI(math.NaN(), 0)
+		return p
+	}
 	ra, rb, la, lb := a.usedRPS(), b.usedRPS(), a.usedP99(), b.usedP99()
 	if len(ra) < minSamplesForVerdict || len(rb) < minSamplesForVerdict {
 		p.Basis = "intervals"

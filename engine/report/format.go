@@ -351,6 +351,9 @@ func fmtErrors(errs, reqs int64) string {
 // fmtRatio is "0.912 [0.890, 0.934] paired log-t n=5": the estimate, its
 // bounds and how they were computed (a range below 3 samples).
 func fmtRatio(i stats.Interval) string {
+	if math.IsNaN(i.Value) || math.IsInf(i.Value, 0) {
+		return "-" // not a ratio: invalid data, or a cell of 0 req/s
+	}
 	s := strconv.FormatFloat(i.Value, 'f', 3, 64)
 	if i.HasCI() {
 		s += " [" + strconv.FormatFloat(i.Low, 'f', 3, 64) + ", " + strconv.FormatFloat(i.High, 'f', 3, 64) + "]"

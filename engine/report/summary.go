@@ -64,6 +64,12 @@ type Cell struct {
 	Step   string          `json:"step"`
 	N      int             `json:"n"`      // repetitions aggregated (status ok)
 	Failed int             `json:"failed"` // repetitions not ok, left out
+	// Invalid counts the repetitions whose trials row holds a number that
+	// is not one (NaN, ±Inf) or a negative count, rate or duration: left
+	// out of every figure, and the claims and comparisons reading the
+	// cell are not judged (InvalidWhy says which values).
+	Invalid    int      `json:"invalid,omitempty"`
+	InvalidWhy []string `json:"invalid_values,omitempty"`
 	// RPS is the geometric mean req/s over the repetitions used for
 	// intervals with a 95% interval on the logs (stats.PositiveCI; the range
 	// below 3 repetitions).
@@ -219,6 +225,11 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			c.Failed++
 			return nil
 		}
+		if bad := invalidNumbers(t); len(bad) > 0 {
+			c.Invalid++
+			c.InvalidWhy = append(c.InvalidWhy, fmt.Sprintf("trial %s: %s", t.TrialID, strings.Join(bad, ", ")))
+			return nil
+		}
 		c.N++
 		c.RepRPS = append(c.RepRPS, t.RPS)
 		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
@@ -247,6 +258,10 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	if !opts.NoSeries {
 		if err := run.EachTimeseries(func(r *results.TimeseriesRow) error {
 			for _, sl := range series[[2]string{r.TrialID, r.Step}] {
+				if why := invalidPoint(r); why != "" {
+					sl.c.InvalidWhy = append(sl.c.InvalidWhy, fmt.Sprintf("trial %s, timeseries at %gs: %s", r.TrialID, r.TS, why))
+					continue
+				}
 				sl.c.Timeseries[sl.i] = append(sl.c.Timeseries[sl.i], pointOf(r))
 			}
 			return nil
@@ -319,6 +334,9 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		}
 		if c.Failed > 0 {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d repetition(s) did not succeed and are left out", c.Label(), c.Failed))
+		}
+		if len(c.InvalidWhy) > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: invalid values (NaN, ±Inf or negative), left out of every figure; no claim or comparison of the cell is judged: %s", c.Label(), strings.Join(c.InvalidWhy, "; ")))
 		}
 	}
 	sortCells(order, s.Axes, run)

@@ -31,7 +31,9 @@ func LoadFilePaths(path string) (trials, latency, timeseries string) {
 // trials.parquet, no param_ columns, trial_id "load"), and
 // FILE.latency.parquet and FILE.timeseries.parquet hold its histogram
 // buckets and intervals, with the same columns as the run tables. A
-// ".arrow" extension writes Arrow IPC files instead.
+// ".arrow" extension writes Arrow IPC files instead. A path that exists
+// and is not a regular file (a device, a FIFO) is written in place and
+// gets the trials row only (scratch.WriteOutput).
 func WriteLoadFile(path string, step string, res *measure.Record) error {
 	return writeLoadFile(memory.DefaultAllocator, path, step, res)
 }
@@ -55,15 +57,21 @@ func writeLoadFile(mem memory.Allocator, path, step string, res *measure.Record)
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	tp, lp, sp := LoadFilePaths(path)
-	if err := writeTable(mem, scratch.Machine(), tp, format, trialColumns(nil), d.trials); err != nil {
+	// A device or a FIFO (/dev/null, a pipe to another program) gets
+	// the trials row only: nothing is written beside it.
+	beside := scratch.IsRegularOrAbsent(tp)
+	if err := writeTableVia(writeOutput, mem, scratch.Machine(), tp, format, trialColumns(nil), d.trials); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
+	}
+	if !beside {
+		return nil
 	}
 	lat := latencyRecord(mem, d.hists)
 	defer lat.Release()
-	if err := writeRecords(mem, scratch.Machine(), lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}, []idRuns{histRuns(d.hists)}); err != nil {
+	if err := writeRecordsVia(writeOutput, mem, scratch.Machine(), lp, format, bigSchemas[bigLatency], []arrow.RecordBatch{lat}, []idRuns{histRuns(d.hists)}); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
-	if err := writeTable(mem, scratch.Machine(), sp, format, timeseriesColumns, d.timeseries); err != nil {
+	if err := writeTableVia(writeOutput, mem, scratch.Machine(), sp, format, timeseriesColumns, d.timeseries); err != nil {
 		return fmt.Errorf("writing load results: %w", err)
 	}
 	return nil

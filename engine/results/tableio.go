@@ -57,6 +57,20 @@ func buildRecord[R any](mem memory.Allocator, schema *arrow.Schema, cols []colum
 // writeTable writes rows to path (atomically) as Parquet (zstd) or Arrow
 // IPC (zstd), with the schema version in the key-value metadata.
 func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format string, cols []column[R], rows []R) error {
+	return writeTableVia(writeFileAtomic, mem, j, path, format, cols, rows)
+}
+
+// putFunc writes a file through write: writeFileAtomic for a run's
+// tables, (*scratch.Journal).WriteOutput for a file a user named.
+type putFunc func(j *scratch.Journal, path string, write func(f *os.File) error) error
+
+// writeOutput writes what a user named (load --out): a device or a FIFO
+// is written in place, a regular file or an absent path atomically.
+func writeOutput(j *scratch.Journal, path string, write func(f *os.File) error) error {
+	return j.WriteOutput(path, 0o644, write)
+}
+
+func writeTableVia[R any](put putFunc, mem memory.Allocator, j *scratch.Journal, path, format string, cols []column[R], rows []R) error {
 	schema := schemaOf(cols)
 	var recs []arrow.RecordBatch
 	for off := 0; off < len(rows); off += batchRows {
@@ -64,7 +78,7 @@ func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format st
 		defer rec.Release()
 		recs = append(recs, rec)
 	}
-	return writeRecords(mem, j, path, format, schema, recs, nil)
+	return writeRecordsVia(put, mem, j, path, format, schema, recs, nil)
 }
 
 // writeRecords writes recs (all of schema) to path atomically; Parquet row
@@ -72,6 +86,10 @@ func writeTable[R any](mem memory.Allocator, j *scratch.Journal, path, format st
 // With runs (a per-trial table), recs hold only the columns after the id
 // columns and runs[i] the id columns of recs[i] (see trialData).
 func writeRecords(mem memory.Allocator, j *scratch.Journal, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
+	return writeRecordsVia(writeFileAtomic, mem, j, path, format, schema, recs, runs)
+}
+
+func writeRecordsVia(put putFunc, mem memory.Allocator, j *scratch.Journal, path, format string, schema *arrow.Schema, recs []arrow.RecordBatch, runs []idRuns) error {
 	var nonEmpty []arrow.RecordBatch
 	var nonEmptyRuns []idRuns
 	for i, r := range recs {
@@ -98,7 +116,7 @@ func writeRecords(mem memory.Allocator, j *scratch.Journal, path, format string,
 		}
 		defer one.Release()
 	}
-	return writeFileAtomic(j, path, func(f *os.File) error {
+	return put(j, path, func(f *os.File) error {
 		if format == FormatArrow {
 			w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
 			if err != nil {
@@ -363,6 +381,10 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	// sizes; report it as an error naming the file instead.
 	defer func() {
 		if r := recover(); r != nil {
+			if le, ok := r.(*LimitError); ok {
+				err0 = fmt.Errorf("reading %s: %w", path, le)
+				return
+			}
 			err0 = fmt.Errorf("reading %s: the file is damaged (%v)", path, r)
 		}
 	}()
@@ -375,6 +397,11 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	defer f.Close()
 	table := tableOfPath(path)
+	// What the file decodes to is bounded (limits.go): the allocator
+	// refuses to hold more than a table's limit, and each record's
+	// values are counted before they become rows.
+	mem = newLimitAlloc(mem, table)
+	var decoded int64
 	check := func(s *arrow.Schema) error {
 		if err := checkSchema(table, s, cols(s)); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
@@ -382,6 +409,9 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		return nil
 	}
 	each := func(rec arrow.RecordBatch, cs []column[R], idx []int) error {
+		if err := checkDecodedRecord(rec, table, &decoded); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
 		rows := make([]R, rec.NumRows())
 		for c := range cs {
 			if idx[c] >= 0 {
@@ -439,6 +469,13 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 	}
 	defer pf.Close()
 	if err := checkParquetSizes(pf, fi.Size()); err != nil {
+		return true, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
+	}
+	if err := checkDecodedParquet(pf, table); err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return true, fmt.Errorf("reading %s: %w", path, err)
+		}
 		return true, fmt.Errorf("reading %s: the file is damaged: %w", path, err)
 	}
 	// The id columns are read as dictionary arrays: one string per

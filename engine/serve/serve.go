@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"mime"
@@ -88,6 +89,22 @@ type Config struct {
 	// the server's descriptors for good. A connection that has not sent
 	// its first request's headers is closed after HeaderTimeout.
 	IdleTimeout time.Duration
+	// HeaderTimeout bounds the wait for a request's headers once its
+	// first byte arrived, and for a new connection's first request
+	// (DefaultHeaderTimeout when 0; negative: none). HTTP/1.1 and HTTP/2.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, from the
+	// handler's start (DefaultBodyTimeout when 0; negative: none): a
+	// client trickling a body is answered 408 and its connection closed
+	// (HTTP/1.1), its stream reset (HTTP/2, HTTP/3).
+	BodyTimeout time.Duration
+	// MaxBodyBytes bounds a request's body (DefaultMaxBodyBytes when 0;
+	// negative: none): a longer one is answered 413 and its connection
+	// closed. Bodies are read and discarded.
+	MaxBodyBytes int64
+	// MaxHeaderBytes bounds a request's header block (DefaultMaxHeaderBytes
+	// when 0): HTTP/1.1 answers 431, HTTP/2 and HTTP/3 refuse the stream.
+	MaxHeaderBytes int
 	// TLS serves HTTPS with a self-signed certificate for localhost and
 	// 127.0.0.1 made at start, HTTP/2 negotiated by ALPN (and HTTP/1.1).
 	// Without it the server speaks HTTP/1.1 and cleartext HTTP/2 with
@@ -114,8 +131,73 @@ const DefaultMaxStreams = 250
 const DefaultIdleTimeout = 60 * time.Second
 
 // HeaderTimeout bounds the wait for a request's headers on a new
-// connection.
-const HeaderTimeout = 30 * time.Second
+// connection (DefaultHeaderTimeout; kept for its callers).
+const HeaderTimeout = DefaultHeaderTimeout
+
+// The defaults of a request's bounds (--header-timeout, --body-timeout,
+// --max-body, --max-header): generous for any benchmark's request, short
+// enough that clients trickling bytes cannot hold descriptors for good.
+const (
+	DefaultHeaderTimeout  = 30 * time.Second
+	DefaultBodyTimeout    = 30 * time.Second
+	DefaultMaxBodyBytes   = 64 << 20
+	DefaultMaxHeaderBytes = 1 << 20
+)
+
+// orDefault is d when it is 0, none (0) when negative, else v.
+func orDefault[T int | int64 | time.Duration](v, d T) T {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// bounded reads and discards each request's body before h answers,
+// within the body's time and size bounds: a client trickling a body, or
+// sending more than the limit, is answered 408 or 413 and its connection
+// closed instead of holding it (the HTTP/1.1 server would otherwise wait
+// for the rest of the body after the response, without a deadline).
+func bounded(h http.Handler, cfg Config) http.Handler {
+	timeout := orDefault(cfg.BodyTimeout, DefaultBodyTimeout)
+	limit := orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if timeout > 0 {
+			if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+				// No deadline here: close the body when the time is up.
+				t := time.AfterFunc(timeout, func() { r.Body.Close() })
+				defer t.Stop()
+			}
+		}
+		body := r.Body
+		if limit > 0 {
+			body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		if _, err := io.Copy(io.Discard, body); err != nil {
+			var tooBig *http.MaxBytesError
+			if r.ProtoMajor == 1 {
+				w.Header()["Connection"] = closeValue
+			}
+			if errors.As(err, &tooBig) {
+				http.Error(w, fmt.Sprintf("request body over the server's limit of %d bytes (benchflow serve --max-body)", limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, fmt.Sprintf("request body not received within %s (benchflow serve --body-timeout)", timeout), http.StatusRequestTimeout)
+			return
+		}
+		if timeout > 0 {
+			rc.SetReadDeadline(time.Time{})
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // handler is the http.Handler New returns. Everything a response needs is
 // computed in New; ServeHTTP only picks and writes.
@@ -488,7 +570,8 @@ func serve(ctx context.Context, ln net.Listener, pc net.PacketConn, cfg Config) 
 		closeAll()
 		return err
 	}
-	srv := newServer(cfg, h)
+	top := bounded(h, cfg)
+	srv := newServer(cfg, top)
 	var h3srv *http3.Server
 	if cfg.TLS {
 		cert, err := SelfSigned()
@@ -498,8 +581,8 @@ func serve(ctx context.Context, ln net.Listener, pc net.PacketConn, cfg Config) 
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 		if pc != nil {
-			h3srv = newH3Server(cfg, h, cert)
-			srv.Handler = altSvc(h, pc.LocalAddr())
+			h3srv = newH3Server(cfg, top, cert)
+			srv.Handler = altSvc(top, pc.LocalAddr())
 		}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
@@ -578,10 +661,11 @@ func newH3Server(cfg Config, h http.Handler, cert tls.Certificate) *http3.Server
 		qc.MaxIdleTimeout = idle
 	}
 	return &http3.Server{
-		Handler:     h,
-		TLSConfig:   http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
-		QUICConfig:  qc,
-		IdleTimeout: idle,
+		Handler:        h,
+		MaxHeaderBytes: orDefault(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
+		QUICConfig:     qc,
+		IdleTimeout:    idle,
 	}
 }
 
@@ -607,7 +691,8 @@ func newServer(cfg Config, h http.Handler) *http.Server {
 	case idle < 0:
 		idle = 0 // with ReadTimeout 0: never
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: idle}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout), IdleTimeout: idle,
+		MaxHeaderBytes: orDefault(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	if cfg.TLS {
