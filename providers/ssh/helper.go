@@ -158,7 +158,7 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		resp := errResp(err)
 		resp.PID = pid
 		var ee *exec.Error
-		resp.NotFound = errors.As(err, &ee) || errors.Is(err, os.ErrNotExist)
+		resp.NotFound = errors.As(err, &ee)
 		return resp
 	case opStatus:
 		h.mu.Lock()
