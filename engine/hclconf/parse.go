@@ -46,6 +46,8 @@ type pipelineBlock struct {
 	ExcludeUnsteady bool `hcl:"exclude_unsteady,optional"`
 	// BusyRerun: see pipeline.Pipeline.BusyRerun.
 	BusyRerun *int64 `hcl:"busy_rerun,optional"`
+	// BusyGiveUp: see pipeline.Pipeline.BusyGiveUp.
+	BusyGiveUp *int64 `hcl:"busy_give_up,optional"`
 }
 
 type outputBlock struct {
@@ -300,6 +302,14 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 				fmt.Sprintf("busy_rerun is how many times a trial that found the machine busy runs again: 0 (never) to %d, not %d.", pipeline.MaxBusyRerun, *n)))
 		} else {
 			p.BusyRerun = int(*n)
+		}
+	}
+	if n := pb.BusyGiveUp; n != nil {
+		if *n < 0 || *n > pipeline.MaxBusyGiveUp {
+			diags = append(diags, attrDiag(body, "busy_give_up", "Invalid busy_give_up",
+				fmt.Sprintf("busy_give_up is how many attempts in a row may find the machine busy before busy trials are no longer run again: 0 (never give up) to %d, not %d.", pipeline.MaxBusyGiveUp, *n)))
+		} else {
+			p.BusyGiveUp = int(*n)
 		}
 	}
 	return diags

@@ -28,6 +28,13 @@ const (
 	MaxBusyRerun     = 10
 )
 
+// DefaultBusyGiveUp is BusyGiveUp when the pipeline does not set
+// busy_give_up; MaxBusyGiveUp bounds it.
+const (
+	DefaultBusyGiveUp = 2
+	MaxBusyGiveUp     = 100
+)
+
 // Trial orders.
 const (
 	OrderInterleaved = "interleaved"
@@ -66,6 +73,13 @@ type Pipeline struct {
 	// turns re-runs off. Only loads with a whole-machine collect step can
 	// find the machine busy.
 	BusyRerun int
+	// BusyGiveUp is how many attempts in a row (of one trial or of
+	// consecutive trials) may find the machine busy before re-running
+	// stops for the rest of the run: a machine busy that long is busy
+	// for a reason the next attempt will meet too. The busy trials are
+	// kept, flagged noisy. DefaultBusyGiveUp unless busy_give_up is set;
+	// 0 never gives up (every busy trial is re-run busy_rerun times).
+	BusyGiveUp int
 
 	Variables []*Variable
 	Locals    []*Local
@@ -191,6 +205,7 @@ func New(display string, fsys fs.FS, src []byte, format string) *Pipeline {
 		Order:       OrderInterleaved,
 		OnFailure:   "continue",
 		BusyRerun:   DefaultBusyRerun,
+		BusyGiveUp:  DefaultBusyGiveUp,
 		Matrix:      &Matrix{},
 		File:        display,
 		Dir:         path.Dir(display),

@@ -258,6 +258,9 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 
 	status := results.RunOK
 	interrupted, aborted := false, false
+	// busyRun counts the attempts in a row that found the machine busy;
+	// giveUp is set once they reach busy_give_up.
+	busyRun, giveUp := 0, false
 	var ad *adaptive
 	if pl.Adaptive != nil {
 		ad = newAdaptive(pl)
@@ -277,17 +280,33 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			next = pl.Trials[i+1]
 		}
 		rec, elapsed := r.runTrial(ctx, t, next)
+		total := elapsed
 		// A trial that found the machine busy runs again at once, before
 		// the next one (the order of the others is kept), up to
-		// busy_rerun times; the busy attempts are recorded, discarded.
+		// busy_rerun times, while re-running can help: once busy_give_up
+		// attempts in a row found the machine busy, busy trials are kept,
+		// flagged, for the rest of the run (giveUp). The busy attempts
+		// are recorded, discarded.
 		var failed error
 		for attempt := 1; ; attempt++ {
 			rec.Attempt = attempt
 			why := busyReason(rec)
-			if why == "" || attempt > pl.Pipeline.BusyRerun || ctx.Err() != nil {
+			if why == "" {
+				busyRun = 0
+			} else {
+				busyRun++
+				rep.Logf("trial %s: attempt %d found the machine busy: %s", t.ID, attempt, why)
+				if g := pl.Pipeline.BusyGiveUp; g > 0 && busyRun >= g && !giveUp && pl.Pipeline.BusyRerun > 0 {
+					giveUp = true
+					rep.Warnf("the machine was busy for %d attempts in a row (last: %s): busy trials are no longer run again in this run; they are kept, flagged noisy (busy_give_up = %d; 0 re-runs them all)", busyRun, shortWhy(why), g)
+				}
+			}
+			if why == "" || giveUp || attempt > pl.Pipeline.BusyRerun || ctx.Err() != nil {
 				if why != "" && pl.Pipeline.BusyRerun > 0 {
 					s.BusyKept++
-					rep.Warnf("trial %s: the machine was still busy after %d re-runs: this attempt is kept, flagged (%s)", t.ID, pl.Pipeline.BusyRerun, shortWhy(why))
+					if !giveUp {
+						rep.Warnf("trial %s: the machine was still busy after %d re-runs: this attempt is kept, flagged (%s)", t.ID, pl.Pipeline.BusyRerun, shortWhy(why))
+					}
 				}
 				break
 			}
@@ -297,12 +316,21 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 				break
 			}
 			s.Reruns++
-			rep.TrialDone(t, rec, elapsed)
-			rep.Warnf("trial %s: %s; discarded (attempt %d, kept in the tables as %s), running it again (%d of at most %d re-runs)", t.ID, why, attempt, rec.TrialID, attempt, pl.Pipeline.BusyRerun)
-			var more time.Duration
-			rec, more = r.runTrial(ctx, t, next)
-			elapsed += more
+			rep.Logf("trial %s: attempt %d discarded (kept in the tables as %s), running it again (%d of at most %d re-runs)", t.ID, attempt, rec.TrialID, attempt, pl.Pipeline.BusyRerun)
+			rec, elapsed = r.runTrial(ctx, t, next)
+			total += elapsed
 		}
+		// The console shows this attempt's own time, and which attempt
+		// of how many it was.
+		of := pl.Pipeline.BusyRerun + 1
+		if giveUp && rec.Attempt < of {
+			of = rec.Attempt
+		}
+		flagged := ""
+		if why := busyReason(rec); why != "" {
+			flagged = shortWhy(why)
+		}
+		rep.TrialAttempt(t, rec.Attempt, of, flagged)
 		redactRecord(rec)
 		if failed == nil {
 			failed = w.CommitTrial(rec)
@@ -328,7 +356,7 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		}
 		rep.TrialDone(t, rec, elapsed)
 		if ad != nil {
-			ad.observe(t, rec, elapsed)
+			ad.observe(t, rec, total)
 		}
 		switch rec.Status {
 		case results.StatusOK:
