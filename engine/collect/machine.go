@@ -560,18 +560,6 @@ func (s *Sampler) finishMachine() {
 	}
 	m.procsCPU = s.procAverages(w)
 	s.addChildren(all, w, minTicks)
-	// Another's processes are listed by their command lines.
-	byPID := make(map[int]*machProc, len(all))
-	for _, mp := range all {
-		byPID[mp.pid] = mp
-	}
-	for i := range m.procsCPU {
-		if p := &m.procsCPU[i]; p.Role == RoleOther {
-			if mp := byPID[p.PID]; mp != nil {
-				p.Cmdline = procfs.CommandLine(mp.argv, cmdlineWidth)
-			}
-		}
-	}
 }
 
 // addChildren gives each process that reaped children no pass saw (they
@@ -734,18 +722,12 @@ type ProcCPU struct {
 	// ended within an interval; their CPU reached it when it reaped them),
 	// counted in its role's budget with it; 0 for most processes.
 	ChildrenPct float64 `json:"children_pct,omitempty"`
-	// Cmdline is the command line of a process of role other, as the
-	// listings show it (procfs.CommandLine: at most 80 characters).
-	Cmdline string `json:"cmdline,omitempty"`
 }
 
-// Label names the process in a listing: by its name when it is the
-// run's, by name, pid and command line when it is another's.
+// Label names the process in a listing: by its program name, whoever's
+// it is (procLabel).
 func (p ProcCPU) Label() string {
-	if p.Role != RoleOther {
-		return p.Process
-	}
-	return procLabel(p.Process, p.PID, p.Cmdline)
+	return procLabel(p.Process, p.PID, "")
 }
 
 // procAverages averages the rows per pid over the window (a process that
@@ -923,7 +905,7 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		before[up] += sa.ticks + sa.ctime
 	}
-	parts := map[int]*quietPart{} // by pid: two processes of one name are two parts
+	parts := map[string]*quietPart{} // by name: processes of one name add up
 	total := 0.0
 	for pid, sn := range b {
 		if sn.kth {
@@ -939,10 +921,10 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		if d+kids == 0 || inRun(pid) || s.infraOf(&machProc{pid: pid, comm: sn.comm, ppid: sn.ppid, starttime: sn.start}) {
 			continue // the run's, or its infrastructure by relation
 		}
-		p := parts[pid]
+		p := parts[sn.comm]
 		if p == nil {
-			p = &quietPart{name: procLabel(sn.comm, pid, readCmdline(pid))}
-			parts[pid] = p
+			p = &quietPart{name: procLabel(sn.comm, pid, "")}
+			parts[sn.comm] = p
 		}
 		p.own += float64(d) / clockTicks / dt * 100
 		p.kids += float64(kids) / clockTicks / dt * 100
@@ -969,19 +951,18 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 // quietHook, when set (tests), runs after the quiet check's first read.
 var quietHook func()
 
-// quietPart is the CPU of one process outside the run in the quiet
-// window (named by name, pid and command line): its own and its
-// children's that ended within it.
+// quietPart is the CPU of the processes of one name outside the run in
+// the quiet window: their own and their children's that ended within it.
 type quietPart struct {
 	name      string
 	own, kids float64
 	n         int
 }
 
-// quietTop lists the n busiest processes of the quiet check and what the
-// others used, so the parts add up to the total: "make (pid 812: make
-// -j2) 40% (39% in children that ended within the window), 3 more 1.2%".
-func quietTop(parts map[int]*quietPart, n int) string {
+// quietTop lists the n busiest program names of the quiet check and what
+// the others used, so the parts add up to the total: "make 40% (39% in
+// children that ended within the window), 3 more 1.2%".
+func quietTop(parts map[string]*quietPart, n int) string {
 	ps := make([]namePart, 0, len(parts))
 	for _, p := range parts {
 		ps = append(ps, namePart{name: p.name, own: p.own, kids: p.kids, count: p.n})
