@@ -194,7 +194,9 @@ step "collect" "cpu" {
 // starts keep both cores busy the whole time: after busy_give_up (2)
 // busy attempts in a row benchflow stops re-running, says so once, and
 // keeps the busy trials, flagged; it prints one line per trial, each with
-// that attempt's own time.
+// that attempt's own time. The loops' command lines hold a token: it is
+// in no file of the run, of its bundle, of its reports or exports, nor on
+// the console (another's processes are named by program name only).
 func TestBusyRerunsGiveUp(t *testing.T) {
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "busy.hcl")
@@ -226,8 +228,9 @@ step "collect" "cpu" {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	const secret = "tok3nS3cretXyz"
 	for range 2 {
-		burner := exec.Command("sh", "-c", "while :; do :; done")
+		burner := exec.Command("sh", "-c", "while :; do :; done", "burner", "--token="+secret)
 		burner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := burner.Start(); err != nil {
 			t.Fatal(err)
@@ -284,5 +287,86 @@ step "collect" "cpu" {
 		if strings.Contains(l, "attempt") && !strings.Contains(l, " of ") {
 			t.Errorf("trial line %q", l)
 		}
+	}
+	checkNoSecret(t, secret, out, log)
+}
+
+// checkNoSecret fails when secret is in the console output, in a file of
+// the runs under out (Parquet tables read cell by cell), in the bundle
+// publish makes of the latest, or in what report and export print.
+func checkNoSecret(t *testing.T, secret, out, console string) {
+	t.Helper()
+	if strings.Contains(console, secret) {
+		t.Errorf("the console shows another process's command line:\n%s", console)
+	}
+	latest := filepath.Join(out, "latest")
+	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	if b, err := exec.Command(bin, "publish", latest, bundleDir).CombinedOutput(); err != nil {
+		t.Fatalf("publish: %v\n%s", err, b)
+	}
+	for _, args := range [][]string{
+		{"report", latest}, {"report", latest, "--format", "markdown"},
+		{"report", latest, "--format", "csv"}, {"report", latest, "--format", "json"},
+		{"export", latest, "--all-attempts"}, {"export", latest, "--table", "processes"},
+	} {
+		b, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("%v: %v\n%s", args, err, b)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%v prints another process's command line", args)
+		}
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	files := 0
+	for _, root := range []string{out, bundleDir} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Type()&os.ModeSymlink != 0 {
+				return err
+			}
+			files++
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s holds another process's command line", p)
+			}
+			if !strings.HasSuffix(p, ".parquet") {
+				return nil
+			}
+			rows, err := db.Query(fmt.Sprintf("SELECT * FROM read_parquet('%s')", p))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			cols, _ := rows.Columns()
+			for rows.Next() {
+				vals := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					return err
+				}
+				for i, v := range vals {
+					if strings.Contains(fmt.Sprint(v), secret) {
+						t.Errorf("%s: column %s holds another process's command line: %v", p, cols[i], v)
+					}
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 5 {
+		t.Errorf("only %d files checked", files)
 	}
 }

@@ -87,8 +87,13 @@ func TestReportVerdicts(t *testing.T) {
 			t.Errorf("text report lacks %q above the table:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2 (50% idle") {
-		t.Errorf("no verdict column:\n%s", out)
+	// The table holds the verdict's word and a note number; the
+	// evidence is in the numbered notes below it.
+	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2 [2]") || !strings.Contains(out, "[2] deploy=docker-host: not CPU-bound 1/2 — 50% idle") {
+		t.Errorf("no verdict column with a word and a note:\n%s", out)
+	}
+	if strings.Index(out, "[2] deploy=docker-host") < strings.Index(out, "not CPU-bound 1/2 [2]") {
+		t.Errorf("the verdict notes are not below the table:\n%s", out)
 	}
 
 	var md bytes.Buffer
