@@ -269,6 +269,16 @@ type ListenPorter interface {
 	ListenPort(p Port) int
 }
 
+// HostPortPicker is implemented by providers whose platform picks a free
+// host port itself and reports it after provisioning (Docker publishing a
+// container port on host port 0): for a port whose host is "auto" and for
+// which PicksHostPort is true, the engine leaves Port.Host 0 instead of
+// choosing a free port first (which another process could take before the
+// container binds it). The provider's endpoint then carries the port.
+type HostPortPicker interface {
+	PicksHostPort(p Port) bool
+}
+
 // ServiceDirer is implemented by providers that mount the service's files at
 // another path than the host folder; the result is self.dir in templates.
 type ServiceDirer interface {
