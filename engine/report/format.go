@@ -296,6 +296,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	if len(s.Claims) > 0 {
 		header = append(header, "claims") // name=outcome of the claims reading the cell; claims.parquet has the rest
 	}
+	header = append(header, "rps_arith_mean")
 	if err := cw.Write(s.csvCells(header)); err != nil {
 		return err
 	}
@@ -309,7 +310,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			}
 		}
 		row = append(row, c.Step, strconv.Itoa(c.N), strconv.Itoa(c.Failed),
-			num(stats.Mean(c.usedRPS())), num(c.RPS.Low), num(c.RPS.High),
+			num(c.RPS.Value), num(c.RPS.Low), num(c.RPS.High),
 			num(c.P50US), num(c.P90US), num(c.P99US), num(c.P999US), num(c.MaxUS),
 			strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10))
 		if c.Baseline != nil {
@@ -342,6 +343,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		if len(s.Claims) > 0 {
 			row = append(row, s.claimsFor(c))
 		}
+		row = append(row, num(stats.Mean(c.usedRPS())))
 		if err := cw.Write(s.csvCells(row)); err != nil {
 			return err
 		}
