@@ -207,11 +207,10 @@ func (s *Summary) writeVerdictNotes(w io.Writer, prefix string) {
 	}
 	fmt.Fprintln(w)
 	if prefix == mdPrefix {
-		fmt.Fprintf(w, "%sverdicts:\n", prefix)
+		fmt.Fprintf(w, "%sverdicts:  \n", prefix)
 		for _, n := range notes {
 			fmt.Fprintf(w, "%s%s  \n", prefix, lineText(prefix, n))
 		}
-		fmt.Fprintln(w)
 		return
 	}
 	fmt.Fprintln(w, "verdicts:")
