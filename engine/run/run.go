@@ -411,6 +411,9 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 	if err := w.Finish(status, time.Now().UTC()); err != nil {
 		return s, fmt.Errorf("finishing the run: %w", err)
 	}
+	if k := w.LatestKept(); k != "" {
+		rep.Warnf("no trial of this run succeeded: %s still names the run before it, %s (this one is %s)", filepath.Join(filepath.Dir(w.Dir()), "latest"), k, w.Dir())
+	}
 	if err := r.recordClaims(w.Dir(), s); err != nil {
 		rep.Warnf("%v", err)
 	}
