@@ -284,11 +284,11 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 	}
 	switch pb.OnFailure {
 	case "":
-	case "continue", "abort":
+	case "continue", "abort", "all":
 		p.OnFailure = pb.OnFailure
 	default:
 		diags = append(diags, attrDiag(body, "on_failure", "Invalid on_failure",
-			fmt.Sprintf("on_failure must be \"continue\" or \"abort\", not %q.", pb.OnFailure)))
+			fmt.Sprintf("on_failure must be \"continue\" (the default: go on, but stop when the first two trials fail the same way), \"abort\" (stop at the first failed trial) or \"all\" (run every trial whatever fails), not %q.", pb.OnFailure)))
 	}
 	if p.Adaptive != nil && p.Order != pipeline.OrderInterleaved {
 		diags = append(diags, attrDiag(body, "repetitions", "Adaptive repetitions need interleaved order",

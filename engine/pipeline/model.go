@@ -53,10 +53,13 @@ type Pipeline struct {
 	Repetitions int // >= 1; with Adaptive, its Min
 	// Adaptive is set by repetitions = { min, max, precision, budget };
 	// nil for a fixed number of repetitions.
-	Adaptive  *Adaptive
-	Order     string // OrderInterleaved (default), OrderSequential, OrderRandom
-	Seed      int64  // seed for OrderRandom; 0 means "pick one and record it"
-	OnFailure string // "continue" (default) or "abort"
+	Adaptive *Adaptive
+	Order    string // OrderInterleaved (default), OrderSequential, OrderRandom
+	Seed     int64  // seed for OrderRandom; 0 means "pick one and record it"
+	// OnFailure: "continue" (default: go on after a failed trial, but
+	// stop when the first two trials fail the same way), "abort" (stop
+	// at the first failed trial) or "all" (run every trial).
+	OnFailure string
 	// ReuseServices keeps a service running between consecutive trials
 	// whose service inputs are identical (default false: every trial
 	// provisions afresh).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -261,6 +262,9 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 	// busyRun counts the attempts in a row that found the machine busy;
 	// giveUp is set once they reach busy_give_up.
 	busyRun, giveUp := 0, false
+	// ran counts the trials run (not skipped by a resume);
+	// firstFailures the failure keys of the first two (failureKey).
+	ran, firstFailures := 0, []string{}
 	var ad *adaptive
 	if pl.Adaptive != nil {
 		ad = newAdaptive(pl)
@@ -374,6 +378,19 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			aborted = true
 			break
 		}
+		// The first two trials run failing the same way (the same error,
+		// numbers aside) is a failure every trial would meet: a stack
+		// that is not up, a tune change this host cannot make. Stop, and
+		// say why, unless on_failure = "all".
+		ran++
+		if ran <= 2 {
+			firstFailures = append(firstFailures, failureKey(rec))
+		}
+		if ran == 2 && firstFailures[0] != "" && firstFailures[0] == firstFailures[1] && pl.Pipeline.OnFailure != "all" {
+			rep.Warnf("the first two trials failed the same way, which every trial would: stopping after %d of %d trials (on_failure = \"all\" runs them all; docs/language.md#pipeline): %s", ran, len(pl.Trials), firstLine(rec.Error))
+			aborted = true
+			break
+		}
 		if ad != nil && i == len(pl.Trials)-1 {
 			r.addRound(ctx, ad, s)
 		}
@@ -425,6 +442,24 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		return s, fmt.Errorf("run %s: %w (%d of %d failed)", s.RunID, ErrTrialsFailed, len(pl.Trials)-s.OK-s.Skipped, len(pl.Trials))
 	}
 	return s, nil
+}
+
+// failureKey is what makes two failed trials fail "the same way": the
+// error with every number masked (ports, pids, durations differ); "" for a
+// trial that did not fail.
+func failureKey(rec *results.TrialRecord) string {
+	if rec.Status != results.StatusFailed || rec.Error == "" {
+		return ""
+	}
+	return digitsRe.ReplaceAllString(rec.Error, "#")
+}
+
+var digitsRe = regexp.MustCompile(`[0-9]+`)
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 // gc removes leftovers of crashed runs for the provider types this pipeline
