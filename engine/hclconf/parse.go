@@ -214,8 +214,10 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			diags = append(diags, checkBody(b.Body, cfg)...)
 			p.Steps = append(p.Steps, &pipeline.Step{Kind: kind, Name: name, Body: b.Body, DeclRange: b.DefRange})
 		case "claim":
-			if !validName(b.Labels[0]) {
-				diags = append(diags, badName("claim", b.Labels[0], b.LabelRanges[0]))
+			if !ValidClaimName(b.Labels[0]) {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid claim name",
+					Detail:  fmt.Sprintf("%q is not a valid claim name: use letters, digits, underscores and dashes, starting with a letter or a digit (1M-requests).", b.Labels[0]),
+					Subject: b.LabelRanges[0].Ptr()})
 				continue
 			}
 			if dup("claim", b.Labels[0], b.DefRange) {
@@ -506,6 +508,21 @@ func badName(kind, name string, rng hcl.Range) *hcl.Diagnostic {
 		Detail:   fmt.Sprintf("%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name),
 		Subject:  rng.Ptr(),
 	}
+}
+
+// ValidClaimName: a claim is never referred to in an expression, so its
+// name may start with a digit ("1M-requests"): letters, digits,
+// underscores and dashes, not starting with a dash.
+func ValidClaimName(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func validName(s string) bool {

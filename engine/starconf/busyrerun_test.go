@@ -73,3 +73,44 @@ func TestBusyGiveUp(t *testing.T) {
 		t.Errorf("busy_give_up = -1: %v, want Invalid busy_give_up at line 2", d)
 	}
 }
+
+// TestClaimNameMayStartWithADigit: a claim is never referred to in an
+// expression, so "1M-requests" is a name in both front ends; a name
+// starting with a dash is a located error.
+func TestClaimNameMayStartWithADigit(t *testing.T) {
+	fsys := fstest.MapFS{}
+	const body = `
+matrix {
+  size = ["6"]
+}
+step "load" "main" {
+  target   = "http://127.0.0.1:1/"
+  requests = 1
+}
+`
+	for _, name := range []string{"1M-requests", "-x"} {
+		src := `pipeline "p" {}` + body + `claim "` + name + `" {
+  metric = "rps"
+  cell   = { size = "6" }
+  value  = "> 1"
+}
+`
+		p, d := hclconf.ParseSource(fsys, "p.hcl", []byte(src))
+		if name == "-x" {
+			if !d.HasErrors() || d[0].Summary != "Invalid claim name" || d[0].Subject == nil {
+				t.Errorf("claim %q: %v, want Invalid claim name, located", name, d)
+			}
+			continue
+		}
+		if d.HasErrors() || len(p.Claims) != 1 || p.Claims[0].Name != name {
+			t.Errorf("claim %q: %v", name, d)
+		}
+	}
+	if _, d := ParseSource(fsys, "p.star", []byte(`pipeline("p")
+matrix(size = ["6"])
+step.load("main", target = "http://127.0.0.1:1/", requests = 1)
+claim("1M-requests", metric = "rps", cell = {"size": "6"}, value = "> 1")
+`)); d.HasErrors() {
+		t.Errorf("Starlark claim 1M-requests: %v", d)
+	}
+}
