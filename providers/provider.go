@@ -82,6 +82,13 @@ type Type struct {
 	// fuse-overlayfs) is never listed here: it is the run's only by
 	// relation to the run's containers (ContainerReporter).
 	Infra []string
+	// Preflight, when set, checks before a run's first trial that what
+	// the type's providers need is there (a Nomad agent, Consul, an
+	// APISIX admin API answering at the configured addresses), reaching
+	// them through req.Configs as GC does. Its error says what is missing
+	// and where the docs say how to get it; the run then does not start.
+	// It changes nothing and is bounded in time.
+	Preflight func(ctx context.Context, req *GCRequest) error
 }
 
 // NewRequest carries what New needs.

@@ -132,6 +132,9 @@ func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
 		// Every file of a run with a sensitive variable is private.
 		defer privateUmask()()
 	}
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
 	w, err := r.open(ctx)
 	if err != nil {
 		return nil, err
@@ -460,6 +463,32 @@ var digitsRe = regexp.MustCompile(`[0-9]+`)
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// preflight asks each provider type the plan uses whether what it needs
+// is there (providers.Type.Preflight) before anything starts: a stack that
+// is not up stops the run here, with one error, before a run folder is
+// made or latest moves.
+func (r *Runner) preflight(ctx context.Context) error {
+	configs := ProviderConfigs(r.plan)
+	names := make([]string, 0, len(configs))
+	for n := range configs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t, ok := providers.Lookup(n)
+		if !ok || t.Preflight == nil {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := t.Preflight(pctx, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("before the first trial: %w", err)
+		}
+	}
+	return nil
 }
 
 // gc removes leftovers of crashed runs for the provider types this pipeline
