@@ -283,7 +283,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
 		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady",
-		"latency_p99_us_rep_geomean", "latency_p99_us_rep_ci_low", "latency_p99_us_rep_ci_high")
+		"latency_p99_us_rep_geomean", "latency_p99_us_rep_ci_low", "latency_p99_us_rep_ci_high", "rps_arith_mean")
 	verdicts := s.hasVerdicts()
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
@@ -295,7 +295,6 @@ func (s *Summary) writeCSV(w io.Writer) error {
 	if len(s.Claims) > 0 {
 		header = append(header, "claims") // name=outcome of the claims reading the cell; claims.parquet has the rest
 	}
-	header = append(header, "rps_arith_mean")
 	if err := cw.Write(s.csvCells(header)); err != nil {
 		return err
 	}
@@ -328,7 +327,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			row = append(row, "")
 		}
 		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList(),
-			num(c.P99Reps.Value), num(c.P99Reps.Low), num(c.P99Reps.High))
+			num(c.P99Reps.Value), num(c.P99Reps.Low), num(c.P99Reps.High), num(stats.Mean(c.usedRPS())))
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
 		}
@@ -342,7 +341,6 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		if len(s.Claims) > 0 {
 			row = append(row, s.claimsFor(c))
 		}
-		row = append(row, num(stats.Mean(c.usedRPS())))
 		if err := cw.Write(s.csvCells(row)); err != nil {
 			return err
 		}
