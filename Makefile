@@ -6,7 +6,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 TAGS      ?= arrow_json_stdlib
 PKGS      := ./...
 
-.PHONY: help build build-debug test caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
+.PHONY: help build build-debug test test-busy caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -23,14 +23,29 @@ build: ## Build bin/benchflow (stripped: -trimpath -s -w)
 build-debug: ## Build bin/benchflow with symbols and DWARF (for dlv, perf)
 	$(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/benchflow
 
-test: build ## Run the whole test suite (Docker tests skip without an engine)
-	BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m $(PKGS)
-	# The load generator again on each engine alone (the automatic choice
-	# mixes epoll and uring): goroutines (what TLS targets use), epoll and
-	# uring (skipped, saying why, where io_uring cannot run).
-	BENCHFLOW_LOAD_ENGINE=goroutines $(GO) test -count=1 -timeout 10m ./engine/load
-	BENCHFLOW_LOAD_ENGINE=epoll $(GO) test -count=1 -timeout 10m ./engine/load
-	BENCHFLOW_LOAD_ENGINE=uring $(GO) test -count=1 -timeout 10m ./engine/load
+# After the whole suite, the load generator again on each engine alone (the
+# automatic choice mixes epoll and uring): goroutines (what TLS targets
+# use), epoll and uring (skipped, saying why, where io_uring cannot run).
+# A failing run does not stop the others; the target fails at the end.
+test: build ## Run the whole test suite (Docker tests skip without an engine); every run goes, then it fails if one failed
+	@fail=0; \
+	BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m $(PKGS) || fail=1; \
+	for e in goroutines epoll uring; do \
+		BENCHFLOW_LOAD_ENGINE=$$e $(GO) test -count=1 -timeout 10m ./engine/load || fail=1; \
+	done; \
+	if [ $$fail -ne 0 ]; then echo "make test: some test runs failed (see above)"; exit 1; fi
+
+# The suite on a busy machine: BUSY (default 2) CPU-bound loops run beside
+# it for its whole length, as on a shared CI runner or a laptop doing
+# something else; they are stopped by pid when it ends, pass or fail.
+BUSY ?= 2
+test-busy: build ## The whole suite with BUSY (default 2) CPU-bound loops running beside it
+	@pids=""; i=0; \
+	while [ $$i -lt $(BUSY) ]; do sh -c 'while :; do :; done' & pids="$$pids $$!"; i=$$((i+1)); done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "make test-busy: busy loops $$pids"; \
+	$(MAKE) --no-print-directory test; rc=$$?; \
+	kill $$pids 2>/dev/null; exit $$rc
 
 # Caddy, the real HTTP/1.1 + HTTP/2 + HTTP/3 server of the load generator's
 # tests (engine/load caddy_test.go, cmd/benchflow caddy_e2e_test.go), built

@@ -83,6 +83,13 @@ type Type struct {
 	// fuse-overlayfs) is never listed here: it is the run's only by
 	// relation to the run's containers (ContainerReporter).
 	Infra []string
+	// Preflight, when set, checks before a run's first trial that what
+	// the type's providers need is there (a Nomad agent, Consul, an
+	// APISIX admin API answering at the configured addresses), reaching
+	// them through req.Configs as GC does. Its error says what is missing
+	// and where the docs say how to get it; the run then does not start.
+	// It changes nothing and is bounded in time.
+	Preflight func(ctx context.Context, req *GCRequest) error
 }
 
 // NewRequest carries what New needs.
@@ -277,6 +284,16 @@ type Liveness interface {
 // self.port.<name> to templates. Without it the host port is used.
 type ListenPorter interface {
 	ListenPort(p Port) int
+}
+
+// HostPortPicker is implemented by providers whose platform picks a free
+// host port itself and reports it after provisioning (Docker publishing a
+// container port on host port 0): for a port whose host is "auto" and for
+// which PicksHostPort is true, the engine leaves Port.Host 0 instead of
+// choosing a free port first (which another process could take before the
+// container binds it). The provider's endpoint then carries the port.
+type HostPortPicker interface {
+	PicksHostPort(p Port) bool
 }
 
 // ServiceDirer is implemented by providers that mount the service's files at

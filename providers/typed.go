@@ -21,6 +21,8 @@ type Spec[C any] struct {
 	GC     func(ctx context.Context, req *GCRequest) ([]string, error)
 	Agents bool
 	Infra  []string
+	// Preflight is the Type's field of the same name.
+	Preflight func(ctx context.Context, req *GCRequest) error
 }
 
 // TypeOf builds the Type of s. It owns the three things every provider
@@ -44,10 +46,11 @@ func TypeOf[C any, P interface {
 			}
 			return s.New(req.Name, c)
 		},
-		Attrs:  s.Attrs,
-		GC:     s.GC,
-		Agents: s.Agents,
-		Infra:  s.Infra,
+		Attrs:     s.Attrs,
+		GC:        s.GC,
+		Agents:    s.Agents,
+		Infra:     s.Infra,
+		Preflight: s.Preflight,
 	}
 }
 

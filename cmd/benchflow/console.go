@@ -40,6 +40,11 @@ type Console struct {
 	// one first: each text is printed once per run.
 	warned    map[string][]string
 	warnOrder []string
+	// loads are the current attempt's load results, for its trial line;
+	// attempt, of and busy what TrialAttempt said of it.
+	loads       []string
+	attempt, of int
+	busy        string
 }
 
 func (c *Console) clearLine() {
@@ -102,8 +107,9 @@ func (c *Console) TrialStart(t *plan.Trial, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.trial, c.started, c.step, c.rps = t, time.Now(), "provision", 0
+	c.loads, c.attempt, c.of, c.busy = nil, 0, 0, ""
 	c.total = total // adaptive repetitions add trials as the run goes
-	if !c.TTY && !c.Quiet {
+	if !c.TTY && c.Verbose {
 		c.println("[%d/%d] trial %s %s: started", t.Index+1, total, t.ID, t.ParamString())
 	}
 	c.redraw()
@@ -126,6 +132,8 @@ func (c *Console) LoadProgress(t *plan.Trial, step string, p load.Progress) {
 	c.redraw()
 }
 
+// LoadDone keeps the load's figures for the trial's line (printed at
+// once with --verbose).
 func (c *Console) LoadDone(t *plan.Trial, step string, r *measure.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,11 +144,14 @@ func (c *Console) LoadDone(t *plan.Trial, step string, r *measure.Record) {
 	if r.Latency != nil {
 		p99 = float64(r.Latency.ValueAtQuantile(99)) / 1000
 	}
-	msg := fmt.Sprintf("  %s: %s %.0f req/s, p99 %.2f ms, %d requests, %d errors", t.ID, step, r.RPS(), p99, r.Requests, r.Errors)
+	msg := fmt.Sprintf("%s %.0f req/s, p99 %.2f ms, %d errors", step, r.RPS(), p99, r.Errors)
 	if r.Warning != "" {
-		msg += " — warning: " + r.Warning
+		msg += " (" + r.Warning + ")"
 	}
-	c.println("%s", msg)
+	c.loads = append(c.loads, msg)
+	if c.Verbose {
+		c.println("  %s: %s, %d requests", t.ID, msg, r.Requests)
+	}
 }
 
 func (c *Console) StepDone(t *plan.Trial, step string, err error) {
@@ -153,19 +164,48 @@ func (c *Console) StepDone(t *plan.Trial, step string, err error) {
 	}
 }
 
+// TrialAttempt notes which attempt the trial's line is about.
+func (c *Console) TrialAttempt(t *plan.Trial, attempt, of int, busy string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.attempt, c.of, c.busy = attempt, of, busy
+}
+
+// TrialDone prints the trial's one line: its status and own time, the
+// attempt when busy ones were discarded, and its loads' figures.
 func (c *Console) TrialDone(t *plan.Trial, rec *results.TrialRecord, elapsed time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clearLine()
 	c.trial = nil
+	loads := c.loads
+	c.loads = nil
 	if c.Quiet && rec.Status == results.StatusOK {
 		return
 	}
-	msg := fmt.Sprintf("[%d/%d] trial %s %s: %s in %s", t.Index+1, c.total, t.ID, t.ParamString(), rec.Status, elapsed.Truncate(time.Millisecond))
+	msg := fmt.Sprintf("[%d/%d] trial %s: %s in %s", t.Index+1, c.total, strings.TrimSpace(t.ID+" "+t.ParamString()), rec.Status, fmtElapsed(elapsed))
+	if c.attempt > 1 || c.busy != "" && c.of > 1 {
+		msg += fmt.Sprintf(", attempt %d of %d", c.attempt, c.of)
+	}
+	if c.busy != "" {
+		msg += ", kept flagged " + c.busy
+	}
+	if rec.Status == results.StatusOK && len(loads) > 0 {
+		msg += " · " + strings.Join(loads, "; ")
+	}
 	if rec.Error != "" {
 		msg += "\n    " + strings.ReplaceAll(rec.Error, "\n", "\n    ")
 	}
+	c.attempt, c.of, c.busy = 0, 0, ""
 	fmt.Fprintln(c.W, msg)
+}
+
+// fmtElapsed is a trial's time as people read it: "5.4s", "1m12s".
+func fmtElapsed(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Truncate(time.Second).String()
 }
 
 func (c *Console) RunDone(s *run.Summary) {
@@ -185,7 +225,7 @@ func (c *Console) RunDone(s *run.Summary) {
 		fmt.Fprintf(c.W, "; %d busy %s re-run and discarded", s.Reruns, map[bool]string{true: "attempt", false: "attempts"}[s.Reruns == 1])
 	}
 	if s.BusyKept > 0 {
-		fmt.Fprintf(c.W, ", %d still busy after the last re-run", s.BusyKept)
+		fmt.Fprintf(c.W, ", %d kept flagged busy", s.BusyKept)
 	}
 	fmt.Fprintf(c.W, "\nresults: %s\n", s.Dir)
 	c.repeatedWarnings()

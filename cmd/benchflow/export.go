@@ -29,6 +29,7 @@ func init() {
 		columns string
 		outFile string
 		raw     bool
+		all     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export RUN",
@@ -48,14 +49,21 @@ status!=ok). Numbers compare as numbers, timestamps as RFC 3339 times,
 true/false as booleans and everything else as text; an empty VALUE matches
 an empty or null cell. Quote the filter in the shell: > and < redirect.
 
-Values: floats in the shortest form that reads back exactly, timestamps in
-RFC 3339 (UTC), nulls as an empty CSV field or JSON null.
+Rows: the attempts report uses. The attempts of a trial discarded because
+the machine was busy (busy_rerun: discarded = true in trials, trial ids
+ending in -a1, -a2 …) are left out of every table, as report leaves them out
+of every estimate; --all-attempts prints them too.
+
+Values: floats in the shortest decimal form that reads back exactly (never
+an exponent: 1297407.5, 0.000012), timestamps in RFC 3339 (UTC), nulls as
+an empty CSV field or JSON null.
 
 RUN is a run directory (results/<run-id>) or a results folder, whose
 "latest" run is used.`,
 		Example: `  benchflow export results/latest > trials.csv
   benchflow export results/latest --where step=main --where 'rps>1000' --columns trial_id,rps,latency_p99_us
-  benchflow export results/latest --table timeseries --format jsonl -o timeseries.jsonl`,
+  benchflow export results/latest --table timeseries --format jsonl -o timeseries.jsonl
+  benchflow export results/latest --all-attempts --columns trial_id,attempt,discarded,discarded_why`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "csv" && format != "jsonl" {
@@ -76,6 +84,9 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 			if err != nil {
 				return err
 			}
+			if !all {
+				dropDiscarded(run, t)
+			}
 			filters, err := parseWheres(wheres, t.Columns)
 			if err != nil {
 				return err
@@ -95,8 +106,36 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().StringArrayVar(&wheres, "where", nil, "keep rows where `COL<OP>VALUE` holds (OP: = != > >= < <=); repeatable, all must hold")
 	cmd.Flags().StringVar(&columns, "columns", "", "print only these comma-separated `COLUMNS`, in this order")
 	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
+	cmd.Flags().BoolVar(&all, "all-attempts", false, "also print the rows of attempts discarded because the machine was busy (left out by default, as report leaves them out of its estimates)")
 	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to `FILE` instead of standard output (a regular file is replaced atomically; a device or FIFO such as /dev/null is written, never replaced)")
 	rootCmd.AddCommand(cmd)
+}
+
+// dropDiscarded removes from t the rows of the attempts discarded because
+// the machine was busy: by trial_id, the ids of the trials rows with
+// discarded = true (a table without trial_id is left whole).
+func dropDiscarded(run *results.Run, t *results.Table) {
+	col := indexOf(t.Columns, "trial_id")
+	if col < 0 {
+		return
+	}
+	gone := map[string]bool{}
+	for _, r := range run.Trials {
+		if r.Discarded {
+			gone[r.TrialID] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	kept := t.Rows[:0]
+	for _, row := range t.Rows {
+		if id, ok := row[col].(string); ok && gone[id] {
+			continue
+		}
+		kept = append(kept, row)
+	}
+	t.Rows = kept
 }
 
 // filter is one --where: column index, operator, the value as given.
@@ -314,7 +353,8 @@ func csvValue(v any) string {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		// Decimal, never an exponent (spreadsheets and awk read it).
+		return strconv.FormatFloat(x, 'f', -1, 64)
 	case bool:
 		return strconv.FormatBool(x)
 	case time.Time:
@@ -329,6 +369,7 @@ func jsonValue(v any) []byte {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return []byte("null")
 		}
+		return []byte(strconv.FormatFloat(x, 'f', -1, 64))
 	case time.Time:
 		v = x.Format(time.RFC3339Nano)
 	}

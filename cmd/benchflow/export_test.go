@@ -19,7 +19,9 @@ import (
 // TestExportRoundTrip runs a short quickstart and exports every table as
 // CSV and JSON lines: the row counts equal those DuckDB reads from the
 // Parquet files, a --where filter keeps the rows DuckDB's WHERE keeps, and
-// the exported req/s equal the file's.
+// the exported req/s equal the file's. By default the rows of attempts
+// discarded because the machine was busy are left out (the rows report
+// uses); --all-attempts prints every row of the files.
 func TestExportRoundTrip(t *testing.T) {
 	out := t.TempDir()
 	if b, err := exec.Command(bin, "apply", "../../pipelines/quickstart.hcl", "--var", "duration=1s", "--repetitions", "1", "--out", out).CombinedOutput(); err != nil {
@@ -38,9 +40,13 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	for _, table := range []string{"trials", "latency", "timeseries", "processes", "system", "network", "probes", "agents", "claims"} {
 		file := filepath.Join(run, table+".parquet")
-		want := 0
+		want, all := 0, 0
 		if _, err := os.Stat(file); err == nil {
-			want = duckCount(t, file)
+			want, all = duckKept(t, file, filepath.Join(run, "trials.parquet")), duckCount(t, file)
+		}
+		allRecs, err := csv.NewReader(bytes.NewReader(export("--table", table, "--all-attempts"))).ReadAll()
+		if err != nil || len(allRecs)-1 != all {
+			t.Errorf("%s: export --all-attempts gave %d rows (%v), the Parquet file has %d", table, len(allRecs)-1, err, all)
 		}
 		recs, err := csv.NewReader(bytes.NewReader(export("--table", table))).ReadAll()
 		if err != nil {
@@ -81,7 +87,7 @@ func TestExportRoundTrip(t *testing.T) {
 	trials := filepath.Join(run, "trials.parquet")
 	var n int
 	var sum float64
-	q := fmt.Sprintf(`SELECT count(*), coalesce(sum(rps), 0) FROM read_parquet('%s') WHERE step = 'main' AND rps > 1`, trials)
+	q := fmt.Sprintf(`SELECT count(*), coalesce(sum(rps), 0) FROM read_parquet('%s') WHERE step = 'main' AND rps > 1 AND NOT discarded`, trials)
 	if err := db.QueryRow(q).Scan(&n, &sum); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +108,13 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	if len(recs)-1 != n || n == 0 || math.Abs(got-sum) > 1e-6*sum {
 		t.Errorf("--where step=main --where rps>1: %d rows summing to %v req/s; DuckDB: %d rows, %v", len(recs)-1, got, n, sum)
+	}
+
+	// Decimals, never an exponent.
+	for _, r := range recs[1:] {
+		if strings.ContainsAny(r[0], "eE") {
+			t.Errorf("rps %q is written with an exponent", r[0])
+		}
 	}
 
 	// Mistakes are located errors naming the flag, never an empty table.
@@ -127,4 +140,21 @@ func TestExportRoundTrip(t *testing.T) {
 	if err != nil || !bytes.Equal(b, export()) {
 		t.Errorf("-o %s: %v; the file differs from standard output", file, err)
 	}
+}
+
+// duckKept counts the rows of file that are not of an attempt trials
+// marks discarded (every row when file has no trial_id column).
+func duckKept(t *testing.T, file, trials string) int {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	q := fmt.Sprintf("SELECT count(*) FROM read_parquet('%s') WHERE trial_id NOT IN (SELECT trial_id FROM read_parquet('%s') WHERE discarded)", file, trials)
+	if err := db.QueryRow(q).Scan(&n); err != nil {
+		return duckCount(t, file)
+	}
+	return n
 }

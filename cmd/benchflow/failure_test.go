@@ -83,3 +83,67 @@ func mustEval(t *testing.T, p string) string {
 	}
 	return r
 }
+
+// TestSameFailureStopsTheRun: a service that fails the same way in every
+// trial (its port refused, say) stops the run after the first two trials,
+// with one warning that says why and how to run them all; on_failure =
+// "all" runs every trial.
+func TestSameFailureStopsTheRun(t *testing.T) {
+	for _, c := range []struct {
+		onFailure string
+		ran       int
+	}{{"", 2}, {`on_failure = "all"`, 4}} {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "p.hcl")
+		src := `
+pipeline "same" {
+  repetitions = 4
+  ` + c.onFailure + `
+}
+service "web" {
+  command = ["sh", "-c", "echo dial tcp 127.0.0.1:$$: connect: connection refused >&2; exit 3"]
+  port "http" {}
+  health { http = "/" }
+}
+step "load" "main" {
+  target   = service.web.url
+  requests = 10
+}
+`
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "results")
+		b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput()
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("%s: exit %v, want 1\n%s", c.onFailure, err, b)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "latest", "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Trials []struct{ TrialID, Status string } `json:"trials"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		for _, tr := range m.Trials {
+			if tr.Status == "failed" {
+				failed++
+			}
+		}
+		if failed != c.ran {
+			t.Errorf("%q: %d trials failed, want %d\n%s", c.onFailure, failed, c.ran, b)
+		}
+		stopped := strings.Count(string(b), "the first two trials failed the same way")
+		if (c.ran == 2) != (stopped == 1) || stopped > 1 {
+			t.Errorf("%q: the stop is said %d times\n%s", c.onFailure, stopped, b)
+		}
+		if c.ran == 2 && !strings.Contains(string(b), `on_failure = "all"`) {
+			t.Errorf("the stop does not say how to run every trial:\n%s", b)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +22,8 @@ import (
 // infrastructure share is zero (no docker-proxy, dockerd or
 // fuse-overlayfs of the neighbour's counts as its own), the neighbours'
 // rows are other, the verdict and the quiet check name another's
-// benchflow only with its pid, and the report gives no Docker advice.
+// benchflow by program name only (no pid, no command line), and the report
+// gives no Docker advice.
 func TestLocalRunBesideNeighbours(t *testing.T) {
 	dir := t.TempDir()
 	start, waitHTTP := starter(t)
@@ -113,15 +113,17 @@ step "collect" "cpu" {
 	if container != "" && helpers == 0 {
 		t.Errorf("no row of the neighbour container's docker-proxy, fuse-overlayfs or engine: the test proves nothing of them")
 	}
-	// Another's benchflow is named by its pid wherever it is listed.
-	bare := regexp.MustCompile(`(^|[ ,:])benchflow [0-9]`)
-	for what, text := range map[string]string{"verdict_evidence": row.VerdictEvidence, "quiet_top": row.QuietTop} {
-		if bare.MatchString(text) {
-			t.Errorf("%s names a benchflow without its pid: %q", what, text)
+	// Another's processes are named by program name and CPU share only:
+	// never by pid or command line (theirs may hold a token).
+	for what, text := range map[string]string{"verdict_evidence": row.VerdictEvidence, "quiet_top": row.QuietTop, "discarded_why": row.DiscardedWhy} {
+		for _, leak := range []string{"(pid", "serve --addr", "load -c", "127.0.0.1:"} {
+			if strings.Contains(text, leak) {
+				t.Errorf("%s holds another's pid or command line (%q): %q", what, leak, text)
+			}
 		}
 	}
 	// No Docker advice for a run that deploys no container (the
-	// neighbours' processes may be named, by pid, where the machine was
+	// neighbours' processes may be named, by program name, where the machine was
 	// busy: that is evidence, not advice).
 	out, err := exec.Command(bin, "report", filepath.Join(dir, "results", "latest")).CombinedOutput()
 	if err != nil {

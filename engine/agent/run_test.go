@@ -55,7 +55,8 @@ func target(t *testing.T) string {
 func TestRunMergesAgents(t *testing.T) {
 	urls, tgt := startAgents(t, 0, 0)
 	out, err := Run(context.Background(), Config{Token: testToken, Agents: urls, Options: load.Options{
-		Targets: []load.Target{{URL: tgt}}, Connections: 5, Threads: 2, Requests: 2001, Tag: "load"}, Logf: t.Logf})
+		Targets: []load.Target{{URL: tgt}}, Connections: 5, Threads: 2, Requests: 2001, Tag: "load"},
+		Tolerance: time.Minute, Logf: t.Logf}) // punctuality is not what this tests: a busy scheduler may start an agent 100 ms late
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,8 @@ func TestRunCorrectsClockSkew(t *testing.T) {
 	shifts := []time.Duration{time.Hour, -40 * time.Minute, 0}
 	urls, tgt := startAgents(t, shifts...)
 	out, err := Run(context.Background(), Config{Token: testToken, Agents: urls, Options: load.Options{
-		Targets: []load.Target{{URL: tgt}}, Connections: 3, Threads: 3, Duration: 300 * time.Millisecond}, Logf: t.Logf})
+		Targets: []load.Target{{URL: tgt}}, Connections: 3, Threads: 3, Duration: 300 * time.Millisecond},
+		Tolerance: time.Minute, Logf: t.Logf}) // the lateness is checked against what the agent reports, not against 50 ms
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,9 +179,9 @@ func JudgeVerdict(verdict string, cells []CellVerdicts) (j Judgement, share floa
 }
 
 // NoRepetitions is the judgement of a claim whose selected cells have no
-// successful repetition in the run.
+// successful repetition in the run: not judged.
 func NoRepetitions() Judgement {
-	return Judgement{Outcome: Inconclusive, Detail: "no successful repetition of the selected cells in this run"}
+	return Judgement{Outcome: NotJudged, Detail: "no successful repetition of the selected cells in this run: nothing to judge"}
 }
 
 // UnknownMetric is the judgement of a claim recorded with a metric this

@@ -78,8 +78,8 @@ func TestJudgeVerdict(t *testing.T) {
 	if j, share, n := JudgeVerdict("server-bound", []CellVerdicts{{Label: "a", Counts: map[string]int{}}}); j.Outcome != Inconclusive || n != 0 || !math.IsNaN(share) {
 		t.Errorf("no verdict: %s %v of %d", j.Outcome, share, n)
 	}
-	if j, _, _ := JudgeVerdict("server-bound", nil); j != NoRepetitions() {
-		t.Errorf("no cells: %+v", j)
+	if j, _, _ := JudgeVerdict("server-bound", nil); j != NoRepetitions() || j.Outcome != NotJudged {
+		t.Errorf("no cells: %+v, want not judged (nothing ran: not inconclusive)", j)
 	}
 }
 

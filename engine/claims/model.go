@@ -22,6 +22,11 @@ const (
 	// ±Inf) or a negative count, rate or duration; the claim is not
 	// judged.
 	Invalid = "invalid"
+	// NotJudged: no trial of the selected cells succeeded in the run (a
+	// stack that was not up): there is nothing to judge, which says
+	// nothing about the claim — unlike inconclusive, whose interval
+	// straddles the bound. Neither counts as a failure.
+	NotJudged = "not judged"
 )
 
 // Claim kinds (Claim.Kind; manifest.json's and claims.parquet's kind).

@@ -32,11 +32,14 @@ type machine struct {
 	procs     map[int]*machProc
 	gone      []*machProc // exited processes that used CPU
 	roleTicks map[string]uint64
-	reaped    map[int]uint64 // scratch: counted ticks of children gone this pass, by parent
-	goneUp    map[int]int    // scratch: the parent of each process gone this pass
-	cpuFirst  cpuTimes
-	cpuLast   cpuTimes
-	threads   map[int]*threadAcc // hottest-thread tracking of services and the loader
+	// roleKids is the part of roleTicks that came from children no pass
+	// saw (countReaped): what BudgetFromParts takes an excess from first.
+	roleKids map[string]uint64
+	reaped   map[int]uint64 // scratch: counted ticks of children gone this pass, by parent
+	goneUp   map[int]int    // scratch: the parent of each process gone this pass
+	cpuFirst cpuTimes
+	cpuLast  cpuTimes
+	threads  map[int]*threadAcc // hottest-thread tracking of services and the loader
 
 	// The containers and PID namespaces of the processes providers
 	// reported, with their roles (noteRunGroups); selfNS and selfCont
@@ -129,7 +132,7 @@ func newMachine(cfg Config) (*machine, error) {
 	}
 	return &machine{
 		threshold: th, rel: newRelation(cfg), ncpu: n, runParents: map[int]bool{},
-		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{}, goneUp: map[int]int{},
+		procs: map[int]*machProc{}, roleTicks: map[string]uint64{}, roleKids: map[string]uint64{}, threads: map[int]*threadAcc{}, reaped: map[int]uint64{}, goneUp: map[int]int{},
 	}, nil
 }
 
@@ -321,6 +324,11 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 			if !first && bornAfter > 0 && st.starttime >= bornAfter {
 				du, ds, dc = st.utime, st.stime, st.ctime
 				mp.born = pass
+				// Born in this interval: it ran within it, on every
+				// CPU at most.
+				if c := (up - min(up, bornAfter)) * uint64(m.ncpu); up > bornAfter && du+ds > c {
+					du, ds = min(du, c), min(ds, c-min(du, c))
+				}
 			}
 		} else {
 			du, ds, dc = delta(st.utime, mp.utime), delta(st.stime, mp.stime), delta(st.ctime, mp.ctime)
@@ -376,7 +384,14 @@ func (s *Sampler) sampleMachine(tsec float64, first bool) {
 			m.vanished(mp)
 		}
 	}
-	m.countReaped(waits)
+	// The children that ended in this pass's interval without a pass
+	// seeing them ran within it: together at most every CPU for its
+	// length.
+	var capTicks uint64
+	if bornAfter > 0 && up > bornAfter {
+		capTicks = (up - bornAfter) * uint64(m.ncpu)
+	}
+	m.countReaped(waits, capTicks)
 }
 
 // waited is a process whose children's CPU (cutime+cstime) grew by dc
@@ -404,8 +419,12 @@ func (m *machine) vanished(mp *machProc) {
 // (or saw only part of): a parent's cutime+cstime growth minus what its
 // children that vanished had when last read. A growth smaller than that
 // (the parent's stat was read before it reaped them) becomes a debt paid
-// from its next growth, so nothing is counted twice.
-func (m *machine) countReaped(waits []waited) {
+// from its next growth, so nothing is counted twice. What is credited in
+// one pass is clamped to capTicks (all CPUs over the pass's interval; 0
+// means no clamp): a child's CPU from before the window can never make a
+// role use more than the machine had.
+func (m *machine) countReaped(waits []waited, capTicks uint64) {
+	left, clamp := capTicks, capTicks > 0
 	// A parent gone this pass too took its children's counted ticks into
 	// its own cutime, which its own parent's grows by: they are owed
 	// there (a shell that ran a compiler, both ended).
@@ -430,12 +449,18 @@ func (m *machine) countReaped(waits []waited) {
 		owed := m.reaped[w.mp.pid] + w.mp.debt
 		delete(m.reaped, w.mp.pid)
 		if w.dc >= owed {
-			if w.role == "" {
-				w.mp.kids += w.dc - owed
-			} else {
-				m.roleTicks[w.role] += w.dc - owed
+			credit := w.dc - owed
+			if clamp {
+				credit = min(credit, left)
+				left -= credit
 			}
-			w.mp.reaped += w.dc - owed
+			if w.role == "" {
+				w.mp.kids += credit
+			} else {
+				m.roleTicks[w.role] += credit
+				m.roleKids[w.role] += credit
+			}
+			w.mp.reaped += credit
 			w.mp.debt = 0
 		} else {
 			w.mp.debt = owed - w.dc
@@ -532,6 +557,7 @@ func (s *Sampler) finishMachine() {
 		// Untargeted CPU counts in the role of the process's whole life.
 		role, _ := s.finalRole(mp)
 		m.roleTicks[role] += mp.total + mp.kids
+		m.roleKids[role] += mp.kids
 		if mp.total == 0 || float64(mp.total) < minTicks && !s.ofRun(mp) {
 			continue
 		}
@@ -551,27 +577,18 @@ func (s *Sampler) finishMachine() {
 		p := func(v uint64) float64 { return float64(v) / tot * 100 }
 		split := results.SystemSample{UserPct: p(d.user), NicePct: p(d.nice), SystemPct: p(d.system), IdlePct: p(d.idle),
 			IOWaitPct: p(d.iowait), IRQPct: p(d.irq), SoftIRQPct: p(d.softirq), StealPct: p(d.steal)}
-		roles := map[string]float64{}
+		roles, kids := map[string]float64{}, map[string]float64{}
 		for r, t := range m.roleTicks {
 			roles[r] = float64(t) / clockTicks / w * 100
 		}
-		b := BudgetFrom(m.ncpu, split, roles)
+		for r, t := range m.roleKids {
+			kids[r] = float64(t) / clockTicks / w * 100
+		}
+		b := BudgetFromParts(m.ncpu, split, roles, kids)
 		m.budget = &b
 	}
 	m.procsCPU = s.procAverages(w)
 	s.addChildren(all, w, minTicks)
-	// Another's processes are listed by their command lines.
-	byPID := make(map[int]*machProc, len(all))
-	for _, mp := range all {
-		byPID[mp.pid] = mp
-	}
-	for i := range m.procsCPU {
-		if p := &m.procsCPU[i]; p.Role == RoleOther {
-			if mp := byPID[p.PID]; mp != nil {
-				p.Cmdline = procfs.CommandLine(mp.argv, cmdlineWidth)
-			}
-		}
-	}
 }
 
 // addChildren gives each process that reaped children no pass saw (they
@@ -734,18 +751,12 @@ type ProcCPU struct {
 	// ended within an interval; their CPU reached it when it reaped them),
 	// counted in its role's budget with it; 0 for most processes.
 	ChildrenPct float64 `json:"children_pct,omitempty"`
-	// Cmdline is the command line of a process of role other, as the
-	// listings show it (procfs.CommandLine: at most 80 characters).
-	Cmdline string `json:"cmdline,omitempty"`
 }
 
-// Label names the process in a listing: by its name when it is the
-// run's, by name, pid and command line when it is another's.
+// Label names the process in a listing: by its program name, whoever's
+// it is (procLabel).
 func (p ProcCPU) Label() string {
-	if p.Role != RoleOther {
-		return p.Process
-	}
-	return procLabel(p.Process, p.PID, p.Cmdline)
+	return procLabel(p.Process, p.PID, "")
 }
 
 // procAverages averages the rows per pid over the window (a process that
@@ -923,7 +934,7 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		}
 		before[up] += sa.ticks + sa.ctime
 	}
-	parts := map[int]*quietPart{} // by pid: two processes of one name are two parts
+	parts := map[string]*quietPart{} // by name: processes of one name add up
 	total := 0.0
 	for pid, sn := range b {
 		if sn.kth {
@@ -939,10 +950,10 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 		if d+kids == 0 || inRun(pid) || s.infraOf(&machProc{pid: pid, comm: sn.comm, ppid: sn.ppid, starttime: sn.start}) {
 			continue // the run's, or its infrastructure by relation
 		}
-		p := parts[pid]
+		p := parts[sn.comm]
 		if p == nil {
-			p = &quietPart{name: procLabel(sn.comm, pid, readCmdline(pid))}
-			parts[pid] = p
+			p = &quietPart{name: procLabel(sn.comm, pid, "")}
+			parts[sn.comm] = p
 		}
 		p.own += float64(d) / clockTicks / dt * 100
 		p.kids += float64(kids) / clockTicks / dt * 100
@@ -969,19 +980,18 @@ func (s *Sampler) quietCheck(ctx context.Context) error {
 // quietHook, when set (tests), runs after the quiet check's first read.
 var quietHook func()
 
-// quietPart is the CPU of one process outside the run in the quiet
-// window (named by name, pid and command line): its own and its
-// children's that ended within it.
+// quietPart is the CPU of the processes of one name outside the run in
+// the quiet window: their own and their children's that ended within it.
 type quietPart struct {
 	name      string
 	own, kids float64
 	n         int
 }
 
-// quietTop lists the n busiest processes of the quiet check and what the
-// others used, so the parts add up to the total: "make (pid 812: make
-// -j2) 40% (39% in children that ended within the window), 3 more 1.2%".
-func quietTop(parts map[int]*quietPart, n int) string {
+// quietTop lists the n busiest program names of the quiet check and what
+// the others used, so the parts add up to the total: "make 40% (39% in
+// children that ended within the window), 3 more 1.2%".
+func quietTop(parts map[string]*quietPart, n int) string {
 	ps := make([]namePart, 0, len(parts))
 	for _, p := range parts {
 		ps = append(ps, namePart{name: p.name, own: p.own, kids: p.kids, count: p.n})

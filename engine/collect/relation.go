@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/benchflow/benchflow/engine/procfs"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -124,30 +123,12 @@ func argValue(argv []string, flag string) string {
 	return ""
 }
 
-// cmdlineWidth is how much of a command line a listing shows.
-const cmdlineWidth = 80
-
-// procLabel names a process in a listing: a process of the run by its
-// name, another's by its name, pid and command line, so two of one name
-// are told apart: "benchflow (pid 4242: benchflow load -c 4 http://…)".
-func procLabel(name string, pid int, cmdline string) string {
-	if pid <= 0 {
-		return name
-	}
-	if cmdline == "" || cmdline == name {
-		return name + " (pid " + strconv.Itoa(pid) + ")"
-	}
-	return name + " (pid " + strconv.Itoa(pid) + ": " + cmdline + ")"
-}
-
-// readCmdline is the listing form of pid's command line, "" when it
-// cannot be read.
-func readCmdline(pid int) string {
-	argv, err := procfs.Cmdline(pid)
-	if err != nil {
-		return ""
-	}
-	return procfs.CommandLine(argv, cmdlineWidth)
+// procLabel names a process in a listing: by its program name (comm)
+// alone, whoever's it is. Another's command line, arguments and pid are
+// never written (they may hold someone's token or paths); processes of
+// one name are added up.
+func procLabel(name string, _ int, _ string) string {
+	return name
 }
 
 // RelationOf gathers what the deployments report of their containers

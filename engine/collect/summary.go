@@ -25,11 +25,13 @@ type ProcessCPU struct {
 
 // Summary: mean CPU% per process name over a set of samples (for the
 // report/progress line: "nginx 96%, docker-proxy 120%"). Rows of role
-// other are another's: each process is its own entry, named with its pid
-// ("benchflow (pid 4242) 60%"), never added to the run's of the same
-// name. The result is sorted by step, then by CPU, highest first.
+// other are another's: named by program name alone (no pid, no command
+// line), added up per name, never added to the run's of the same name. The result is sorted by step, then by CPU, highest first.
 func Summary(ps []results.ProcessSample) []ProcessCPU {
-	type key struct{ step, name string }
+	type key struct {
+		step, name string
+		other      bool
+	}
 	type instant struct {
 		cpu, user, sys float64
 		rss            int64
@@ -42,10 +44,7 @@ func Summary(ps []results.ProcessSample) []ProcessCPU {
 	}
 	groups := map[key]*acc{}
 	for i, p := range ps {
-		k := key{p.Step, p.Process}
-		if p.Role == RoleOther {
-			k.name = procLabel(p.Process, int(p.PID), "")
-		}
+		k := key{p.Step, procLabel(p.Process, int(p.PID), ""), p.Role == RoleOther}
 		g := groups[k]
 		if g == nil {
 			g = &acc{first: i, role: p.Role, pids: map[int]bool{}, at: map[float64]*instant{}}

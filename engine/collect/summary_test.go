@@ -21,9 +21,8 @@ func TestSummary(t *testing.T) {
 		{Step: "a-first", T: 1, Process: "benchflow", PID: 4243, Role: "other", CPUPct: 2},
 	}
 	want := []ProcessCPU{
-		{Step: "a-first", Process: "benchflow (pid 4242)", Role: "other", PIDs: 1, Samples: 1, CPUPct: 60, MaxCPUPct: 60},
+		{Step: "a-first", Process: "benchflow", Role: "other", PIDs: 2, Samples: 1, CPUPct: 62, MaxCPUPct: 62},
 		{Step: "a-first", Process: "benchflow", Role: "loader", PIDs: 1, Samples: 1, CPUPct: 5, MaxCPUPct: 5},
-		{Step: "a-first", Process: "benchflow (pid 4243)", Role: "other", PIDs: 1, Samples: 1, CPUPct: 2, MaxCPUPct: 2},
 		{Step: "cpu", Process: "docker-proxy", Role: "infra", PIDs: 1, Samples: 1, CPUPct: 120, UserPct: 20, SystemPct: 100, MaxCPUPct: 120, RSSBytes: 50},
 		{Step: "cpu", Process: "nginx", Role: "named", PIDs: 2, Samples: 2, CPUPct: 100, UserPct: 55, SystemPct: 45, MaxCPUPct: 110, RSSBytes: 500},
 		{Step: "cpu", Process: "dockerd", Role: "infra", PIDs: 1, Samples: 1, CPUPct: 8.3, UserPct: 8.3, MaxCPUPct: 8.3},
@@ -32,7 +31,7 @@ func TestSummary(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Summary (-want +got):\n%s", d)
 	}
-	if s := FormatSummary(got[3:]); s != "docker-proxy 120%, nginx 100%, dockerd 8.3%" {
+	if s := FormatSummary(got[2:]); s != "docker-proxy 120%, nginx 100%, dockerd 8.3%" {
 		t.Errorf("FormatSummary = %q", s)
 	}
 	if len(Summary(nil)) != 0 || FormatSummary(nil) != "" {

@@ -46,6 +46,8 @@ type pipelineBlock struct {
 	ExcludeUnsteady bool `hcl:"exclude_unsteady,optional"`
 	// BusyRerun: see pipeline.Pipeline.BusyRerun.
 	BusyRerun *int64 `hcl:"busy_rerun,optional"`
+	// BusyGiveUp: see pipeline.Pipeline.BusyGiveUp.
+	BusyGiveUp *int64 `hcl:"busy_give_up,optional"`
 }
 
 type outputBlock struct {
@@ -212,8 +214,10 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			diags = append(diags, checkBody(b.Body, cfg)...)
 			p.Steps = append(p.Steps, &pipeline.Step{Kind: kind, Name: name, Body: b.Body, DeclRange: b.DefRange})
 		case "claim":
-			if !validName(b.Labels[0]) {
-				diags = append(diags, badName("claim", b.Labels[0], b.LabelRanges[0]))
+			if !ValidClaimName(b.Labels[0]) {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid claim name",
+					Detail:  fmt.Sprintf("%q is not a valid claim name: use letters, digits, underscores and dashes, starting with a letter or a digit (1M-requests).", b.Labels[0]),
+					Subject: b.LabelRanges[0].Ptr()})
 				continue
 			}
 			if dup("claim", b.Labels[0], b.DefRange) {
@@ -282,11 +286,11 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 	}
 	switch pb.OnFailure {
 	case "":
-	case "continue", "abort":
+	case "continue", "abort", "all":
 		p.OnFailure = pb.OnFailure
 	default:
 		diags = append(diags, attrDiag(body, "on_failure", "Invalid on_failure",
-			fmt.Sprintf("on_failure must be \"continue\" or \"abort\", not %q.", pb.OnFailure)))
+			fmt.Sprintf("on_failure must be \"continue\" (the default: go on, but stop when the first two trials fail the same way), \"abort\" (stop at the first failed trial) or \"all\" (run every trial whatever fails), not %q.", pb.OnFailure)))
 	}
 	if p.Adaptive != nil && p.Order != pipeline.OrderInterleaved {
 		diags = append(diags, attrDiag(body, "repetitions", "Adaptive repetitions need interleaved order",
@@ -300,6 +304,14 @@ func DecodePipeline(p *pipeline.Pipeline, name string, at hcl.Range, body hcl.Bo
 				fmt.Sprintf("busy_rerun is how many times a trial that found the machine busy runs again: 0 (never) to %d, not %d.", pipeline.MaxBusyRerun, *n)))
 		} else {
 			p.BusyRerun = int(*n)
+		}
+	}
+	if n := pb.BusyGiveUp; n != nil {
+		if *n < 0 || *n > pipeline.MaxBusyGiveUp {
+			diags = append(diags, attrDiag(body, "busy_give_up", "Invalid busy_give_up",
+				fmt.Sprintf("busy_give_up is how many attempts in a row may find the machine busy before busy trials are no longer run again: 0 (never give up) to %d, not %d.", pipeline.MaxBusyGiveUp, *n)))
+		} else {
+			p.BusyGiveUp = int(*n)
 		}
 	}
 	return diags
@@ -496,6 +508,21 @@ func badName(kind, name string, rng hcl.Range) *hcl.Diagnostic {
 		Detail:   fmt.Sprintf("%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name),
 		Subject:  rng.Ptr(),
 	}
+}
+
+// ValidClaimName: a claim is never referred to in an expression, so its
+// name may start with a digit ("1M-requests"): letters, digits,
+// underscores and dashes, not starting with a dash.
+func ValidClaimName(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func validName(s string) bool {

@@ -37,6 +37,13 @@ const (
 	MaxBusyRerun     = 10
 )
 
+// DefaultBusyGiveUp is BusyGiveUp when the pipeline does not set
+// busy_give_up; MaxBusyGiveUp bounds it.
+const (
+	DefaultBusyGiveUp = 2
+	MaxBusyGiveUp     = 100
+)
+
 // Trial orders.
 const (
 	OrderInterleaved = "interleaved"
@@ -55,10 +62,13 @@ type Pipeline struct {
 	Repetitions int // >= 1; with Adaptive, its Min
 	// Adaptive is set by repetitions = { min, max, precision, budget };
 	// nil for a fixed number of repetitions.
-	Adaptive  *Adaptive
-	Order     string // OrderInterleaved (default), OrderSequential, OrderRandom
-	Seed      int64  // seed for OrderRandom; 0 means "pick one and record it"
-	OnFailure string // "continue" (default) or "abort"
+	Adaptive *Adaptive
+	Order    string // OrderInterleaved (default), OrderSequential, OrderRandom
+	Seed     int64  // seed for OrderRandom; 0 means "pick one and record it"
+	// OnFailure: "continue" (default: go on after a failed trial, but
+	// stop when the first two trials fail the same way), "abort" (stop
+	// at the first failed trial) or "all" (run every trial).
+	OnFailure string
 	// ReuseServices keeps a service running between consecutive trials
 	// whose service inputs are identical (default false: every trial
 	// provisions afresh).
@@ -75,6 +85,13 @@ type Pipeline struct {
 	// turns re-runs off. Only loads with a whole-machine collect step can
 	// find the machine busy.
 	BusyRerun int
+	// BusyGiveUp is how many attempts in a row (of one trial or of
+	// consecutive trials) may find the machine busy before re-running
+	// stops for the rest of the run: a machine busy that long is busy
+	// for a reason the next attempt will meet too. The busy trials are
+	// kept, flagged noisy. DefaultBusyGiveUp unless busy_give_up is set;
+	// 0 never gives up (every busy trial is re-run busy_rerun times).
+	BusyGiveUp int
 
 	Variables []*Variable
 	Locals    []*Local
@@ -200,6 +217,7 @@ func New(display string, fsys fs.FS, src []byte, format string) *Pipeline {
 		Order:       OrderInterleaved,
 		OnFailure:   "continue",
 		BusyRerun:   DefaultBusyRerun,
+		BusyGiveUp:  DefaultBusyGiveUp,
 		Matrix:      &Matrix{},
 		File:        display,
 		Dir:         path.Dir(display),

@@ -280,3 +280,44 @@ step "load" "main" {
 		t.Error(diff)
 	}
 }
+
+// TestPlanJSONSettings: plan --json carries every setting of the pipeline
+// block, the defaults included, so a Starlark twin printing the same JSON
+// runs the same way.
+func TestPlanJSONSettings(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want plan.JSONSettings
+	}{
+		{`pipeline "p" {}
+step "exec" "x" {
+  command = ["true"]
+}`, plan.JSONSettings{OnFailure: "continue", BusyRerun: 2, BusyGiveUp: 2, OutputDir: "results", OutputFormat: "parquet"}},
+		{`pipeline "p" {
+  on_failure = "abort"
+  reuse_services = true
+  exclude_unsteady = true
+  busy_rerun = 0
+  busy_give_up = 0
+}
+step "exec" "x" {
+  command = ["true"]
+}`, plan.JSONSettings{OnFailure: "abort", ReuseServices: true, ExcludeUnsteady: true, OutputDir: "results", OutputFormat: "parquet"}},
+	} {
+		pl := mustBuild(t, c.src, plan.Inputs{})
+		var buf bytes.Buffer
+		if err := pl.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var jp plan.JSONPlan
+		if err := json.Unmarshal(buf.Bytes(), &jp); err != nil {
+			t.Fatal(err)
+		}
+		if jp.Settings != c.want {
+			t.Errorf("settings %+v, want %+v\n%s", jp.Settings, c.want, buf.String())
+		}
+		if !strings.Contains(buf.String(), `"busy_give_up"`) || !strings.Contains(buf.String(), `"exclude_unsteady"`) {
+			t.Errorf("a setting left out of the JSON when it is zero:\n%s", buf.String())
+		}
+	}
+}

@@ -20,14 +20,18 @@ import (
 
 // JSONPlan is the machine-readable form printed by `benchflow plan --json`.
 type JSONPlan struct {
-	Pipeline    string      `json:"pipeline"`
-	Description string      `json:"description,omitempty"`
-	Order       string      `json:"order"`
-	Seed        int64       `json:"seed,omitempty"`
-	Repetitions int         `json:"repetitions"`
-	Axes        []JSONAxis  `json:"matrix"`
-	Trials      []JSONTrial `json:"trials"`
-	Steps       []JSONStep  `json:"steps"`
+	Pipeline    string `json:"pipeline"`
+	Description string `json:"description,omitempty"`
+	Order       string `json:"order"`
+	Seed        int64  `json:"seed,omitempty"`
+	Repetitions int    `json:"repetitions"`
+	// Settings are the pipeline block's other settings, every one with
+	// its effective value (defaults included), so that two plans that
+	// print the same JSON run the same way.
+	Settings JSONSettings `json:"settings"`
+	Axes     []JSONAxis   `json:"matrix"`
+	Trials   []JSONTrial  `json:"trials"`
+	Steps    []JSONStep   `json:"steps"`
 	// Adaptive is set for repetitions = { min, max, precision, budget }:
 	// trials lists the first min rounds; the run adds more.
 	Adaptive *JSONAdaptive `json:"adaptive,omitempty"`
@@ -36,6 +40,18 @@ type JSONPlan struct {
 	// ClaimsOff names the claims whose enabled is false for these
 	// variables: not matched, judged or recorded.
 	ClaimsOff []string `json:"claims_off,omitempty"`
+}
+
+// JSONSettings are the pipeline block's run settings (docs/language.md,
+// "pipeline").
+type JSONSettings struct {
+	OnFailure       string `json:"on_failure"`
+	ReuseServices   bool   `json:"reuse_services"`
+	ExcludeUnsteady bool   `json:"exclude_unsteady"`
+	BusyRerun       int    `json:"busy_rerun"`
+	BusyGiveUp      int    `json:"busy_give_up"`
+	OutputDir       string `json:"output_dir"`
+	OutputFormat    string `json:"output_format"`
 }
 
 // JSONClaim is a claim of the plan.
@@ -140,9 +156,14 @@ func (p *Plan) JSON() *JSONPlan {
 		Description: p.Pipeline.Description,
 		Order:       p.Order,
 		Repetitions: p.Pipeline.Repetitions,
-		Axes:        []JSONAxis{},
-		Trials:      []JSONTrial{},
-		Steps:       []JSONStep{},
+		Settings: JSONSettings{
+			OnFailure: p.Pipeline.OnFailure, ReuseServices: p.Pipeline.ReuseServices,
+			ExcludeUnsteady: p.Pipeline.ExcludeUnsteady, BusyRerun: p.Pipeline.BusyRerun,
+			BusyGiveUp: p.Pipeline.BusyGiveUp, OutputDir: p.Pipeline.Output.Dir, OutputFormat: p.Pipeline.Output.Format,
+		},
+		Axes:   []JSONAxis{},
+		Trials: []JSONTrial{},
+		Steps:  []JSONStep{},
 	}
 	if p.Order == "random" {
 		jp.Seed = p.Seed
@@ -323,7 +344,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if n := pp.BusyRerun; n > 0 {
 		for _, s := range pp.Steps {
 			if s.Kind == pipeline.KindCollect {
-				fmt.Fprintf(w, "a trial whose load finds the machine busy runs again, up to %d %s (busy_rerun)\n", n, map[bool]string{true: "time", false: "times"}[n == 1])
+				fmt.Fprintf(w, "a trial whose load finds the machine busy runs again, up to %d %s (busy_rerun)", n, map[bool]string{true: "time", false: "times"}[n == 1])
+				if g := pp.BusyGiveUp; g > 0 {
+					fmt.Fprintf(w, ", until %d %s in a row found it busy (busy_give_up)", g, map[bool]string{true: "attempt", false: "attempts"}[g == 1])
+				}
+				fmt.Fprintln(w)
 				break
 			}
 		}

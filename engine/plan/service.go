@@ -85,7 +85,11 @@ func (te *TrialEval) PrepareService(s *pipeline.Service, at Placement) (_ *Prepa
 	listen := map[string]int{}
 	for _, pc := range portCfgs {
 		host, _ := strconv.Atoi(pc.Host) // validated by Ports: "", "auto" or a number
-		if host == 0 {
+		picks := false
+		if hp, ok := at.Provider.(providers.HostPortPicker); ok && host == 0 && at.HostPort != nil {
+			picks = hp.PicksHostPort(providers.Port{Name: pc.Name, Container: pc.Container})
+		}
+		if host == 0 && !picks {
 			host = pc.Container
 			if at.HostPort != nil {
 				n, err := at.HostPort()

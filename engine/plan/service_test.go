@@ -134,3 +134,35 @@ step "load" "main" {
 		t.Errorf("detail %q, want %q", diags[0].Detail, want)
 	}
 }
+
+// picker is a container provider whose platform picks host ports itself
+// (providers.HostPortPicker), as Docker does on a bridge network.
+type picker struct{ mounted }
+
+func (picker) PicksHostPort(p providers.Port) bool { return p.Container != 0 }
+
+// TestPrepareServiceLetsThePlatformPick: for a provider whose platform
+// picks the host port, an "auto" port with a container port is left at
+// host 0 (the platform picks it at the start, no free port is chosen
+// first that another process could take before the bind); a port with
+// a fixed host keeps it; self.port is the container port.
+func TestPrepareServiceLetsThePlatformPick(t *testing.T) {
+	pl := mustBuild(t, preparePipeline, plan.Inputs{})
+	te := pl.NewTrialEval(pl.Trials[0], true)
+	asked := 0
+	ps, diags := te.PrepareService(pl.Pipeline.Services[0], plan.Placement{Provider: picker{}, Dir: "/tmp/svc",
+		HostPort: func() (int, error) { asked++; return 40001, nil }})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var hosts []int
+	for _, p := range ps.Spec.Ports {
+		hosts = append(hosts, p.Host)
+	}
+	if diff := cmp.Diff([]int{0, 9090}, hosts); diff != "" || asked != 0 {
+		t.Errorf("host ports (-want +got):\n%s; a free port was chosen %d times", diff, asked)
+	}
+	if ps.Listen["http"] != 80 || ps.Spec.Command[2] != "80" {
+		t.Errorf("self.port.http = %d, command %v; want the container port 80", ps.Listen["http"], ps.Spec.Command)
+	}
+}

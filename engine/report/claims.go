@@ -498,14 +498,14 @@ func (s *Summary) claimsFor(c *Cell) string {
 	return strings.Join(out, ";")
 }
 
-// claimCounts is "1 holds, 1 fails, 1 inconclusive".
+// claimCounts is "1 holds, 1 fails, 1 inconclusive, 1 not judged".
 func (s *Summary) claimCounts() string {
 	n := map[string]int{}
 	for _, o := range s.Claims {
 		n[o.Outcome]++
 	}
 	var parts []string
-	for _, k := range []string{claims.Holds, claims.Fails, claims.Inconclusive, claims.Invalid} {
+	for _, k := range []string{claims.Holds, claims.Fails, claims.Inconclusive, claims.Invalid, claims.NotJudged} {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 		}

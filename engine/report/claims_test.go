@@ -462,3 +462,12 @@ func TestClaimCPUPerRequest(t *testing.T) {
 		t.Errorf("proxy-costs-more without one trial's req/s: n=%d, %s", o.N, o.Detail)
 	}
 }
+
+// TestClaimCountsNotJudged: a claim with no trial is counted as not
+// judged, apart from the inconclusive ones.
+func TestClaimCountsNotJudged(t *testing.T) {
+	got := ClaimCounts([]ClaimOutcome{{Outcome: claims.Inconclusive}, {Outcome: claims.NotJudged}, {Outcome: claims.NotJudged}, {Outcome: claims.Holds}})
+	if got != "1 holds, 1 inconclusive, 2 not judged" {
+		t.Errorf("ClaimCounts = %q", got)
+	}
+}

@@ -54,6 +54,54 @@ func (v *CellVerdict) Label() string {
 	return l
 }
 
+// Word is the verdict as the tables show it: the kind, "2/3" when the
+// repetitions disagree, and the note that holds its evidence ("noisy
+// 2/3 [1]"); the evidence itself is in the notes below the table
+// (Summary.verdictNotes).
+func (v *CellVerdict) Word(note int) string {
+	if v == nil || v.Kind == "" {
+		return "-"
+	}
+	l := v.Kind
+	if v.Count < v.Of {
+		l += fmt.Sprintf(" %d/%d", v.Count, v.Of)
+	}
+	if note > 0 {
+		l += fmt.Sprintf(" [%d]", note)
+	}
+	return l
+}
+
+// verdictNotes numbers the cells whose verdict has evidence or busy
+// starts, in table order: notes[i] is the note of the i-th such cell
+// ("[1] size=6: noisy 2/3 — other processes used 96% of a core …, 1 busy
+// start") and num maps a cell to its number (0 for none).
+func (s *Summary) verdictNotes() (notes []string, num map[*Cell]int) {
+	num = map[*Cell]int{}
+	for _, c := range s.Cells {
+		v := c.Verdict
+		if v == nil || v.Kind == "" || v.Evidence == "" && v.BusyStarts == 0 {
+			continue
+		}
+		num[c] = len(notes) + 1
+		n := fmt.Sprintf("[%d] %s: %s", len(notes)+1, c.Label(), v.Kind)
+		if v.Count < v.Of {
+			n += fmt.Sprintf(" %d/%d", v.Count, v.Of)
+		}
+		if v.Evidence != "" {
+			n += " — " + v.Evidence
+		}
+		if v.BusyStarts > 0 {
+			n += fmt.Sprintf("; %d busy start", v.BusyStarts)
+			if v.BusyStarts > 1 {
+				n += "s"
+			}
+		}
+		notes = append(notes, n)
+	}
+	return notes, num
+}
+
 // hasVerdicts reports whether some cell has a verdict (the verdict column
 // is shown only then).
 func (s *Summary) hasVerdicts() bool {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/benchflow/benchflow/engine/results"
 )
@@ -87,8 +88,18 @@ func TestReportVerdicts(t *testing.T) {
 			t.Errorf("text report lacks %q above the table:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2 (50% idle") {
-		t.Errorf("no verdict column:\n%s", out)
+	// The table holds the verdict's word and a note number; the
+	// evidence is in the numbered notes below it.
+	if !strings.Contains(out, "verdict") || !strings.Contains(out, "not CPU-bound 1/2 [2]") || !strings.Contains(out, "[2] deploy=docker-host: not CPU-bound 1/2 — 50% idle") {
+		t.Errorf("no verdict column with a word and a note:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > TextWidth {
+			t.Errorf("a line of %d columns (at most %d):\n%s", n, TextWidth, l)
+		}
+	}
+	if strings.Index(out, "[2] deploy=docker-host") < strings.Index(out, "not CPU-bound 1/2 [2]") {
+		t.Errorf("the verdict notes are not below the table:\n%s", out)
 	}
 
 	var md bytes.Buffer

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/benchflow/benchflow/engine/escape"
 	"github.com/benchflow/benchflow/engine/stats"
@@ -54,6 +56,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 	if verdicts {
 		header = append(header, "verdict")
 	}
+	_, notes := s.verdictNotes()
 	for _, c := range s.Cells {
 		var row []string
 		for _, p := range c.Params {
@@ -89,7 +92,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		}
 		row = append(row, strings.Join(ps, ", "))
 		if verdicts {
-			row = append(row, c.Verdict.Label())
+			row = append(row, c.Verdict.Word(notes[c]))
 		}
 		rows = append(rows, row)
 	}
@@ -107,10 +110,17 @@ func (s *Summary) title() string {
 	return fmt.Sprintf("run %s · pipeline %s · status %s · %d/%d trials ok", s.RunID, s.Pipeline, s.Status, s.TrialsOK, s.Trials)
 }
 
+// writeText writes the text report; every line but the table's is
+// wrapped to TextWidth columns (the table's cells are short: the
+// verdict's evidence is in notes below it).
 func (s *Summary) writeText(w io.Writer) error {
-	fmt.Fprintln(w, s.title())
-	fmt.Fprintln(w)
-	s.writeNotices(w, "")
+	var head, tail bytes.Buffer
+	fmt.Fprintln(&head, s.title())
+	fmt.Fprintln(&head)
+	s.writeNotices(&head, "")
+	if _, err := io.WriteString(w, wrapLines(head.String(), TextWidth)); err != nil {
+		return err
+	}
 	header, rows := s.table()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
@@ -120,11 +130,34 @@ func (s *Summary) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := s.writeClaimsText(w); err != nil {
+	s.writeVerdictNotes(&tail, "")
+	if err := s.writeClaimsText(&tail); err != nil {
 		return err
 	}
-	s.writeMethod(w, "")
-	return s.writeWarnings(w, "")
+	s.writeMethod(&tail, "")
+	if err := s.writeWarnings(&tail, ""); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapLines(tail.String(), TextWidth))
+	return err
+}
+
+// wrapLines wraps each line of s longer than width at spaces, the
+// continuation indented as the line is, plus two.
+func wrapLines(s string, width int) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		body := strings.TrimSuffix(l, "\n")
+		if utf8.RuneCountInString(body) <= width {
+			b.WriteString(l)
+			continue
+		}
+		ind := body[:len(body)-len(strings.TrimLeft(body, " "))]
+		for _, part := range wrapText(body, width, ind+"  ") {
+			b.WriteString(part + "\n")
+		}
+	}
+	return b.String()
 }
 
 func (s *Summary) writeWarnings(w io.Writer, prefix string) error {
@@ -155,9 +188,64 @@ func (s *Summary) writeMarkdown(w io.Writer) error {
 	for _, r := range rows {
 		writeMDRow(w, r)
 	}
+	s.writeVerdictNotes(w, mdPrefix)
 	s.writeClaimsMarkdown(w)
 	s.writeMethod(w, mdPrefix)
 	return s.writeWarnings(w, mdPrefix)
+}
+
+// TextWidth is the width the text report's notes are wrapped to.
+const TextWidth = 200
+
+// writeVerdictNotes prints the verdicts' evidence below the table, one
+// numbered note per cell the table refers to; in text each note is
+// wrapped to TextWidth columns.
+func (s *Summary) writeVerdictNotes(w io.Writer, prefix string) {
+	notes, _ := s.verdictNotes()
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	if prefix == mdPrefix {
+		fmt.Fprintf(w, "%sverdicts:  \n", prefix)
+		for _, n := range notes {
+			fmt.Fprintf(w, "%s%s  \n", prefix, lineText(prefix, n))
+		}
+		return
+	}
+	fmt.Fprintln(w, "verdicts:")
+	for _, n := range notes {
+		for _, l := range wrapText(n, TextWidth-2, "      ") {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+}
+
+// wrapText cuts s at spaces into lines of at most width runes, the first
+// keeping s's leading spaces, the others indented by indent; a word
+// longer than a line stays whole.
+func wrapText(s string, width int, indent string) []string {
+	var out []string
+	line := ""
+	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = lead + word
+			if len(out) > 0 {
+				line = indent + word
+			}
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width:
+			out = append(out, line)
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 // mdPrefix starts the lines of notes, warnings and the method in
@@ -195,7 +283,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		"latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 		"requests", "errors", "baseline_ratio", "baseline_ci_low", "baseline_ci_high", "top_processes",
 		"rps_ci_method", "baseline_ci_method", "outliers", "rps_geomean", "unsteady",
-		"latency_p99_us_rep_geomean", "latency_p99_us_rep_ci_low", "latency_p99_us_rep_ci_high")
+		"latency_p99_us_rep_geomean", "latency_p99_us_rep_ci_low", "latency_p99_us_rep_ci_high", "rps_arith_mean")
 	verdicts := s.hasVerdicts()
 	if verdicts {
 		header = append(header, csvVerdictHeader...)
@@ -220,7 +308,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			}
 		}
 		row = append(row, c.Step, strconv.Itoa(c.N), strconv.Itoa(c.Failed),
-			num(stats.Mean(c.usedRPS())), num(c.RPS.Low), num(c.RPS.High),
+			num(c.RPS.Value), num(c.RPS.Low), num(c.RPS.High),
 			num(c.P50US), num(c.P90US), num(c.P99US), num(c.P999US), num(c.MaxUS),
 			strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10))
 		if c.Baseline != nil {
@@ -239,7 +327,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 			row = append(row, "")
 		}
 		row = append(row, c.outlierList(), num(c.RPS.Value), c.unsteadyList(),
-			num(c.P99Reps.Value), num(c.P99Reps.Low), num(c.P99Reps.High))
+			num(c.P99Reps.Value), num(c.P99Reps.Low), num(c.P99Reps.High), num(stats.Mean(c.usedRPS())))
 		if verdicts {
 			row = append(row, c.Verdict.csv()...)
 		}

@@ -129,6 +129,17 @@ table.kv td:first-child{width:auto;white-space:normal}
 		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</tbody></table>\n")
+	if notes, _ := s.verdictNotes(); len(notes) > 0 {
+		b.WriteString("<ol class=\"notes\">")
+		for _, n := range notes {
+			// The number is the list's: "[3] " is left out.
+			if _, rest, ok := strings.Cut(n, "] "); ok {
+				n = rest
+			}
+			fmt.Fprintf(&b, "<li>%s</li>", html.EscapeString(n))
+		}
+		b.WriteString("</ol>\n")
+	}
 	for _, n := range s.methodNote() {
 		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", html.EscapeString(n))
 	}

@@ -53,7 +53,7 @@ type ClaimRow struct {
 	Bound        string // "< 0.6", "= infrastructure-bound"
 	BoundOp      string
 	BoundValue   float64
-	Outcome      string // "holds", "fails" or "inconclusive" (engine/claims)
+	Outcome      string // "holds", "fails", "inconclusive" or "not judged" (engine/claims)
 	// Estimate, Low and High: the ratio or value with its 95% interval
 	// (NaN when there is none); for a verdict claim, the share of the
 	// repetitions that had the verdict.

@@ -42,6 +42,10 @@ type Writer struct {
 	manifestCost time.Duration
 	// cleanup is what Resume cleaned of a killed writer's leftovers.
 	cleanup *Cleanup
+	// outDir and prevLatest: the results folder and the run its latest
+	// link named before Create pointed it here ("" when none); Finish
+	// points it back when no trial of this run succeeded (latestKept).
+	outDir, prevLatest, latestKept string
 }
 
 // manifestEvery bounds the share of time spent rewriting manifest.json
@@ -114,6 +118,12 @@ func Create(outDir string, m *Manifest, source []byte, sourceName string) (*Writ
 	}
 	if err := writeManifest(dir, m); err != nil {
 		return nil, fmt.Errorf("creating run: %w", err)
+	}
+	w.outDir = outDir
+	if prev, err := os.Readlink(filepath.Join(outDir, "latest")); err == nil && prev != m.RunID && !strings.Contains(prev, "/") {
+		if _, err := os.Stat(filepath.Join(outDir, prev, "manifest.json")); err == nil {
+			w.prevLatest = prev
+		}
 	}
 	if err := pointLatest(outDir, m.RunID); err != nil {
 		return nil, fmt.Errorf("creating run: %w", err)
@@ -412,7 +422,33 @@ func (w *Writer) Finish(status string, finished time.Time) error {
 	if err := compactLocked(w.mem, w.dir, w.m); err != nil {
 		return fmt.Errorf("finishing run: %w (the trials are kept in %s/; `benchflow compact %s` merges them into the tables)", err, PartsDir, w.dir)
 	}
+	// A run in which nothing ran (no trial succeeded: a stack that was
+	// not up, say) does not take latest from the run before it.
+	if w.prevLatest != "" && !w.anyOK() {
+		if err := pointLatest(w.outDir, w.prevLatest); err == nil {
+			w.latestKept = w.prevLatest
+		}
+	}
 	return nil
+}
+
+// anyOK reports whether some trial of the run succeeded.
+func (w *Writer) anyOK() bool {
+	for _, t := range w.m.Trials {
+		if t.Status == StatusOK {
+			return true
+		}
+	}
+	return false
+}
+
+// LatestKept is, after Finish, the run the results folder's latest link
+// still names because no trial of this run succeeded; "" when latest
+// names this run.
+func (w *Writer) LatestKept() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.latestKept
 }
 
 // Close releases the run folder without finishing the run (a resume that

@@ -108,11 +108,12 @@ func loaderCPUs() int {
 	return n
 }
 
-// logExplanation prints a busy start as a warning and the verdict with
-// --verbose.
+// logExplanation prints a busy start and the verdict with --verbose (the
+// trial's line says it was kept flagged; the run loop says when it runs
+// again).
 func (tr *trialRun) logExplanation(step *results.StepRecord) {
 	if q := step.Quiet; q != nil && q.Busy {
-		tr.r.rep.Warnf("trial %s: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (busiest: %s); the trial is flagged (busy_start) and its verdict is noisy",
+		tr.r.rep.Logf("trial %s: busy start: processes outside the run used %.0f%% of a core in the %.1f s before %s (busiest: %s); the trial is flagged (busy_start) and its verdict is noisy",
 			tr.trial.ID, q.OtherPct, q.WindowS, step.Name, q.Top)
 	}
 	if step.Verdict != "" {

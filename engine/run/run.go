@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -130,6 +131,9 @@ func (r *Runner) Apply(ctx context.Context) (*Summary, error) {
 	if r.plan.Private() {
 		// Every file of a run with a sensitive variable is private.
 		defer privateUmask()()
+	}
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
 	}
 	w, err := r.open(ctx)
 	if err != nil {
@@ -258,6 +262,12 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 
 	status := results.RunOK
 	interrupted, aborted := false, false
+	// busyRun counts the attempts in a row that found the machine busy;
+	// giveUp is set once they reach busy_give_up.
+	busyRun, giveUp := 0, false
+	// ran counts the trials run (not skipped by a resume);
+	// firstFailures the failure keys of the first two (failureKey).
+	ran, firstFailures := 0, []string{}
 	var ad *adaptive
 	if pl.Adaptive != nil {
 		ad = newAdaptive(pl)
@@ -277,17 +287,33 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			next = pl.Trials[i+1]
 		}
 		rec, elapsed := r.runTrial(ctx, t, next)
+		total := elapsed
 		// A trial that found the machine busy runs again at once, before
 		// the next one (the order of the others is kept), up to
-		// busy_rerun times; the busy attempts are recorded, discarded.
+		// busy_rerun times, while re-running can help: once busy_give_up
+		// attempts in a row found the machine busy, busy trials are kept,
+		// flagged, for the rest of the run (giveUp). The busy attempts
+		// are recorded, discarded.
 		var failed error
 		for attempt := 1; ; attempt++ {
 			rec.Attempt = attempt
 			why := busyReason(rec)
-			if why == "" || attempt > pl.Pipeline.BusyRerun || ctx.Err() != nil {
+			if why == "" {
+				busyRun = 0
+			} else {
+				busyRun++
+				rep.Logf("trial %s: attempt %d found the machine busy: %s", t.ID, attempt, why)
+				if g := pl.Pipeline.BusyGiveUp; g > 0 && busyRun >= g && !giveUp && pl.Pipeline.BusyRerun > 0 {
+					giveUp = true
+					rep.Warnf("the machine was busy for %d attempts in a row (last: %s): busy trials are no longer run again in this run; they are kept, flagged noisy (busy_give_up = %d; 0 re-runs them all)", busyRun, shortWhy(why), g)
+				}
+			}
+			if why == "" || giveUp || attempt > pl.Pipeline.BusyRerun || ctx.Err() != nil {
 				if why != "" && pl.Pipeline.BusyRerun > 0 {
 					s.BusyKept++
-					rep.Warnf("trial %s: the machine was still busy after %d re-runs: this attempt is kept, flagged (%s)", t.ID, pl.Pipeline.BusyRerun, shortWhy(why))
+					if !giveUp {
+						rep.Warnf("trial %s: the machine was still busy after %d re-runs: this attempt is kept, flagged (%s)", t.ID, pl.Pipeline.BusyRerun, shortWhy(why))
+					}
 				}
 				break
 			}
@@ -297,12 +323,21 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 				break
 			}
 			s.Reruns++
-			rep.TrialDone(t, rec, elapsed)
-			rep.Warnf("trial %s: %s; discarded (attempt %d, kept in the tables as %s), running it again (%d of at most %d re-runs)", t.ID, why, attempt, rec.TrialID, attempt, pl.Pipeline.BusyRerun)
-			var more time.Duration
-			rec, more = r.runTrial(ctx, t, next)
-			elapsed += more
+			rep.Logf("trial %s: attempt %d discarded (kept in the tables as %s), running it again (%d of at most %d re-runs)", t.ID, attempt, rec.TrialID, attempt, pl.Pipeline.BusyRerun)
+			rec, elapsed = r.runTrial(ctx, t, next)
+			total += elapsed
 		}
+		// The console shows this attempt's own time, and which attempt
+		// of how many it was.
+		of := pl.Pipeline.BusyRerun + 1
+		if giveUp && rec.Attempt < of {
+			of = rec.Attempt
+		}
+		flagged := ""
+		if why := busyReason(rec); why != "" {
+			flagged = shortWhy(why)
+		}
+		rep.TrialAttempt(t, rec.Attempt, of, flagged)
 		redactRecord(rec)
 		if failed == nil {
 			failed = w.CommitTrial(rec)
@@ -328,7 +363,7 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		}
 		rep.TrialDone(t, rec, elapsed)
 		if ad != nil {
-			ad.observe(t, rec, elapsed)
+			ad.observe(t, rec, total)
 		}
 		switch rec.Status {
 		case results.StatusOK:
@@ -343,6 +378,19 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		}
 		if rec.Status == results.StatusFailed && pl.Pipeline.OnFailure == "abort" {
 			rep.Warnf("trial %s failed and on_failure = \"abort\": stopping", t.ID)
+			aborted = true
+			break
+		}
+		// The first two trials run failing the same way (the same error,
+		// numbers aside) is a failure every trial would meet: a stack
+		// that is not up, a tune change this host cannot make. Stop, and
+		// say why, unless on_failure = "all".
+		ran++
+		if ran <= 2 {
+			firstFailures = append(firstFailures, failureKey(rec))
+		}
+		if ran == 2 && firstFailures[0] != "" && firstFailures[0] == firstFailures[1] && pl.Pipeline.OnFailure != "all" {
+			rep.Warnf("the first two trials failed the same way, which every trial would: stopping after %d of %d trials (on_failure = \"all\" runs them all; docs/language.md#pipeline): %s", ran, len(pl.Trials), firstLine(rec.Error))
 			aborted = true
 			break
 		}
@@ -383,6 +431,9 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 	if err := w.Finish(status, time.Now().UTC()); err != nil {
 		return s, fmt.Errorf("finishing the run: %w", err)
 	}
+	if k := w.LatestKept(); k != "" {
+		rep.Warnf("no trial of this run succeeded: %s still names the run before it, %s (this one is %s)", filepath.Join(filepath.Dir(w.Dir()), "latest"), k, w.Dir())
+	}
 	if err := r.recordClaims(w.Dir(), s); err != nil {
 		rep.Warnf("%v", err)
 	}
@@ -394,6 +445,50 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 		return s, fmt.Errorf("run %s: %w (%d of %d failed)", s.RunID, ErrTrialsFailed, len(pl.Trials)-s.OK-s.Skipped, len(pl.Trials))
 	}
 	return s, nil
+}
+
+// failureKey is what makes two failed trials fail "the same way": the
+// error with every number masked (ports, pids, durations differ); "" for a
+// trial that did not fail.
+func failureKey(rec *results.TrialRecord) string {
+	if rec.Status != results.StatusFailed || rec.Error == "" {
+		return ""
+	}
+	return digitsRe.ReplaceAllString(rec.Error, "#")
+}
+
+var digitsRe = regexp.MustCompile(`[0-9]+`)
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// preflight asks each provider type the plan uses whether what it needs
+// is there (providers.Type.Preflight) before anything starts: a stack that
+// is not up stops the run here, with one error, before a run folder is
+// made or latest moves.
+func (r *Runner) preflight(ctx context.Context) error {
+	configs := ProviderConfigs(r.plan)
+	names := make([]string, 0, len(configs))
+	for n := range configs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t, ok := providers.Lookup(n)
+		if !ok || t.Preflight == nil {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := t.Preflight(pctx, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("before the first trial: %w", err)
+		}
+	}
+	return nil
 }
 
 // gc removes leftovers of crashed runs for the provider types this pipeline

@@ -567,8 +567,8 @@ func (b *builder) claimFn(thread *starlark.Thread, fn *starlark.Builtin, args st
 		return nil, err
 	}
 	s := b.site(thread)
-	if !validName(name) {
-		b.errorf(s.arg(0), "Invalid claim name", "%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name)
+	if !validClaimName(name) {
+		b.errorf(s.arg(0), "Invalid claim name", "%q is not a valid claim name: use letters, digits, underscores and dashes, starting with a letter or a digit (1M-requests).", name)
 		return starlark.None, nil
 	}
 	if b.dup("claim", name, s.at) {

@@ -33,4 +33,6 @@ func checkBody(body hcl.Body, v any) hcl.Diagnostics { return hclconf.CheckBody(
 
 func validName(s string) bool { return hclconf.ValidName(s) }
 
+func validClaimName(s string) bool { return hclconf.ValidClaimName(s) }
+
 func shortRange(r hcl.Range) string { return hclconf.ShortRange(r) }

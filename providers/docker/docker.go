@@ -129,6 +129,14 @@ func (p *Provider) ListenPort(port providers.Port) int {
 	return port.Container
 }
 
+// PicksHostPort: on a bridge network the engine publishes a container
+// port on host port 0 and Docker picks a free one, read back after the
+// start (no choose-then-bind race); with network = "host" the service
+// binds the host port itself.
+func (p *Provider) PicksHostPort(port providers.Port) bool {
+	return p.s.network != NetworkHost && port.Container != 0
+}
+
 // ServiceDir is where the service's rendered files are mounted in the
 // container (Config.FilesDir); self.dir in templates.
 func (p *Provider) ServiceDir(service string) string { return p.s.filesDir }
@@ -526,6 +534,7 @@ type Deployment struct {
 }
 
 var _ providers.ContainerReporter = (*Deployment)(nil)
+var _ providers.HostPortPicker = (*Provider)(nil)
 
 // Containers reports the container with its address, published ports
 // and root filesystem directories, by which the machine accounting tells

@@ -131,16 +131,21 @@ func byName(ps []providers.Process) map[string][]providers.Process {
 func TestBridgePublishesAndMeasures(t *testing.T) {
 	h := newHarness(t, "nginx")
 	p := h.provider(Config{Labels: map[string]string{"purpose": "test"}})
-	host := dockertest.FreePort(t)
+	// Host port 0: Docker picks a free one and the provider reads it
+	// back (no port chosen first that another process could take).
 	req := h.request(providers.ServiceSpec{
 		Name:  "nginx",
 		Image: dockertest.Nginx,
-		Ports: []providers.Port{{Name: "http", Container: 80, Host: host}},
+		Ports: []providers.Port{{Name: "http", Container: 80}},
 	})
+	if !p.PicksHostPort(req.Service.Ports[0]) {
+		t.Error("on a bridge network the provider does not let Docker pick the host port")
+	}
 	d := h.provision(p, req)
 	ep := d.Endpoint()
-	if ep.Host != "127.0.0.1" || ep.Port != host || ep.Ports["http"] != host {
-		t.Fatalf("endpoint = %+v, want 127.0.0.1:%d", ep, host)
+	host := ep.Port
+	if ep.Host != "127.0.0.1" || host <= 0 || ep.Ports["http"] != host {
+		t.Fatalf("endpoint = %+v, want 127.0.0.1 and the port Docker picked", ep)
 	}
 	if err := waitReady(d, ep.URL()+"/"); err != nil {
 		t.Fatal(err)
@@ -156,8 +161,11 @@ func TestBridgePublishesAndMeasures(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := info.HostConfig.PortBindings["80/tcp"]
-	if len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != fmt.Sprint(host) {
-		t.Errorf("port bindings = %+v", info.HostConfig.PortBindings)
+	if len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "" && b[0].HostPort != "0" {
+		t.Errorf("port bindings = %+v, want 127.0.0.1 with no port chosen before the start", info.HostConfig.PortBindings)
+	}
+	if pb := info.NetworkSettings.Ports["80/tcp"]; len(pb) == 0 || pb[0].HostPort != fmt.Sprint(host) {
+		t.Errorf("Docker published %+v; the endpoint says %d", pb, host)
 	}
 	for k, want := range map[string]string{providers.LabelManaged: "true", providers.LabelRun: h.runID, providers.LabelTrial: "t1", providers.LabelService: "nginx", "purpose": "test"} {
 		if got := info.Config.Labels[k]; got != want {
@@ -349,7 +357,7 @@ func TestContainerThatExitsFailsWithLogs(t *testing.T) {
 		Name:    "broken",
 		Image:   dockertest.Nginx,
 		Command: []string{"nginx", "-c", "/nonexistent/nginx.conf", "-g", "daemon off;"},
-		Ports:   []providers.Port{{Name: "http", Container: 80, Host: dockertest.FreePort(t)}},
+		Ports:   []providers.Port{{Name: "http", Container: 80}}, // Docker picks the host port
 	})
 	dep, err := p.Provision(context.Background(), req)
 	if err == nil {
@@ -375,7 +383,7 @@ func TestStartFailureLeavesNothing(t *testing.T) {
 		Name:    "nocmd",
 		Image:   dockertest.Nginx,
 		Command: []string{"/no/such/binary"},
-		Ports:   []providers.Port{{Name: "http", Container: 80, Host: dockertest.FreePort(t)}},
+		Ports:   []providers.Port{{Name: "http", Container: 80}}, // Docker picks the host port
 	})
 	_, err := p.Provision(context.Background(), req)
 	if err == nil || !strings.Contains(err.Error(), "/no/such/binary") || !strings.Contains(err.Error(), "-nocmd") {
@@ -422,7 +430,7 @@ func TestLimitsApply(t *testing.T) {
 		Name:  "nginx",
 		Image: dockertest.Nginx,
 		Env:   map[string]string{"BENCHFLOW_TEST": "yes"},
-		Ports: []providers.Port{{Name: "http", Container: 80, Host: dockertest.FreePort(t)}},
+		Ports: []providers.Port{{Name: "http", Container: 80}}, // Docker picks the host port
 	}))
 	if err := waitReady(d, d.Endpoint().URL()+"/"); err != nil {
 		t.Fatal(err)
@@ -467,7 +475,7 @@ func TestCancelledProvisionLeavesNothing(t *testing.T) {
 	netName := "bf-test-cancel-" + h.runID
 	for i, delay := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 200 * time.Millisecond} {
 		p := h.provider(Config{Network: netName})
-		req := h.request(providers.ServiceSpec{Name: fmt.Sprintf("s%d", i), Image: dockertest.Nginx, Ports: []providers.Port{{Name: "http", Container: 80, Host: dockertest.FreePort(t)}}})
+		req := h.request(providers.ServiceSpec{Name: fmt.Sprintf("s%d", i), Image: dockertest.Nginx, Ports: []providers.Port{{Name: "http", Container: 80}}})
 		ctx, cancel := context.WithCancel(context.Background())
 		if delay == 0 {
 			cancel()

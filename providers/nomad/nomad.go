@@ -25,12 +25,13 @@ import (
 
 // Type is the nomad provider type, registered in init.
 var Type = providers.TypeOf(providers.Spec[Config]{
-	Name:   "nomad",
-	New:    newFromConfig,
-	Attrs:  Attrs,
-	GC:     GC,
-	Agents: true,
-	Infra:  Infra,
+	Name:      "nomad",
+	New:       newFromConfig,
+	Attrs:     Attrs,
+	GC:        GC,
+	Agents:    true,
+	Infra:     Infra,
+	Preflight: Preflight,
 })
 
 // Infra are the processes of a Nomad deployment on this machine: the
