@@ -67,6 +67,9 @@ type conn struct {
 	// Open loop: intended send times as offsets from runner.start.
 	period time.Duration
 	next   time.Duration
+	// first is the slot's first intended send (its stagger): with next
+	// it tells how many of the schedule's sends the slot took (missed.go).
+	first time.Duration
 	// sleeper waits for the schedule: a timerfd, not Go's timer, which
 	// fires up to 1 ms late in an idle process (engine/clock).
 	sleeper clock.Sleeper

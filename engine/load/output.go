@@ -114,6 +114,10 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.TargetRate > 0 {
 		fmt.Fprintf(&b, "  Schedule: sends behind by %s on average, %s at most; %d sends more than 1ms late\n",
 			fmtMicros(float64(r.MeanBehind)/1e3), fmtMicros(float64(r.MaxBehind)/1e3), r.LateSends)
+		if r.Intended > 0 {
+			fmt.Fprintf(&b, "  Intended sends: %d; %d with an outcome, %d missed (never sent: connections busy), %d unfinished at the end\n",
+				r.Intended, r.Requests+r.Errors-r.ErrorsBy["http"], r.Missed, r.Unfinished)
+		}
 	}
 	fmt.Fprintf(&b, "  %d requests in %s, %s read\n", r.Requests, fmtDuration(r.Duration), fmtBytes(float64(r.Bytes)))
 	e := r.ErrorsBy

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // Histogram geometry: 1 µs up to a ceiling derived from the timeout, at 3
@@ -571,6 +573,7 @@ func (r *runner) initConns() {
 			c.period = time.Duration(float64(time.Second) / perConn)
 			// Stagger the slots so sends are spread over the period.
 			c.next = time.Duration(float64(c.period) * float64(i) / float64(opts.Connections))
+			c.first = c.next
 		}
 		r.conns[i] = c
 	}
@@ -681,12 +684,14 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	if sends > 0 {
 		res.MeanBehind = sumBehind / time.Duration(sends)
 	}
+	r.countMissed(res, measured)
 	if r.openLoop && measured > 0 {
 		achieved := float64(res.Requests+res.Errors-res.ErrorsBy["http"]) / measured.Seconds()
 		if achieved < 0.95*opts.Rate {
 			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
 				achieved, opts.Rate, res.MaxBehind.Round(time.Microsecond))
 		}
+		res.Warning = measure.JoinWarnings(res.Warning, res.MissedWarning())
 	}
 	return res
 }
