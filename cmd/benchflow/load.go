@@ -38,6 +38,7 @@ type loadCmd struct {
 	h3                           bool
 	scriptFile                   string
 	findMax                      findMaxFlags
+	judge                        judgeFlags
 }
 
 const loadLong = `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
@@ -76,7 +77,9 @@ as the server's capacity. Every probe and the verdict are printed (--json:
 one object with every probe).
 
 Exit status is 0 when at least one request succeeded, 1 when every request
-failed (with the reason) or a flag is wrong.`
+failed (with the reason) or a flag is wrong, 99 (k6's) when the result fails
+a --threshold ('p99<10ms', 'rps>1000', 'errors<1%', 'missed==0'), each failed
+one named.`
 
 const loadExample = `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
   benchflow load -t 2 -c 100 -d 30s --latency http://127.0.0.1:8080/index.html
@@ -88,6 +91,7 @@ const loadExample = `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
   benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
   benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests
+  benchflow load -c 16 -R 2000 -d 20s --threshold 'p99<10ms' --threshold 'errors<1%' http://127.0.0.1:8080/   # exit 99 unless met
   benchflow load --find-max --slo 'p99<10ms,errors<0.1%' -c 64 http://127.0.0.1:8080/   # capacity under an SLO`
 
 // newLoadCmd builds `benchflow load`. Its flags are registered by group, in
@@ -110,6 +114,7 @@ func newLoadCmd() *cobra.Command {
 	l.registerGeneratorFlags(f)
 	l.registerOutputFlags(f)
 	l.findMax.register(f)
+	l.judge.register(f)
 	return cmd
 }
 
@@ -226,6 +231,9 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 		}
 	}
 	if err := validateLoadFlags(opts, false); err != nil {
+		return opts, nil, err
+	}
+	if err := l.judge.parse(l.findMax.on); err != nil {
 		return opts, nil, err
 	}
 	if opts.Targets, err = l.targets(args); err != nil {
@@ -351,6 +359,7 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 			return fmt.Errorf("-s/--script: %w", err)
 		}
 	}
+	judged := l.judge.judge(res)
 	stdout := cmd.OutOrStdout()
 	var err error
 	if l.jsonOut {
@@ -368,6 +377,9 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if judged != nil {
+		return judged
 	}
 	if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400", res.Requests)}

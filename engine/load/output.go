@@ -166,6 +166,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.UDPBuffersShort() {
 		fmt.Fprintf(&b, "WARNING: %s\n", UDPBufferAdvice)
 	}
+	writeThresholds(&b, r.Thresholds)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -279,4 +280,30 @@ func targetList(ts []string) string {
 		return strings.Join(ts, ", ")
 	}
 	return fmt.Sprintf("%s and %d more URLs", strings.Join(ts[:shown], ", "), len(ts)-shown)
+}
+
+// writeThresholds prints the outcomes of `load --threshold`, each with
+// its value: "Thresholds: 1 of 2 failed" and a line per threshold.
+func writeThresholds(b *strings.Builder, ts []measure.ThresholdResult) {
+	if len(ts) == 0 {
+		return
+	}
+	failed := 0
+	for _, t := range ts {
+		if !t.OK {
+			failed++
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintf(b, "Thresholds:   all %d met\n", len(ts))
+	} else {
+		fmt.Fprintf(b, "Thresholds:   %d of %d FAILED\n", failed, len(ts))
+	}
+	for _, t := range ts {
+		mark := "ok    "
+		if !t.OK {
+			mark = "FAILED"
+		}
+		fmt.Fprintf(b, "  %s  %-20s  (was %s)\n", mark, t.Expr, t.Text)
+	}
 }

@@ -65,6 +65,8 @@ type JSONResult struct {
 	Intended   int64  `json:"intended,omitempty"`
 	Missed     *int64 `json:"missed,omitempty"`
 	Unfinished *int64 `json:"unfinished,omitempty"`
+	// Thresholds are Record's (load --threshold), in the order given.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 }
 
 // JSONLatency summarises a histogram in microseconds.
@@ -166,6 +168,7 @@ func ToJSON(r *Record) *JSONResult {
 		j.MaxBehind = float64(r.MaxBehind) / 1e3
 		j.LateSends = r.LateSends
 	}
+	j.Thresholds = r.Thresholds
 	if r.Intended > 0 {
 		missed, unfinished := r.Missed, r.Unfinished
 		j.Intended, j.Missed, j.Unfinished = r.Intended, &missed, &unfinished

@@ -68,6 +68,9 @@ type Record struct {
 	Intended   int64 `json:"intended,omitempty"`
 	Missed     int64 `json:"missed,omitempty"`
 	Unfinished int64 `json:"unfinished,omitempty"`
+	// Thresholds are the outcomes of `load --threshold`, judged on the
+	// finished result (JudgeThresholds); nil without thresholds.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 	// Reconnects counts connections re-established in keep-alive mode
 	// (the server closed the previous one, or it failed).
 	Reconnects int64 `json:"reconnects,omitempty"`
