@@ -142,6 +142,7 @@ func (l *loadCmd) registerRequestFlags(f *pflag.FlagSet) {
 	f.StringVarP(&l.method, "method", "m", "GET", "request `METHOD`")
 	f.StringVar(&l.body, "body", "", "request body (`TEXT`)")
 	f.StringVar(&l.bodyFile, "body-file", "", "request body read from `FILE`")
+	f.StringArrayVar(&l.opts.Checks, "check", nil, "check each response (repeatable): status==200, size==4096, 'body contains TEXT', 'header Content-Type ~ json'; a response failing one is an error of class check")
 }
 
 // registerConnectionFlags registers how connections are made: new

@@ -26,6 +26,7 @@ const (
 	classHTTP
 	classReset  // HTTP/2 RST_STREAM or HTTP/3 RESET_STREAM from the server
 	classGoaway // HTTP/2 streams refused by GOAWAY
+	classCheck  // a response that failed a check (Options.Checks, check.go)
 	numClasses
 )
 
@@ -242,6 +243,9 @@ func (c *conn) exchange(req *request, intended, sent time.Duration) (o outcome, 
 		return o, sent
 	}
 	o.status = resp.status
+	if resp.checkErr != nil {
+		o.class, o.err = classCheck, resp.checkErr
+	}
 	if resp.close || r.opts.Close {
 		c.drop(e)
 	}

@@ -295,6 +295,7 @@ func (o Options) Validate() error {
 	case o.Nap > 0 && o.Rate > 0:
 		bad("nap", o.Nap.String(), "naps are for closed loop: with a rate they would delay the scheduled sends (busy polling does not)")
 	}
+	errs = append(errs, o.validateChecks()...)
 	if fe := o.checkCACert(); fe != nil {
 		errs = append(errs, fe)
 	}

@@ -133,6 +133,9 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if e["http"] > 0 {
 		fmt.Fprintf(&b, "  Non-2xx or 3xx responses: %d\n", e["http"])
 	}
+	if e["check"] > 0 {
+		fmt.Fprintf(&b, "  Responses failing a check: %d (first: %s)\n", e["check"], r.ErrorSample["check"])
+	}
 	if r.Reconnects > 0 {
 		fmt.Fprintf(&b, "  Reconnects: %d\n", r.Reconnects)
 	}

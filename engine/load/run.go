@@ -76,6 +76,8 @@ type runner struct {
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
+	// checks are Options.Checks parsed (check.go); nil without any.
+	checks []check
 }
 
 // Run drives one load and returns what it measured. It returns an error
@@ -173,6 +175,13 @@ func newRunner(opts Options) (*runner, error) {
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
+	}
+	if len(opts.Checks) > 0 {
+		checks, err := parseChecks(opts.Checks)
+		if err != nil {
+			return nil, err
+		}
+		r.checks = checks
 	}
 	engine, err := wantedEngine(opts.Engine)
 	if err != nil {
@@ -558,7 +567,7 @@ func (r *runner) initConns() {
 			ncs:     make([]net.Conn, len(r.endpoints)),
 			dialed:  make([]bool, len(r.endpoints)),
 			cur:     -1,
-			rd:      newReader(nil),
+			rd:      r.newReader(),
 			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 			shard:   r.shards[i%len(r.shards)],
 			pend:    make([]uint64, 0, pendSize),

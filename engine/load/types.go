@@ -84,6 +84,10 @@ type Options struct {
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
 	Tag string `json:"tag,omitempty"`
+	// Checks are response checks (check.go: "status==200", "size==4096",
+	// "body contains TEXT", "header Content-Type ~ json"): a response
+	// failing one is an error of class "check". HTTP/1.1 only.
+	Checks []string `json:"checks,omitempty"`
 }
 
 // Target is one request template; several targets are picked by weight.

@@ -43,6 +43,7 @@ func fillSummary(row *TrialRow, res *measure.Record, bars []hdrhistogram.Bar) {
 	row.TargetRate = res.TargetRate
 	row.RateWarning = res.Warning
 	row.Intended, row.Missed = res.Intended, res.Missed
+	row.ErrorsCheck = res.ErrorsBy["check"]
 	row.Connections = int64(res.Connections)
 	row.Threads = int64(res.Threads)
 	row.LoadEngine = res.Engine

@@ -76,6 +76,9 @@ type LoadConfig struct {
 	CACert    string `hcl:"cacert,optional"`
 	TLSResume bool   `hcl:"tls_resume,optional"` // --tls-resume
 	H3ZeroRTT bool   `hcl:"h3_0rtt,optional"`    // --h3-0rtt
+	// Checks are response checks (--check): "status==200", "size==4096",
+	// "body contains TEXT", "header Content-Type ~ json".
+	Checks []string `hcl:"checks,optional"`
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -315,6 +318,7 @@ func loadSettings(kind string, c *LoadConfig, body []byte, d loadDurations) (loa
 	}
 	o.Timeout, o.Interval, o.BusyPoll, o.Nap = d.timeout, d.interval, d.busyPoll, d.nap
 	o.Engine = c.Engine
+	o.Checks = c.Checks
 	o.Protocol, o.Streams, o.SNI, o.TLSResume, o.H3ZeroRTT = c.Protocol, c.Streams, c.SNI, c.TLSResume, c.H3ZeroRTT
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true

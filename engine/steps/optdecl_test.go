@@ -38,6 +38,8 @@ func declaredValue(t *testing.T, d load.OptionDecl) string {
 		return "true"
 	case "name", "file":
 		return `"n.example"`
+	case "list":
+		return `["status==200"]`
 	}
 	t.Fatalf("option %s: no test value for unit %q", d.Field, d.Unit)
 	return ""
