@@ -71,6 +71,10 @@ type conn struct {
 	// first is the slot's first intended send (its stagger): with next
 	// it tells how many of the schedule's sends the slot took (missed.go).
 	first time.Duration
+	// ramp is the schedule of a load with stages (stages.go; nil without
+	// any) and k the sends the slot took from it.
+	ramp *ramp
+	k    int64
 	// sleeper waits for the schedule: a timerfd, not Go's timer, which
 	// fires up to 1 ms late in an idle process (engine/clock).
 	sleeper clock.Sleeper
@@ -137,7 +141,7 @@ func (c *conn) loop(wg *sync.WaitGroup) {
 		var intended time.Duration
 		if r.openLoop {
 			intended = c.next
-			c.next += c.period
+			c.advance()
 			if r.hasEnd && intended >= r.endOff {
 				return
 			}

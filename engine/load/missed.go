@@ -23,9 +23,23 @@ func (r *runner) countMissed(res *Result, measured time.Duration) {
 	}
 	end := min(measured, r.endOff)
 	var intended, taken int64
+	var rampSends int64 // with stages: the sends of every slot before the end
+	if r.ramp != nil {
+		rampSends = r.ramp.before(end)
+	}
+	conns := int64(len(r.conns))
 	for _, c := range r.conns {
-		n := scheduled(c.first, c.period, end)
-		t := min(int64((c.next-c.first)/c.period), n)
+		var n, t int64
+		if r.ramp != nil {
+			// Slot i takes sends i, i+C, i+2C, … of the ramp.
+			if id := int64(c.id); rampSends > id {
+				n = (rampSends - id + conns - 1) / conns
+			}
+			t = min(c.k, n)
+		} else {
+			n = scheduled(c.first, c.period, end)
+			t = min(int64((c.next-c.first)/c.period), n)
+		}
 		intended += n
 		taken += t
 		if t < n {

@@ -501,7 +501,7 @@ func (l *ploop) next(s *pslot, now time.Duration) {
 	intended := now
 	if r.openLoop {
 		intended = s.conn.next
-		s.conn.next += s.period
+		s.conn.advance()
 		if r.hasEnd && intended >= r.endOff {
 			l.finish(s)
 			return

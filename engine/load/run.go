@@ -76,6 +76,9 @@ type runner struct {
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
+	// ramp is the schedule of a load with stages (stages.go); nil
+	// without.
+	ramp *ramp
 	// checks are Options.Checks parsed (check.go); nil without any.
 	checks []check
 }
@@ -119,7 +122,7 @@ func newRunner(opts Options) (*runner, error) {
 		}
 		targets = Defaults(Options{Targets: pool}).Targets
 	}
-	r := &runner{opts: opts, openLoop: opts.Rate > 0, stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
+	r := &runner{opts: opts, openLoop: opts.Rate > 0 || len(opts.Stages) > 0, stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
 	epIndex := map[string]int{}
 	for i, t := range targets {
 		ep, host, path, err := parseTarget(t.URL)
@@ -182,6 +185,9 @@ func newRunner(opts Options) (*runner, error) {
 			return nil, err
 		}
 		r.checks = checks
+	}
+	if len(opts.Stages) > 0 {
+		r.ramp = newRamp(opts.Rate, opts.Stages)
 	}
 	engine, err := wantedEngine(opts.Engine)
 	if err != nil {
@@ -574,7 +580,11 @@ func (r *runner) initConns() {
 			connect: r.newIntervalHist(), // 2 digits: connect times need less precision
 			ival:    r.newIntervalHist(),
 		}
-		if r.openLoop {
+		if r.ramp != nil {
+			c.ramp = r.ramp
+			c.next = r.ramp.at(int64(i))
+			c.first = c.next
+		} else if r.openLoop {
 			// Validate bounds the rate (MinRate, MaxRatePerConnection), so
 			// the period fits a Duration; the stagger is computed as a
 			// float so that period × i cannot overflow.
@@ -694,11 +704,15 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 		res.MeanBehind = sumBehind / time.Duration(sends)
 	}
 	r.countMissed(res, measured)
+	if r.ramp != nil && measured > 0 {
+		// The rate a ramp offered: its mean over the load.
+		res.TargetRate = float64(res.Intended) / measured.Seconds()
+	}
 	if r.openLoop && measured > 0 {
 		achieved := float64(res.Requests+res.Errors-res.ErrorsBy["http"]) / measured.Seconds()
-		if achieved < 0.95*opts.Rate {
+		if achieved < 0.95*res.TargetRate {
 			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
-				achieved, opts.Rate, res.MaxBehind.Round(time.Microsecond))
+				achieved, res.TargetRate, res.MaxBehind.Round(time.Microsecond))
 		}
 		res.Warning = measure.JoinWarnings(res.Warning, res.MissedWarning())
 	}

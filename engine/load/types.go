@@ -88,6 +88,10 @@ type Options struct {
 	// "body contains TEXT", "header Content-Type ~ json"): a response
 	// failing one is an error of class "check". HTTP/1.1 only.
 	Checks []string `json:"checks,omitempty"`
+	// Stages ramp an open loop's rate (stages.go): each moves it linearly
+	// to its Rate over its Duration, from Rate (0 when not set). The load
+	// lasts their sum (Duration 0, or equal to it).
+	Stages []Stage `json:"stages,omitempty"`
 }
 
 // Target is one request template; several targets are picked by weight.
