@@ -39,6 +39,7 @@ type loadCmd struct {
 	scriptFile                   string
 	findMax                      findMaxFlags
 	judge                        judgeFlags
+	stages                       []string
 }
 
 const loadLong = `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
@@ -133,6 +134,7 @@ func (l *loadCmd) registerShapeFlags(f *pflag.FlagSet) {
 	f.StringVarP(&l.duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
 	f.Int64VarP(&l.opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
 	f.Float64VarP(&l.opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
+	f.StringArrayVar(&l.stages, "stage", nil, "open loop ramp (repeatable, k6's stages): `DUR:RATE` moves the rate linearly to RATE req/s over DUR, from -R (or 0); the load lasts the stages' sum")
 }
 
 // registerRequestFlags registers what each request is: headers, method,
@@ -206,7 +208,12 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	if l.h3 {
 		opts.Protocol = measure.ProtoH3
 	}
-	if cmd.Flags().Changed("duration") || opts.Requests == 0 {
+	if len(l.stages) > 0 {
+		if opts.Stages, err = load.ParseStages(l.stages); err != nil {
+			return opts, nil, fmt.Errorf("--%w", err)
+		}
+	}
+	if cmd.Flags().Changed("duration") || (opts.Requests == 0 && len(l.stages) == 0) {
 		if opts.Duration, err = pipeline.ParseDuration(l.duration); err != nil {
 			return opts, nil, fmt.Errorf("-d/--duration: %w", err)
 		}

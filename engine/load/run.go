@@ -710,7 +710,10 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	}
 	if r.openLoop && measured > 0 {
 		achieved := float64(res.Requests+res.Errors-res.ErrorsBy["http"]) / measured.Seconds()
-		if achieved < 0.95*res.TargetRate {
+		if achieved < 0.95*res.TargetRate && r.ramp != nil {
+			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the %.0f req/s the stages offered on average (sends were up to %s behind schedule)",
+				achieved, res.TargetRate, res.MaxBehind.Round(time.Microsecond))
+		} else if achieved < 0.95*res.TargetRate {
 			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
 				achieved, res.TargetRate, res.MaxBehind.Round(time.Microsecond))
 		}

@@ -40,6 +40,8 @@ func declaredValue(t *testing.T, d load.OptionDecl) string {
 		return `"n.example"`
 	case "list":
 		return `["status==200"]`
+	case "stages":
+		return `["1s:100"]`
 	}
 	t.Fatalf("option %s: no test value for unit %q", d.Field, d.Unit)
 	return ""
