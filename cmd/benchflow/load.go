@@ -40,6 +40,7 @@ type loadCmd struct {
 	findMax                      findMaxFlags
 	judge                        judgeFlags
 	stages                       []string
+	metrics                      metricsFlags
 }
 
 const loadLong = `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
@@ -116,6 +117,7 @@ func newLoadCmd() *cobra.Command {
 	l.registerOutputFlags(f)
 	l.findMax.register(f)
 	l.judge.register(f)
+	l.metrics.register(f)
 	return cmd
 }
 
@@ -350,6 +352,11 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 			fmt.Fprintf(stderr, "\r  %5.0fs  %d requests  %d errors  %.0f req/s   ", p.Elapsed.Seconds(), p.Requests, p.Errors, p.RPS)
 		}
 	}
+	stopMetrics, mErr := l.metrics.start(&opts, stderr)
+	if mErr != nil {
+		return mErr
+	}
+	defer stopMetrics()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, runErr := load.Run(ctx, opts)

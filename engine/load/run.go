@@ -376,6 +376,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.initConns()
 	defer r.dialStop()
 	r.begin()
+	if r.opts.OnStart != nil {
+		r.opts.OnStart(&Observer{r: r})
+	}
 	var wg sync.WaitGroup
 	r.startSlots(&wg)
 	defer r.h2spin.close() // after every slot ended: each wait below ends with them

@@ -92,6 +92,9 @@ type Options struct {
 	// to its Rate over its Duration, from Rate (0 when not set). The load
 	// lasts their sum (Duration 0, or equal to it).
 	Stages []Stage `json:"stages,omitempty"`
+	// OnStart, when set, is called once as the measured phase begins with
+	// an Observer of the load's running totals (live metrics).
+	OnStart func(*Observer) `json:"-"`
 }
 
 // Target is one request template; several targets are picked by weight.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLoadMetricsAddr: --metrics-addr 127.0.0.1:0 prints the address the
+// kernel picked; a scrape during the load reads Prometheus text with the
+// load's counters, never above the totals the load then prints; an
+// address in use is refused before any load.
+func TestLoadMetricsAddr(t *testing.T) {
+	srv, _ := helloServer(t)
+	cmd := exec.Command(bin, "load", "--json", "--metrics-addr", "127.0.0.1:0", "-c", "2", "-t", "1", "-R", "200", "-d", "2s", srv.URL+"/")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "metrics: "); ok {
+			url = u
+			break
+		}
+	}
+	if url == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("no metrics: line on stderr")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("load: %v\n%s", err, stdout.String())
+	}
+	text := string(body)
+	for _, want := range []string{"# TYPE benchflow_load_requests_total counter", "# TYPE benchflow_load_latency_seconds histogram",
+		`benchflow_load_errors_total{kind="timeout",run="",step="load",trial=""}`, "benchflow_load_loader_cpu_seconds_total", "benchflow_load_schedule_lag_max_seconds"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, text)
+		}
+	}
+	var live float64 = -1
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, `benchflow_load_requests_total{run="",step="load",trial=""} `); ok {
+			live, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	var j struct {
+		Requests int64 `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &j); err != nil {
+		t.Fatal(err)
+	}
+	if live < 0 || live > float64(j.Requests) {
+		t.Errorf("live requests %g, final %d", live, j.Requests)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errOut, code := runLoad(t, "-n", "10", "--metrics-addr", ln.Addr().String(), srv.URL+"/")
+	if code != 1 || !strings.Contains(errOut, "--metrics-addr "+ln.Addr().String()) {
+		t.Errorf("address in use: exit %d\n%s", code, errOut)
+	}
+}
