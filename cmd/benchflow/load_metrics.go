@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/loadmetrics"
+	"github.com/benchflow/benchflow/engine/run"
 )
 
 // metricsFlags is `benchflow load --metrics-addr`: live Prometheus metrics.
@@ -32,6 +33,23 @@ func (m *metricsFlags) start(opts *load.Options, stderr io.Writer) (func(), erro
 	opts.OnStart = func(o *load.Observer) {
 		srv.Watch(o, loadmetrics.Labels{Step: "load"})
 		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", srv.Addr())
+	}
+	return func() { srv.Close() }, nil
+}
+
+// applyMetrics serves `apply --metrics-addr`: each load of the run is
+// watched as it starts, under its run, trial and step.
+func applyMetrics(ro *run.Options, addr string) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	srv, err := loadmetrics.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", srv.Addr())
+	ro.OnLoadStart = func(runID, trialID, step string, o *load.Observer) {
+		srv.Watch(o, loadmetrics.Labels{Run: runID, Trial: trialID, Step: step})
 	}
 	return func() { srv.Close() }, nil
 }

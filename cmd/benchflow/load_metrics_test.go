@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLoadMetricsAddr: --metrics-addr 127.0.0.1:0 prints the address the
@@ -83,5 +87,69 @@ func TestLoadMetricsAddr(t *testing.T) {
 	_, errOut, code := runLoad(t, "-n", "10", "--metrics-addr", ln.Addr().String(), srv.URL+"/")
 	if code != 1 || !strings.Contains(errOut, "--metrics-addr "+ln.Addr().String()) {
 		t.Errorf("address in use: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestApplyMetricsAddr: apply --metrics-addr serves each load of the run
+// under its run, trial and step labels while it runs.
+func TestApplyMetricsAddr(t *testing.T) {
+	srv, _ := helloServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.hcl")
+	src := fmt.Sprintf("pipeline \"p\" {}\nstep \"load\" \"main\" {\n  target = \"%s/\"\n  connections = 1\n  threads = 1\n  rate = 100\n  duration = \"3s\"\n}\n", srv.URL)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "apply", file, "--out", filepath.Join(dir, "out"), "--metrics-addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "metrics: "); ok {
+			url = u
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if url == "" {
+		t.Fatal("no metrics: line on stderr")
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Process.Wait(); close(exited) }()
+	// Scrape until the trial's load shows (the run provisions first), or
+	// the run ends.
+	for {
+		select {
+		case <-exited:
+			t.Fatal("the run ended before a scrape saw its load")
+		default:
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		i := strings.Index(string(b), "benchflow_load_requests_total{run=\"")
+		if i < 0 {
+			time.Sleep(50 * time.Millisecond) // pacing the scrapes, not an assertion
+			continue
+		}
+		{
+			line := string(b)[i:]
+			line = line[:strings.IndexByte(line, '\n')]
+			if !strings.Contains(line, `step="main"`) || !strings.Contains(line, `trial="`) || strings.Contains(line, `run=""`) {
+				t.Errorf("labels of %q: want the run, the trial and the step main (trials' step column)", line)
+			}
+			return
+		}
 	}
 }
