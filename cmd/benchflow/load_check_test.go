@@ -91,5 +91,13 @@ step.load("main", target = "%s/", connections = 1, threads = 1, requests = 40, c
 		if requests != 20 || errs != 20 || checks != 20 {
 			t.Errorf("%s: requests %d, errors %d, errors_check %d; want 20 each (every other answer fails)", name, requests, errs, checks)
 		}
+		bad := strings.Replace(src, `"body contains hello"`, `"body has hello"`, 1)
+		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := exec.Command(bin, "validate", file).CombinedOutput()
+		if err == nil || !strings.Contains(string(b), "Invalid checks") || !strings.Contains(string(b), `"body has hello": write body contains TEXT`) {
+			t.Errorf("%s: validate of a bad check: %v\n%s", name, err, b)
+		}
 	}
 }
