@@ -130,7 +130,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 // load.Declared, except what the front ends build rather than a user
 // choosing one value; every declared attribute is in the step schema.
 func TestEveryOptionIsDeclared(t *testing.T) {
-	built := map[string]bool{"Targets": true, "Progress": true, "Requester": true, "OnResponse": true, "CACertPEM": true}
+	built := map[string]bool{"Targets": true, "Progress": true, "Requester": true, "OnResponse": true, "OnStart": true, "CACertPEM": true}
 	declared := map[string]bool{}
 	for _, d := range load.Declared {
 		if declared[d.Field] {
