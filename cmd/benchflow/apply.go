@@ -18,6 +18,7 @@ func init() {
 	var vf varFlags
 	var out, resume string
 	var force, quiet, verbose, noGC bool
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "apply FILE",
 		Short: "Run a pipeline and write its results",
@@ -44,7 +45,13 @@ interrupted.`,
 			if err != nil {
 				return err
 			}
-			_, err = applyPlan(pl, run.Options{Resume: resume, Force: force, NoGC: noGC, OutDir: out}, quiet, verbose)
+			ro := run.Options{Resume: resume, Force: force, NoGC: noGC, OutDir: out}
+			stopMetrics, err := applyMetrics(&ro, metricsAddr)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			defer stopMetrics()
+			_, err = applyPlan(pl, ro, quiet, verbose)
 			return err
 		},
 	}
@@ -55,6 +62,7 @@ interrupted.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only warnings, failures and the final summary")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
 	cmd.Flags().BoolVar(&noGC, "no-gc", false, "do not remove leftovers of crashed runs before starting")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of each load at http://`ADDR`/metrics, trial by trial (labels run, trial, step); port 0 picks a free one, printed on stderr")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -40,6 +40,9 @@ type loadCmd struct {
 	h3                           bool
 	scriptFile                   string
 	findMax                      findMaxFlags
+	judge                        judgeFlags
+	stages                       []string
+	metrics                      metricsFlags
 }
 
 const loadLong = `load sends HTTP/1.1 requests to one or more URLs and prints what it measured
@@ -78,7 +81,9 @@ as the server's capacity. Every probe and the verdict are printed (--json:
 one object with every probe).
 
 Exit status is 0 when at least one request succeeded, 1 when every request
-failed (with the reason) or a flag is wrong.`
+failed (with the reason) or a flag is wrong, 99 (k6's) when the result fails
+a --threshold ('p99<10ms', 'rps>1000', 'errors<1%', 'missed==0'), each failed
+one named.`
 
 const loadExample = `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
   benchflow load -t 2 -c 100 -d 30s --latency http://127.0.0.1:8080/index.html
@@ -90,6 +95,7 @@ const loadExample = `  benchflow load -c 64 -d 10s http://127.0.0.1:8080/
   benchflow load --json -d 5s http://127.0.0.1:8080/ | jq .rps
   benchflow load -d 10s --out nginx.parquet http://127.0.0.1:8080/
   benchflow load -s requests.star -c 32 -d 10s http://127.0.0.1:8080      # request() builds the requests
+  benchflow load -c 16 -R 2000 -d 20s --threshold 'p99<10ms' --threshold 'errors<1%' http://127.0.0.1:8080/   # exit 99 unless met
   benchflow load --find-max --slo 'p99<10ms,errors<0.1%' -c 64 http://127.0.0.1:8080/   # capacity under an SLO`
 
 // newLoadCmd builds `benchflow load`. Its flags are registered by group, in
@@ -112,6 +118,8 @@ func newLoadCmd() *cobra.Command {
 	l.registerGeneratorFlags(f)
 	l.registerOutputFlags(f)
 	l.findMax.register(f)
+	l.judge.register(f)
+	l.metrics.register(f)
 	return cmd
 }
 
@@ -130,6 +138,7 @@ func (l *loadCmd) registerShapeFlags(f *pflag.FlagSet) {
 	f.StringVarP(&l.duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
 	f.Int64VarP(&l.opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
 	f.Float64VarP(&l.opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
+	f.StringArrayVar(&l.stages, "stage", nil, "open loop ramp (repeatable, k6's stages): `DUR:RATE` moves the rate linearly to RATE req/s over DUR, from -R (or 0); the load lasts the stages' sum")
 }
 
 // registerRequestFlags registers what each request is: headers, method,
@@ -139,6 +148,7 @@ func (l *loadCmd) registerRequestFlags(f *pflag.FlagSet) {
 	f.StringVarP(&l.method, "method", "m", "GET", "request `METHOD` (a token of letters: GET, POST, …; h2load's -m is --streams here)")
 	f.StringVar(&l.body, "body", "", "request body (`TEXT`)")
 	f.StringVar(&l.bodyFile, "body-file", "", "request body read from `FILE`")
+	f.StringArrayVar(&l.opts.Checks, "check", nil, "check each response (repeatable): status==200, size==4096, 'body contains TEXT', 'header Content-Type ~ json'; a response failing one is an error of class check")
 }
 
 // registerConnectionFlags registers how connections are made: new
@@ -202,7 +212,12 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	if l.h3 {
 		opts.Protocol = measure.ProtoH3
 	}
-	if cmd.Flags().Changed("duration") || opts.Requests == 0 {
+	if len(l.stages) > 0 {
+		if opts.Stages, err = load.ParseStages(l.stages); err != nil {
+			return opts, nil, fmt.Errorf("--%w", err)
+		}
+	}
+	if cmd.Flags().Changed("duration") || (opts.Requests == 0 && len(l.stages) == 0) {
 		if opts.Duration, err = pipeline.ParseDuration(l.duration); err != nil {
 			return opts, nil, fmt.Errorf("-d/--duration: %w", err)
 		}
@@ -236,6 +251,9 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	if cmd.Flags().Changed("threads") && opts.Threads > opts.Connections {
 		// As wrk, which refuses it; here the threads are cut to -c.
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: -t %d is above -c %d: %d threads run (each drives at least one connection)\n", opts.Threads, opts.Connections, opts.Connections)
+	}
+	if err := l.judge.parse(l.findMax.on); err != nil {
+		return opts, nil, err
 	}
 	if opts.Targets, err = l.targets(args); err != nil {
 		return opts, nil, err
@@ -343,6 +361,11 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 			fmt.Fprintf(stderr, "\r  %5.0fs  %d requests  %d errors  %.0f req/s   ", p.Elapsed.Seconds(), p.Requests, p.Errors, p.RPS)
 		}
 	}
+	stopMetrics, mErr := l.metrics.start(&opts, stderr)
+	if mErr != nil {
+		return mErr
+	}
+	defer stopMetrics()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, runErr := load.Run(ctx, opts)
@@ -360,6 +383,7 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 			return fmt.Errorf("-s/--script: %w", err)
 		}
 	}
+	judged := l.judge.judge(res)
 	stdout := cmd.OutOrStdout()
 	var err error
 	if l.jsonOut {
@@ -377,6 +401,9 @@ func (l *loadCmd) runOnce(cmd *cobra.Command, opts load.Options, reqScript *scri
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if judged != nil {
+		return judged
 	}
 	if ok := res.Requests - res.ErrorsBy["http"]; ok == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("all %d responses had status >= 400: %s", res.Requests, statusCounts(res.Status))}

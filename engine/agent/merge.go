@@ -137,6 +137,7 @@ func Merge(parts []Part, started time.Time, interval time.Duration, rate float64
 			m.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
 				achieved, rate, m.MaxBehind.Round(time.Microsecond))
 		}
+		m.Warning = measure.JoinWarnings(m.Warning, m.MissedWarning())
 	}
 	return m, nil
 }

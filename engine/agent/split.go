@@ -61,6 +61,15 @@ func Split(o load.Options, n int) ([]Share, error) {
 // Apply returns o with the share's connections, threads, requests and
 // rate.
 func (s Share) Apply(o load.Options) load.Options {
+	if len(o.Stages) > 0 && o.Connections > 0 {
+		// A ramp's rates are shared as -R is: by connections.
+		frac := float64(s.Connections) / float64(o.Connections)
+		stages := make([]load.Stage, len(o.Stages))
+		for i, st := range o.Stages {
+			stages[i] = load.Stage{Duration: st.Duration, Rate: st.Rate * frac}
+		}
+		o.Stages = stages
+	}
 	o.Connections, o.Threads, o.Requests, o.Rate = s.Connections, s.Threads, s.Requests, s.Rate
 	return o
 }

@@ -41,6 +41,8 @@ func fillRecord(t *testing.T) *measure.Record {
 			f.Set(reflect.ValueOf(map[string]int64{"read": n}))
 		case f.Type() == reflect.TypeFor[map[string]string]():
 			f.Set(reflect.ValueOf(map[string]string{"read": sf.Name}))
+		case f.Type() == reflect.TypeFor[[]measure.ThresholdResult]():
+			f.Set(reflect.ValueOf([]measure.ThresholdResult{{Expr: "p99<10ms", Value: float64(n), Unit: "us", OK: true, Text: sf.Name}}))
 		case f.Type() == reflect.TypeFor[[]string]():
 			f.Set(reflect.ValueOf([]string{"http://127.0.0.1:1/" + sf.Name}))
 		case f.Kind() == reflect.Int64 || f.Kind() == reflect.Int:

@@ -26,6 +26,7 @@ const (
 	classHTTP
 	classReset  // HTTP/2 RST_STREAM or HTTP/3 RESET_STREAM from the server
 	classGoaway // HTTP/2 streams refused by GOAWAY
+	classCheck  // a response that failed a check (Options.Checks, check.go)
 	numClasses
 )
 
@@ -67,6 +68,13 @@ type conn struct {
 	// Open loop: intended send times as offsets from runner.start.
 	period time.Duration
 	next   time.Duration
+	// first is the slot's first intended send (its stagger): with next
+	// it tells how many of the schedule's sends the slot took (missed.go).
+	first time.Duration
+	// ramp is the schedule of a load with stages (stages.go; nil without
+	// any) and k the sends the slot took from it.
+	ramp *ramp
+	k    int64
 	// sleeper waits for the schedule: a timerfd, not Go's timer, which
 	// fires up to 1 ms late in an idle process (engine/clock).
 	sleeper clock.Sleeper
@@ -134,7 +142,7 @@ func (c *conn) loop(wg *sync.WaitGroup) {
 		var intended time.Duration
 		if r.openLoop {
 			intended = c.next
-			c.next += c.period
+			c.advance()
 			if r.hasEnd && intended >= r.endOff {
 				return
 			}
@@ -240,6 +248,9 @@ func (c *conn) exchange(req *request, intended, sent time.Duration) (o outcome, 
 		return o, sent
 	}
 	o.status = resp.status
+	if resp.checkErr != nil {
+		o.class, o.err = classCheck, resp.checkErr
+	}
 	if resp.close || r.opts.Close {
 		c.drop(e)
 	}

@@ -24,6 +24,9 @@ func Defaults(o Options) Options {
 	if o.Threads > o.Connections && o.Connections > 0 {
 		o.Threads = o.Connections
 	}
+	if o.Duration == 0 && len(o.Stages) > 0 {
+		o.Duration = StagesDuration(o.Stages)
+	}
 	if o.Duration == 0 && o.Requests <= 0 {
 		o.Duration = 10 * time.Second
 	}
@@ -295,6 +298,8 @@ func (o Options) Validate() error {
 	case o.Nap > 0 && o.Rate > 0:
 		bad("nap", o.Nap.String(), "naps are for closed loop: with a rate they would delay the scheduled sends (busy polling does not)")
 	}
+	errs = append(errs, o.validateChecks()...)
+	errs = append(errs, o.validateStages(Defaults(Options{Connections: o.Connections}).Connections)...)
 	if fe := o.checkCACert(); fe != nil {
 		errs = append(errs, fe)
 	}

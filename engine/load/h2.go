@@ -341,7 +341,7 @@ func (c *conn) h2Failed(o outcome, start, now time.Duration) bool {
 		intended := start
 		if r.openLoop {
 			intended = c.next
-			c.next += c.period
+			c.advance()
 		}
 		c.record(&r.reqs[0], o, intended, start, now)
 	}
@@ -1241,7 +1241,7 @@ func (s *h2Session) sender(done chan struct{}) {
 			s.mu.Unlock()
 			return
 		}
-		c.next += c.period
+		c.advance()
 		if r.bounded {
 			c.quota--
 		}

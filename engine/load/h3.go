@@ -288,7 +288,7 @@ func (c *conn) h3CloseLoop(wg *sync.WaitGroup) {
 		var intended time.Duration
 		if r.openLoop {
 			intended = c.next
-			c.next += c.period
+			c.advance()
 			if r.hasEnd && intended >= r.endOff {
 				return
 			}
@@ -372,7 +372,7 @@ func (s *h3Session) next() (intended time.Duration, ok bool) {
 	}
 	if r.openLoop {
 		intended = c.next
-		c.next += c.period
+		c.advance()
 		if r.hasEnd && intended >= r.endOff {
 			return 0, false
 		}

@@ -114,6 +114,10 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.TargetRate > 0 {
 		fmt.Fprintf(&b, "  Schedule: sends behind by %s on average, %s at most; %d sends more than 1ms late\n",
 			fmtMicros(float64(r.MeanBehind)/1e3), fmtMicros(float64(r.MaxBehind)/1e3), r.LateSends)
+		if r.Intended > 0 {
+			fmt.Fprintf(&b, "  Intended sends: %d; %d with an outcome, %d missed (never sent: connections busy), %d unfinished at the end\n",
+				r.Intended, r.Requests+r.Errors-r.ErrorsBy["http"], r.Missed, r.Unfinished)
+		}
 	}
 	// As wrk: the time the load took until every connection stopped
 	// (the rates below are over the measured Duration).
@@ -134,6 +138,9 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	}
 	if e["http"] > 0 {
 		fmt.Fprintf(&b, "  Non-2xx or 3xx responses: %d\n", e["http"])
+	}
+	if e["check"] > 0 {
+		fmt.Fprintf(&b, "  Responses failing a check: %d (first: %s)\n", e["check"], r.ErrorSample["check"])
 	}
 	if r.Reconnects > 0 {
 		fmt.Fprintf(&b, "  Reconnects: %d\n", r.Reconnects)
@@ -168,6 +175,7 @@ func WriteText(w io.Writer, r *Result, latency bool) error {
 	if r.UDPBuffersShort() {
 		fmt.Fprintf(&b, "WARNING: %s\n", UDPBufferAdvice)
 	}
+	writeThresholds(&b, r.Thresholds)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -281,4 +289,30 @@ func targetList(ts []string) string {
 		return strings.Join(ts, ", ")
 	}
 	return fmt.Sprintf("%s and %d more URLs", strings.Join(ts[:shown], ", "), len(ts)-shown)
+}
+
+// writeThresholds prints the outcomes of `load --threshold`, each with
+// its value: "Thresholds: 1 of 2 failed" and a line per threshold.
+func writeThresholds(b *strings.Builder, ts []measure.ThresholdResult) {
+	if len(ts) == 0 {
+		return
+	}
+	failed := 0
+	for _, t := range ts {
+		if !t.OK {
+			failed++
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintf(b, "Thresholds:   all %d met\n", len(ts))
+	} else {
+		fmt.Fprintf(b, "Thresholds:   %d of %d FAILED\n", failed, len(ts))
+	}
+	for _, t := range ts {
+		mark := "ok    "
+		if !t.OK {
+			mark = "FAILED"
+		}
+		fmt.Fprintf(b, "  %s  %-20s  (was %s)\n", mark, t.Expr, t.Text)
+	}
 }

@@ -250,6 +250,7 @@ func (r *runner) newLoops(eps []pollEndpoint) []*ploop {
 		for e := range s.fds {
 			s.fds[e] = -1
 		}
+		s.p.chk = c.rd.chk
 		l.slots = append(l.slots, s)
 	}
 	raw := runtime.GOMAXPROCS(0) > len(loops)
@@ -500,7 +501,7 @@ func (l *ploop) next(s *pslot, now time.Duration) {
 	intended := now
 	if r.openLoop {
 		intended = s.conn.next
-		s.conn.next += s.period
+		s.conn.advance()
 		if r.hasEnd && intended >= r.endOff {
 			l.finish(s)
 			return
@@ -714,7 +715,11 @@ func (l *ploop) complete(s *pslot) {
 		s.state = psIdle
 		return
 	}
-	s.record(s.req, outcome{status: s.p.resp.status, connect: s.connect, reconnect: s.reconn}, l.intended(s), s.sent, done)
+	o := outcome{status: s.p.resp.status, connect: s.connect, reconnect: s.reconn}
+	if s.p.resp.checkErr != nil {
+		o.class, o.err = classCheck, s.p.resp.checkErr
+	}
+	s.record(s.req, o, l.intended(s), s.sent, done)
 	s.connFails = 0
 	l.queue(s)
 }

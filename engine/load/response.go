@@ -66,6 +66,8 @@ var errClosedBeforeResponse = errors.New("server closed the connection before re
 // reader is a connection's response reader. src is swapped when the
 // connection is re-established; buf is allocated once.
 type reader struct {
+	// chk runs the load's response checks (check.go); nil without any.
+	chk   *checkState
 	src   io.Reader
 	buf   []byte
 	r, w  int   // unread bytes are buf[r:w]
@@ -112,13 +114,16 @@ func (rd *reader) fill() error {
 type response struct {
 	status int
 	close  bool // the connection cannot be reused
+	// checkErr is the first response check the response failed (check.go;
+	// nil without checks).
+	checkErr error
 }
 
 // readResponse reads one complete response (interim 1xx responses are
 // skipped) from a blocking source. head says the request was HEAD (no
 // body follows).
 func (rd *reader) readResponse(head bool) (response, error) {
-	var p parser
+	p := parser{chk: rd.chk}
 	p.begin(head)
 	for {
 		used, done, err := p.feed(rd.buf[rd.r:rd.w])
@@ -158,11 +163,17 @@ type parser struct {
 	n       int64 // bytes left in stLength and stChunkData
 	scanned int   // header bytes already searched for the blank line
 	resp    response
+	// chk, when not nil, runs the response checks on what is parsed; it
+	// outlives begin.
+	chk *checkState
 }
 
 // begin prepares the parser for the response to a new request.
 func (p *parser) begin(head bool) {
-	*p = parser{head: head}
+	*p = parser{head: head, chk: p.chk}
+	if p.chk != nil {
+		p.chk.begin()
+	}
 }
 
 // feed consumes what it can of b (the unread bytes) and reports how many
@@ -192,8 +203,14 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 			}
 		case stLength, stChunkData:
 			if int64(len(rest)) < p.n {
+				if p.chk != nil {
+					p.chk.body(rest)
+				}
 				p.n -= int64(len(rest))
 				return len(b), false, nil
+			}
+			if p.chk != nil {
+				p.chk.body(rest[:p.n])
 			}
 			used += int(p.n)
 			p.n = 0
@@ -215,9 +232,15 @@ func (p *parser) feed(b []byte) (used int, done bool, err error) {
 				return used, false, err
 			}
 		case stUntilClose:
+			if p.chk != nil {
+				p.chk.body(rest)
+			}
 			return len(b), false, nil
 		}
 		if p.st == stDone {
+			if p.chk != nil {
+				p.resp.checkErr = p.chk.verdict()
+			}
 			return used, true, nil
 		}
 	}
@@ -233,6 +256,9 @@ func (p *parser) header(block []byte) error {
 		return err
 	}
 	p.resp = resp
+	if p.chk != nil && (resp.status >= 200 || resp.status == 101) {
+		p.chk.header(block, resp.status)
+	}
 	switch {
 	case resp.status >= 100 && resp.status < 200 && resp.status != 101:
 		if p.interim++; p.interim > 8 {
@@ -289,6 +315,9 @@ func (p *parser) line(l []byte) error {
 func (p *parser) eof(unread int) (done bool, err error) {
 	switch {
 	case p.st == stUntilClose:
+		if p.chk != nil {
+			p.resp.checkErr = p.chk.verdict()
+		}
 		return true, nil
 	case p.st == stHeader && p.interim == 0 && unread == 0:
 		return false, errClosedBeforeResponse

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchflow/benchflow/engine/measure"
 )
 
 // Histogram geometry: 1 µs up to a ceiling derived from the timeout, at 3
@@ -79,6 +81,11 @@ type runner struct {
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
+	// ramp is the schedule of a load with stages (stages.go); nil
+	// without.
+	ramp *ramp
+	// checks are Options.Checks parsed (check.go); nil without any.
+	checks []check
 }
 
 // Run drives one load and returns what it measured. It returns an error
@@ -120,7 +127,7 @@ func newRunner(opts Options) (*runner, error) {
 		}
 		targets = Defaults(Options{Targets: pool}).Targets
 	}
-	r := &runner{opts: opts, openLoop: opts.Rate > 0, stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
+	r := &runner{opts: opts, openLoop: opts.Rate > 0 || len(opts.Stages) > 0, stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
 	epIndex := map[string]int{}
 	for i, t := range targets {
 		ep, host, path, err := parseTarget(t.URL)
@@ -176,6 +183,16 @@ func newRunner(opts Options) (*runner, error) {
 	}
 	if err := checkFDLimit(opts.Connections, len(r.endpoints)); err != nil {
 		return nil, err
+	}
+	if len(opts.Checks) > 0 {
+		checks, err := parseChecks(opts.Checks)
+		if err != nil {
+			return nil, err
+		}
+		r.checks = checks
+	}
+	if len(opts.Stages) > 0 {
+		r.ramp = newRamp(opts.Rate, opts.Stages)
 	}
 	engine, err := wantedEngine(opts.Engine)
 	if err != nil {
@@ -364,6 +381,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.initConns()
 	defer r.dialStop()
 	r.begin()
+	if r.opts.OnStart != nil {
+		r.opts.OnStart(&Observer{r: r})
+	}
 	var wg sync.WaitGroup
 	r.startSlots(&wg)
 	defer r.h2spin.close() // after every slot ended: each wait below ends with them
@@ -563,14 +583,18 @@ func (r *runner) initConns() {
 			ncs:     make([]net.Conn, len(r.endpoints)),
 			dialed:  make([]bool, len(r.endpoints)),
 			cur:     -1,
-			rd:      newReader(nil),
+			rd:      r.newReader(),
 			rng:     uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D,
 			shard:   r.shards[i%len(r.shards)],
 			pend:    make([]uint64, 0, pendSize),
 			connect: r.newIntervalHist(), // 2 digits: connect times need less precision
 			ival:    r.newIntervalHist(),
 		}
-		if r.openLoop {
+		if r.ramp != nil {
+			c.ramp = r.ramp
+			c.next = r.ramp.at(int64(i))
+			c.first = c.next
+		} else if r.openLoop {
 			// Validate bounds the rate (MinRate, MaxRatePerConnection), so
 			// the period fits a Duration; the stagger is computed as a
 			// float so that period × i cannot overflow.
@@ -578,6 +602,7 @@ func (r *runner) initConns() {
 			c.period = time.Duration(float64(time.Second) / perConn)
 			// Stagger the slots so sends are spread over the period.
 			c.next = time.Duration(float64(c.period) * float64(i) / float64(opts.Connections))
+			c.first = c.next
 		}
 		r.conns[i] = c
 	}
@@ -688,12 +713,21 @@ func (r *runner) result(col *collector, measured time.Duration) *Result {
 	if sends > 0 {
 		res.MeanBehind = sumBehind / time.Duration(sends)
 	}
+	r.countMissed(res, measured)
+	if r.ramp != nil && measured > 0 {
+		// The rate a ramp offered: its mean over the load.
+		res.TargetRate = float64(res.Intended) / measured.Seconds()
+	}
 	if r.openLoop && measured > 0 {
 		achieved := float64(res.Requests+res.Errors-res.ErrorsBy["http"]) / measured.Seconds()
-		if achieved < 0.95*opts.Rate {
+		if achieved < 0.95*res.TargetRate && r.ramp != nil {
+			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the %.0f req/s the stages offered on average (sends were up to %s behind schedule)",
+				achieved, res.TargetRate, res.MaxBehind.Round(time.Microsecond))
+		} else if achieved < 0.95*res.TargetRate {
 			res.Warning = fmt.Sprintf("achieved %.0f req/s, below 95%% of the target rate -R %g (sends were up to %s behind schedule)",
-				achieved, opts.Rate, res.MaxBehind.Round(time.Microsecond))
+				achieved, res.TargetRate, res.MaxBehind.Round(time.Microsecond))
 		}
+		res.Warning = measure.JoinWarnings(res.Warning, res.MissedWarning())
 	}
 	return res
 }

@@ -84,6 +84,17 @@ type Options struct {
 	// Tag labels the result ("warm" or "load"); it is copied to
 	// Result.Tag so warm-up results are never mistaken for measurements.
 	Tag string `json:"tag,omitempty"`
+	// Checks are response checks (check.go: "status==200", "size==4096",
+	// "body contains TEXT", "header Content-Type ~ json"): a response
+	// failing one is an error of class "check". HTTP/1.1 only.
+	Checks []string `json:"checks,omitempty"`
+	// Stages ramp an open loop's rate (stages.go): each moves it linearly
+	// to its Rate over its Duration, from Rate (0 when not set). The load
+	// lasts their sum (Duration 0, or equal to it).
+	Stages []Stage `json:"stages,omitempty"`
+	// OnStart, when set, is called once as the measured phase begins with
+	// an Observer of the load's running totals (live metrics).
+	OnStart func(*Observer) `json:"-"`
 }
 
 // Target is one request template; several targets are picked by weight.

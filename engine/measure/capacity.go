@@ -40,34 +40,30 @@ func ParseSLO(s string) (SLO, error) {
 		return slo, errors.New(`empty SLO: give terms like "p99<10ms,errors<0.1%"`)
 	}
 	for _, term := range strings.Split(s, ",") {
+		// The terms are thresholds' (parseTerm: one grammar), limited to
+		// upper bounds on percentiles and the error ratio.
 		term = strings.TrimSpace(term)
-		name, bound, ok := strings.Cut(term, "<")
-		name, bound = strings.TrimSpace(name), strings.TrimSpace(strings.TrimPrefix(bound, "="))
-		if !ok || name == "" || bound == "" {
+		t, err := parseTerm(term)
+		if name, bound, _ := strings.Cut(term, "<"); err != nil && (strings.TrimSpace(name) == "" || strings.TrimSpace(strings.TrimPrefix(bound, "=")) == "") {
+			err = errors.New("want NAME<BOUND, e.g. p99<10ms or errors<0.1%")
+		}
+		if err != nil {
+			var te *ThresholdError
+			if errors.As(err, &te) {
+				err = errors.New(te.Msg)
+			}
+			return slo, fmt.Errorf("SLO term %q: %w", term, err)
+		}
+		if t.Op != "<" && t.Op != "<=" {
 			return slo, fmt.Errorf("SLO term %q: want NAME<BOUND, e.g. p99<10ms or errors<0.1%%", term)
 		}
-		switch {
-		case name == "errors":
-			ratio, err := parseRatio(bound)
-			if err != nil {
-				return slo, fmt.Errorf("SLO term %q: %w", term, err)
-			}
-			slo.MaxErrorRatio = ratio
-		case strings.HasPrefix(name, "p"):
-			p, err := strconv.ParseFloat(name[1:], 64)
-			if err != nil || p <= 0 || p >= 100 || math.IsNaN(p) {
-				return slo, fmt.Errorf("SLO term %q: %q is not a percentile between p0 and p100 (p50, p99, p99.9)", term, name)
-			}
-			d, err := units.ParseLatency(bound)
-			if err == nil && d <= 0 {
-				err = fmt.Errorf("%q is not a positive latency (examples: 250us, 10ms, 1.5s)", bound)
-			}
-			if err != nil {
-				return slo, fmt.Errorf("SLO term %q: %w", term, err)
-			}
-			slo.Latency = append(slo.Latency, LatencyBound{Percentile: p, Max: d})
+		switch t.Measure {
+		case "errors":
+			slo.MaxErrorRatio = t.Bound
+		case "p":
+			slo.Latency = append(slo.Latency, LatencyBound{Percentile: t.Percentile, Max: t.Latency})
 		default:
-			return slo, fmt.Errorf("SLO term %q: unknown measure %q (use p50, p99, p99.9 … or errors)", term, name)
+			return slo, fmt.Errorf("SLO term %q: unknown measure %q (use p50, p99, p99.9 … or errors)", term, strings.TrimSpace(term[:strings.IndexAny(term, "<>=")]))
 		}
 	}
 	return slo, nil

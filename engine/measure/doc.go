@@ -16,7 +16,7 @@ const (
 )
 
 // NumErrorClasses is the number of error classes (ErrorClasses).
-const NumErrorClasses = 8
+const NumErrorClasses = 9
 
 // ErrorClasses are the keys of Record.ErrorsBy, in report order.
-var ErrorClasses = [NumErrorClasses]string{"connect", "timeout", "read", "write", "parse", "http", "reset", "goaway"}
+var ErrorClasses = [NumErrorClasses]string{"connect", "timeout", "read", "write", "parse", "http", "reset", "goaway", "check"}

@@ -58,6 +58,15 @@ type JSONResult struct {
 	LoaderCPUPerReqUS float64        `json:"loader_cpu_us_per_req,omitempty"`
 	Warning           string         `json:"warning,omitempty"`
 	Intervals         []JSONInterval `json:"intervals"`
+
+	// Intended, Missed and Unfinished are Record's (open loop with a
+	// duration; Missed and Unfinished present, 0 included, whenever
+	// Intended is).
+	Intended   int64  `json:"intended,omitempty"`
+	Missed     *int64 `json:"missed,omitempty"`
+	Unfinished *int64 `json:"unfinished,omitempty"`
+	// Thresholds are Record's (load --threshold), in the order given.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 }
 
 // JSONLatency summarises a histogram in microseconds.
@@ -158,6 +167,11 @@ func ToJSON(r *Record) *JSONResult {
 		j.MeanBehind = float64(r.MeanBehind) / 1e3
 		j.MaxBehind = float64(r.MaxBehind) / 1e3
 		j.LateSends = r.LateSends
+	}
+	j.Thresholds = r.Thresholds
+	if r.Intended > 0 {
+		missed, unfinished := r.Missed, r.Unfinished
+		j.Intended, j.Missed, j.Unfinished = r.Intended, &missed, &unfinished
 	}
 	for _, iv := range r.Intervals {
 		ji := JSONInterval{TS: iv.Start.Seconds(), DurationS: iv.Duration.Seconds(),

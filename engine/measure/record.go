@@ -65,6 +65,17 @@ type Record struct {
 	// (open loop); LateSends counts sends more than 1 ms late.
 	MeanBehind time.Duration `json:"mean_behind_ns,omitempty"`
 	LateSends  int64         `json:"late_sends,omitempty"`
+	// Intended counts the sends an open loop with a duration intended
+	// before its end (its schedule, rate × duration, capped at
+	// MaxRequests); each has an outcome (Requests, Errors), or was sent
+	// and had none at the end (Unfinished), or was never sent because its
+	// connection was still busy (Missed). All three 0 in closed loop.
+	Intended   int64 `json:"intended,omitempty"`
+	Missed     int64 `json:"missed,omitempty"`
+	Unfinished int64 `json:"unfinished,omitempty"`
+	// Thresholds are the outcomes of `load --threshold`, judged on the
+	// finished result (JudgeThresholds); nil without thresholds.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 	// Reconnects counts connections re-established in keep-alive mode
 	// (the server closed the previous one, or it failed).
 	Reconnects int64 `json:"reconnects,omitempty"`
@@ -186,6 +197,27 @@ func (r *Record) NapMean() time.Duration {
 // 95% of it); closed loops always do.
 func (r *Record) Achieved() bool { return r == nil || r.Warning == "" }
 
+// MissedWarning is what a load that missed intended sends says in its
+// verdict (Record.Warning), or "" when it missed none.
+func (r *Record) MissedWarning() string {
+	if r == nil || r.Missed <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d intended sends were never sent (missed): the connections were still busy with earlier requests; more connections (-c) or a lower rate (-R) keep to the schedule",
+		r.Missed, r.Intended)
+}
+
+// JoinWarnings joins the non-empty warnings with "; ".
+func JoinWarnings(ws ...string) string {
+	var out []string
+	for _, w := range ws {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // AddCounts adds o's counters to r: requests, errors, bytes, reconnects,
 // HTTP/2 GOAWAYs, HTTP/3 0-RTT connections, naps and their time, late sends, the status and
 // error-class counts, and the error samples r lacks (r's own first sample
@@ -211,6 +243,9 @@ func (r *Record) AddCounts(o *Record) {
 	r.NapTime += o.NapTime
 	r.LoaderCPU += o.LoaderCPU
 	r.LateSends += o.LateSends
+	r.Intended += o.Intended
+	r.Missed += o.Missed
+	r.Unfinished += o.Unfinished
 	if r.Status == nil {
 		r.Status = map[int]int64{}
 	}

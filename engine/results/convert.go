@@ -42,6 +42,8 @@ func fillSummary(row *TrialRow, res *measure.Record, bars []hdrhistogram.Bar) {
 	row.UDPRecvBuf, row.UDPSendBuf, row.UDPGSO = res.UDPRecvBuf, res.UDPSendBuf, res.UDPGSO
 	row.TargetRate = res.TargetRate
 	row.RateWarning = res.Warning
+	row.Intended, row.Missed = res.Intended, res.Missed
+	row.ErrorsCheck = res.ErrorsBy["check"]
 	row.Connections = int64(res.Connections)
 	row.Threads = int64(res.Threads)
 	row.LoadEngine = res.Engine

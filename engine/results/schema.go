@@ -133,6 +133,14 @@ type TrialRow struct {
 	// written before the columns existed.
 	Connects int64
 	Used0RTT int64
+	// Intended and Missed are an open loop's intended sends and those
+	// never sent (measure.Record's); 0 in closed loop and in runs written
+	// before the columns existed.
+	Intended int64
+	Missed   int64
+	// ErrorsCheck counts responses that failed a response check (a load
+	// step's checks); 0 in runs written before the column existed.
+	ErrorsCheck int64
 	// UDPRecvBuf, UDPSendBuf and UDPGSO describe an HTTP/3 load's UDP
 	// sockets (measure.Record's fields of the same names); 0 and false
 	// for other protocols and in runs written before the columns existed.
@@ -468,6 +476,9 @@ var trialColumnsTail = []column[TrialRow]{
 	i64("udp_rcvbuf_bytes", func(r *TrialRow) *int64 { return &r.UDPRecvBuf }),
 	i64("udp_sndbuf_bytes", func(r *TrialRow) *int64 { return &r.UDPSendBuf }),
 	boolean("udp_gso", func(r *TrialRow) *bool { return &r.UDPGSO }),
+	i64("intended", func(r *TrialRow) *int64 { return &r.Intended }),
+	i64("missed", func(r *TrialRow) *int64 { return &r.Missed }),
+	i64("errors_check", func(r *TrialRow) *int64 { return &r.ErrorsCheck }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/benchflow/benchflow/engine/envinfo"
+	"github.com/benchflow/benchflow/engine/load"
 	"github.com/benchflow/benchflow/engine/pipeline"
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/redact"
@@ -37,6 +38,11 @@ type Options struct {
 	Reporter Reporter
 	// NoGC skips removing leftovers of crashed runs before starting.
 	NoGC bool
+	// OnLoadStart, when set, is called as each load of a trial begins
+	// (load and warm steps run in this process, not capacity searches or
+	// agents) with the run, trial and step and the load's Observer: live
+	// metrics, trial by trial (apply --metrics-addr).
+	OnLoadStart func(runID, trialID, step string, o *load.Observer)
 }
 
 // Summary is what Apply returns.

@@ -496,6 +496,10 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 	case steps.BehaviourOf(st.Kind).Warms() && c.Until == "steady":
 		res, lerr = tr.warmSteady(ctx, st, c, opts, nil)
 	default:
+		if f := tr.r.opts.OnLoadStart; f != nil {
+			runID, trialID, step := tr.r.w.Manifest().RunID, tr.trial.ID, st.Name
+			opts.OnStart = func(o *load.Observer) { f(runID, trialID, step, o) }
+		}
 		// LoadOptions checked opts (with the check made when the step
 		// was decoded for this trial): the load does not check them again.
 		res, lerr = load.RunValidated(ctx, opts)

@@ -76,6 +76,11 @@ type LoadConfig struct {
 	CACert    string `hcl:"cacert,optional"`
 	TLSResume bool   `hcl:"tls_resume,optional"` // --tls-resume
 	H3ZeroRTT bool   `hcl:"h3_0rtt,optional"`    // --h3-0rtt
+	// Checks are response checks (--check): "status==200", "size==4096",
+	// "body contains TEXT", "header Content-Type ~ json".
+	Checks []string `hcl:"checks,optional"`
+	// Stages ramp an open loop's rate (--stage): ["10s:2000", "30s:2000"].
+	Stages []string `hcl:"stages,optional"`
 	// Until = "steady" (warm steps only) warms in windows of Window
 	// (default "1s") until the last three windows' req/s and p50 are each
 	// within Tolerance (default "5%") of their mean, for at most Duration
@@ -315,6 +320,17 @@ func loadSettings(kind string, c *LoadConfig, body []byte, d loadDurations) (loa
 	}
 	o.Timeout, o.Interval, o.BusyPoll, o.Nap = d.timeout, d.interval, d.busyPoll, d.nap
 	o.Engine = c.Engine
+	o.Checks = c.Checks
+	if len(c.Stages) > 0 {
+		stages, err := load.ParseStages(c.Stages)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stages: %w", err))
+		}
+		o.Stages = stages
+		if c.Duration == "" {
+			o.Duration = 0 // the stages' sum (load.Defaults), not warm's 5s
+		}
+	}
 	o.Protocol, o.Streams, o.SNI, o.TLSResume, o.H3ZeroRTT = c.Protocol, c.Streams, c.SNI, c.TLSResume, c.H3ZeroRTT
 	if c.KeepAlive != nil && !*c.KeepAlive {
 		o.Close = true
@@ -404,6 +420,11 @@ func validateLoad(st *pipeline.Step, c *LoadConfig) hcl.Diagnostics {
 		diags = append(diags, validateSearch(st, c)...)
 	}
 	diags = append(diags, validateAgents(st, c)...)
+	if len(c.Stages) > 0 {
+		if _, err := load.ParseStages(c.Stages); err != nil {
+			add(AttrErr(body, "stages", "Invalid stages", err.Error()+"."))
+		}
+	}
 	o, _ := loadSettings(st.Kind, c, nil, durations) // parse errors are reported above
 	fes := load.FieldErrors(o.Validate())
 	c.checked = &loadCheck{durations: durations, fes: fes}

@@ -38,6 +38,10 @@ func declaredValue(t *testing.T, d load.OptionDecl) string {
 		return "true"
 	case "name", "file":
 		return `"n.example"`
+	case "list":
+		return `["status==200"]`
+	case "stages":
+		return `["1s:100"]`
 	}
 	t.Fatalf("option %s: no test value for unit %q", d.Field, d.Unit)
 	return ""
@@ -126,7 +130,7 @@ func TestEveryDeclaredOptionReachesTheAgent(t *testing.T) {
 // load.Declared, except what the front ends build rather than a user
 // choosing one value; every declared attribute is in the step schema.
 func TestEveryOptionIsDeclared(t *testing.T) {
-	built := map[string]bool{"Targets": true, "Progress": true, "Requester": true, "OnResponse": true, "CACertPEM": true}
+	built := map[string]bool{"Targets": true, "Progress": true, "Requester": true, "OnResponse": true, "OnStart": true, "CACertPEM": true}
 	declared := map[string]bool{}
 	for _, d := range load.Declared {
 		if declared[d.Field] {
