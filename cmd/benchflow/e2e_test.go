@@ -159,7 +159,7 @@ step "load" "main" {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "results")
-	cmd := exec.Command(bin, "apply", file, "--out", out)
+	cmd := exec.Command(bin, "apply", file, "--out", out, "-v") // -v: the "started" lines
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
