@@ -26,7 +26,7 @@ import (
 func TestAgentsRefuseOthers(t *testing.T) {
 	out := t.TempDir()
 	var output bytes.Buffer
-	cmd := exec.Command(bin, "apply", "../../pipelines/agents-local.hcl", "--var", "duration=8s", "--out", out)
+	cmd := exec.Command(bin, "apply", agentsLocalLenient(t), "--var", "duration=8s", "--out", out)
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
