@@ -6,7 +6,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 TAGS      ?= arrow_json_stdlib
 PKGS      := ./...
 
-.PHONY: help build build-debug test test-busy caddy testacc testacc-k8s cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
+.PHONY: help build build-debug test test-busy caddy testacc testacc-k8s testacc-nomad cluster-build cluster-up cluster-down bench bench-h3 bench-latency bench-bins lint fmt-check fmt images clean fuzz
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -56,6 +56,10 @@ caddy: ## Build Caddy v2.11.9 for the real-server tests (cached outside the tree
 
 testacc: build ## Acceptance tests against real clusters (needs BENCHFLOW_ACC=1 and cluster settings)
 	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run 'Acc' $(PKGS)
+
+testacc-nomad: build ## The nomad provider's acceptance tests (after eval "$$(providers/nomad/realstack/up.sh)"; docs/gateway.md)
+	@test -n "$$NOMAD_ADDR" || { echo "NOMAD_ADDR is not set: eval \"\$$(providers/nomad/realstack/up.sh)\" first (docs/gateway.md)"; exit 1; }
+	BENCHFLOW_ACC=1 BENCHFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run 'Acc' -v ./providers/nomad/...
 
 # The local single-node Kubernetes cluster (providers/k8s/localcluster; versions in
 # its versions.env). Builds and state live outside the work tree, in

@@ -6,10 +6,32 @@
 #           build is refused unless each of them is one the plain build does not use.
 #   consul  arenadata/consul consul/v1.16.4 (the hashicorp/consul snapshot is too large
 #           to fetch; the fork's tag is the same code).
+# Go's module and build caches go under $BENCHFLOW_STACK_DIR/go (so that removing that
+# folder frees everything the stack took), unless BENCHFLOW_STACK_GO_CACHES=default keeps
+# Go's own (GOMODCACHE, GOCACHE). Building both needs about 7 GB free there: 3.4 GB of
+# modules, 2.3 GB of build cache, 0.3 GB of binaries and the extracted sources; the
+# build refuses to start with less (BENCHFLOW_STACK_MIN_FREE_GB, default 7). Release
+# binaries of the same versions put in $BENCHFLOW_STACK_DIR/bin are used as they are
+# (docs/gateway.md, "The short route").
 # usage: build.sh [nomad|consul]...   (default: both; they build one after the other)
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
-export GOFLAGS=-buildvcs=false
+export GOFLAGS="-buildvcs=false -modcacherw"   # -modcacherw: rm -rf of the stack folder works
+if [ "${BENCHFLOW_STACK_GO_CACHES:-}" != default ]; then
+  export GOMODCACHE=$STACK/go/mod GOCACHE=$STACK/go/build
+fi
+MIN_FREE_GB=${BENCHFLOW_STACK_MIN_FREE_GB:-7}
+
+# room: refuse to start a build with less than MIN_FREE_GB free where it writes
+room() {
+  local d free
+  for d in "$STACK" "$(go env GOMODCACHE)" "$(go env GOCACHE)"; do
+    mkdir -p "$d"
+    free=$(df -Pk "$d" | awk 'NR == 2 {print int($4 / 1048576)}')
+    [ "$free" -ge "$MIN_FREE_GB" ] ||
+      die "$1: $free GB free on the filesystem of $d; building Nomad and Consul takes about $MIN_FREE_GB GB (Go modules, build cache, sources, binaries). Free some, point BENCHFLOW_STACK_DIR elsewhere, or set BENCHFLOW_STACK_MIN_FREE_GB to go on"
+  done
+}
 
 # Blobs the hashicorp/nomad v1.6.5 snapshot lacks; none is compiled without build tags:
 # bindata_assetfs.go is `//go:build ui` (stub_asset.go serves instead), structs.generated.go
@@ -41,6 +63,7 @@ build_nomad() {
   if [ -x "$out" ] && "$out" version 2>/dev/null | grep -q "Nomad v$NOMAD_VERSION"; then log "nomad $NOMAD_VERSION: built already ($out)"; return; fi
   need go "the Go toolchain builds Nomad"
   lock nomad
+  room nomad
   source_tree nomad "$src"
   if [ -f "$src.missing" ]; then
     local extra; extra=$(grep -vxF "$NOMAD_MAY_MISS" "$src.missing" || true)
@@ -60,6 +83,7 @@ build_consul() {
   if [ -x "$out" ] && "$out" version 2>/dev/null | grep -q "Consul v$CONSUL_VERSION"; then log "consul $CONSUL_VERSION: built already ($out)"; return; fi
   need go "the Go toolchain builds Consul"
   lock consul
+  room consul
   source_tree consul "$src"
   [ ! -f "$src.missing" ] || die "consul: the source lacks files: $(tr '\n' ' ' < "$src.missing")"
   mkdir -p "$BIN"; cd "$src"
@@ -78,3 +102,4 @@ for w in $what; do
     *) die "build.sh: unknown piece '$w' (nomad, consul)" ;;
   esac
 done
+log "disk: $(du -sh "$STACK" 2>/dev/null | cut -f1) in $STACK$( [ "${BENCHFLOW_STACK_GO_CACHES:-}" = default ] && echo ", plus Go's own caches ($(go env GOMODCACHE), $(go env GOCACHE))")"

@@ -90,9 +90,11 @@ wait_http() {
   die "$name did not answer $url within $secs s; see $LOGS/$name.log"
 }
 admin_key() { cat "$STACK/apisix-admin-key"; }
-# env_lines: what the nomad provider, its acceptance tests and benchflow read
+# env_lines: what the nomad provider, its acceptance tests and benchflow read, and
+# BENCHFLOW_STACK_DIR, so that down.sh and check.sh in another shell find this stack
 env_lines() {
   cat <<EOT
+export BENCHFLOW_STACK_DIR=$STACK
 export NOMAD_ADDR=http://$BIND:$NOMAD_HTTP_PORT
 export CONSUL_HTTP_ADDR=$BIND:$CONSUL_HTTP_PORT
 export APISIX_ADMIN=http://$BIND:$APISIX_ADMIN_PORT
