@@ -147,3 +147,25 @@ func labels(ss []series) []string {
 	}
 	return out
 }
+
+// TestCapacityChartP50: the capacity search's latency–load chart draws
+// each cell's p50 by probe rate beside its p99, in rate order.
+func TestCapacityChartP50(t *testing.T) {
+	c := &Cell{Step: "search", N: 1, Capacity: &CellCapacity{}, probes: []results.ProbeRow{
+		{Rate: 4000, P50US: 900, P99US: 9000}, {Rate: 1000, P50US: 100, P99US: 1000}, {Rate: 2000, P50US: 200, P99US: 2500},
+	}}
+	ch := capacityChart(&Summary{Cells: []*Cell{c}})
+	if ch == nil || len(ch.Lines) < 2 {
+		t.Fatalf("capacity chart %+v, want a p99 and a p50 line", ch)
+	}
+	want := map[string][][2]float64{
+		"search":       {{1000, 1}, {2000, 2.5}, {4000, 9}},
+		"search · p50": {{1000, 0.1}, {2000, 0.2}, {4000, 0.9}},
+	}
+	for _, se := range ch.Lines[:2] {
+		w, ok := want[se.Label]
+		if !ok || fmt.Sprint(se.Pts) != fmt.Sprint(w) {
+			t.Errorf("%s: %v, want %v", se.Label, se.Pts, w)
+		}
+	}
+}
