@@ -116,3 +116,42 @@ step.load("main", target = "%s/", connections = 2, threads = 1, stages = ["1s:10
 		}
 	}
 }
+
+// TestApplyConnectionStages: stages of connections in a load step (no
+// connections attribute: the ramp starts from 0): the trial runs the
+// stages' sum, its connections column is the ramp's peak, and its
+// requests are answered.
+func TestApplyConnectionStages(t *testing.T) {
+	srv, hits := helloServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.hcl")
+	src := fmt.Sprintf(`pipeline "p" {}
+step "load" "main" {
+  target  = "%s/"
+  threads = 1
+  stages  = ["300ms:3c", "300ms:3c"]
+}
+`, srv.URL)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, b)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var conns, requests, errs int64
+	var dur float64
+	err = db.QueryRow(fmt.Sprintf(`SELECT connections, requests, errors, duration_s FROM read_parquet('%s') WHERE step = 'main'`,
+		filepath.Join(out, "latest", "trials.parquet"))).Scan(&conns, &requests, &errs, &dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conns != 3 || dur != 0.6 || requests < 3 || errs != 0 || hits.Load() < 3 {
+		t.Errorf("connections %d, duration %gs, requests %d, errors %d, server hits %d; want 3, 0.6s, at least 3, 0", conns, dur, requests, errs, hits.Load())
+	}
+}
