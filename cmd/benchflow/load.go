@@ -138,7 +138,7 @@ func (l *loadCmd) registerShapeFlags(f *pflag.FlagSet) {
 	f.StringVarP(&l.duration, "duration", "d", "10s", "how long to load (`DUR`: 10s, 2m, or seconds); with -n only, until -n")
 	f.Int64VarP(&l.opts.Requests, "requests", "n", 0, "stop after `N` requests in total")
 	f.Float64VarP(&l.opts.Rate, "rate", "R", 0, "open loop: `RATE` requests/s in total, latency corrected for coordinated omission")
-	f.StringArrayVar(&l.stages, "stage", nil, "open loop ramp (repeatable, k6's stages): `DUR:RATE` moves the rate linearly to RATE req/s over DUR, from -R (or 0); the load lasts the stages' sum")
+	f.StringArrayVar(&l.stages, "stage", nil, "ramp (repeatable, k6's stages): `DUR:RATE` moves an open loop's rate linearly to RATE req/s over DUR, from -R (or 0); DUR:Nc moves a closed loop's open connections to N, from -c (or 0); the load lasts the stages' sum")
 }
 
 // registerRequestFlags registers what each request is: headers, method,
@@ -215,6 +215,9 @@ func (l *loadCmd) options(cmd *cobra.Command, args []string) (load.Options, *scr
 	if len(l.stages) > 0 {
 		if opts.Stages, err = load.ParseStages(l.stages); err != nil {
 			return opts, nil, fmt.Errorf("--%w", err)
+		}
+		if load.ConnectionStages(opts.Stages) && !cmd.Flags().Changed("connections") {
+			opts.Connections = 0 // stages of connections start from -c, 0 when not given
 		}
 	}
 	if cmd.Flags().Changed("duration") || (opts.Requests == 0 && len(l.stages) == 0) {
@@ -481,7 +484,7 @@ func validateLoadFlags(opts load.Options, targets bool) error {
 	if opts.Threads == 0 {
 		fes = append([]*load.FieldError{{Field: "threads", Value: "0", Reason: "must be at least 1"}}, fes...)
 	}
-	if opts.Connections == 0 {
+	if opts.Connections == 0 && !load.ConnectionStages(opts.Stages) {
 		fes = append([]*load.FieldError{{Field: "connections", Value: "0", Reason: "must be at least 1"}}, fes...)
 	}
 	if len(fes) == 0 {

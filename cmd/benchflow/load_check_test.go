@@ -32,9 +32,19 @@ func TestLoadCheckFlag(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `--check "status=200": no comparison after status`) || hits.Load() != before {
 		t.Errorf("bad check: exit %d, %d requests sent\n%s", code, hits.Load()-before, errOut)
 	}
-	_, errOut, code = runLoad(t, "-n", "10", "--h2", "--check", "status==200", srv.URL+"/")
-	if code != 1 || !strings.Contains(errOut, "HTTP/1.1 client only") {
-		t.Errorf("--h2 --check: exit %d\n%s", code, errOut)
+	// Over h2c the same checks pass and fail the same.
+	h2c := httptest.NewUnstartedServer(srv.Config.Handler)
+	h2c.Config.Protocols = new(http.Protocols)
+	h2c.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2c.Start()
+	t.Cleanup(h2c.Close)
+	out, errOut, code = runLoad(t, "-c", "2", "-n", "100", "--h2", "--check", "status==200", "--check", "body contains hello", "--check", "size==6", "--check", "header content-type ~ ^text/plain", h2c.URL+"/")
+	if code != 0 || !strings.Contains(out, "100 requests in") || strings.Contains(out, "failing a check") {
+		t.Errorf("--h2 passing checks: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runLoad(t, "-c", "2", "-n", "100", "--h2", "--check", "size==7", h2c.URL+"/")
+	if code != 1 || !strings.Contains(out, `Responses failing a check: 100 (first: check "size==7" failed: a body of 6 bytes)`) {
+		t.Errorf("--h2 failing check: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

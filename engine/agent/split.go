@@ -25,6 +25,9 @@ func Split(o load.Options, n int) ([]Share, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("agents: count = %d: must be at least 1", n)
 	}
+	if load.ConnectionStages(o.Stages) {
+		return nil, fmt.Errorf("agents: stages of connections (%dc) do not run on agents yet: ramp them from benchflow's own loader, or ramp a rate (10s:2000)", o.Stages[0].Connections)
+	}
 	if o.Connections < n {
 		return nil, fmt.Errorf("agents: %d connections cannot be split among %d agents (each needs at least one)", o.Connections, n)
 	}
@@ -66,7 +69,8 @@ func (s Share) Apply(o load.Options) load.Options {
 		frac := float64(s.Connections) / float64(o.Connections)
 		stages := make([]load.Stage, len(o.Stages))
 		for i, st := range o.Stages {
-			stages[i] = load.Stage{Duration: st.Duration, Rate: st.Rate * frac}
+			st.Rate *= frac
+			stages[i] = st
 		}
 		o.Stages = stages
 	}

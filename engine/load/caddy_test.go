@@ -124,3 +124,35 @@ func TestCaddyCertificate(t *testing.T) {
 		}
 	}
 }
+
+// TestCaddyChecks: response checks over HTTP/2 and HTTP/3 against a real
+// Caddy (its HPACK and QPACK encoders, not Go's): its 64 KiB body, many
+// DATA frames, passes a size, a body text and a header check on every
+// request, and a wrong size makes every response a check error.
+func TestCaddyChecks(t *testing.T) {
+	srv := startCaddy(t)
+	text := string(caddytest.Large[len(caddytest.Large)-40:])
+	for _, p := range caddyProtocols[1:] {
+		t.Run(p.name, func(t *testing.T) {
+			opts := Options{Targets: []Target{{URL: srv.URL + "/64k"}}, Protocol: p.protocol, Connections: 2, Streams: p.streams,
+				Requests: 100, Timeout: 10 * time.Second, CACert: srv.CAFile,
+				Checks: []string{"status==200", fmt.Sprintf("size==%d", len(caddytest.Large)), "body contains " + text, "header server ~ (?i)caddy"}}
+			res, err := Run(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests != 100 || res.Errors != 0 {
+				t.Fatalf("%d requests, %d errors (%s): want 100 passing every check", res.Requests, res.Errors, res.ErrorSummary())
+			}
+			opts.Checks = []string{fmt.Sprintf("size==%d", len(caddytest.Large)-1)}
+			res, err = Run(context.Background(), opts)
+			if res == nil {
+				t.Fatalf("a wrong size: no result (%v)", err)
+			}
+			want := fmt.Sprintf("a body of %d bytes", len(caddytest.Large))
+			if res.ErrorsBy["check"] != 100 || !strings.Contains(res.ErrorSample["check"], want) {
+				t.Errorf("a wrong size: %+v check errors, sample %q; want 100 and %q", res.ErrorsBy, res.ErrorSample["check"], want)
+			}
+		})
+	}
+}

@@ -20,8 +20,15 @@ import (
 // parser's only cost is a nil comparison per header block and per body
 // read.
 //
+// HTTP/2 (h2.go) and HTTP/3 (h3raw.go) run the same checks with the same
+// meaning: a stream takes a checkState when its final response's headers
+// arrive; the body is each DATA frame's payload (padding excluded), read
+// in place from the frame reader's buffer. The header fields are decoded
+// in full (HPACK, QPACK) only when a header check asks for them; without
+// one only :status is, as without checks.
+//
 //	status==200   status!=500   status<400     the status code (== != < <= > >=)
-//	size==4096    size>0                       the body's length in bytes (decoded: without chunk framing)
+//	size==4096    size>0                       the body's length in bytes (decoded: without chunk framing or DATA frame headers)
 //	body contains TEXT                         TEXT appears in the body
 //	header NAME ~ REGEXP                       a NAME header's value matches REGEXP (Go syntax)
 
@@ -208,6 +215,45 @@ func (st *checkState) header(block []byte, status int) {
 	}
 }
 
+// final judges the status and header checks of a final response whose
+// fields were decoded apart, HPACK or QPACK (HTTP/2, HTTP/3): hit[i] says
+// whether some field matched header check i (matchField).
+func (st *checkState) final(status int, hit []bool) {
+	st.status = status
+	for i := range st.checks {
+		c := &st.checks[i]
+		switch {
+		case c.kind == checkStatus && !c.compare(int64(status)),
+			c.kind == checkHeader && !hit[i]:
+			if st.failed == 0 {
+				st.failed = i + 1
+			}
+		}
+	}
+}
+
+// matchField marks in hit the header checks of cs that a decoded field
+// name: value satisfies.
+func matchField(cs []check, hit []bool, name, value string) {
+	for i := range cs {
+		c := &cs[i]
+		if c.kind == checkHeader && !hit[i] && strings.EqualFold(name, c.name) && c.re.MatchString(value) {
+			hit[i] = true
+		}
+	}
+}
+
+// hasHeaderChecks reports whether some check looks at a header (the
+// HTTP/2 and HTTP/3 clients then decode every field, not only :status).
+func hasHeaderChecks(cs []check) bool {
+	for i := range cs {
+		if cs[i].kind == checkHeader {
+			return true
+		}
+	}
+	return false
+}
+
 // headerMatches reports whether a header c.name of block has a value c.re
 // matches.
 func headerMatches(block []byte, c *check) bool {
@@ -309,8 +355,7 @@ func (r *runner) newReader() *reader {
 }
 
 // validateChecks is Validate's rule for Checks: each parses, at most
-// MaxChecks, and HTTP/1.1 only (the HTTP/2 and HTTP/3 clients do not run
-// them yet).
+// MaxChecks.
 func (o Options) validateChecks() []error {
 	var errs []error
 	if len(o.Checks) > MaxChecks {
@@ -320,9 +365,6 @@ func (o Options) validateChecks() []error {
 		if _, err := ParseCheck(e); err != nil {
 			errs = append(errs, &FieldError{Field: "checks", Value: strconv.Quote(e), Reason: err.Error()})
 		}
-	}
-	if len(o.Checks) > 0 && (o.Protocol == ProtoH2 || o.Protocol == ProtoH3) {
-		errs = append(errs, &FieldError{Field: "checks", Value: strconv.Quote(o.Checks[0]), Reason: "response checks run on the HTTP/1.1 client only for now; HTTP/2 and HTTP/3 loads cannot check responses"})
 	}
 	return errs
 }

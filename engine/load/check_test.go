@@ -29,9 +29,14 @@ func TestParseCheck(t *testing.T) {
 			t.Errorf("ParseCheck(%q) error = %v, want %q", s, err, want)
 		}
 	}
-	fe := Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Checks: []string{"status==200"}, Protocol: ProtoH2}.Validate()
-	if fe == nil || !strings.Contains(fe.Error(), "HTTP/1.1 client only") {
-		t.Errorf("checks over h2: %v, want a refusal", fe)
+	for _, p := range []string{ProtoH2, ProtoH3} {
+		u := "http://127.0.0.1:1/"
+		if p == ProtoH3 {
+			u = "https://127.0.0.1:1/"
+		}
+		if fe := (Options{Targets: []Target{{URL: u}}, Checks: []string{"status==200"}, Protocol: p}).Validate(); fe != nil {
+			t.Errorf("checks over %s: %v, want them accepted", p, fe)
+		}
 	}
 }
 

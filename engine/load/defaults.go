@@ -15,8 +15,8 @@ import (
 // Negative values are not defaults: Validate refuses them, before or after
 // Defaults.
 func Defaults(o Options) Options {
-	if o.Connections == 0 {
-		o.Connections = 10
+	if o.Connections == 0 && !ConnectionStages(o.Stages) {
+		o.Connections = 10 // with stages of connections, 0 is where they start
 	}
 	if o.Threads == 0 {
 		o.Threads = 2

@@ -190,6 +190,8 @@ type h2Stream struct {
 	recv     int64  // DATA bytes not yet returned by WINDOW_UPDATE
 	sendWin  int64  // what the server lets us send on the stream
 	body     []byte // request body not sent yet
+	// chk runs the response's checks from its final headers (h2check.go).
+	chk *checkState
 }
 
 // h2Retry is a request refused by a graceful GOAWAY, to send again.
@@ -213,6 +215,8 @@ type h2Session struct {
 	hdrStream uint32 // stream whose header block is being read
 	hdrEnd    bool   // its HEADERS frame ends the stream
 	hdrBytes  int64  // its frames' bytes, headers included
+	// checks runs the load's response checks (h2check.go).
+	checks h2Checks
 
 	// mu guards the fields below and every write (the open-loop sender
 	// writes too).
@@ -466,6 +470,7 @@ func newH2Session(c *conn, e int, nc net.Conn) *h2Session {
 	s.fr.SetReuseFrames()
 	s.fr.SetMaxReadFrameSize(h2MaxFrame)
 	s.dec = newStatusDecoder()
+	s.checks.init(c.r.checks)
 	return s
 }
 
@@ -891,6 +896,9 @@ func (s *h2Session) handle(f http2.Frame) error {
 			return nil
 		}
 		st.bytes += n + 9
+		if st.chk != nil {
+			st.chk.body(f.Data())
+		}
 		if f.StreamEnded() {
 			s.complete(i, outcome{status: st.status})
 			return nil
@@ -1006,6 +1014,9 @@ func (s *h2Session) headers(fh http2.FrameHeader) error {
 // the HPACK table in step.
 func (s *h2Session) headerBlock(block []byte) error {
 	status, err := s.dec.decode(block)
+	if err == nil {
+		err = s.checks.decode(block)
+	}
 	if err != nil {
 		return connError(http2.ErrCodeCompression, "the response header block of stream %d is not valid HPACK", s.hdrStream)
 	}
@@ -1025,6 +1036,7 @@ func (s *h2Session) headerBlock(block []byte) error {
 		return nil
 	default:
 		st.status = status
+		s.checks.begin(st)
 	}
 	if s.hdrEnd {
 		s.complete(i, outcome{status: st.status})
@@ -1054,6 +1066,7 @@ func (s *h2Session) complete(i int, o outcome) {
 	last := len(s.streams) - 1
 	s.streams[i] = s.streams[last]
 	s.streams = s.streams[:last]
+	o = s.checks.end(&st, o)
 	if s.tokens != nil && !s.dead {
 		select {
 		case s.tokens <- struct{}{}:

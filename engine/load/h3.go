@@ -436,6 +436,9 @@ func (s *h3Session) exchange(x *h3Raw, req *request, intended, sent time.Duratio
 	if req.h3.wire != nil {
 		return s.exchangeRaw(x, req, intended, sent)
 	}
+	if s.c.r.checks != nil {
+		return s.exchangeLibChecked(x, req, intended, sent)
+	}
 	return s.exchangeLib(req, intended, sent)
 }
 

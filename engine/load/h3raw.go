@@ -150,6 +150,10 @@ type h3Raw struct {
 	err  error  // the stream's read error (io.EOF at its end), once seen
 	big  []byte // a HEADERS frame larger than buf (allocated when first needed)
 	huff bytes.Buffer
+	// chk runs the load's response checks, hit marks the header checks a
+	// field matched (h2check.go); nil without checks, without header ones.
+	chk *checkState
+	hit []bool
 	// got counts the response's bytes on the stream: every frame read,
 	// its type and length included (the bytes definition of every
 	// protocol: what the response takes on the wire after TLS/QUIC).
@@ -235,6 +239,7 @@ func (s *h3Session) exchangeRaw(x *h3Raw, req *request, intended, sent time.Dura
 			return outcome{class: h3Class(err, classWrite), err: h3Error(err)}, 0
 		}
 	}
+	x.useChecks(r.checks)
 	x.arm(str, deadline)
 	status, n, read, err := x.roundTrip(str, req.h3.wire)
 	if x.disarm() {
@@ -266,6 +271,11 @@ func (s *h3Session) exchangeRaw(x *h3Raw, req *request, intended, sent time.Dura
 		}
 		return outcome{class: class, err: h3Error(err)}, n
 	}
+	if x.chk != nil {
+		if err := x.chk.verdict(); err != nil {
+			return outcome{status: status, class: classCheck, err: err}, n
+		}
+	}
 	return outcome{status: status}, n
 }
 
@@ -290,6 +300,9 @@ func (s *h3Session) waitHandshake(deadline time.Time) error {
 // error, before it a write error, as on the library's path).
 func (x *h3Raw) roundTrip(str h3Stream, wire []byte) (status int, n int64, final bool, err error) {
 	x.r, x.w, x.err, x.got = 0, 0, nil, 0
+	if x.chk != nil {
+		x.chk.begin()
+	}
 	if x.buf == nil {
 		x.buf = make([]byte, h3ReadBuf)
 	}
@@ -343,11 +356,16 @@ func (x *h3Raw) roundTrip(str h3Stream, wire []byte) (status int, n int64, final
 				continue
 			}
 			status, final = st, true
+			if x.chk != nil {
+				if err := x.checkFields(p, st); err != nil {
+					return 0, x.got, final, err
+				}
+			}
 		case h3FrameData:
 			if !final {
 				return 0, x.got, false, errH3DataFirst
 			}
-			if _, err := x.skip(str, length); err != nil {
+			if _, err := x.data(str, length); err != nil {
 				return 0, x.got, final, err
 			}
 		case 0x2, 0x6, 0x8, 0x9, h3FrameSettings, h3FrameGoaway:

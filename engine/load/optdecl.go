@@ -82,6 +82,6 @@ var Declared = []OptionDecl{
 	{Field: "TLSResume", Attr: "tls_resume", Flag: "tls-resume", Unit: "bool", Default: "false", Doc: "resume TLS sessions on new connections"},
 	{Field: "H3ZeroRTT", Attr: "h3_0rtt", Flag: "h3-0rtt", Unit: "bool", Default: "false", Limit: "protocol h3", Doc: "HTTP/3: new connections resume a TLS session and send their first request as 0-RTT early data"},
 	{Field: "Tag", Unit: "name", Default: "the step kind", Doc: "labels the result (warm or load); set by the step kind"},
-	{Field: "Stages", Attr: "stages", Flag: "stage", Unit: "stages", Default: "none (one level)", Limit: "at most 100 (MaxStages); open loop", Doc: "ramp the rate: DURATION:RATE, linearly to RATE over DURATION, from rate (0 when not set); the load lasts their sum"},
-	{Field: "Checks", Attr: "checks", Flag: "check", Unit: "list", Default: "none", Limit: "at most 32 (MaxChecks); HTTP/1.1 only", Doc: "response checks: status==200, size==4096, body contains TEXT, header NAME ~ REGEXP; a failing response is a check error"},
+	{Field: "Stages", Attr: "stages", Flag: "stage", Unit: "stages", Default: "none (one level)", Limit: "at most 100 (MaxStages); all rates or all connections", Doc: "ramp the rate: DURATION:RATE, linearly to RATE over DURATION, from rate (0 when not set); or the connections: DURATION:Nc, from connections (0 when not set); the load lasts their sum"},
+	{Field: "Checks", Attr: "checks", Flag: "check", Unit: "list", Default: "none", Limit: "at most 32 (MaxChecks)", Doc: "response checks: status==200, size==4096, body contains TEXT, header NAME ~ REGEXP; a failing response is a check error"},
 }

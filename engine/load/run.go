@@ -81,6 +81,9 @@ type runner struct {
 	// The first TLS handshake's outcome, for the result.
 	tlsOnce                     sync.Once
 	tlsVersion, tlsCipher, alpn string
+	// slotRamp is the schedule of a load with stages of connections
+	// (stages.go); nil without.
+	slotRamp *slotRamp
 	// ramp is the schedule of a load with stages (stages.go); nil
 	// without.
 	ramp *ramp
@@ -127,7 +130,14 @@ func newRunner(opts Options) (*runner, error) {
 		}
 		targets = Defaults(Options{Targets: pool}).Targets
 	}
-	r := &runner{opts: opts, openLoop: opts.Rate > 0 || len(opts.Stages) > 0, stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
+	var slots *slotRamp
+	if ConnectionStages(opts.Stages) {
+		// The slots are the ramp's peak; -c is where it starts.
+		slots = newSlotRamp(opts.Connections, opts.Stages)
+		opts.Connections = slots.peak
+		opts.Threads = min(opts.Threads, opts.Connections)
+	}
+	r := &runner{opts: opts, slotRamp: slots, openLoop: opts.Rate > 0 || (len(opts.Stages) > 0 && slots == nil), stopCh: make(chan struct{}), dialer: net.Dialer{KeepAlive: -1}}
 	epIndex := map[string]int{}
 	for i, t := range targets {
 		ep, host, path, err := parseTarget(t.URL)
@@ -191,7 +201,7 @@ func newRunner(opts Options) (*runner, error) {
 		}
 		r.checks = checks
 	}
-	if len(opts.Stages) > 0 {
+	if len(opts.Stages) > 0 && slots == nil {
 		r.ramp = newRamp(opts.Rate, opts.Stages)
 	}
 	engine, err := wantedEngine(opts.Engine)
@@ -512,7 +522,7 @@ func wantedEngine(opt string) (string, error) {
 // http:// and unix: targets on Linux, unless the goroutine engine is
 // asked for. Request scripts' targets count as their first URL's.
 func EventLoops(opts Options) bool {
-	if runtime.GOOS != "linux" || opts.Protocol == ProtoH2 || opts.Protocol == ProtoH3 {
+	if runtime.GOOS != "linux" || opts.Protocol == ProtoH2 || opts.Protocol == ProtoH3 || ConnectionStages(opts.Stages) {
 		return false
 	}
 	if e, err := wantedEngine(opts.Engine); err != nil || e == EngineGoroutines {
@@ -548,6 +558,14 @@ func (r *runner) startSlots(wg *sync.WaitGroup) {
 		wg.Add(len(r.conns))
 		for _, c := range r.conns {
 			go c.h2Loop(wg)
+		}
+		return
+	}
+	if r.slotRamp != nil {
+		r.engine = EngineGoroutines
+		wg.Add(len(r.conns))
+		for _, c := range r.conns {
+			go c.stagedLoop(wg)
 		}
 		return
 	}

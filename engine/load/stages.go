@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benchflow/benchflow/engine/units"
@@ -15,20 +16,29 @@ import (
 // from the previous stage's target (the first stage's from Options.Rate,
 // 0 when not given) to Rate requests/s — k6's ramping-arrival-rate. The
 // load lasts the sum of its stages.
+//
+// A stage of connections (--stage DURATION:64c, Closed set) ramps a
+// closed loop instead — k6's ramping-vus: over Duration the number of
+// open connections moves from the previous stage's target (the first
+// stage's from Options.Connections, 0 when not given) to Connections, one
+// connection at a time at exact instants (slotRamp). A load's stages are
+// all of rates or all of connections.
 type Stage struct {
-	Duration time.Duration `json:"duration_ns"`
-	Rate     float64       `json:"rate"`
+	Duration    time.Duration `json:"duration_ns"`
+	Rate        float64       `json:"rate"`
+	Connections int           `json:"connections,omitempty"`
+	Closed      bool          `json:"closed,omitempty"`
 }
 
 // MaxStages bounds the stages of one load.
 const MaxStages = 100
 
-// ParseStage reads DURATION:RATE ("10s:2000"). A target of connections
-// ("10s:64c", a closed-loop ramp) is refused: only the open loop ramps.
+// ParseStage reads DURATION:RATE ("10s:2000", an open-loop ramp) or
+// DURATION:Nc ("10s:64c", a closed-loop ramp of connections).
 func ParseStage(s string) (Stage, error) {
 	d, target, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok || strings.TrimSpace(d) == "" || strings.TrimSpace(target) == "" {
-		return Stage{}, fmt.Errorf("want DURATION:RATE, e.g. 10s:2000 (ramp to 2000 req/s over 10s)")
+		return Stage{}, fmt.Errorf("want DURATION:RATE or DURATION:CONNECTIONSc, e.g. 10s:2000 (ramp to 2000 req/s over 10s) or 10s:64c (to 64 connections)")
 	}
 	dur, err := units.ParseDuration(strings.TrimSpace(d))
 	if err != nil {
@@ -38,17 +48,21 @@ func ParseStage(s string) (Stage, error) {
 		return Stage{}, fmt.Errorf("duration %q: must be more than 0", d)
 	}
 	target = strings.TrimSpace(target)
-	if strings.HasSuffix(target, "c") {
-		return Stage{}, fmt.Errorf("target %q: ramping connections (closed loop) is not supported; ramp a rate (open loop, e.g. %s:2000)", target, d)
+	if n, ok := strings.CutSuffix(target, "c"); ok {
+		c, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || c < 0 || c > MaxConnections {
+			return Stage{}, fmt.Errorf("target %q: want a number of connections from 0 to %d, then c (e.g. 64c)", target, MaxConnections)
+		}
+		return Stage{Duration: dur, Connections: c, Closed: true}, nil
 	}
 	rate, err := strconv.ParseFloat(target, 64)
 	if err != nil || rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return Stage{}, fmt.Errorf("target %q: want a rate in requests/s (0 or more)", target)
+		return Stage{}, fmt.Errorf("target %q: want a rate in requests/s (0 or more) or a number of connections (64c)", target)
 	}
 	return Stage{Duration: dur, Rate: rate}, nil
 }
 
-// ParseStages reads every DURATION:RATE, the first error naming its place.
+// ParseStages reads every stage, the first error naming its place.
 func ParseStages(exprs []string) ([]Stage, error) {
 	var out []Stage
 	for i, e := range exprs {
@@ -81,6 +95,9 @@ func (o Options) validateStages(conns int) []error {
 	var errs []error
 	if len(o.Stages) > MaxStages {
 		errs = append(errs, &FieldError{Field: "stages", Value: strconv.Itoa(len(o.Stages)), Reason: fmt.Sprintf("at most %d stages", MaxStages)})
+	}
+	if ConnectionStages(o.Stages) {
+		return append(errs, o.validateConnStages()...)
 	}
 	peak := o.Rate
 	for i, s := range o.Stages {
@@ -202,4 +219,159 @@ func (c *conn) advance() {
 	}
 	c.k++
 	c.next = c.ramp.at(c.k*int64(len(c.r.conns)) + int64(c.id))
+}
+
+// ConnectionStages reports whether stages ramp connections (a closed
+// loop); mixed stages are refused by Validate.
+func ConnectionStages(stages []Stage) bool {
+	return len(stages) > 0 && stages[0].Closed
+}
+
+// validateConnStages is validateStages for stages of connections.
+func (o Options) validateConnStages() []error {
+	var errs []error
+	peak := o.Connections
+	for i, s := range o.Stages {
+		v := fmt.Sprintf("%s:%dc", s.Duration, s.Connections)
+		switch {
+		case !s.Closed:
+			errs = append(errs, &FieldError{Field: "stages", Value: fmt.Sprintf("%s:%g", s.Duration, s.Rate), Reason: fmt.Sprintf("stage %d is a rate, stage 1 a number of connections: a load ramps one or the other", i+1)})
+		case s.Duration <= 0:
+			errs = append(errs, &FieldError{Field: "stages", Value: v, Reason: fmt.Sprintf("stage %d: the duration must be more than 0", i+1)})
+		case s.Connections < 0 || s.Connections > MaxConnections:
+			errs = append(errs, &FieldError{Field: "stages", Value: v, Reason: fmt.Sprintf("stage %d: from 0 to %d connections", i+1, MaxConnections)})
+		}
+		peak = max(peak, s.Connections)
+	}
+	if total := StagesDuration(o.Stages); o.Duration != 0 && o.Duration != total {
+		errs = append(errs, &FieldError{Field: "duration", Value: o.Duration.String(), Reason: fmt.Sprintf("a load with stages lasts their sum (%s): leave the duration out", total)})
+	}
+	if peak < 1 {
+		errs = append(errs, &FieldError{Field: "stages", Value: fmt.Sprintf("%d stages", len(o.Stages)), Reason: "no stage reaches 1 connection: nothing would be sent"})
+	}
+	if o.Rate > 0 {
+		errs = append(errs, &FieldError{Field: "rate", Value: strconv.FormatFloat(o.Rate, 'g', -1, 64), Reason: "stages of connections ramp a closed loop: leave the rate out (or ramp rates: --stage 10s:2000)"})
+	}
+	if o.Protocol == ProtoH2 || o.Protocol == ProtoH3 {
+		errs = append(errs, &FieldError{Field: "stages", Value: fmt.Sprintf("%s:%dc", o.Stages[0].Duration, o.Stages[0].Connections), Reason: "stages of connections ramp HTTP/1.1 loads only for now; over " + o.Protocol + " ramp a rate (e.g. 10s:2000)"})
+	}
+	if o.Close {
+		errs = append(errs, &FieldError{Field: "close", Value: "true", Reason: "stages of connections ramp kept-alive connections; a connection per request (--close) has none to ramp"})
+	}
+	return errs
+}
+
+// slotRamp is the schedule of a load with stages of connections: for
+// each slot, the windows in which it is open. The number of open
+// connections at τ into a stage from a to b connections over d is
+// a + ⌊(b−a)·τ/d⌋ when rising and a − ⌊(a−b)·τ/d⌋ when falling (k6's
+// ramping-vus: the count moves one connection at a time towards the
+// target and reaches it at the stage's end): the k-th connection of a
+// rise opens at ⌈k·d/(b−a)⌉, the k-th of a fall closes at ⌈k·d/(a−b)⌉, in
+// integer nanoseconds, exactly. Slot i is open while the count exceeds i.
+type slotRamp struct {
+	windows [][]slotWindow // per slot
+	peak    int
+}
+
+// slotWindow is one stretch [on, off) of a slot's connection, as offsets
+// from the load's start.
+type slotWindow struct {
+	on, off time.Duration
+}
+
+func newSlotRamp(start int, stages []Stage) *slotRamp {
+	peak := start
+	for _, s := range stages {
+		peak = max(peak, s.Connections)
+	}
+	sr := &slotRamp{windows: make([][]slotWindow, peak), peak: peak}
+	on := make([]time.Duration, peak) // when an open slot opened (the first start slots at 0)
+	open := func(i int, t time.Duration) { on[i] = t }
+	shut := func(i int, t time.Duration) {
+		if t > on[i] {
+			sr.windows[i] = append(sr.windows[i], slotWindow{on[i], t})
+		}
+	}
+	var at time.Duration
+	a := start
+	for _, s := range stages {
+		b, d := s.Connections, int64(s.Duration)
+		switch {
+		case b > a:
+			for k := int64(1); k <= int64(b-a); k++ {
+				open(a+int(k)-1, at+time.Duration(ceilDiv(k*d, int64(b-a))))
+			}
+		case b < a:
+			for k := int64(1); k <= int64(a-b); k++ {
+				shut(a-int(k), at+time.Duration(ceilDiv(k*d, int64(a-b))))
+			}
+		}
+		at += s.Duration
+		a = b
+	}
+	for i := range a {
+		shut(i, at)
+	}
+	return sr
+}
+
+// ceilDiv is ⌈x/y⌉ for x ≥ 0, y > 0 (x·y within int64: a stage lasts
+// at most MaxDuration, and ramps at most MaxConnections).
+func ceilDiv(x, y int64) int64 { return (x + y - 1) / y }
+
+// count is the number of connections the schedule has open at t.
+func (sr *slotRamp) count(t time.Duration) int {
+	n := 0
+	for _, ws := range sr.windows {
+		for _, w := range ws {
+			if w.on <= t && t < w.off {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// stagedLoop is the slot loop of a closed loop with stages of
+// connections (HTTP/1.1, a goroutine per slot): in each of its windows
+// the slot connects and sends request after request, at least one (so
+// that every window of the schedule opens its connection, however late a
+// busy machine wakes the slot), and closes its connection at the window's
+// end once the request in flight is answered (k6's graceful ramp-down).
+func (c *conn) stagedLoop(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer c.flush()
+	defer c.closeAll()
+	r := c.r
+	for _, w := range r.slotRamp.windows[c.id] {
+		if d := w.on - time.Since(r.start); d > 0 && !c.sleep(d) {
+			return
+		}
+		for first := true; first || time.Since(r.start) < w.off; first = false {
+			if r.stop.Load() {
+				return
+			}
+			if r.bounded {
+				if c.quota == 0 {
+					if c.quota = r.claim(); c.quota == 0 {
+						return
+					}
+				}
+				c.quota--
+			}
+			req := &r.reqs[c.pick()]
+			o, sent := c.exchange(req, 0, time.Since(r.start))
+			done := time.Since(r.start)
+			if r.stop.Load() || (r.hasEnd && done >= r.endOff) {
+				return // in flight when the load ended: not measured
+			}
+			c.record(req, o, sent, sent, done)
+			if d := c.backoff(o); d > 0 && !c.sleep(d) {
+				return
+			}
+		}
+		c.closeAll()
+	}
 }

@@ -15,7 +15,7 @@ import (
 // every 1 ms; a ramp down mirrors the ramp up. The count of sends before
 // any time is the count of the walk.
 func TestRampFollowsTheStages(t *testing.T) {
-	r := newRamp(0, []Stage{{10 * time.Second, 1000}, {2 * time.Second, 1000}, {10 * time.Second, 0}})
+	r := newRamp(0, []Stage{{Duration: 10 * time.Second, Rate: 1000}, {Duration: 2 * time.Second, Rate: 1000}, {Duration: 10 * time.Second}})
 	if r.total != 5000+2000+5000 {
 		t.Fatalf("total = %g, want 12000", r.total)
 	}
@@ -69,12 +69,16 @@ func TestRampFollowsTheStages(t *testing.T) {
 func sendNo(k int64) string { return strconv.FormatInt(k, 10) }
 
 func TestParseStage(t *testing.T) {
-	if s, err := ParseStage("10s:2000"); err != nil || s != (Stage{10 * time.Second, 2000}) {
+	if s, err := ParseStage("10s:2000"); err != nil || s != (Stage{Duration: 10 * time.Second, Rate: 2000}) {
 		t.Errorf("ParseStage(10s:2000) = %+v, %v", s, err)
+	}
+	if s, err := ParseStage("10s:64c"); err != nil || s != (Stage{Duration: 10 * time.Second, Connections: 64, Closed: true}) {
+		t.Errorf("ParseStage(10s:64c) = %+v, %v", s, err)
 	}
 	for in, want := range map[string]string{
 		"10s":      "want DURATION:RATE",
-		"10s:64c":  "ramping connections (closed loop) is not supported",
+		"10s:-1c":  "want a number of connections",
+		"10s:xc":   "want a number of connections",
 		"0s:100":   "must be more than 0",
 		"ten:100":  "duration \"ten\"",
 		"10s:-5":   "want a rate",
@@ -86,11 +90,11 @@ func TestParseStage(t *testing.T) {
 			t.Errorf("ParseStage(%q) error = %v, want %q", in, err, want)
 		}
 	}
-	o := Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Stages: []Stage{{time.Second, 0}}}
+	o := Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Stages: []Stage{{Duration: time.Second}}}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "no stage reaches") {
 		t.Errorf("a ramp that never sends: %v", err)
 	}
-	o = Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Stages: []Stage{{time.Second, 10}}, Duration: 5 * time.Second}
+	o = Options{Targets: []Target{{URL: "http://127.0.0.1:1/"}}, Stages: []Stage{{Duration: time.Second, Rate: 10}}, Duration: 5 * time.Second}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "lasts their sum") {
 		t.Errorf("a duration other than the stages': %v", err)
 	}
@@ -105,7 +109,7 @@ func TestStagedLoadRamps(t *testing.T) {
 	srv := slowServer(t, 0)
 	res, err := Run(context.Background(), Options{
 		Targets: []Target{{URL: srv.URL + "/"}}, Connections: 8, Threads: 1,
-		Stages: []Stage{{2 * time.Second, 400}, {time.Second, 400}},
+		Stages: []Stage{{Duration: 2 * time.Second, Rate: 400}, {Duration: time.Second, Rate: 400}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -86,11 +86,13 @@ type Options struct {
 	Tag string `json:"tag,omitempty"`
 	// Checks are response checks (check.go: "status==200", "size==4096",
 	// "body contains TEXT", "header Content-Type ~ json"): a response
-	// failing one is an error of class "check". HTTP/1.1 only.
+	// failing one is an error of class "check". Every protocol.
 	Checks []string `json:"checks,omitempty"`
 	// Stages ramp an open loop's rate (stages.go): each moves it linearly
-	// to its Rate over its Duration, from Rate (0 when not set). The load
-	// lasts their sum (Duration 0, or equal to it).
+	// to its Rate over its Duration, from Rate (0 when not set). Stages of
+	// connections (Closed) ramp a closed loop's open connections instead,
+	// from Connections (0 when not set). The load lasts their sum
+	// (Duration 0, or equal to it).
 	Stages []Stage `json:"stages,omitempty"`
 	// OnStart, when set, is called once as the measured phase begins with
 	// an Observer of the load's running totals (live metrics).

@@ -139,14 +139,15 @@ func addProbes(run *results.Run, cellOf map[[2]string]*Cell) error {
 }
 
 // capacityChart is the latency–load curve of every cell that searched for
-// capacity: p99 against the offered rate of each probe (all repetitions),
-// with a vertical line at the cell's capacity. nil when no cell searched.
+// capacity: p99 and p50 against the offered rate of each probe (all
+// repetitions), with a vertical line at the cell's capacity. nil when no
+// cell searched.
 func capacityChart(s *Summary) *chart {
 	if !s.hasCapacity() {
 		return nil
 	}
-	ch := &chart{ID: "capacity", Title: "Latency under load: p99 by offered rate, per probe of the capacity search (vertical line: capacity)",
-		XLabel: "offered req/s (probe rate)", YLabel: "p99 ms"}
+	ch := &chart{ID: "capacity", Title: "Latency under load: p99 (and p50) by offered rate, per probe of the capacity search (vertical line: capacity)",
+		XLabel: "offered req/s (probe rate)", YLabel: "ms"}
 	maxX, maxY := 1.0, 0.0
 	for i, c := range s.Cells {
 		if len(c.probes) == 0 {
@@ -155,12 +156,19 @@ func capacityChart(s *Summary) *chart {
 		ps := append([]results.ProbeRow(nil), c.probes...)
 		sort.Slice(ps, func(a, b int) bool { return ps[a].Rate < ps[b].Rate })
 		se := series{Idx: i, Label: cellLabel(s, c), Color: colorOf(i)}
+		p50 := series{Idx: i, Label: cellLabel(s, c) + " · p50", Color: colorOf(i + len(s.Cells))}
 		for _, p := range ps {
 			se.Pts = append(se.Pts, [2]float64{p.Rate, p.P99US / 1000})
+			if p.P50US > 0 {
+				p50.Pts = append(p50.Pts, [2]float64{p.Rate, p.P50US / 1000})
+			}
 			maxX = math.Max(maxX, p.Rate)
 			maxY = math.Max(maxY, p.P99US/1000)
 		}
 		ch.Lines = append(ch.Lines, se)
+		if len(p50.Pts) > 0 {
+			ch.Lines = append(ch.Lines, p50)
+		}
 	}
 	for i, c := range s.Cells {
 		if c.Capacity == nil || len(c.probes) == 0 || !(c.Capacity.RPS.Value > 0) {

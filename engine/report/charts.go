@@ -56,6 +56,9 @@ func charts(s *Summary) []*chart {
 	if ch := capacityChart(s); ch != nil {
 		cs = append(cs, ch)
 	}
+	if ch := rateChart(s); ch != nil {
+		cs = append(cs, ch)
+	}
 	return cs
 }
 

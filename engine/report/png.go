@@ -15,7 +15,8 @@ import (
 )
 
 // WritePNG renders the report's charts as PNG files in dir (created if
-// needed): rps.png, latency.png and time.png, drawn in pure Go with a
+// needed): rps.png, latency.png and time.png (capacity.png and rate.png
+// when the study has them), drawn in pure Go with a
 // built-in bitmap font: titles, axis labels and ticks, each bar's cell
 // label, and a legend naming each line, in the HTML report's colours.
 // It returns the paths written.

@@ -109,6 +109,8 @@ type Cell struct {
 	// nil unless the step searched under an SLO.
 	Capacity *CellCapacity `json:"capacity,omitempty"`
 	probes   []results.ProbeRow
+	// offered is each repetition's target rate (open loop; ratechart.go).
+	offered []float64
 
 	Histogram  results.Histogram `json:"-"`
 	Timeseries [][]Point         `json:"-"` // one series per repetition
@@ -241,6 +243,9 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 		c.Samples = append(c.Samples, sm)
 		c.Requests += t.Requests
 		c.Errors += t.Errors
+		if t.TargetRate > 0 {
+			c.offered = append(c.offered, t.TargetRate)
+		}
 		c.addCapacity(t)
 		k := [2]string{t.TrialID, t.Step}
 		cellOf[k] = c
