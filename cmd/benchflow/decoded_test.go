@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -27,21 +28,8 @@ import (
 func bloatTrials(t *testing.T, path, col string, valueLen, rows int) {
 	t.Helper()
 	mem := memory.DefaultAllocator
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := pf.MetaData().KeyValueMetadata()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, kv := readTrialsTable(t, path)
 	defer tbl.Release()
-	pf.Close()
 	have := int(tbl.NumRows())
 	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 	fields := append([]arrow.Field(nil), tbl.Schema().Fields()...)
@@ -70,30 +58,10 @@ func bloatTrials(t *testing.T, path, col string, valueLen, rows int) {
 			t.Fatal(err)
 		}
 	}
-	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecordBatch(schema, arrs, int64(rows))
-	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor(col, true),
 		parquet.WithDictionaryPageSizeLimit(1<<30))
-	fw, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range kv.Keys() {
-		if v := kv.FindValue(k); v != nil && strings.HasPrefix(k, "benchflow.") {
-			fw.AppendKeyValueMetadata(k, *v)
-		}
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrialsTable(t, path, arrow.NewSchema(fields, nil), arrs, int64(rows), kv, props)
 }
 
 // TestDecodedSizeRefused: a trials.parquet of some KiB whose strings
@@ -116,10 +84,7 @@ func TestDecodedSizeRefused(t *testing.T) {
 		{"error", 8 << 20, 256, "table trials, column error: a value of 8388608 bytes, over the limit of 1 MiB per value"},
 		{"provider", 900 << 10, 4000, "table trials, column provider: its values could decode to 3.4 GiB, over the limit of 2 GiB per table file"},
 	} {
-		runCopy := filepath.Join(t.TempDir(), "run")
-		if err := os.CopyFS(runCopy, os.DirFS(run)); err != nil {
-			t.Fatal(err)
-		}
+		runCopy := copyTree(t, run)
 		bloatTrials(t, filepath.Join(runCopy, "trials.parquet"), c.col, c.valueLen, c.rows)
 		out, err := runBin(t, dir, "report", runCopy)
 		if exitCode(err) != 1 || !strings.Contains(out, c.want) {
@@ -135,10 +100,7 @@ func TestDecodedSizeRefused(t *testing.T) {
 		}
 
 		// The same file in a bundle, its checksum updated.
-		b := filepath.Join(t.TempDir(), "tiny")
-		if err := os.CopyFS(b, os.DirFS(bundle)); err != nil {
-			t.Fatal(err)
-		}
+		b := copyTree(t, bundle)
 		bloatTrials(t, filepath.Join(b, "trials.parquet"), c.col, c.valueLen, c.rows)
 		data, _ := os.ReadFile(filepath.Join(b, "trials.parquet"))
 		sum := sha256.Sum256(data)
@@ -157,20 +119,8 @@ func TestDecodedSizeRefused(t *testing.T) {
 func setTrialsFloat(t *testing.T, path, col string, row int, v float64) {
 	t.Helper()
 	mem := memory.DefaultAllocator
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := pf.MetaData().KeyValueMetadata()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf.Close()
+	tbl, kv := readTrialsTable(t, path)
+	defer tbl.Release()
 	fields := tbl.Schema().Fields()
 	arrs := make([]arrow.Array, len(fields))
 	found := false
@@ -196,10 +146,37 @@ func setTrialsFloat(t *testing.T, path, col string, row int, v float64) {
 	if !found {
 		t.Fatalf("no column %s", col)
 	}
-	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecordBatch(schema, arrs, tbl.NumRows())
+	writeTrialsTable(t, path, arrow.NewSchema(fields, nil), arrs, tbl.NumRows(), kv, parquet.NewWriterProperties())
+}
+
+// readTrialsTable reads a trials.parquet whole, with its key-value
+// metadata (benchflow's schema version among it).
+func readTrialsTable(t *testing.T, path string) (arrow.Table, metadata.KeyValueMetadata) {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	kv := pf.MetaData().KeyValueMetadata()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, kv
+}
+
+// writeTrialsTable writes the columns arrs of schema (rows rows) as the
+// parquet file path with props, keeping the benchflow.* entries of kv.
+func writeTrialsTable(t *testing.T, path string, schema *arrow.Schema, arrs []arrow.Array, rows int64, kv metadata.KeyValueMetadata, props *parquet.WriterProperties) {
+	t.Helper()
+	rec := array.NewRecordBatch(schema, arrs, rows)
 	var buf bytes.Buffer
-	fw, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
+	fw, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +196,17 @@ func setTrialsFloat(t *testing.T, path, col string, row int, v float64) {
 	}
 }
 
+// copyTree copies the folder src into a new temporary folder and returns
+// the copy's path.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // TestInvalidNumbersNotJudged: a run whose trials.parquet holds NaN, +Inf
 // or a negative latency in one repetition: report names the trial, column
 // and value, shows the claims reading the cell as invalid (and
@@ -236,10 +224,7 @@ func TestInvalidNumbersNotJudged(t *testing.T) {
 		{"rps", math.Inf(1), "rps +Inf"},
 		{"latency_p99_us", -250, "latency_p99_us -250 (negative)"},
 	} {
-		edited := filepath.Join(t.TempDir(), "run")
-		if err := os.CopyFS(edited, os.DirFS(run)); err != nil {
-			t.Fatal(err)
-		}
+		edited := copyTree(t, run)
 		setTrialsFloat(t, filepath.Join(edited, "trials.parquet"), c.col, 0, c.v)
 		out, err := runBin(t, dir, "report", edited)
 		if err != nil || !strings.Contains(out, c.want) || !strings.Contains(out, "invalid") {

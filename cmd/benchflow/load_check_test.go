@@ -78,36 +78,49 @@ step.load("main", target = "%s/", connections = 1, threads = 1, requests = 40, c
 `, srv.URL),
 	}
 	for name, src := range srcs {
-		dir := t.TempDir()
-		file := filepath.Join(dir, name)
-		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "out")
-		if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: apply: %v\n%s", name, err, b)
-		}
-		db, err := sql.Open("duckdb", "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var requests, errs, checks int64
-		err = db.QueryRow(fmt.Sprintf(`SELECT requests, errors, errors_check FROM read_parquet('%s') WHERE step = 'main'`,
-			filepath.Join(out, "latest", "trials.parquet"))).Scan(&requests, &errs, &checks)
-		db.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		file := applyMainStep(t, name, src, "requests, errors, errors_check", &requests, &errs, &checks)
 		if requests != 20 || errs != 20 || checks != 20 {
 			t.Errorf("%s: requests %d, errors %d, errors_check %d; want 20 each (every other answer fails)", name, requests, errs, checks)
 		}
-		bad := strings.Replace(src, `"body contains hello"`, `"body has hello"`, 1)
-		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		b, err := exec.Command(bin, "validate", file).CombinedOutput()
+		b, err := validateEdited(t, file, strings.Replace(src, `"body contains hello"`, `"body has hello"`, 1))
 		if err == nil || !strings.Contains(string(b), "Invalid checks") || !strings.Contains(string(b), `"body has hello": write body contains TEXT`) {
 			t.Errorf("%s: validate of a bad check: %v\n%s", name, err, b)
 		}
 	}
+}
+
+// applyMainStep writes src (a pipeline with a load step "main") as name in
+// a new folder, applies it, and scans cols of the main step's row of
+// trials.parquet into dest; it returns the file's path.
+func applyMainStep(t *testing.T, name, src, cols string, dest ...any) string {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("%s: apply: %v\n%s", name, err, b)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := fmt.Sprintf(`SELECT %s FROM read_parquet('%s') WHERE step = 'main'`, cols, filepath.Join(out, "latest", "trials.parquet"))
+	if err := db.QueryRow(q).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return file
+}
+
+// validateEdited writes src over file and runs validate on it.
+func validateEdited(t *testing.T, file, src string) ([]byte, error) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(bin, "validate", file).CombinedOutput()
 }

@@ -80,37 +80,15 @@ step.load("main", target = "%s/", connections = 2, threads = 1, stages = ["1s:10
 `, srv.URL),
 	}
 	for name, src := range srcs {
-		dir := t.TempDir()
-		file := filepath.Join(dir, name)
-		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, "out")
-		if b, err := exec.Command(bin, "apply", file, "--out", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: apply: %v\n%s", name, err, b)
-		}
-		db, err := sql.Open("duckdb", "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var intended, missed, requests int64
 		var dur float64
-		err = db.QueryRow(fmt.Sprintf(`SELECT intended, missed, requests, duration_s FROM read_parquet('%s') WHERE step = 'main'`,
-			filepath.Join(out, "latest", "trials.parquet"))).Scan(&intended, &missed, &requests, &dur)
-		db.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		file := applyMainStep(t, name, src, "intended, missed, requests, duration_s", &intended, &missed, &requests, &dur)
 		// (How many were sent depends on the machine: a stall of the
 		// loader is counted as missed sends, not hidden.)
 		if intended != 50 || dur != 1 || requests+missed > 50 || requests < 1 {
 			t.Errorf("%s: intended %d, missed %d, requests %d over %gs; want 50 intended over 1s", name, intended, missed, requests, dur)
 		}
-		bad := strings.Replace(src, "1s:100", "1s:64k", 1)
-		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		b, err := exec.Command(bin, "validate", file).CombinedOutput()
+		b, err := validateEdited(t, file, strings.Replace(src, "1s:100", "1s:64k", 1))
 		if err == nil || !strings.Contains(string(b), "or a number of connections (64c)") {
 			t.Errorf("%s: validate of a bad stage: %v\n%s", name, err, b)
 		}

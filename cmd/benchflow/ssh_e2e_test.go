@@ -124,6 +124,52 @@ func hostVars(h *sshtest.Host) []string {
 	return []string{"--var", "address=" + h.Addr, "--var", "identity=" + h.IdentityFile, "--var", "known_hosts=" + h.KnownHosts}
 }
 
+// sshApply is `benchflow apply p --out OUT args…` with host h's
+// variables and a state folder of its own (state, or a new one when ""),
+// not started; OUT is a new folder.
+func sshApply(t *testing.T, h *sshtest.Host, p, state string, args ...string) (cmd *exec.Cmd, out string) {
+	t.Helper()
+	if state == "" {
+		state = t.TempDir()
+	}
+	out = t.TempDir()
+	args = append(append([]string{"apply", p, "--out", out}, args...), hostVars(h)...)
+	cmd = exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+state)
+	return cmd, out
+}
+
+// startApply starts cmd with its output into buf; done receives its exit.
+// If the test ends first, it is killed and waited for.
+func startApply(t *testing.T, cmd *exec.Cmd) (buf *bytes.Buffer, done chan error) {
+	t.Helper()
+	buf = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return buf, done
+}
+
+// waitComm waits up to 60 s for a process named comm on host h.
+func waitComm(t *testing.T, h *sshtest.Host, comm string) bool {
+	for range 600 {
+		if hasComm(t, h, comm) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
 // runFoldersOf lists the run folders on the host (this machine's /tmp:
 // the hosts share its files) that record run id.
 func runFoldersOf(t *testing.T, runID string) []string {
@@ -148,10 +194,8 @@ func runFoldersOf(t *testing.T, runID string) []string {
 func TestSSHTwoHosts(t *testing.T) {
 	h := sshtest.Start(t, 1)[0]
 	p, canary := sshPipeline(t, h, false)
-	out := t.TempDir()
 	state := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out}, hostVars(h)...)...)
-	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+state)
+	cmd, out := sshApply(t, h, p, state)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, b)
@@ -213,30 +257,11 @@ func TestSSHTwoHosts(t *testing.T) {
 func TestSSHLinkCut(t *testing.T) {
 	h := sshtest.Start(t, 1)[0]
 	p, _ := sshPipeline(t, h, true)
-	out := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=30s", "--var", "requests=50000000", "--var", "idle=15s"}, hostVars(h)...)...)
-	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
+	cmd, out := sshApply(t, h, p, "", "--var", "duration=30s", "--var", "requests=50000000", "--var", "idle=15s")
+	buf, done := startApply(t, cmd)
 	// Wait for the load to reach nginx: its health check passed and the
 	// load step began.
-	started := false
-	for i := 0; i < 600 && !started; i++ {
-		time.Sleep(100 * time.Millisecond)
-		started = hasComm(t, h, "nginx")
-	}
-	if !started {
+	if !waitComm(t, h, "nginx") {
 		t.Fatalf("the load never started:\n%s", buf.String())
 	}
 	time.Sleep(4 * time.Second) // into the 30 s load
@@ -292,24 +317,9 @@ func TestSSHInterrupted(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := sshtest.Start(t, 1)[0]
 			p, _ := sshPipeline(t, h, true)
-			out := t.TempDir()
-			cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=60s", "--var", "requests=50000000"}, hostVars(h)...)...)
-			cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
-			var buf bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			started := false
-			for i := 0; i < 600 && !started; i++ {
-				time.Sleep(100 * time.Millisecond)
-				started = hasComm(t, h, "nginx")
-			}
-			if !started {
-				cmd.Process.Kill()
-				<-done
+			cmd, out := sshApply(t, h, p, "", "--var", "duration=60s", "--var", "requests=50000000")
+			buf, done := startApply(t, cmd)
+			if !waitComm(t, h, "nginx") {
 				t.Fatalf("nginx never started on the host:\n%s", buf.String())
 			}
 			time.Sleep(2 * time.Second) // into the load
@@ -406,9 +416,7 @@ func TestSSHAgents(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "agents.hcl")
 	os.WriteFile(p, []byte(sshAgents), 0o644)
-	out := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "gateway=" + h.Gateway}, hostVars(h)...)...)
-	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	cmd, out := sshApply(t, h, p, "", "--var", "gateway="+h.Gateway)
 	b, err := cmd.CombinedOutput()
 	t.Logf("apply:\n%s", b)
 	if err != nil {

@@ -38,7 +38,9 @@ type CellVerdict struct {
 	Cell  string `json:"cell"`
 	Step  string `json:"step"`
 	Basis string `json:"basis"`
-	// Reproduced is "yes", "no" or "" (not enough samples to judge).
+	// Reproduced is "yes", "no", "too noisy" (the ratio interval is wider
+	// than ×/÷report.TooNoisyFactor: not judged) or "" (not enough
+	// samples to judge).
 	Reproduced string         `json:"reproduced"`
 	Ratio      stats.Interval `json:"-"` // req/s here / bundle, 95% Welch interval on logs
 	Verdict    string         `json:"verdict"`
@@ -237,16 +239,22 @@ func (v *Verdict) Summary() string {
 		}
 		parts = append(parts, fmt.Sprintf("%d of %d claims hold here (%d with the bundle's outcome, %d fail)", hold, len(v.Claims), same, v.ClaimsFailed()))
 	}
-	judged, yes := 0, 0
+	judged, yes, noisy := 0, 0, 0
 	for _, c := range v.Cells {
-		if c.Reproduced != "" {
+		if c.Reproduced == report.ReproducedTooNoisy {
+			noisy++
+		} else if c.Reproduced != "" {
 			judged++
 		}
 		if c.Reproduced == "yes" {
 			yes++
 		}
 	}
-	parts = append(parts, fmt.Sprintf("%d of %d cells reproduced (%d could not be judged)", yes, len(v.Cells), len(v.Cells)-judged))
+	cells := fmt.Sprintf("%d of %d cells reproduced (%d could not be judged", yes, len(v.Cells), len(v.Cells)-judged)
+	if noisy > 0 {
+		cells += fmt.Sprintf("; %d too noisy: req/s ratio interval wider than ×/÷%g, more repetitions or a quieter machine would narrow it", noisy, report.TooNoisyFactor)
+	}
+	parts = append(parts, cells+")")
 	if len(v.Variables) > 0 {
 		parts = append(parts, fmt.Sprintf("%d variables set otherwise here", len(v.Variables)))
 	}
@@ -373,8 +381,11 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 			continue
 		}
 		rep := c.Reproduced
-		if rep == "" {
+		switch rep {
+		case "":
 			rep = "not judged (" + c.Verdict + ")"
+		case report.ReproducedTooNoisy:
+			rep = report.TooNoisyText(c.Ratio)
 		}
 		explain := "-"
 		if c.Reproduced == "no" {
@@ -395,6 +406,7 @@ func (v *Verdict) write(w io.Writer, md bool) error {
 	case folded > 0:
 		fmt.Fprintf(&b, "  and %d more cells reproduced (--format markdown or json lists each)\n", folded)
 	}
+
 	loadMoved := false
 	for _, c := range v.Changes {
 		loadMoved = loadMoved || c.Rank == results.RankLoad

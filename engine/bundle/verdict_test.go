@@ -300,3 +300,44 @@ func TestVerdictNamesStackVersions(t *testing.T) {
 		t.Errorf("text verdict lacks the nomad_client row:\n%s", text.String())
 	}
 }
+
+// TestVerdictTooNoisy: examples/nginx-long-short was reproduced on a busy
+// machine with req/s ratio intervals of ×/÷1.7 to ×/÷2.7; the verdict
+// calls none of its cells reproduced: each is "not judged: too noisy"
+// with its width, the summary counts them among the cells not judged and
+// says what would help, and --exit-on cells does not count them.
+func TestVerdictTooNoisy(t *testing.T) {
+	a, err := results.ReadRun("../../examples/nginx-long-short/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := results.ReadRun("../../examples/nginx-long-short/reproduced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Judge("bundle", a, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Cells) == 0 {
+		t.Fatal("no cell")
+	}
+	for _, c := range v.Cells {
+		if c.Reproduced != report.ReproducedTooNoisy {
+			t.Errorf("%s: reproduced %q with ratio %+v, want %q", c.Cell, c.Reproduced, c.Ratio, report.ReproducedTooNoisy)
+		}
+	}
+	if n := v.CellsNotReproduced(); n != 0 {
+		t.Errorf("%d cells count as not reproduced", n)
+	}
+	var w bytes.Buffer
+	if err := v.Write(&w, "text"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"not judged: too noisy (×/÷2.", fmt.Sprintf("0 of %d cells reproduced (%d could not be judged; %d too noisy: req/s ratio interval wider than ×/÷1.5, more repetitions or a quieter machine would narrow it)", len(v.Cells), len(v.Cells), len(v.Cells))}
+	for _, s := range want {
+		if !strings.Contains(w.String(), s) {
+			t.Errorf("the verdict lacks %q:\n%s", s, w.String())
+		}
+	}
+}

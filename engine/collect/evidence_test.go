@@ -101,6 +101,7 @@ func (f *fakeProc) set(dt float64, busy uint64, ps ...*fakePID) {
 			cg = p.cgroup
 		}
 		f.write(filepath.Join(strconv.Itoa(p.pid), "cgroup"), "12:pids:"+cg+"\n0::"+cg+"\n")
+		f.write(filepath.Join(strconv.Itoa(p.pid), "comm"), p.comm+"\n")
 		f.write(filepath.Join(strconv.Itoa(p.pid), "statm"), "100 10 5 1 0 50 0\n")
 		f.write(filepath.Join(strconv.Itoa(p.pid), "cmdline"), strings.Join(p.cmdline, "\x00")+"\x00")
 		f.write(filepath.Join(strconv.Itoa(p.pid), "status"), "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t1\n")

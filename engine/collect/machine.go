@@ -267,6 +267,8 @@ func (s *Sampler) budgetRole(mp *machProc, tg target) string {
 		return RoleInfra
 	case relationOnly(mp.comm):
 		return RoleOther
+	case s.outsideNow[mp.pid] && s.runHasService():
+		return RoleOther // another's process of the same name (outside.go)
 	}
 	return RoleService
 }
@@ -779,6 +781,9 @@ func (s *Sampler) procAverages(w float64) []ProcCPU {
 		pc := by[k]
 		if pc == nil {
 			pc = &ProcCPU{Process: r.Process, PID: r.PID, Role: r.Role, Container: r.Container}
+			if r.OutsideRun && s.runHasService() {
+				pc.Role = RoleOther // counted as another's in the budget: its evidence
+			}
 			by[k] = pc
 			order = append(order, k)
 		}

@@ -117,6 +117,11 @@ type Sampler struct {
 	self  int
 	tgt   map[int]target
 	ents  []string
+	// ofRunNamed: the processes a name matched that are tied to the run
+	// (pid → start time; outside.go); outsideNow: those of this pass that
+	// are not.
+	ofRunNamed map[int]uint64
+	outsideNow map[int]bool
 
 	m *machine // whole-machine accounting, nil unless Config.Machine
 }
@@ -304,6 +309,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 	for _, st := range s.procs {
 		st.seen = false
 	}
+	clear(s.outsideNow)
 	pids := make([]int, 0, len(s.tgt))
 	for pid := range s.tgt {
 		pids = append(pids, pid)
@@ -338,6 +344,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 		} else if b, err := s.rd.read(pidPath(pid, "cgroup")); err == nil {
 			container = containerOf(b)
 		}
+		outside := tg.role == RoleNamed && s.outsideRun(pid, st, container)
 		if ok && prev.starttime == st.starttime && !prev.at.IsZero() {
 			dt := now.Sub(prev.at).Seconds()
 			if dt > 0 {
@@ -357,6 +364,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 					CtxSwitchesVoluntary:    int64(delta(vol, prev.vol)),
 					CtxSwitchesNonvoluntary: int64(delta(nonvol, prev.nonvol)),
 					Container:               container,
+					OutsideRun:              outside,
 				})
 			}
 		}
@@ -483,6 +491,7 @@ func (s *Sampler) scanNames() {
 	for pid, e := range s.names {
 		if !e.seen {
 			delete(s.names, pid)
+			delete(s.ofRunNamed, pid)
 		}
 	}
 }

@@ -44,7 +44,11 @@ func Summary(ps []results.ProcessSample) []ProcessCPU {
 	}
 	groups := map[key]*acc{}
 	for i, p := range ps {
-		k := key{p.Step, procLabel(p.Process, int(p.PID), ""), p.Role == RoleOther}
+		label := procLabel(p.Process, int(p.PID), "")
+		if p.OutsideRun {
+			label += OutsideRunSuffix
+		}
+		k := key{p.Step, label, p.Role == RoleOther}
 		g := groups[k]
 		if g == nil {
 			g = &acc{first: i, role: p.Role, pids: map[int]bool{}, at: map[float64]*instant{}}

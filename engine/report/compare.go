@@ -29,6 +29,28 @@ const (
 	minSamplesForVerdict = 3
 )
 
+// ReproducedTooNoisy is Pair.Reproduced for a pair whose req/s ratio
+// interval is wider than ×/÷TooNoisyFactor: the runs cannot tell a
+// difference of that size from none, so "yes" would say nothing.
+const ReproducedTooNoisy = "too noisy"
+
+// TooNoisyFactor bounds the req/s ratio interval of a pair that can be
+// called reproduced: an interval wider than ×/÷1.5 (from ×0.667 to ×1.5
+// around the estimate) is "not judged: too noisy" (docs/statistics.md).
+const TooNoisyFactor = 1.5
+
+// TooNoisyText is what a reader sees for a pair that is too noisy to
+// judge: the width and what would narrow it.
+func TooNoisyText(r stats.Interval) string {
+	return fmt.Sprintf("not judged: too noisy (×/÷%.3f)", math.Exp(r.HalfWidth()))
+}
+
+// TooNoisyHelp says what a too noisy pair means and what would help.
+func TooNoisyHelp(n int, widest float64) string {
+	return fmt.Sprintf("too noisy: %d cell(s) have a req/s ratio interval wider than ×/÷%g (the widest ×/÷%.3f), so a difference of that size cannot be told from none; more repetitions (--repetitions) or a quieter machine would narrow it",
+		n, TooNoisyFactor, widest)
+}
+
 // CompareOptions tune Compare.
 type CompareOptions struct {
 	// FailAbove is the regression threshold as a fraction (0.05 = 5%): a
@@ -79,6 +101,10 @@ type Comparison struct {
 	// that could be judged.
 	ReproducedN int `json:"reproduced"`
 	ReproJudged int `json:"reproduced_of"`
+	// TooNoisy counts the pairs not judged because their req/s ratio
+	// interval is wider than ×/÷TooNoisyFactor (Pair.Reproduced "too
+	// noisy"); they are not among ReproJudged.
+	TooNoisy int `json:"too_noisy,omitempty"`
 	// RawCSV writes csv cells as they are (compare --raw); see
 	// Summary.RawCSV.
 	RawCSV bool `json:"-"`
@@ -102,7 +128,9 @@ type Pair struct {
 	Regression     bool   `json:"regression"`
 	// Reproduced is "yes" when B's req/s estimate lies inside A's 95%
 	// interval or the req/s verdict is no significant difference, "no"
-	// otherwise, "" when it cannot be judged (fewer than 3 samples).
+	// otherwise, "" when it cannot be judged (fewer than 3 samples), and
+	// "too noisy" (ReproducedTooNoisy) instead of "yes" when the req/s
+	// ratio interval is wider than ×/÷TooNoisyFactor.
 	Reproduced string `json:"reproduced,omitempty"`
 }
 
@@ -175,7 +203,9 @@ func Compare(a, b *results.Run, opts CompareOptions) (*Comparison, error) {
 		}
 		seen[ca.key()] = true
 		p := judge(ca, cb)
-		if p.Reproduced != "" {
+		if p.Reproduced == ReproducedTooNoisy {
+			c.TooNoisy++
+		} else if p.Reproduced != "" {
 			c.ReproJudged++
 			if p.Reproduced == "yes" {
 				c.ReproducedN++
@@ -271,6 +301,12 @@ func judge(a, b *Cell) *Pair {
 		p.Reproduced = "yes"
 	case p.Verdict == VerdictFaster || p.Verdict == VerdictSlower:
 		p.Reproduced = "no"
+	}
+	// Agreement within an interval that spans a large difference either
+	// way says nothing: such a pair is not judged. A significant
+	// difference ("no") stands however wide its interval.
+	if h := p.RPSRatio.HalfWidth(); p.Reproduced == "yes" && !math.IsNaN(h) && math.Exp(h) > TooNoisyFactor {
+		p.Reproduced = ReproducedTooNoisy
 	}
 	return p
 }
@@ -368,9 +404,13 @@ func (c *Comparison) rows() (header []string, rows [][]string) {
 			rpsRatio += fmt.Sprintf(" on %d intervals", p.RPSRatio.N)
 			p99Ratio += fmt.Sprintf(" on %d intervals", p.P99Ratio.N)
 		}
+		rep := orDash(p.Reproduced)
+		if p.Reproduced == ReproducedTooNoisy {
+			rep = TooNoisyText(p.RPSRatio)
+		}
 		rows = append(rows, []string{label, fmt.Sprintf("%d/%d", p.A.N, p.B.N),
 			units.FormatRate(p.A.RPS.Value), units.FormatRate(p.B.RPS.Value), rpsRatio,
-			units.FormatMS(p.A.P99US), units.FormatMS(p.B.P99US), p99Ratio, v, orDash(p.Reproduced)})
+			units.FormatMS(p.A.P99US), units.FormatMS(p.B.P99US), p99Ratio, v, rep})
 	}
 	return header, rows
 }
@@ -515,9 +555,10 @@ func fmtPct(f float64) string {
 }
 
 // reproSummary is the one-line reproducibility verdict: "reproduced: 7 of
-// 8 cells …"; "" when no pair could be judged.
+// 8 cells …", then what was too noisy to judge; "" when no pair could be
+// judged.
 func (c *Comparison) reproSummary() string {
-	if c.ReproJudged == 0 {
+	if c.ReproJudged == 0 && c.TooNoisy == 0 {
 		return ""
 	}
 	var not []string
@@ -526,16 +567,26 @@ func (c *Comparison) reproSummary() string {
 			not = append(not, p.Label)
 		}
 	}
-	widest := 0.0
+	widest, noisiest := 0.0, 0.0
 	for _, p := range c.Pairs {
-		if h := p.RPSRatio.HalfWidth(); p.Reproduced != "" && h > widest {
+		h := p.RPSRatio.HalfWidth()
+		switch {
+		case p.Reproduced == ReproducedTooNoisy && h > noisiest:
+			noisiest = h
+		case p.Reproduced != "" && p.Reproduced != ReproducedTooNoisy && h > widest:
 			widest = h
 		}
 	}
 	s := fmt.Sprintf("reproduced: %d of %d cells (B's req/s inside A's 95%% interval, or no significant difference; the widest req/s ratio interval is ×/÷%.3f)",
 		c.ReproducedN, c.ReproJudged, math.Exp(widest))
+	if c.ReproJudged == 0 {
+		s = "reproduced: no cell could be judged"
+	}
 	if len(not) > 0 {
 		s += "; not reproduced: " + strings.Join(not, "; ")
+	}
+	if c.TooNoisy > 0 {
+		s += "; not judged, " + TooNoisyHelp(c.TooNoisy, math.Exp(noisiest))
 	}
 	if !c.SamePipeline {
 		s += " — " + c.pipelineDifference() + ", so a difference may be intended"

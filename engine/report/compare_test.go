@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -191,5 +192,65 @@ func TestCompareListsEnvironment(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Environment) != 2 ||
 		decoded.Environment[1] != (EnvironmentChange{Field: "services.nomad.nomad_client", A: "1.6.5", B: "1.7.0"}) {
 		t.Errorf("json environment = %+v, %v:\n%s", decoded.Environment, err, js.String())
+	}
+}
+
+// TestReproducedTooNoisy: a pair whose req/s ratio interval is wider than
+// ×/÷TooNoisyFactor is "too noisy", not "yes" (the runs could not tell a
+// large difference from none), and the table and summary say so with the
+// width and what would help; a significant difference stays "no" however
+// wide its interval, and a precise agreement stays "yes".
+func TestReproducedTooNoisy(t *testing.T) {
+	dir := t.TempDir()
+	// "on": equal means, 25% noise, 3 repetitions a side: a wide interval
+	// around 1. "off": B ten times faster, same noise.
+	a := writeSynthRun(t, dir, twoCellSpec("20261130T044500Z-nnn1", 11, 3, 0.25, 10000, 10000))
+	b := writeSynthRun(t, dir, twoCellSpec("20261130T050000Z-nnn2", 12, 3, 0.25, 10000, 100000))
+	c, err := Compare(a, b, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy, shifted := c.Pairs[0], c.Pairs[1]
+	if w := math.Exp(noisy.RPSRatio.HalfWidth()); !(w > TooNoisyFactor) || noisy.Verdict != VerdictNoDifference {
+		t.Fatalf("the fixture should give a wide no-difference interval: ×/÷%.3f, %q", w, noisy.Verdict)
+	}
+	if noisy.Reproduced != ReproducedTooNoisy {
+		t.Errorf("a ×/÷%.2f interval: reproduced %q, want %q", math.Exp(noisy.RPSRatio.HalfWidth()), noisy.Reproduced, ReproducedTooNoisy)
+	}
+	if shifted.Verdict != VerdictFaster || shifted.Reproduced != "no" {
+		t.Errorf("×10 with the same noise: verdict %q reproduced %q, want faster, no", shifted.Verdict, shifted.Reproduced)
+	}
+	if c.TooNoisy != 1 || c.ReproJudged != 1 || c.ReproducedN != 0 {
+		t.Errorf("too noisy %d, judged %d, reproduced %d; want 1, 1, 0", c.TooNoisy, c.ReproJudged, c.ReproducedN)
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		fmt.Sprintf("not judged: too noisy (×/÷%.3f)", math.Exp(noisy.RPSRatio.HalfWidth())),
+		"reproduced: 0 of 1 cells",
+		"not judged, too noisy: 1 cell(s) have a req/s ratio interval wider than ×/÷1.5",
+		"more repetitions (--repetitions) or a quieter machine",
+	} {
+		if !strings.Contains(buf.String(), s) {
+			t.Errorf("compare lacks %q:\n%s", s, buf.String())
+		}
+	}
+
+	// The same study with 1% noise agrees within a narrow interval: yes.
+	qa := writeSynthRun(t, dir, twoCellSpec("20261130T044500Z-qqq1", 11, 3, 0.01, 10000, 10000))
+	qb := writeSynthRun(t, dir, twoCellSpec("20261130T050000Z-qqq2", 12, 3, 0.01, 10000, 10000))
+	q, err := Compare(qa, qb, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range q.Pairs {
+		if p.Reproduced != "yes" {
+			t.Errorf("%s with 1%% noise: reproduced %q (ratio %+v), want yes", p.Label, p.Reproduced, p.RPSRatio)
+		}
+	}
+	if q.TooNoisy != 0 {
+		t.Errorf("1%% noise: %d pairs too noisy", q.TooNoisy)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/stats"
 )
@@ -484,10 +485,16 @@ func processCPU(run *results.Run) (map[string]map[string]float64, error) {
 			flush()
 			cur = p.TrialID
 		}
-		if sums[p.Process] == nil {
-			sums[p.Process] = map[float64]float64{}
+		name := p.Process
+		if p.OutsideRun {
+			// Matched by name, not the run's: never added to the run's
+			// process of the same name.
+			name += collect.OutsideRunSuffix
 		}
-		sums[p.Process][p.TS] += p.CPUPct
+		if sums[name] == nil {
+			sums[name] = map[float64]float64{}
+		}
+		sums[name][p.TS] += p.CPUPct
 		return nil
 	})
 	flush()

@@ -338,7 +338,7 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			RunID: runID, TrialID: rec.TrialID, Step: p.Step, TS: p.T, Process: p.Process, PID: int64(p.PID),
 			Role: p.Role, CPUPct: p.CPUPct, UserPct: p.UserPct, SystemPct: p.SystemPct, RSSBytes: p.RSSBytes,
 			Threads: p.Threads, CtxSwitchesVoluntary: p.CtxSwitchesVoluntary, CtxSwitchesNonvoluntary: p.CtxSwitchesNonvoluntary,
-			Container: p.Container,
+			Container: p.Container, OutsideRun: p.OutsideRun,
 		})
 	}
 	for _, s := range rec.System {

@@ -146,6 +146,10 @@ type ProcessSample struct {
 	// Container names the container the process runs in
 	// ("docker:0123456789ab"), "" on the host.
 	Container string
+	// OutsideRun marks a process a collect step's `processes` matched by
+	// name that the run did not start (role "named"; docs/collect.md,
+	// "Whose process is it"): another's process of the same name.
+	OutsideRun bool
 }
 
 // SystemSample is one sample of /proc/stat (percent of all CPUs).

@@ -201,6 +201,7 @@ type ProcessRow struct {
 	CtxSwitchesVoluntary    int64
 	CtxSwitchesNonvoluntary int64
 	Container               string
+	OutsideRun              bool
 }
 
 // SystemRow is one /proc/stat sample (system.parquet).
@@ -556,6 +557,7 @@ var processColumns = []column[ProcessRow]{
 	i64("ctx_switches_voluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesVoluntary }),
 	i64("ctx_switches_nonvoluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesNonvoluntary }),
 	str("container", func(r *ProcessRow) *string { return &r.Container }),
+	boolean("outside_run", func(r *ProcessRow) *bool { return &r.OutsideRun }),
 }
 
 var systemColumns = []column[SystemRow]{

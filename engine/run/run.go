@@ -476,6 +476,21 @@ func firstLine(s string) string {
 // is not up stops the run here, with one error, before a run folder is
 // made or latest moves.
 func (r *Runner) preflight(ctx context.Context) error {
+	return r.eachProviderType(ctx, func(ctx context.Context, _ string, t *providers.Type, req *providers.GCRequest) error {
+		if t.Preflight == nil {
+			return nil
+		}
+		if err := t.Preflight(ctx, req); err != nil {
+			return fmt.Errorf("before the first trial: %w", err)
+		}
+		return nil
+	})
+}
+
+// eachProviderType calls fn for each provider type the plan uses, in name
+// order, with the plan's configurations of that type and at most 30 s;
+// it stops at the first error.
+func (r *Runner) eachProviderType(ctx context.Context, fn func(ctx context.Context, name string, t *providers.Type, req *providers.GCRequest) error) error {
 	configs := ProviderConfigs(r.plan)
 	names := make([]string, 0, len(configs))
 	for n := range configs {
@@ -484,14 +499,14 @@ func (r *Runner) preflight(ctx context.Context) error {
 	sort.Strings(names)
 	for _, n := range names {
 		t, ok := providers.Lookup(n)
-		if !ok || t.Preflight == nil {
+		if !ok {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := t.Preflight(pctx, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := fn(tctx, n, t, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("before the first trial: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -542,27 +557,19 @@ func (r *Runner) gc(ctx context.Context) {
 	for _, d := range dirs {
 		r.rep.Logf("removed the service folder of a killed run: %s", d)
 	}
-	configs := ProviderConfigs(r.plan)
-	names := make([]string, 0, len(configs))
-	for n := range configs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t, ok := providers.Lookup(n)
-		if !ok || t.GC == nil {
-			continue
+	r.eachProviderType(ctx, func(ctx context.Context, n string, t *providers.Type, req *providers.GCRequest) error {
+		if t.GC == nil {
+			return nil
 		}
-		gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		removed, err := t.GC(gctx, &providers.GCRequest{Configs: configs[n], Logf: r.rep.Logf})
-		cancel()
+		removed, err := t.GC(ctx, req)
 		if err != nil && !errors.Is(err, providers.ErrUnavailable) {
 			r.rep.Warnf("removing leftovers of earlier runs (%s): %v", n, err)
 		}
 		for _, x := range removed {
 			r.rep.Warnf("removed a leftover of a crashed run: %s", x)
 		}
-	}
+		return nil // one type's leftovers never stop the others'
+	})
 }
 
 func repetitions(pl *plan.Plan) int {

@@ -26,6 +26,7 @@ import (
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/steps"
+	"github.com/benchflow/benchflow/engine/tailbuf"
 	"github.com/benchflow/benchflow/engine/tune"
 	"github.com/benchflow/benchflow/providers"
 )
@@ -374,40 +375,14 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 		return err
 	}
 	defer f.Close()
-	var tail tailBuffer
+	var tail tailbuf.Buffer
 	out := redact.Default.Writer(io.MultiWriter(f, &tail))
 	cmd.Stdout = out
 	cmd.Stderr = out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("running %q: %w; last output:\n%s", strings.Join(c.Command, " "), err, tail.String())
+		return fmt.Errorf("running %q: %w; last output:\n%s", strings.Join(c.Command, " "), err, tail.Lines(10, "  "))
 	}
 	return nil
-}
-
-// tailBuffer keeps the last 4 KiB written.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(t.b), "\n"), "\n")
-	if len(lines) > 10 {
-		lines = lines[len(lines)-10:]
-	}
-	return "  " + strings.Join(lines, "\n  ")
 }
 
 // LoadOptions converts a load or warm step's config into load options

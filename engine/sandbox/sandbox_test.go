@@ -127,6 +127,50 @@ func run(t *testing.T, s Spec, script string) (string, int) {
 	return out.String(), cmd.ProcessState.ExitCode()
 }
 
+// alsoAsNobody runs the calling test again as an unprivileged user (uid
+// and gid 65534 through setpriv, from a copy of the test binary that user
+// can execute), where the test runs as root and the machine allows it:
+// the test's non-root branch is then checked too, and its failure fails
+// the test. Without setpriv, or where bwrap cannot run as that user, it
+// logs why and checks nothing.
+func alsoAsNobody(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Log("no setpriv: the unprivileged variant is not run")
+		return
+	}
+	dir, err := os.MkdirTemp("", "sandbox-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	b, err := os.ReadFile(exe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+		cp, "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir()}
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil:
+		t.Errorf("as nobody: %v\n%s", err, out)
+	case bytes.Contains(out, []byte("--- SKIP")):
+		t.Logf("as nobody: skipped\n%s", out)
+	default:
+		t.Log("as nobody: passed")
+	}
+}
+
 func helper(t *testing.T, mode string, args ...string) string {
 	q := []string{"SANDBOX_TEST_HELPER=" + mode, exe(t)}
 	for _, a := range args {
@@ -361,8 +405,29 @@ func TestProcIsItsOwn(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	needBwrap(t)
 	if os.Geteuid() != 0 {
-		t.Skip("not root: bwrap runs in a user namespace, whose capabilities are not the machine's")
+		// As a user bwrap runs the command in a user namespace of its
+		// own: the capabilities it keeps there (no more than root's
+		// sandbox keeps) are that namespace's, none over the machine;
+		// /proc/sys stays read-only.
+		ns, _ := os.Readlink("/proc/self/ns/user")
+		out, code := run(t, Spec{}, `grep CapEff /proc/self/status; grep ' /proc/sys ' /proc/self/mountinfo | tail -1; readlink /proc/self/ns/user`)
+		f := strings.Fields(out)
+		if code != 0 || len(f) < 12 {
+			t.Fatalf("exit %d %q", code, out)
+		}
+		rootList := uint64(1<<0 | 1<<5 | 1<<6 | 1<<7 | 1<<10 | 1<<24)
+		if got, _ := strconv.ParseUint(f[1], 16, 64); got&^rootList != 0 {
+			t.Errorf("as uid %d: CapEff %x, more than root's sandbox keeps (%x)", os.Geteuid(), got, rootList)
+		}
+		if inside := f[len(f)-1]; inside == ns || !strings.HasPrefix(inside, "user:[") {
+			t.Errorf("as uid %d: the command's user namespace is %s, the caller's is %s: want one of its own", os.Geteuid(), inside, ns)
+		}
+		if !strings.HasPrefix(f[7], "ro,") {
+			t.Errorf("as uid %d: /proc/sys mounted %s, want ro", os.Geteuid(), f[7])
+		}
+		return
 	}
+	alsoAsNobody(t)
 	// setuid 7, setgid 6, chown 0, kill 5, net_bind_service 10, sys_resource 24
 	// (only those in the bounding set: a container may lack some)
 	want := uint64(1<<0|1<<5|1<<6|1<<7|1<<10|1<<24) & boundingSet()
@@ -744,8 +809,20 @@ func mustOutput(t *testing.T, name string, args ...string) string {
 func TestTuneNetSysctlIsTheSandboxs(t *testing.T) {
 	needBwrap(t)
 	if os.Geteuid() != 0 {
-		t.Skip("not root: sysctls are root's")
+		// As a user the tune grant writes nothing of the machine's: the
+		// write fails, and the machine's value stays.
+		const p = "/proc/sys/net/core/somaxconn"
+		before, err := os.ReadFile(p)
+		if err != nil {
+			t.Skip(err)
+		}
+		out, code := run(t, Spec{Grants: []Grant{GrantTune}}, `echo 129 > `+p+` && echo wrote`)
+		if after, _ := os.ReadFile(p); string(after) != string(before) {
+			t.Errorf("as uid %d the machine's %s changed from %s to %s (exit %d %q)", os.Geteuid(), p, before, after, code, out)
+		}
+		return
 	}
+	alsoAsNobody(t)
 	const p = "/proc/sys/net/core/somaxconn"
 	b, err := os.ReadFile(p)
 	if err != nil {

@@ -202,13 +202,12 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 				continue
 			}
 			sv.Image = ps.Spec.Image
-			for _, a := range ps.Spec.Command {
+			command, version := portsShown(te, s, at, ps)
+			for _, a := range command {
 				sv.Command = append(sv.Command, red.String(a))
 			}
-			if ps.Config != nil {
-				for _, a := range ps.Config.VersionCommand {
-					sv.VersionCommand = append(sv.VersionCommand, red.String(a))
-				}
+			for _, a := range version {
+				sv.VersionCommand = append(sv.VersionCommand, red.String(a))
 			}
 			if sv.ProviderType != "local" {
 				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
@@ -438,4 +437,61 @@ func redactSettings(m map[string]any, red *redact.Set) map[string]any {
 func keyOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// portSentinel is the first of the port numbers portsShown evaluates a
+// service with: numbers a command is unlikely to hold otherwise.
+const portSentinel = 59173
+
+// portsShown is a service's command and version_command as the plan shows
+// them. Its ports are known only at run time (a free port; 0 in the plan's
+// evaluation), so the service is evaluated again with other numbers for
+// them: an argument that changes holds a port, shown as the visible
+// unknown ${self.port.NAME} ("127.0.0.1:${self.port.http}"), never as a
+// port 0 the run will not use.
+func portsShown(te *plan.TrialEval, s *pipeline.Service, at plan.Placement, ps *plan.PreparedService) (command, version []string) {
+	command = ps.Spec.Command
+	if ps.Config != nil {
+		version = ps.Config.VersionCommand
+	}
+	next := portSentinel
+	at.HostPort = func() (int, error) {
+		next++
+		return next - 1, nil
+	}
+	ps2, d := te.PrepareService(s, at)
+	if ps2 == nil || d.HasErrors() {
+		return command, version
+	}
+	var names []string
+	for n := range ps2.Listen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	unknown := func(a string) string {
+		for _, n := range names {
+			if v := ps2.Listen[n]; v >= portSentinel && v < next {
+				a = strings.ReplaceAll(a, fmt.Sprint(v), "${self.port."+n+"}")
+			}
+		}
+		return a
+	}
+	shown := func(planned, again []string) []string {
+		if len(planned) != len(again) {
+			return planned // a shape that depends on a port is refused (runtimeShapes)
+		}
+		out := make([]string, len(planned))
+		for i := range planned {
+			out[i] = planned[i]
+			if again[i] != planned[i] {
+				out[i] = unknown(again[i])
+			}
+		}
+		return out
+	}
+	command = shown(command, ps2.Spec.Command)
+	if ps2.Config != nil {
+		version = shown(version, ps2.Config.VersionCommand)
+	}
+	return command, version
 }

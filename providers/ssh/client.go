@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/benchflow/benchflow/engine/tailbuf"
 	"github.com/benchflow/benchflow/providers"
 )
 
@@ -461,7 +462,7 @@ func (c *conn) launch(ctx context.Context, bin string) error {
 		s.Close()
 		return err
 	}
-	var stderr tailBuffer
+	var stderr tailbuf.Buffer
 	s.Stderr = &stderr
 	cmd := "exec " + shellQuote(bin) + " " + HelperCommand + " --owner " + shellQuote(ownerString(providers.SelfOwner())) + " --idle " + c.t.Idle.String()
 	if c.t.Sudo {
@@ -503,7 +504,7 @@ func (c *conn) stopLaunch() {
 
 // readLoop hands each response to its caller; when the session ends it
 // fails every pending call.
-func (c *conn) readLoop(stdout io.Reader, s *gossh.Session, stderr *tailBuffer) {
+func (c *conn) readLoop(stdout io.Reader, s *gossh.Session, stderr *tailbuf.Buffer) {
 	done := c.done
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -639,28 +640,6 @@ func (c *conn) keepalive() {
 			}
 		}
 	}
-}
-
-// tailBuffer keeps the last 4 KiB written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
 
 // ownerString encodes the controller's identity as the helper records
