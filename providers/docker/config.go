@@ -262,7 +262,7 @@ func (s *settings) checkHost() error {
 	if s.host == "" {
 		return nil
 	}
-	const forms = "unix:///var/run/docker.sock, tcp://10.0.0.5:2376 or ssh://user@host"
+	const forms = "unix:///var/run/docker.sock, tcp://10.0.0.5:2376 or ssh://10.0.0.2 (ssh:// then [user@]host[:port])"
 	u, err := url.Parse(s.host)
 	if err != nil || u.Scheme == "" {
 		return bad("host", "%q is not an engine address like %s", s.host, forms)
@@ -271,7 +271,7 @@ func (s *settings) checkHost() error {
 	case "unix", "tcp", "http", "https", "npipe", "fd":
 	case "ssh":
 		if _, err := connhelper.GetConnectionHelper(s.host); err != nil {
-			return bad("host", "%q: %v (write ssh://[user@]host[:port], with no query)", s.host, err)
+			return bad("host", "%q: %v (write ssh:// then [user@]host[:port], with no query)", s.host, err)
 		}
 		s.sshHost = u.Hostname()
 	default:
