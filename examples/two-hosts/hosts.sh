@@ -13,8 +13,10 @@
 # another /24); the namespaces are $NAME-client and $NAME-server (NAME,
 # default bf2h); keys, known_hosts and sshd's files go to $DIR (default
 # /tmp/$NAME). Both namespaces share this machine's files and CPUs: only
-# the network is separate. The link has no rate until the pipeline's exec
-# step sets one (link.sh).
+# the network is separate, so the server's copy of benchflow goes to this
+# machine's ~/.cache/benchflow/bin/<sha256>/: `down` removes the copy of
+# ./bin/benchflow if `up` came before it. The link has no rate until the
+# pipeline's exec step sets one (link.sh).
 set -euo pipefail
 
 name=${NAME:-bf2h}
@@ -41,6 +43,7 @@ up() {
   fi
   mkdir -p "$dir" /run/sshd
   chmod 700 "$dir"
+  touch "$dir/.up"
   trap 'echo "hosts.sh: up failed; removing what it made" >&2; down' ERR
   ip netns add "$client"
   ip netns add "$server"
@@ -94,6 +97,12 @@ down() {
     done
     ip netns del "$ns"
   done
+  # The server's copy of this build, made since up (the hosts share this
+  # machine's files; another build's copy is left alone).
+  if [ -f "$dir/.up" ] && [ -f bin/benchflow ]; then
+    copy=$HOME/.cache/benchflow/bin/$(sha256sum bin/benchflow | cut -d' ' -f1)
+    if [ -d "$copy" ] && [ "$copy" -nt "$dir/.up" ]; then rm -rf "$copy"; fi
+  fi
   rm -rf "$dir"
 }
 
@@ -102,5 +111,5 @@ case "${1:-}" in
   down) down ;;
   vars) vars ;;
   run) shift; [ $# -gt 0 ] || die "run what? ($0 run bin/benchflow apply …)"; exec ip netns exec "$client" "$@" ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
+  *) sed -n '2,19p' "$0"; exit 2 ;;
 esac
