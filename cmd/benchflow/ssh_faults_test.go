@@ -355,8 +355,15 @@ func TestSSHSudo(t *testing.T) {
 	exec.Command("chown", "-R", user+":", home+"/.ssh").Run()
 
 	p := faultsPipeline(t)
-	uid := filepath.Join(t.TempDir(), "uid")
-	os.Chmod(filepath.Dir(uid), 0o777)
+	// A folder any user can write to (t.TempDir's parent is root's
+	// alone): without sudo the user's uid would land there.
+	ud, err := os.MkdirTemp("", "bfsudo-uid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ud) })
+	os.Chmod(ud, 0o777)
+	uid := filepath.Join(ud, "uid")
 	out := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "user=" + user, "--var", "sudo=true",
 		"--var", "pre=id -u > " + uid}, hostVars(h)...)...)
