@@ -250,7 +250,7 @@ func TestSSHInterruptedAtEachPhase(t *testing.T) {
 					return false
 				}
 			case "teardown":
-				args = append(args, "--var", "stop=30s")
+				args = append(args, "--var", "stop=10s")
 				ready = func() bool { _, err := os.Stat(mark); return err == nil }
 			}
 			err, output := interruptWhen(t, args, ready)
