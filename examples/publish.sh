@@ -37,6 +37,7 @@ examples=(
   "nginx-http2|examples/nginx-http2/pipeline.hcl|--var duration=3s||--baseline tls=off"
   "caddy-protocols|examples/caddy-protocols/pipeline.hcl|--var duration=2s||--baseline protocol=http/1.1"
   "nomad-gateway|pipelines/gateway.hcl|--repetitions 5 --var duration=2s --var warm=1s|--allow nomad|--baseline path=direct"
+  "two-hosts|examples/two-hosts/study.hcl|--var duration=2s|-|--baseline link=10gbit"
 )
 
 # Examples that need a stack this machine may not have: name | variables
@@ -45,12 +46,14 @@ needs_stack() {
   case "$1" in
     nomad-gateway) [ -n "${NOMAD_ADDR:-}" ] && [ -n "${APISIX_ADMIN:-}" ] ;;
     caddy-protocols) [ -x /var/cache/benchflow-caddy/caddy ] ;;
+    two-hosts) [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ] ;;
     *) true ;;
   esac
 }
 needs_what() {
   case "$1" in
     caddy-protocols) echo "Caddy in /var/cache/benchflow-caddy/caddy: run make caddy" ;;
+    two-hosts) echo "root and Debian's openssh-server, to make its two hosts as network namespaces (examples/two-hosts/hosts.sh)" ;;
     *) echo "a Nomad + Consul + APISIX stack: set NOMAD_ADDR, CONSUL_HTTP_ADDR, APISIX_ADMIN, APISIX_GATEWAY and APISIX_ADMIN_KEY (docs/gateway.md, \"Tested against\")" ;;
   esac
 }
@@ -62,6 +65,14 @@ if [ "${1:-}" = "--list" ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; th
   for e in "${examples[@]}"; do
     n=$(field "$e" 0); p=$(field "$e" 1); a=$(field "$e" 2); r=$(field "$e" 3); b=$(field "$e" 4)
     echo "$n:"
+    if [ "$r" = - ]; then # two hosts in namespaces; no sandboxed reproduction yet
+      echo "  examples/$n/hosts.sh up"
+      echo "  eval \"examples/$n/hosts.sh run $bf apply $p \$(examples/$n/hosts.sh vars) ${a:+$a }--out \$WORK/$n\""
+      echo "  examples/$n/hosts.sh down"
+      echo "  $bf publish \$WORK/$n/latest examples/$n/bundle --force${b:+ $b}"
+      echo "  $bf report --update examples/$n/README.md"
+      continue
+    fi
     echo "  $bf apply $p ${a:+$a }--out \$WORK/$n"
     echo "  $bf publish \$WORK/$n/latest examples/$n/bundle --force${b:+ $b}"
     echo "  $bf reproduce examples/$n/bundle ${r:+$r }--yes --out \$WORK/$n-again --exit-on none"
@@ -118,6 +129,18 @@ for e in "${selected[@]}"; do
   n=$(field "$e" 0); p=$(field "$e" 1); a=$(field "$e" 2); r=$(field "$e" 3); b=$(field "$e" 4)
   echo "== $(date -u +%H:%M:%S) $n (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   rm -rf "$WORK/$n" "$WORK/$n-again"
+  if [ "$r" = - ]; then # two hosts in namespaces; no sandboxed reproduction yet
+    "examples/$n/hosts.sh" up >/dev/null
+    trap '"examples/$n/hosts.sh" down' EXIT
+    eval "examples/$n/hosts.sh run $bf apply $p $(examples/$n/hosts.sh vars) $a --out $WORK/$n -q"
+    "examples/$n/hosts.sh" down
+    trap - EXIT
+    # shellcheck disable=SC2086 # the flags are words on purpose
+    $bf publish "$WORK/$n/latest" "examples/$n/bundle" --force $b
+    $bf report --update "examples/$n/README.md"
+    echo "== $(date -u +%H:%M:%S) $n done (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    continue
+  fi
   # shellcheck disable=SC2086 # the flags are words on purpose
   $bf apply "$p" $a --out "$WORK/$n" -q
   $bf publish "$WORK/$n/latest" "examples/$n/bundle" --force $b

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/docker/cli/cli/connhelper"
 	"github.com/docker/go-units"
 
 	"github.com/benchflow/benchflow/engine/diag"
@@ -82,6 +84,9 @@ type settings struct {
 	sysctls  map[string]string
 	ulimits  []*units.Ulimit
 	host     string
+	// sshHost is the host of an ssh:// engine address: where its
+	// published ports are reached.
+	sshHost  string
 	labels   map[string]string
 	filesDir string
 	logTail  string
@@ -127,8 +132,16 @@ func (c *Config) validate() (*settings, error) {
 	if s.network != NetworkBridge && s.network != NetworkHost && s.network != NetworkNone && !validName(s.network) {
 		return nil, bad("network", "%q is not \"bridge\", \"host\", \"none\" or a valid network name (letters, digits, '_', '.', '-')", s.network)
 	}
+	if err := s.checkHost(); err != nil {
+		return nil, err
+	}
 	if s.bind == "" {
 		s.bind = "127.0.0.1"
+		if s.sshHost != "" {
+			// Published on the remote host, whose loopback this machine
+			// cannot reach.
+			s.bind = "0.0.0.0"
+		}
 	}
 	if _, err := netip.ParseAddr(s.bind); err != nil {
 		return nil, bad("bind", "%q is not an IP address", s.bind)
@@ -241,4 +254,29 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkHost checks the engine address: a scheme Docker's client knows, and
+// for ssh:// one Docker's SSH connection helper accepts.
+func (s *settings) checkHost() error {
+	if s.host == "" {
+		return nil
+	}
+	const forms = "unix:///var/run/docker.sock, tcp://10.0.0.5:2376 or ssh://10.0.0.2 (ssh:// then [user@]host[:port])"
+	u, err := url.Parse(s.host)
+	if err != nil || u.Scheme == "" {
+		return bad("host", "%q is not an engine address like %s", s.host, forms)
+	}
+	switch u.Scheme {
+	case "unix", "tcp", "http", "https", "npipe", "fd":
+	case "ssh":
+		if _, err := connhelper.GetConnectionHelper(s.host); err != nil {
+			return bad("host", "%q: %v (write ssh:// then [user@]host[:port], with no query)", s.host, err)
+		}
+		s.sshHost = u.Hostname()
+	default:
+		return bad("host", "%q: unknown scheme %q: an engine address is %s (npipe://, fd://, http:// and https:// work too).%s",
+			s.host, u.Scheme, forms, diag.Suggest(u.Scheme, []string{"unix", "tcp", "ssh"}))
+	}
+	return nil
 }

@@ -1,12 +1,14 @@
 package docker
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/cli/cli/connhelper"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -84,11 +87,26 @@ func newFromConfig(name string, cfg *Config) (providers.Provider, error) {
 	return &Provider{name: name, s: s}, nil
 }
 
+// sshFlags are added to the ssh client's command line for an ssh:// host
+// (tests name a key and a known_hosts file; users configure ~/.ssh/config).
+var sshFlags []string
+
 // newClient connects to host, or to the engine the environment names
 // (DOCKER_HOST, DOCKER_API_VERSION, …) when host is empty.
+//
+// An ssh:// host goes through Docker's own SSH connection helper (the
+// docker CLI's connhelper): it runs this machine's ssh client, which runs
+// `docker system dial-stdio` on the host, so that host needs the docker
+// CLI and this machine OpenSSH's ssh with a key that logs in.
 func newClient(host string) (*client.Client, error) {
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
-	if host != "" {
+	if strings.HasPrefix(host, "ssh://") {
+		h, err := connhelper.GetConnectionHelperWithSSHOpts(host, sshFlags)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", providers.ErrUnavailable, host, err)
+		}
+		opts = append(opts, client.WithHost(h.Host), client.WithDialContext(h.Dialer))
+	} else if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}
 	cli, err := client.NewClientWithOpts(opts...)
@@ -212,6 +230,9 @@ func (p *Provider) provision(ctx context.Context, req *providers.ProvisionReques
 	if err != nil {
 		return d, err
 	}
+	if p.s.sshHost != "" {
+		d.copies = fileCopies(spec, p.s.filesDir)
+	}
 	if err := d.publish(spec.Ports, cfg, hc); err != nil {
 		return d, err
 	}
@@ -276,6 +297,11 @@ func (p *Provider) containerConfig(req *providers.ProvisionRequest) (*container.
 	if spec.Dir != "" {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Dir, Target: p.s.filesDir, ReadOnly: true})
 	}
+	if p.s.sshHost != "" {
+		// A remote engine cannot see this machine's files: they are
+		// copied into the container before it starts (copies).
+		hc.Mounts = nil
+	}
 	for _, f := range spec.Files {
 		if f.Mount == "" {
 			continue
@@ -301,6 +327,13 @@ func (d *Deployment) publish(ports []providers.Port, cfg *container.Config, hc *
 	d.endpoint = providers.Endpoint{Scheme: "http", Host: reachableHost(s.bind), Ports: map[string]int{}}
 	if s.network == NetworkHost {
 		d.endpoint.Host = "127.0.0.1"
+	}
+	if s.sshHost != "" {
+		// The engine runs on the host of its ssh:// address: its ports
+		// are reached there (or at bind, when that names an address).
+		if a, err := netip.ParseAddr(s.bind); s.network == NetworkHost || err != nil || a.IsUnspecified() || a.IsLoopback() {
+			d.endpoint.Host = s.sshHost
+		}
 	}
 	for _, port := range ports {
 		if port.Host < 0 || port.Host > 65535 || port.Container < 0 || port.Container > 65535 {
@@ -352,6 +385,9 @@ func (d *Deployment) start(ctx context.Context, cfg *container.Config, hc *conta
 	}
 	d.id = created.ID
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.copyFiles(ctx); err != nil {
 		return err
 	}
 	for _, w := range created.Warnings {
@@ -516,7 +552,8 @@ type Deployment struct {
 	name        string
 	network     string
 	netAcquired bool
-	local       bool // the engine runs on this machine (its pids are ours)
+	local       bool       // the engine runs on this machine (its pids are ours)
+	copies      []fileCopy // files copied in before the start (a remote engine)
 	containerIP string
 	published   []publishedPort
 	endpoint    providers.Endpoint
@@ -740,4 +777,76 @@ func reachableHost(bind string) string {
 // pids are this machine's pids.
 func isLocal(host string) bool {
 	return host == "" || strings.HasPrefix(host, "unix://")
+}
+
+// fileCopy is a file or folder of this machine copied into the container
+// (a remote engine cannot bind-mount it).
+type fileCopy struct{ src, dst string }
+
+// fileCopies are the files folder and the files with a mount path of
+// their own, as containerConfig would mount them.
+func fileCopies(spec *providers.ServiceSpec, filesDir string) []fileCopy {
+	var out []fileCopy
+	if spec.Dir != "" {
+		out = append(out, fileCopy{spec.Dir, filesDir})
+	}
+	for _, f := range spec.Files {
+		if f.Mount == "" {
+			continue
+		}
+		src := f.HostPath
+		if src == "" {
+			src = filepath.Join(spec.Dir, f.Name)
+		}
+		out = append(out, fileCopy{src, f.Mount})
+	}
+	return out
+}
+
+// copyFiles copies d.copies into the created container, as one tar
+// archive extracted at "/" (with their modes; owned by root).
+func (d *Deployment) copyFiles(ctx context.Context) error {
+	if len(d.copies) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, c := range d.copies {
+		err := filepath.WalkDir(c.src, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(c.src, p)
+			name := strings.TrimPrefix(filepath.ToSlash(filepath.Join(c.dst, rel)), "/")
+			switch {
+			case info.IsDir():
+				return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(info.Mode().Perm()), ModTime: info.ModTime()})
+			case info.Mode().IsRegular():
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(info.Mode().Perm()), Size: int64(len(b)), ModTime: info.ModTime()}); err != nil {
+					return err
+				}
+				_, err = tw.Write(b)
+				return err
+			}
+			return nil // sockets, links: not files a service reads
+		})
+		if err != nil {
+			return fmt.Errorf("copying %s into container %s: %w", c.src, d.name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := d.cli.CopyToContainer(ctx, d.id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copying the service's files into container %s on %s: %w", d.name, d.p.s.host, unavailable(err))
+	}
+	return nil
 }

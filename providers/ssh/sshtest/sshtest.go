@@ -405,3 +405,38 @@ func ForgetBinary(t testing.TB, exe string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 }
+
+// Shape limits the link between the host and the root namespace to
+// bitsPerSecond in each direction, with tc's token bucket filter (tbf) on
+// both ends of the veth pair: the root namespace's end shapes what goes to
+// the host, the host's eth0 what comes from it. It replaces an earlier
+// shape; the qdiscs go with the link when the host is removed. tbf and
+// htb are what this kernel has (no netem), so the link gets a rate, not a
+// delay.
+func (h *Host) Shape(t testing.TB, bitsPerSecond int64) {
+	t.Helper()
+	args := TBF(bitsPerSecond)
+	run(t, append([]string{"tc", "qdisc", "replace", "dev", h.Veth, "root"}, args...)...)
+	h.run(t, append([]string{"tc", "qdisc", "replace", "dev", "eth0", "root"}, args...)...)
+}
+
+// TBF is the argument list of a tbf qdisc (after "tc qdisc replace dev X
+// root") limiting a link to bitsPerSecond: a bucket of 10 ms of the rate,
+// at least 256 KiB (veth hands tbf 64 KiB GSO packets, and a bucket
+// smaller than a packet would stall it), and a queue of 50 ms of the rate.
+func TBF(bitsPerSecond int64) []string {
+	burst := TBFBurst(bitsPerSecond)
+	limit := bitsPerSecond/8/20 + burst
+	return []string{"tbf", "rate", strconv.FormatInt(bitsPerSecond, 10) + "bit",
+		"burst", strconv.FormatInt(burst, 10), "limit", strconv.FormatInt(limit, 10)}
+}
+
+// TBFBurst is the bucket TBF gives a rate, in bytes: what the link may send
+// at once beyond the rate.
+func TBFBurst(bitsPerSecond int64) int64 {
+	burst := bitsPerSecond / 8 / 100
+	if burst < 256<<10 {
+		burst = 256 << 10
+	}
+	return burst
+}
