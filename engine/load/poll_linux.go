@@ -189,7 +189,8 @@ type ploop struct {
 	// every 20 µs or so to retake them, and the loop must win its P back
 	// after each wake-up (a quarter of the client's CPU in a -t1 profile).
 	// Raw waits last at most rawWaitMax, so a stop-the-world pause (which
-	// waits for the loop) stays short.
+	// waits for the loop) stays short. The uring engine waits so; the
+	// epoll engine parks (epFile) unless it busy-polls.
 	rawWait bool
 	// epFile is the epoll instance as the Go runtime's poller sees it:
 	// a loop with nothing ready parks its goroutine until the instance
@@ -402,7 +403,7 @@ func (l *ploop) waitAndHandle(now, d time.Duration) error {
 	}
 	var n int
 	var err error
-	if l.epConn != nil && !l.rawWait && l.r.opts.BusyPoll == 0 {
+	if l.epConn != nil && l.r.opts.BusyPoll == 0 {
 		n, err = l.park(now, d)
 	} else {
 		l.armTimer(now, -1)
@@ -880,10 +881,13 @@ func (l *ploop) wait(msec int) (int, error) {
 // goroutine in the Go runtime's poller until the epoll instance is
 // readable: an event, halt's wake-up, or the timer, armed for the next
 // scheduled send or at most d from now. Sleeping in epoll_wait instead
-// holds a thread in a system call, and the runtime's monitor then hands
-// its P (Go's processor) to another thread, which wakes, finds nothing to
-// run and sleeps again, on every wait: at 2,000 requests a second in open
-// loop, that hand-off cost more CPU than the requests.
+// holds a thread in a system call: with no spare P, the runtime's monitor
+// hands its P (Go's processor) to another thread, which wakes, finds
+// nothing to run and sleeps again, on every wait (at -R 2000, that
+// hand-off cost more CPU than the requests); with a spare P (the raw
+// wait), the monitor still wakes every few hundred µs while the loop
+// sleeps. A parked loop leaves every P idle, and the monitor sleeps too
+// (docs/performance.md#the-open-loops-own-cost).
 func (l *ploop) park(now, d time.Duration) (int, error) {
 	// A stable bound (the next timeout scan, the end of the load) keeps
 	// the timer armed across waits rather than set on each.
