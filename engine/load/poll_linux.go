@@ -892,9 +892,9 @@ func (l *ploop) wait(msec int) (int, error) {
 // holds a thread in a system call: with no spare P, the runtime's monitor
 // hands its P (Go's processor) to another thread, which wakes, finds
 // nothing to run and sleeps again, on every wait (at -R 2000, that
-// hand-off cost more CPU than the requests); with a spare P (the raw
-// wait), the monitor still wakes every few hundred µs while the loop
-// sleeps. A parked loop leaves every P idle, and the monitor sleeps too
+// hand-off cost more CPU than the requests). Parking also beat the raw
+// wait of a loop with a spare P (-t1): a parked loop leaves every P idle,
+// and the runtime's monitor sleeps too
 // (docs/performance.md#the-open-loops-own-cost).
 func (l *ploop) park(now, d time.Duration) (int, error) {
 	// A stable bound (the next timeout scan, the end of the load) keeps
