@@ -189,19 +189,25 @@ type ploop struct {
 	// every 20 µs or so to retake them, and the loop must win its P back
 	// after each wake-up (a quarter of the client's CPU in a -t1 profile).
 	// Raw waits last at most rawWaitMax, so a stop-the-world pause (which
-	// waits for the loop) stays short. An open loop on epoll parks
-	// instead (epFile).
+	// waits for the loop) stays short.
 	rawWait bool
 	// epFile is the epoll instance as the Go runtime's poller sees it,
-	// in open loop without --busy-poll: a loop with nothing ready parks
-	// its goroutine until the instance is readable (park) rather than
-	// sleeping in a system call. nil otherwise, or when it could not be
-	// set up: the loop then waits in epoll_wait. A closed loop keeps
-	// epoll_wait: only one thread waits in the runtime's poller, so a
-	// parked loop whose responses arrive while another loop runs waits
-	// for that loop to park (at -c30 against a 1 ms server, parking cost
-	// a quarter of the closed loop's requests), where an open loop is
-	// idle most of the time, waiting for its schedule.
+	// in open loop without a spare P (rawWait) nor --busy-poll: a loop
+	// with nothing ready parks its goroutine until the instance is
+	// readable (park) rather than sleeping in a system call. nil
+	// otherwise, or when it could not be set up: the loop then waits in
+	// epoll_wait. Parking makes the loop's wake-up the Go scheduler's:
+	// only one thread waits in the runtime's poller, so a parked loop
+	// whose events arrive while other goroutines run waits until one of
+	// them yields (or for the runtime's monitor, up to 10 ms). A closed
+	// loop keeps epoll_wait (at -c30 against a 1 ms server, parking cost
+	// a quarter of its requests), and so does a loop with a spare P: its
+	// raw wait wakes on its own thread (parked at -t1, with the server in
+	// the same process, TestFindMaxServerPlateau found 594 req/s where
+	// the raw wait found 700-712, two runs each on a busy machine). An
+	// open loop without a spare P, idle most of the time, parks: its
+	// epoll_wait would have needed a P back from the scheduler on every
+	// wake-up anyway.
 	epFile *os.File
 	epConn syscall.RawConn
 }
@@ -312,7 +318,7 @@ func (l *ploop) openEpoll() error {
 			return err
 		}
 	}
-	if l.r.openLoop && l.r.opts.BusyPoll == 0 {
+	if l.r.openLoop && !l.rawWait && l.r.opts.BusyPoll == 0 {
 		l.openPark()
 	}
 	return nil
@@ -892,9 +898,8 @@ func (l *ploop) wait(msec int) (int, error) {
 // holds a thread in a system call: with no spare P, the runtime's monitor
 // hands its P (Go's processor) to another thread, which wakes, finds
 // nothing to run and sleeps again, on every wait (at -R 2000, that
-// hand-off cost more CPU than the requests). Parking also beat the raw
-// wait of a loop with a spare P (-t1): a parked loop leaves every P idle,
-// and the runtime's monitor sleeps too
+// hand-off cost more CPU than the requests). A parked loop leaves its P
+// idle, and with every P idle the monitor sleeps too
 // (docs/performance.md#the-open-loops-own-cost).
 func (l *ploop) park(now, d time.Duration) (int, error) {
 	// A stable bound (the next timeout scan, the end of the load) keeps
