@@ -192,3 +192,36 @@ func loadAllocs(t *testing.T, s *rawServer, n int64) (bytes, mallocs uint64) {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc, after.Mallocs - before.Mallocs
 }
+
+// BenchmarkOpenLoop measures the loader's own CPU per request in open
+// loop (-R) against the server at BENCHFLOW_BENCH_URL (another process,
+// e.g. `benchflow serve --delay 1ms`, so that the server's CPU is not
+// counted), at BENCHFLOW_BENCH_RATE requests a second (default 2000), 10
+// connections, 2 threads, as `benchflow load -R` does by default; b.N is
+// the number of requests (-benchtime 10000x: 5 s at 2,000/s). It reports
+// the loader's CPU per request (cpu-µs/req, from getrusage) and the rate
+// held; compare with the closed loop's (BENCHFLOW_BENCH_RATE=0).
+func BenchmarkOpenLoop(b *testing.B) {
+	url := os.Getenv("BENCHFLOW_BENCH_URL")
+	if url == "" {
+		b.Skip("set BENCHFLOW_BENCH_URL to a server in another process to run")
+	}
+	rate := 2000.0
+	if v := os.Getenv("BENCHFLOW_BENCH_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			b.Fatalf("BENCHFLOW_BENCH_RATE=%q: want requests a second (0: closed loop)", v)
+		}
+		rate = f
+	}
+	res, err := Run(context.Background(), Options{Targets: []Target{{URL: url}}, Connections: 10, Threads: 2,
+		Rate: rate, Requests: int64(b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Errors > 0 {
+		b.Fatalf("%d errors: %v", res.Errors, res.ErrorSample)
+	}
+	b.ReportMetric(float64(res.CPUPerRequest().Nanoseconds())/1e3, "cpu-µs/req")
+	b.ReportMetric(res.RPS(), "req/s")
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -396,10 +397,20 @@ func (w *h2Wire) wrap(nc net.Conn) net.Conn {
 // (returns false) for the socket to be readable.
 func (w *h2Wire) h2Read(fd uintptr) bool {
 	w.parked.Store(false)
+	yielded := false
 	for !w.read(fd) {
 		s := w.s.Load()
 		if s == nil {
 			return false // the TLS handshake
+		}
+		if !yielded && w.buffered(s) {
+			// Before writing, let the other connections' readers run
+			// and look again, as an event loop (h2load) reads every
+			// ready socket before it writes: the responses that arrive
+			// meanwhile are answered in the same write.
+			yielded = true
+			runtime.Gosched()
+			continue
 		}
 		w.flush(s) // nothing more has arrived: answer what has
 		if !w.spin(s.c) {
@@ -416,6 +427,15 @@ func (w *h2Wire) read(fd uintptr) bool {
 		return w.stampedRead(fd)
 	}
 	return w.rawRead(fd)
+}
+
+// buffered reports whether the session has written anything since the
+// last flush.
+func (w *h2Wire) buffered(s *h2Session) bool {
+	s.mu.Lock()
+	n := s.bw.Buffered()
+	s.mu.Unlock()
+	return n > 0
 }
 
 // flush sends what the session has written since the last flush.

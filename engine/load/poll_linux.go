@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -190,6 +191,25 @@ type ploop struct {
 	// Raw waits last at most rawWaitMax, so a stop-the-world pause (which
 	// waits for the loop) stays short.
 	rawWait bool
+	// epFile is the epoll instance as the Go runtime's poller sees it,
+	// in open loop without a spare P (rawWait) nor --busy-poll: a loop
+	// with nothing ready parks its goroutine until the instance is
+	// readable (park) rather than sleeping in a system call. nil
+	// otherwise, or when it could not be set up: the loop then waits in
+	// epoll_wait. Parking makes the loop's wake-up the Go scheduler's:
+	// only one thread waits in the runtime's poller, so a parked loop
+	// whose events arrive while other goroutines run waits until one of
+	// them yields (or for the runtime's monitor, up to 10 ms). A closed
+	// loop keeps epoll_wait (at -c30 against a 1 ms server, parking cost
+	// a quarter of its requests), and so does a loop with a spare P: its
+	// raw wait wakes on its own thread (parked at -t1, with the server in
+	// the same process, TestFindMaxServerPlateau found 594 req/s where
+	// the raw wait found 700-712, two runs each on a busy machine). An
+	// open loop without a spare P, idle most of the time, parks: its
+	// epoll_wait would have needed a P back from the scheduler on every
+	// wake-up anyway.
+	epFile *os.File
+	epConn syscall.RawConn
 }
 
 // rawWaitMax bounds a raw wait.
@@ -298,12 +318,35 @@ func (l *ploop) openEpoll() error {
 			return err
 		}
 	}
+	if l.r.openLoop && !l.rawWait && l.r.opts.BusyPoll == 0 {
+		l.openPark()
+	}
 	return nil
+}
+
+// openPark hands the epoll instance to the Go runtime's poller (see
+// park); on failure the loop keeps waiting in epoll_wait.
+func (l *ploop) openPark() {
+	if unix.SetNonblock(l.epfd, true) != nil {
+		return
+	}
+	f := os.NewFile(uintptr(l.epfd), "epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		l.epfd = -1
+		return
+	}
+	l.epFile, l.epConn = f, rc
 }
 
 func (l *ploop) closeFds() {
 	l.wakeMu.Lock()
 	defer l.wakeMu.Unlock()
+	if l.epFile != nil {
+		l.epFile.Close() // the runtime's poller forgets it, then closes it
+		l.epFile, l.epConn, l.epfd = nil, nil, -1
+	}
 	for _, fd := range []*int{&l.epfd, &l.wakeFd, &l.timeFd} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -372,8 +415,14 @@ func (l *ploop) waitAndHandle(now, d time.Duration) error {
 		}
 		return l.uwait(d)
 	}
-	l.armTimer(now)
-	n, err := l.wait(int((d + time.Millisecond - 1) / time.Millisecond))
+	var n int
+	var err error
+	if l.epConn != nil {
+		n, err = l.park(now, d)
+	} else {
+		l.armTimer(now, -1)
+		n, err = l.wait(int((d + time.Millisecond - 1) / time.Millisecond))
+	}
 	if err != nil && err != unix.EINTR {
 		return err
 	}
@@ -416,12 +465,16 @@ func (l *ploop) drain() bool {
 // after another timer round trip.
 const schedSlack = 20 * time.Microsecond
 
-// armTimer points the timer at the earliest scheduled send.
-func (l *ploop) armTimer(now time.Duration) {
-	if len(l.sched) == 0 {
+// armTimer points the timer at the earliest scheduled send, or at by
+// when that is earlier (by < 0: no such bound).
+func (l *ploop) armTimer(now, by time.Duration) {
+	due := by
+	if len(l.sched) > 0 && (due < 0 || l.sched[0].due < due) {
+		due = l.sched[0].due
+	}
+	if due < 0 {
 		return
 	}
-	due := l.sched[0].due
 	if due == l.armed && due > now {
 		return
 	}
@@ -836,6 +889,53 @@ func (l *ploop) wait(msec int) (int, error) {
 		return int(n), nil
 	}
 	return unix.EpollWait(l.epfd, l.events, msec)
+}
+
+// park collects ready events; when there are none, it parks the loop's
+// goroutine in the Go runtime's poller until the epoll instance is
+// readable: an event, halt's wake-up, or the timer, armed for the next
+// scheduled send or at most d from now. Sleeping in epoll_wait instead
+// holds a thread in a system call: with no spare P, the runtime's monitor
+// hands its P (Go's processor) to another thread, which wakes, finds
+// nothing to run and sleeps again, on every wait (at -R 2000, that
+// hand-off cost more CPU than the requests). A parked loop leaves its P
+// idle, and with every P idle the monitor sleeps too
+// (docs/performance.md#the-open-loops-own-cost).
+func (l *ploop) park(now, d time.Duration) (int, error) {
+	// A stable bound (the next timeout scan, the end of the load) keeps
+	// the timer armed across waits rather than set on each.
+	by := l.scan
+	if r := l.r; r.hasEnd {
+		by = min(by, r.endOff)
+	}
+	if by > now+d {
+		by = now + d
+	}
+	l.armTimer(now, by)
+	var n int
+	var errno error
+	// Read polls first, and parks only when nothing is ready.
+	err := l.epConn.Read(func(uintptr) bool {
+		n, errno = l.poll()
+		return n > 0 || errno != nil
+	})
+	if errno != nil {
+		return 0, errno
+	}
+	return n, err
+}
+
+// poll collects ready events without waiting.
+func (l *ploop) poll() (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(l.events))),
+		uintptr(len(l.events)), 0, 0, 0)
+	switch e {
+	case 0:
+		return int(n), nil
+	case unix.EINTR:
+		return 0, nil
+	}
+	return 0, e
 }
 
 // rawWrite and rawRead are write(2) and read(2) on a non-blocking socket
