@@ -545,6 +545,14 @@ func stopGroup(pid int, grace time.Duration) []string {
 	return out
 }
 
+// sameNetNS: process pid is in this process's network namespace (true
+// when either cannot be read).
+func sameNetNS(pid int) bool {
+	mine, err1 := os.Readlink("/proc/self/ns/net")
+	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	return err1 != nil || err2 != nil || mine == theirs
+}
+
 // selfOwner is this process's "pid:start".
 func selfOwner() string {
 	p, err := readProc(os.Getpid())
@@ -606,6 +614,12 @@ func (h *helper) gc(base string) response {
 			continue
 		}
 		if argv, err := procfs.Cmdline(p.pid); err == nil && len(argv) >= 2 && argv[1] == HelperCommand {
+			if !sameNetNS(p.pid) {
+				// sshd started it in another network namespace: it serves
+				// another host (several test hosts share one machine), not
+				// a run on this one
+				continue
+			}
 			owner := ""
 			for i, a := range argv {
 				if a == "--owner" && i+1 < len(argv) {
