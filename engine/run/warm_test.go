@@ -56,7 +56,10 @@ func TestWarmUntilSteady(t *testing.T) {
 		}
 		return o
 	}
-	ws := warmSettings{window: 200 * time.Millisecond, max: 4 * time.Second, tolerance: 0.5}
+	// A steady server becomes steady as soon as three windows agree; a busy
+	// machine can make a few windows differ by more than half, so the
+	// bound is far (the warm-up returns at the first steady three).
+	ws := warmSettings{window: 200 * time.Millisecond, max: 30 * time.Second, tolerance: 0.5}
 	res, how, err := warmUntilSteady(context.Background(), opts(quick.URL), ws, nil)
 	if err != nil || !strings.HasPrefix(how, "steady after ") || res == nil || res.Duration >= ws.max {
 		t.Errorf("steady server, 50%% tolerance: %q err=%v duration=%v", how, err, res.Duration)
