@@ -447,6 +447,12 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		s    *collect.Sampler
 	}
 	var samplers []running
+	var hosts []*hostSampling // per sampler, its other machines
+	stopHosts := func() {
+		for _, h := range hosts {
+			h.stop(context.WithoutCancel(ctx), func(string, ...any) {})
+		}
+	}
 	machine := false // a sampler with machine accounting started
 	for _, cn := range collects {
 		cfg, d := tr.te.Step(cn.Step)
@@ -461,9 +467,12 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 			for _, r := range samplers {
 				r.s.Stop()
 			}
+			stopHosts()
 			return err
 		}
 		samplers = append(samplers, running{cn.Step.Name, s})
+		// The other machines of the trial, sampled alike.
+		hosts = append(hosts, tr.startHostSamplers(ctx, ccfg, c.Agents))
 	}
 	// Request scripts may watch responses and summarise the run.
 	type responseHooker interface{ ResponseHook() func(int) }
@@ -518,10 +527,23 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		lerr = tooManyErrors(st.Name, res, c.MaxErrorRatio)
 	}
 	var ex *collect.Explanation
-	for _, r := range samplers {
+	var exHosts []*collect.HostResult
+	var exSampling *hostSampling
+	for i, r := range samplers {
 		ps, sys, nets := r.s.Stop()
+		hres := hosts[i].stop(context.WithoutCancel(ctx), func(f string, a ...any) {
+			tr.r.rep.Logf("trial %s: %s", tr.trial.ID, fmt.Sprintf(f, a...))
+		})
 		if ex == nil {
 			ex = r.s.Explain()
+			if ex != nil {
+				exHosts, exSampling = hres, hosts[i]
+			}
+		}
+		for _, h := range hres {
+			ps = append(ps, h.Processes...)
+			sys = append(sys, h.System...)
+			nets = append(nets, h.Network...)
 		}
 		tr.mu.Lock()
 		tr.rec.Processes = append(tr.rec.Processes, ps...)
@@ -533,7 +555,10 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		}
 	}
 	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res, Capacity: capacity, Agents: agents}
-	explainStep(&step, ex, res)
+	info := explainStep(&step, ex, res)
+	if exSampling != nil {
+		explainHosts(&step, ex, exHosts, exSampling, info)
+	}
 	judgeAgents(&step)
 	tr.logExplanation(&step)
 	if lerr != nil {

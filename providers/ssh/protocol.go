@@ -29,6 +29,10 @@ type request struct {
 	StopMS int64 `json:"stop_ms,omitempty"`
 	// Base is the folder gc looks for run folders in.
 	Base string `json:"base,omitempty"`
+	// Collect is what collect_start samples; Sampler names the sampler
+	// collect_stop ends.
+	Collect *collectSpec `json:"collect,omitempty"`
+	Sampler int          `json:"sampler,omitempty"`
 }
 
 // response is one line the helper sends.
@@ -50,6 +54,10 @@ type response struct {
 	Leftover []leftover    `json:"leftover,omitempty"`
 	Folders  []runFolder   `json:"folders,omitempty"`
 	Helpers  []otherHelper `json:"helpers,omitempty"`
+	// Sampler is the id collect_start gave its sampler; Collected what
+	// collect_stop returns.
+	Sampler   int        `json:"sampler,omitempty"`
+	Collected *collected `json:"collected,omitempty"`
 }
 
 const (
@@ -69,6 +77,11 @@ const (
 	// opVersion runs Argv as envinfo.ServiceVersion does → Data (its
 	// output, also with Error).
 	opVersion = "version"
+	// opCollectStart starts sampling the host's /proc for a collect step
+	// (Collect) → Sampler; opCollectStop (Sampler) ends it → Collected.
+	// Nothing travels between the two: the rows come back at the end.
+	opCollectStart = "collect_start"
+	opCollectStop  = "collect_stop"
 )
 
 // maxRead bounds what read returns (the end of a log).
@@ -85,6 +98,10 @@ type hello struct {
 	Host   string `json:"host"` // hostname
 	// Owner is the helper's own "pid:start" (its BENCHFLOW_HELPER marker).
 	Owner string `json:"owner"`
+	// BootID is the host kernel's /proc/sys/kernel/random/boot_id: equal
+	// to this machine's when the host shares its kernel (a network
+	// namespace or a container on it).
+	BootID string `json:"boot_id,omitempty"`
 }
 
 // exitStatus is how a started process ended.

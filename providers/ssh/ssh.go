@@ -205,6 +205,7 @@ var (
 	_ providers.Deployment      = (*Deployment)(nil)
 	_ providers.Liveness        = (*Deployment)(nil)
 	_ providers.VersionReporter = (*Deployment)(nil)
+	_ providers.ProcessReporter = (*Deployment)(nil)
 )
 
 // New builds the provider named name; it contacts nothing.
@@ -342,6 +343,9 @@ type Deployment struct {
 
 	teardown    sync.Once
 	teardownErr error
+
+	procsOnce sync.Once // Processes (collect.go)
+	procs     []providers.Process
 }
 
 // Endpoint is the host's address on the service's first port.
