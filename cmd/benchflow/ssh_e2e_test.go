@@ -94,7 +94,7 @@ step "load" "main" {
   duration    = var.duration
   requests    = var.requests
 }
-# The loader's CPU on this machine; the host's processes are not sampled.
+# This machine's CPU and the host's, sampled there by the helper.
 step "collect" "cpu" {
   during   = step.load.main
   loader   = true
@@ -205,6 +205,72 @@ func TestSSHTwoHosts(t *testing.T) {
 	if recs, _ := filepath.Glob(filepath.Join(state, "ssh-hosts", "*.json")); len(recs) != 0 {
 		t.Errorf("gc kept the record of a clean host: %v", recs)
 	}
+}
+
+// TestSSHHostAccounting: a collect step samples the server host as it
+// samples this machine. processes.parquet and system.parquet carry rows
+// of both, told apart by host (the host's address; this machine's
+// hostname), nginx's rows are the server host's, the loader's this
+// machine's, and the verdict names the machines, the limit among them;
+// nothing is left on the host.
+func TestSSHHostAccounting(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	p, _ := sshPipeline(t, h, true)
+	out := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=2s", "--var", "requests=5000000"}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	t.Logf("apply:\n%s", b)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	latest := filepath.Join(out, "latest")
+	local, _ := os.Hostname()
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(fmt.Sprintf(q, args...)).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", fmt.Sprintf(q, args...), err)
+		}
+		return n
+	}
+	procs, system := filepath.Join(latest, "processes.parquet"), filepath.Join(latest, "system.parquet")
+	if n := count(`SELECT count(*) FROM '%s' WHERE host = '%s' AND role = 'service' AND process = 'nginx'`, procs, h.Addr); n == 0 {
+		t.Errorf("no nginx rows of the server host %s", h.Addr)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE host = '%s' AND role = 'loader'`, procs, local); n == 0 {
+		t.Errorf("no loader rows of this machine (%s)", local)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE role = 'service' AND host <> '%s'`, procs, h.Addr); n != 0 {
+		t.Errorf("%d service rows of another host than the server's", n)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE role = 'loader' AND host <> '%s'`, procs, local); n != 0 {
+		t.Errorf("%d loader rows of another host than this machine", n)
+	}
+	if n := count(`SELECT count(DISTINCT host) FROM '%s' WHERE host IN ('%s', '%s')`, system, h.Addr, local); n != 2 {
+		t.Errorf("system.parquet has rows of %d of the two hosts", n)
+	}
+	var verdict, evidence, limit string
+	q := fmt.Sprintf(`SELECT verdict, verdict_evidence, verdict_host FROM '%s' WHERE step = 'main' LIMIT 1`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&verdict, &evidence, &limit); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdict: %s (%s), limit %s", verdict, evidence, limit)
+	if !strings.Contains(evidence, "server host "+h.Addr) || !strings.Contains(evidence, "client host (this machine)") {
+		t.Errorf("verdict evidence %q does not name both machines", evidence)
+	}
+	if limit != h.Addr && limit != local {
+		t.Errorf("verdict_host %q is neither machine", limit)
+	}
+	if verdict == "server-bound" && limit != h.Addr {
+		t.Errorf("server-bound, naming %q rather than the server host", limit)
+	}
+	if verdict == "loader-bound" && limit != local {
+		t.Errorf("loader-bound, naming %q rather than this machine", limit)
+	}
+	h.WaitEmpty(t)
 }
 
 // TestSSHLinkCut cuts the link to the host in the middle of a load: the
