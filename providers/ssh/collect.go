@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
@@ -284,4 +289,84 @@ func (c *conn) sameKernel() bool {
 		return false
 	}
 	return c.hello.BootID == bootID()
+}
+
+// nicInfo is the network interface that holds an address: the NIC that
+// carries the traffic between two hosts.
+type nicInfo struct {
+	Name      string
+	Driver    string // ethtool's driver (veth, virtio_net, mlx5_core, …)
+	SpeedMbps int64  // /sys/class/net/<if>/speed; 0 when unreadable (veth, down)
+	MTU       int64
+}
+
+// nicOf finds the interface holding ip on this machine, with what
+// /sys/class/net and ethtool say of it; nil when none holds it.
+func nicOf(ip string) *nicInfo {
+	want := net.ParseIP(ip)
+	if want == nil {
+		return nil
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	for _, i := range ifs {
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+				return describeNIC(i.Name, int64(i.MTU))
+			}
+		}
+	}
+	return nil
+}
+
+func describeNIC(name string, mtu int64) *nicInfo {
+	n := &nicInfo{Name: name, MTU: mtu}
+	dir := filepath.Join("/sys/class/net", name)
+	if b, err := os.ReadFile(filepath.Join(dir, "speed")); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 {
+			n.SpeedMbps = v
+		}
+	}
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		if d, err := unix.IoctlGetEthtoolDrvinfo(fd, name); err == nil {
+			n.Driver = unix.ByteSliceToString(d.Driver[:])
+		}
+		unix.Close(fd)
+	}
+	if n.Driver == "" {
+		if l, err := os.Readlink(filepath.Join(dir, "device", "driver")); err == nil {
+			n.Driver = filepath.Base(l)
+		}
+	}
+	return n
+}
+
+// record adds the NIC to a manifest's versions under prefix ("host_nic").
+func (n *nicInfo) record(m map[string]string, prefix string) {
+	if n == nil {
+		return
+	}
+	m[prefix] = n.Name
+	if n.Driver != "" {
+		m[prefix+"_driver"] = n.Driver
+	}
+	if n.SpeedMbps > 0 {
+		m[prefix+"_speed_mbps"] = strconv.FormatInt(n.SpeedMbps, 10)
+	}
+	if n.MTU > 0 {
+		m[prefix+"_mtu"] = strconv.FormatInt(n.MTU, 10)
+	}
+}
+
+// sshServerIP is the host's own address of the SSH connection the helper
+// runs in (sshd's SSH_CONNECTION: client ip, port, server ip, port).
+func sshServerIP() string {
+	f := strings.Fields(os.Getenv("SSH_CONNECTION"))
+	if len(f) == 4 {
+		return f[2]
+	}
+	return ""
 }

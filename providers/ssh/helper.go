@@ -717,6 +717,13 @@ func readHostEnv() *hostEnv {
 			}
 		}
 	}
+	e.Sysctls = map[string]string{}
+	for _, k := range envinfo.Sysctls {
+		if b, err := os.ReadFile(filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/"))); err == nil {
+			e.Sysctls[k] = strings.Join(strings.Fields(string(b)), " ")
+		}
+	}
+	e.NIC = nicOf(sshServerIP())
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {

@@ -126,6 +126,10 @@ type hostEnv struct {
 	CPU      string `json:"cpu"`
 	Cores    int    `json:"cores"`
 	MemoryMB int64  `json:"memory_mb"`
+	// Sysctls are those the local manifest records (envinfo.Sysctls).
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// NIC holds the host's address of the SSH connection.
+	NIC *nicInfo `json:"nic,omitempty"`
 }
 
 // leftover is a process gc found: a service some helper started.

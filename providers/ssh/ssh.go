@@ -397,6 +397,15 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	m["host_name"], m["host_kernel"], m["host_os"], m["host_cpu"] = e.Hostname, e.Kernel, e.OS, e.CPU
 	m["host_cores"] = strconv.Itoa(e.Cores)
 	m["host_memory_mb"] = strconv.FormatInt(e.MemoryMB, 10)
+	for k, v := range e.Sysctls {
+		m["host_sysctl."+k] = v
+	}
+	e.NIC.record(m, "host_nic")
+	// This machine's end of the path: the interface of the connection's
+	// local address.
+	if a, ok := d.c.client.LocalAddr().(*net.TCPAddr); ok {
+		nicOf(a.IP.String()).record(m, "local_nic")
+	}
 	return m
 }
 
