@@ -179,7 +179,10 @@ func TestSSHTwoHosts(t *testing.T) {
 		t.Errorf("service_versions %q (%v): version_command did not run on the host", versions, err)
 	}
 	man, _ := os.ReadFile(filepath.Join(latest, "manifest.json"))
-	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`} {
+	// The path's two ends are the veth pair sshtest made: driver veth,
+	// MTU 1500, no speed.
+	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`,
+		`"host_sysctl.net.core.somaxconn"`, `"host_nic_driver": "veth"`, `"host_nic_mtu": "1500"`, `"local_nic_driver": "veth"`} {
 		if !bytes.Contains(man, []byte(want)) {
 			t.Errorf("manifest.json lacks %s", want)
 		}
@@ -461,6 +464,10 @@ step "load" "main" {
     count    = 2
   }
 }
+step "collect" "cpu" {
+  during   = step.load.main
+  interval = "500ms"
+}
 `
 
 // TestSSHAgents runs the load from agents on an SSH host: the copy of
@@ -499,6 +506,30 @@ func TestSSHAgents(t *testing.T) {
 	logs, _ := filepath.Glob(filepath.Join(latest, "logs", "*", "agent-main-*.stderr.log"))
 	if len(logs) < 2 {
 		t.Errorf("the agents' output was not copied back: %v", logs)
+	}
+	// The collect step sampled the client host too: the agents are its
+	// loader, nginx this machine's service.
+	local, _ := os.Hostname()
+	procs := filepath.Join(latest, "processes.parquet")
+	var agentRows, nginxRows, misplaced int
+	q = fmt.Sprintf(`SELECT count(*) FILTER (WHERE host = '%[2]s' AND role = 'loader' AND process = 'benchflow'),
+		count(*) FILTER (WHERE host = '%[3]s' AND role = 'service' AND process = 'nginx'),
+		count(*) FILTER (WHERE (role = 'service' AND host <> '%[3]s') OR (process = 'benchflow' AND role = 'loader' AND host <> '%[2]s'))
+		FROM '%[1]s'`, procs, h.Addr, local)
+	if err := db.QueryRow(q).Scan(&agentRows, &nginxRows, &misplaced); err != nil {
+		t.Fatal(err)
+	}
+	if agentRows == 0 || nginxRows == 0 || misplaced != 0 {
+		t.Errorf("processes.parquet: %d agent rows of the client host, %d nginx rows of this machine, %d rows under the wrong host", agentRows, nginxRows, misplaced)
+	}
+	var evidence string
+	q = fmt.Sprintf(`SELECT verdict_evidence FROM '%s' WHERE step = 'main' LIMIT 1`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&evidence); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdict evidence: %s", evidence)
+	if !strings.Contains(evidence, "client host "+h.Addr) || !strings.Contains(evidence, "server host (this machine)") {
+		t.Errorf("verdict evidence %q does not name both machines", evidence)
 	}
 	h.WaitEmpty(t)
 	if left := runFoldersOf(t, m.RunID); len(left) > 0 {

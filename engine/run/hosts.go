@@ -18,6 +18,8 @@ type hostSampling struct {
 	runs     []collect.HostRun
 	services map[string]bool // hosts that run services
 	loaders  map[string]bool // hosts that run agents
+	// localServices says some service runs on this machine.
+	localServices bool
 }
 
 // startHostSamplers starts, for collect config cfg, a sampler on every
@@ -46,6 +48,8 @@ func (tr *trialRun) startHostSamplers(ctx context.Context, cfg collect.Config, a
 		if l := tr.services[name]; l != nil && l.dep != nil {
 			if s, ok := l.dep.(collect.HostSampler); ok {
 				add(s, hs.services)
+			} else {
+				hs.localServices = true
 			}
 		}
 	}
@@ -61,7 +65,14 @@ func (tr *trialRun) startHostSamplers(ctx context.Context, cfg collect.Config, a
 		return hs
 	}
 	// The run's processes of this machine, for a host sharing its kernel.
-	foreign := []providers.Process{{PID: os.Getpid(), Name: collect.LoaderName, Role: collect.RoleLoader, Host: collect.LocalHost()}}
+	local := collect.LocalHost()
+	foreign := []providers.Process{{PID: os.Getpid(), Name: collect.LoaderName, Role: collect.RoleLoader, Host: local}}
+	for _, p := range tr.serviceProcs(ctx, nil) {
+		if p.Host == "" {
+			p.Host = local
+			foreign = append(foreign, p)
+		}
+	}
 	runID := tr.r.w.Manifest().RunID
 	for _, t := range todo {
 		r, err := t.s.SampleHost(ctx, t.host, cfg, runID, foreign)
@@ -99,7 +110,7 @@ func explainHosts(step *results.StepRecord, local *collect.Explanation, hosts []
 	}
 	var ev []collect.HostEvidence
 	if local != nil && local.Budget != nil {
-		ev = append(ev, collect.HostEvidence{Host: collect.LocalHost(), Local: true, Loader: !hs.hasLoaders(),
+		ev = append(ev, collect.HostEvidence{Host: collect.LocalHost(), Local: true, Loader: !hs.hasLoaders(), Services: hs.localServices,
 			Evidence: collect.Evidence{Budget: *local.Budget, Procs: local.Procs, Load: info, Quiet: local.Quiet}})
 	}
 	for _, h := range hosts {
