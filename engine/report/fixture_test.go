@@ -1,13 +1,13 @@
 package report
 
 import (
-	"strings"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
