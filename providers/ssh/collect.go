@@ -48,6 +48,8 @@ type collectSpec struct {
 	// Foreign are processes of the run on other hosts that share this
 	// host's kernel (providers.Process.Host).
 	Foreign []providers.Process `json:"foreign,omitempty"`
+	// PageRows is the rows of each kind per collect_stop answer.
+	PageRows int `json:"page_rows"`
 }
 
 // collected is what collect_stop returns.
@@ -59,13 +61,21 @@ type collected struct {
 	Quiet     *results.QuietCheck     `json:"quiet,omitempty"`
 	Procs     []collect.ProcCPU       `json:"procs,omitempty"`
 	Cores     int                     `json:"cores"`
-	Error     string                  `json:"error,omitempty"` // the sampler's, at start
+	// More says rows are left: ask again with Offset the rows' count so
+	// far (an answer stays well under the controller's line limit).
+	More bool `json:"more,omitempty"`
 }
+
+// pageRows bounds the rows of each kind in one collect_stop answer: a
+// few MB of JSON, under the 16 MiB line the controller reads.
+var pageRows = 20000
 
 // sampling is one sampler running in the helper.
 type sampling struct {
 	s      *collect.Sampler
 	cancel context.CancelFunc
+	res    *collected // once stopped: everything, handed out in pages
+	page   int        // rows of each kind per answer
 }
 
 // collectStart starts a sampler of this host for spec.
@@ -125,26 +135,55 @@ func (h *helper) collectStart(ctx context.Context, spec *collectSpec) (int, erro
 		h.samplers = map[int]*sampling{}
 	}
 	h.nextSamp++
-	h.samplers[h.nextSamp] = &sampling{s: s, cancel: cancel}
+	page := spec.PageRows
+	if page <= 0 {
+		page = pageRows
+	}
+	h.samplers[h.nextSamp] = &sampling{s: s, cancel: cancel, page: page}
 	return h.nextSamp, nil
 }
 
-// collectStop ends sampler id and returns what it sampled.
-func (h *helper) collectStop(id int) (*collected, error) {
+// collectStop ends sampler id and returns what it sampled from row
+// offset on, at most pageRows rows of each kind; the sampler is
+// forgotten with its last page.
+func (h *helper) collectStop(id, offset int) (*collected, error) {
 	h.mu.Lock()
 	sp := h.samplers[id]
-	delete(h.samplers, id)
 	h.mu.Unlock()
 	if sp == nil {
 		return nil, fmt.Errorf("no sampler %d here", id)
 	}
-	defer sp.cancel()
-	ps, ss, ns := sp.s.Stop()
-	c := &collected{Processes: ps, System: ss, Network: ns, Cores: runtime.NumCPU()}
-	if ex := sp.s.Explain(); ex != nil {
-		c.Budget, c.Quiet, c.Procs = ex.Budget, ex.Quiet, ex.Procs
+	if sp.res == nil {
+		ps, ss, ns := sp.s.Stop()
+		sp.cancel()
+		c := &collected{Processes: ps, System: ss, Network: ns, Cores: runtime.NumCPU()}
+		if ex := sp.s.Explain(); ex != nil {
+			c.Budget, c.Quiet, c.Procs = ex.Budget, ex.Quiet, ex.Procs
+		}
+		sp.res = c
 	}
-	return c, nil
+	all := sp.res
+	n := sp.page
+	page := &collected{Cores: all.Cores, Processes: window(all.Processes, offset, n), System: window(all.System, offset, n), Network: window(all.Network, offset, n)}
+	if offset == 0 {
+		page.Budget, page.Quiet, page.Procs = all.Budget, all.Quiet, all.Procs
+	}
+	end := offset + n
+	page.More = end < len(all.Processes) || end < len(all.System) || end < len(all.Network)
+	if !page.More {
+		h.mu.Lock()
+		delete(h.samplers, id)
+		h.mu.Unlock()
+	}
+	return page, nil
+}
+
+// window is rows[offset:offset+n], clipped.
+func window[T any](rows []T, offset, n int) []T {
+	if offset >= len(rows) {
+		return nil
+	}
+	return rows[offset:min(len(rows), offset+n)]
 }
 
 // stopSamplers ends every sampler (the helper is ending).
@@ -154,8 +193,10 @@ func (h *helper) stopSamplers() {
 	h.samplers = nil
 	h.mu.Unlock()
 	for _, sp := range sps {
-		sp.s.Stop()
-		sp.cancel()
+		if sp.res == nil {
+			sp.s.Stop()
+			sp.cancel()
+		}
 	}
 }
 
@@ -214,7 +255,7 @@ func (p *Provider) sampleHost(ctx context.Context, cfg collect.Config, run strin
 	}
 	spec := &collectSpec{Step: cfg.Step, Interval: cfg.Interval, Names: cfg.Names, System: cfg.System, Network: cfg.Network,
 		Machine: cfg.Machine, Threshold: cfg.Threshold, Quiet: cfg.Quiet, BusyThreshold: cfg.BusyThreshold,
-		InfraNames: cfg.InfraNames, Host: p.t.Address, Run: run}
+		InfraNames: cfg.InfraNames, Host: p.t.Address, Run: run, PageRows: pageRows}
 	if c.sameKernel() {
 		spec.Foreign = foreign
 	}
@@ -224,7 +265,7 @@ func (p *Provider) sampleHost(ctx context.Context, cfg collect.Config, run strin
 		c.release()
 		return nil, fmt.Errorf("collect %q on %s: %w", cfg.Step, p.t.Address, err)
 	}
-	return &hostRun{c: c, id: r.Sampler, host: p.t.Address, step: cfg.Step}, nil
+	return &hostRun{c: c, id: r.Sampler, host: p.t.Address, step: cfg.Step, page: spec.PageRows}, nil
 }
 
 // hostRun is a sampler running on a host.
@@ -233,6 +274,7 @@ type hostRun struct {
 	id   int
 	host string
 	step string
+	page int // rows of each kind per answer
 	once sync.Once
 	res  *collect.HostResult
 	err  error
@@ -242,15 +284,28 @@ type hostRun struct {
 func (r *hostRun) Stop(ctx context.Context) (*collect.HostResult, error) {
 	r.once.Do(func() {
 		defer r.c.release()
-		resp, err := r.c.call(ctx, &request{Op: opCollectStop, Sampler: r.id})
-		if err != nil {
-			r.err = fmt.Errorf("collect %q on %s: %w", r.step, r.host, err)
-			return
-		}
-		got := resp.Collected
-		if got == nil {
-			r.err = fmt.Errorf("collect %q on %s: the helper returned nothing", r.step, r.host)
-			return
+		var got *collected
+		for offset := 0; ; offset += r.page {
+			resp, err := r.c.call(ctx, &request{Op: opCollectStop, Sampler: r.id, Offset: offset})
+			if err != nil {
+				r.err = fmt.Errorf("collect %q on %s: %w", r.step, r.host, err)
+				return
+			}
+			page := resp.Collected
+			if page == nil {
+				r.err = fmt.Errorf("collect %q on %s: the helper returned nothing", r.step, r.host)
+				return
+			}
+			if got == nil {
+				got = page
+			} else {
+				got.Processes = append(got.Processes, page.Processes...)
+				got.System = append(got.System, page.System...)
+				got.Network = append(got.Network, page.Network...)
+			}
+			if !page.More {
+				break
+			}
 		}
 		hr := &collect.HostResult{Host: r.host, Cores: got.Cores, Processes: got.Processes, System: got.System, Network: got.Network,
 			SharesKernel: r.c.sameKernel()}

@@ -18,6 +18,9 @@ import (
 // channel carries no more than the keepalive (TestControlTraffic's
 // bound): the rows travel once, at the end.
 func TestCollectOnHost(t *testing.T) {
+	// Small pages: the rows come back in several answers, and whole.
+	defer func(n int) { pageRows = n }(pageRows)
+	pageRows = 7
 	h := sshtest.Start(t, 1)[0]
 	p := provider(t, h, nil)
 	req := spec(t, "spin", []string{"/bin/sh", "-c", "while :; do :; done"}, nil, 0)
@@ -53,6 +56,17 @@ func TestCollectOnHost(t *testing.T) {
 	t.Logf("the samples: %d bytes", c.bytes.Bytes()-b1)
 	if res.Host != h.Addr || res.Cores <= 0 {
 		t.Errorf("result of host %q with %d cores", res.Host, res.Cores)
+	}
+	if len(res.Processes) <= pageRows || len(res.System) <= pageRows {
+		t.Errorf("%d process and %d system rows: the test wants more than a page (%d) of each", len(res.Processes), len(res.System), pageRows)
+	}
+	seen := map[[2]float64]bool{}
+	for _, r := range res.Processes {
+		k := [2]float64{r.T, float64(r.PID)}
+		if seen[k] {
+			t.Errorf("row of pid %d at %.1f s twice: pages overlap", r.PID, r.T)
+		}
+		seen[k] = true
 	}
 	if !res.SharesKernel {
 		t.Error("an sshtest host shares this kernel, and the result says it does not")

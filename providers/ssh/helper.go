@@ -208,7 +208,7 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		resp.Sampler = id
 		return resp
 	case opCollectStop:
-		c, err := h.collectStop(r.Sampler)
+		c, err := h.collectStop(r.Sampler, r.Offset)
 		resp := errResp(err)
 		resp.Collected = c
 		return resp

@@ -33,6 +33,7 @@ type request struct {
 	// collect_stop ends.
 	Collect *collectSpec `json:"collect,omitempty"`
 	Sampler int          `json:"sampler,omitempty"`
+	Offset  int          `json:"offset,omitempty"` // collect_stop: the rows already returned
 }
 
 // response is one line the helper sends.
@@ -78,8 +79,9 @@ const (
 	// output, also with Error).
 	opVersion = "version"
 	// opCollectStart starts sampling the host's /proc for a collect step
-	// (Collect) → Sampler; opCollectStop (Sampler) ends it → Collected.
-	// Nothing travels between the two: the rows come back at the end.
+	// (Collect) → Sampler; opCollectStop (Sampler, Offset) ends it →
+	// Collected, in pages (Collected.More). Nothing travels between the
+	// two: the rows come back at the end.
 	opCollectStart = "collect_start"
 	opCollectStop  = "collect_stop"
 )
