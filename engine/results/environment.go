@@ -387,7 +387,7 @@ func Changes(diffs []Difference) (out []Change, rounded int) {
 		case strings.HasPrefix(d.Field, "cpu_vulnerabilities."):
 			mit = append(mit, d)
 			continue
-		case strings.HasPrefix(d.Field, "sysctls.") && withinRounding(d.A, d.B):
+		case (strings.HasPrefix(d.Field, "sysctls.") || strings.HasPrefix(d.Field, "hosts.") && strings.Contains(d.Field, ".host_sysctl.")) && withinRounding(d.A, d.B):
 			rounded++
 			continue
 		}
