@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/benchflow/benchflow/engine/collect"
 	"github.com/benchflow/benchflow/engine/results"
@@ -74,13 +75,26 @@ func (tr *trialRun) startHostSamplers(ctx context.Context, cfg collect.Config, a
 		}
 	}
 	runID := tr.r.w.Manifest().RunID
-	for _, t := range todo {
-		r, err := t.s.SampleHost(ctx, t.host, cfg, runID, foreign)
-		if err != nil {
-			tr.r.rep.Logf("trial %s: %s: not sampled: %v", tr.trial.ID, t.host, err)
-			continue
+	// At once on every host: each takes its quiet check before it answers.
+	runs := make([]collect.HostRun, len(todo))
+	var wg sync.WaitGroup
+	for i, t := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := t.s.SampleHost(ctx, t.host, cfg, runID, foreign)
+			if err != nil {
+				tr.r.rep.Logf("trial %s: %s: not sampled: %v", tr.trial.ID, t.host, err)
+				return
+			}
+			runs[i] = r
+		}()
+	}
+	wg.Wait()
+	for _, r := range runs {
+		if r != nil {
+			hs.runs = append(hs.runs, r)
 		}
-		hs.runs = append(hs.runs, r)
 	}
 	return hs
 }
