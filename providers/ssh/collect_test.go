@@ -82,6 +82,9 @@ func TestCollectOnHost(t *testing.T) {
 		if r.PID == os.Getpid() {
 			mine++ // the controller's: the host leaves its rows to this machine
 		}
+		if r.Process == collect.LoaderName || r.Process == collect.HelperName && r.Role != collect.RoleInfra {
+			t.Errorf("the helper sampled as %s with role %s: it is the host's infrastructure, not the loader", r.Process, r.Role)
+		}
 	}
 	if spin == 0 {
 		t.Errorf("no service row of the spinning shell (pid %d) among %d rows", d.pid, len(res.Processes))
