@@ -188,7 +188,7 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		resp.Data = b
 		return resp
 	case opEnv:
-		return response{Env: readHostEnv()}
+		return response{Env: readHostEnv(r.IP)}
 	case opVersion:
 		out, err := envinfo.ServiceVersion(ctx, r.Argv)
 		resp := errResp(err)
@@ -695,7 +695,7 @@ func tailLines(p string, n int) []string {
 }
 
 // readHostEnv reads the host's kernel, CPU, cores and memory.
-func readHostEnv() *hostEnv {
+func readHostEnv(ip string) *hostEnv {
 	e := &hostEnv{Cores: runtime.NumCPU()}
 	e.Hostname, _ = os.Hostname()
 	var u unix.Utsname
@@ -723,7 +723,11 @@ func readHostEnv() *hostEnv {
 			e.Sysctls[k] = strings.Join(strings.Fields(string(b)), " ")
 		}
 	}
-	e.NIC = nicOf(sshServerIP())
+	// The interface of the address benchflow reached; sshd's own record
+	// of it when that address is not the host's (a NAT).
+	if e.NIC = nicOf(ip); e.NIC == nil {
+		e.NIC = nicOf(sshServerIP())
+	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {

@@ -34,6 +34,9 @@ type request struct {
 	Collect *collectSpec `json:"collect,omitempty"`
 	Sampler int          `json:"sampler,omitempty"`
 	Offset  int          `json:"offset,omitempty"` // collect_stop: the rows already returned
+	// IP is env's: the host's address benchflow reached it at (its NIC
+	// is the one recorded).
+	IP string `json:"ip,omitempty"`
 }
 
 // response is one line the helper sends.

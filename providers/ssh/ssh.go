@@ -389,7 +389,11 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	if rtt, err := medianConnect(ctx, d.p.t.addr(), 5); err == nil {
 		m["rtt_us"] = strconv.FormatInt(rtt.Microseconds(), 10)
 	}
-	r, err := d.c.call(ctx, &request{Op: opEnv})
+	var ip string
+	if a, ok := d.c.client.RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.IP.String()
+	}
+	r, err := d.c.call(ctx, &request{Op: opEnv, IP: ip})
 	if err != nil || r.Env == nil {
 		return m
 	}
