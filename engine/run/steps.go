@@ -462,7 +462,13 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		cc := steps.CollectOf(cfg)
 		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)
 		machine = machine || ccfg.Machine
+		// The other machines of the trial, sampled alike, started with
+		// this one (each takes its quiet check at the same time), so no
+		// sampler's window holds another's quiet check.
+		hch := make(chan *hostSampling, 1)
+		go func() { hch <- tr.startHostSamplers(ctx, ccfg, c.Agents) }()
 		s, err := collect.Start(ctx, ccfg)
+		hosts = append(hosts, <-hch)
 		if err != nil {
 			for _, r := range samplers {
 				r.s.Stop()
@@ -471,8 +477,6 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 			return err
 		}
 		samplers = append(samplers, running{cn.Step.Name, s})
-		// The other machines of the trial, sampled alike.
-		hosts = append(hosts, tr.startHostSamplers(ctx, ccfg, c.Agents))
 	}
 	// Request scripts may watch responses and summarise the run.
 	type responseHooker interface{ ResponseHook() func(int) }
