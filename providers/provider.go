@@ -217,6 +217,12 @@ type Process struct {
 	// processes) or "infra" (docker-proxy, dockerd, containerd-shim, an
 	// ingress controller, …).
 	Role string
+	// Host is set on a process of the run that runs on another host
+	// sharing this machine's kernel (an ssh host in a network namespace
+	// or a container here): collect counts its CPU in its role, since it
+	// is this kernel's, and leaves its rows to the sampler of its own
+	// host ("" for this machine's processes).
+	Host string
 }
 
 // ProcessReporter is implemented by deployments whose processes can be

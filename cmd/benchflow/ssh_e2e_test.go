@@ -94,7 +94,7 @@ step "load" "main" {
   duration    = var.duration
   requests    = var.requests
 }
-# The loader's CPU on this machine; the host's processes are not sampled.
+# This machine's CPU and the host's, sampled there by the helper.
 step "collect" "cpu" {
   during   = step.load.main
   loader   = true
@@ -223,7 +223,10 @@ func TestSSHTwoHosts(t *testing.T) {
 		t.Errorf("service_versions %q (%v): version_command did not run on the host", versions, err)
 	}
 	man, _ := os.ReadFile(filepath.Join(latest, "manifest.json"))
-	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`} {
+	// The path's two ends are the veth pair sshtest made: driver veth,
+	// MTU 1500, no speed.
+	for _, want := range []string{`"ssh_host": "root@` + h.Addr + `:22"`, `"host_kernel"`, `"url": "http://` + h.Addr + `:`, `"rtt_us"`,
+		`"host_sysctl.net.core.somaxconn"`, `"host_nic_driver": "veth"`, `"host_nic_mtu": "1500"`, `"local_nic_driver": "veth"`} {
 		if !bytes.Contains(man, []byte(want)) {
 			t.Errorf("manifest.json lacks %s", want)
 		}
@@ -249,6 +252,72 @@ func TestSSHTwoHosts(t *testing.T) {
 	if recs, _ := filepath.Glob(filepath.Join(state, "ssh-hosts", "*.json")); len(recs) != 0 {
 		t.Errorf("gc kept the record of a clean host: %v", recs)
 	}
+}
+
+// TestSSHHostAccounting: a collect step samples the server host as it
+// samples this machine. processes.parquet and system.parquet carry rows
+// of both, told apart by host (the host's address; this machine's
+// hostname), nginx's rows are the server host's, the loader's this
+// machine's, and the verdict names the machines, the limit among them;
+// nothing is left on the host.
+func TestSSHHostAccounting(t *testing.T) {
+	h := sshtest.Start(t, 1)[0]
+	p, _ := sshPipeline(t, h, true)
+	out := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"apply", p, "--out", out, "--var", "duration=2s", "--var", "requests=5000000"}, hostVars(h)...)...)
+	cmd.Env = append(os.Environ(), "BENCHFLOW_STATE_DIR="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	t.Logf("apply:\n%s", b)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	latest := filepath.Join(out, "latest")
+	local, _ := os.Hostname()
+	db, _ := sql.Open("duckdb", "")
+	defer db.Close()
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(fmt.Sprintf(q, args...)).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", fmt.Sprintf(q, args...), err)
+		}
+		return n
+	}
+	procs, system := filepath.Join(latest, "processes.parquet"), filepath.Join(latest, "system.parquet")
+	if n := count(`SELECT count(*) FROM '%s' WHERE host = '%s' AND role = 'service' AND process = 'nginx'`, procs, h.Addr); n == 0 {
+		t.Errorf("no nginx rows of the server host %s", h.Addr)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE host = '%s' AND role = 'loader'`, procs, local); n == 0 {
+		t.Errorf("no loader rows of this machine (%s)", local)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE role = 'service' AND host <> '%s'`, procs, h.Addr); n != 0 {
+		t.Errorf("%d service rows of another host than the server's", n)
+	}
+	if n := count(`SELECT count(*) FROM '%s' WHERE role = 'loader' AND host <> '%s'`, procs, local); n != 0 {
+		t.Errorf("%d loader rows of another host than this machine", n)
+	}
+	if n := count(`SELECT count(DISTINCT host) FROM '%s' WHERE host IN ('%s', '%s')`, system, h.Addr, local); n != 2 {
+		t.Errorf("system.parquet has rows of %d of the two hosts", n)
+	}
+	var verdict, evidence, limit string
+	q := fmt.Sprintf(`SELECT verdict, verdict_evidence, verdict_host FROM '%s' WHERE step = 'main' LIMIT 1`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&verdict, &evidence, &limit); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdict: %s (%s), limit %s", verdict, evidence, limit)
+	if !strings.Contains(evidence, "server host "+h.Addr) || !strings.Contains(evidence, "client host (this machine)") {
+		t.Errorf("verdict evidence %q does not name both machines", evidence)
+	}
+	if limit != h.Addr && limit != local {
+		t.Errorf("verdict_host %q is neither machine", limit)
+	}
+	if verdict == "server-bound" && limit != h.Addr {
+		t.Errorf("server-bound, naming %q rather than the server host", limit)
+	}
+	if verdict == "loader-bound" && limit != local {
+		t.Errorf("loader-bound, naming %q rather than this machine", limit)
+	}
+	h.WaitEmpty(t)
 }
 
 // TestSSHLinkCut cuts the link to the host in the middle of a load: the
@@ -405,6 +474,10 @@ step "load" "main" {
     count    = 2
   }
 }
+step "collect" "cpu" {
+  during   = step.load.main
+  interval = "500ms"
+}
 `
 
 // TestSSHAgents runs the load from agents on an SSH host: the copy of
@@ -441,6 +514,30 @@ func TestSSHAgents(t *testing.T) {
 	logs, _ := filepath.Glob(filepath.Join(latest, "logs", "*", "agent-main-*.stderr.log"))
 	if len(logs) < 2 {
 		t.Errorf("the agents' output was not copied back: %v", logs)
+	}
+	// The collect step sampled the client host too: the agents are its
+	// loader, nginx this machine's service.
+	local, _ := os.Hostname()
+	procs := filepath.Join(latest, "processes.parquet")
+	var agentRows, nginxRows, misplaced int
+	q = fmt.Sprintf(`SELECT count(*) FILTER (WHERE host = '%[2]s' AND role = 'loader' AND process = 'benchflow'),
+		count(*) FILTER (WHERE host = '%[3]s' AND role = 'service' AND process = 'nginx'),
+		count(*) FILTER (WHERE (role = 'service' AND host <> '%[3]s') OR (process = 'benchflow' AND role = 'loader' AND host <> '%[2]s'))
+		FROM '%[1]s'`, procs, h.Addr, local)
+	if err := db.QueryRow(q).Scan(&agentRows, &nginxRows, &misplaced); err != nil {
+		t.Fatal(err)
+	}
+	if agentRows == 0 || nginxRows == 0 || misplaced != 0 {
+		t.Errorf("processes.parquet: %d agent rows of the client host, %d nginx rows of this machine, %d rows under the wrong host", agentRows, nginxRows, misplaced)
+	}
+	var evidence string
+	q = fmt.Sprintf(`SELECT verdict_evidence FROM '%s' WHERE step = 'main' LIMIT 1`, filepath.Join(latest, "trials.parquet"))
+	if err := db.QueryRow(q).Scan(&evidence); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdict evidence: %s", evidence)
+	if !strings.Contains(evidence, "client host "+h.Addr) || !strings.Contains(evidence, "server host (this machine)") {
+		t.Errorf("verdict evidence %q does not name both machines", evidence)
 	}
 	h.WaitEmpty(t)
 	if left := runFoldersOf(t, m.RunID); len(left) > 0 {

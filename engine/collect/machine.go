@@ -162,7 +162,7 @@ func (s *Sampler) uptimeTicks() uint64 {
 func (s *Sampler) classify(mp *machProc) string {
 	switch {
 	case mp.pid == s.self:
-		return RoleLoader
+		return s.selfRole()
 	case mp.kthread:
 		return RoleKernel
 	}
@@ -173,6 +173,16 @@ func (s *Sampler) classify(mp *machProc) string {
 		return RoleInfra
 	}
 	return RoleOther
+}
+
+// selfRole is the role of the sampling process and of its descendants no
+// provider reported: the loader's (benchflow), or, in the ssh provider's
+// remote helper (Config.Helper), the infrastructure's.
+func (s *Sampler) selfRole() string {
+	if s.cfg.Helper {
+		return RoleInfra
+	}
+	return RoleLoader
 }
 
 // lineage is the role of the nearest ancestor that is benchflow (loader)
@@ -187,7 +197,7 @@ func (s *Sampler) lineage(mp *machProc) string {
 			return ""
 		}
 		if pid == s.self {
-			return RoleLoader
+			return s.selfRole()
 		}
 		a := m.procs[pid]
 		if a == nil || a.starttime > child.starttime {
@@ -683,6 +693,9 @@ func (s *Sampler) roleOf(mp *machProc) (role, name string, run bool) {
 	m := s.m
 	switch {
 	case mp.pid == s.self:
+		if s.cfg.Helper {
+			return RoleInfra, HelperName, false
+		}
 		return RoleLoader, LoaderName, false
 	case mp.runRole != "":
 		return mp.runRole, mp.runName, true

@@ -58,6 +58,12 @@ type Config struct {
 	// RunProcs lists every process of the run's services for the quiet
 	// check (all services, where Procs may list some); nil means Procs.
 	RunProcs func(ctx context.Context) []providers.Process
+	// Host names the machine sampled: every row's Host (results.ProcessSample).
+	Host string
+	// Helper says the sampling process is the ssh provider's remote
+	// helper, not the load generator: itself (HelperName) and its
+	// descendants that Procs does not report are infrastructure.
+	Helper bool
 	// BusyThreshold is the CPU (percent of one core) of processes outside
 	// the run at or above which the quiet check flags a busy start; 0
 	// means DefaultBusyThreshold.
@@ -92,6 +98,10 @@ const (
 // serve) in summaries and reports.
 const LoaderName = "benchflow-loader"
 
+// HelperName is the process name of the ssh provider's remote helper in
+// the rows of the host it samples (Config.Helper).
+const HelperName = "benchflow-helper"
+
 // Sampler samples until Stop.
 type Sampler struct {
 	cfg      Config
@@ -122,8 +132,13 @@ type Sampler struct {
 	// are not.
 	ofRunNamed map[int]uint64
 	outsideNow map[int]bool
+	// foreign are the pids Procs reported with another Host: counted,
+	// their rows dropped at Stop.
+	foreign map[int]bool
 
 	m *machine // whole-machine accounting, nil unless Config.Machine
+
+	hosted bool // Stop set the rows' Host
 }
 
 type matcher struct {
@@ -264,6 +279,27 @@ func (s *Sampler) Stop() ([]results.ProcessSample, []results.SystemSample, []res
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.hosted && len(s.foreign) > 0 {
+		ps := s.ps[:0]
+		for _, p := range s.ps {
+			if !s.foreign[p.PID] {
+				ps = append(ps, p)
+			}
+		}
+		s.ps = ps
+	}
+	if h := s.cfg.Host; h != "" && !s.hosted {
+		for i := range s.ps {
+			s.ps[i].Host = h
+		}
+		for i := range s.ss {
+			s.ss[i].Host = h
+		}
+		for i := range s.ns {
+			s.ns[i].Host = h
+		}
+	}
+	s.hosted = true
 	return s.ps, s.ss, s.ns
 }
 
@@ -293,6 +329,12 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) error {
 			role = RoleService
 		}
 		s.tgt[p.PID] = target{name: p.Name, role: role}
+		if p.Host != "" && p.Host != s.cfg.Host {
+			if s.foreign == nil {
+				s.foreign = map[int]bool{}
+			}
+			s.foreign[p.PID] = true
+		}
 	}
 	if s.cfg.Loader {
 		if _, ok := s.tgt[s.self]; !ok {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,7 +95,8 @@ func writeSynthRun(t testing.TB, dir string, spec runSpec) *results.Run {
 			}
 			for s := 0; s < 3; s++ {
 				for p, cpu := range c.procs {
-					rec.Processes = append(rec.Processes, results.ProcessSample{Step: "cpu", T: float64(s), Process: p, PID: 100, CPUPct: cpu})
+					name, host, _ := strings.Cut(p, "@") // "nginx@10.0.0.2": a process of that host
+					rec.Processes = append(rec.Processes, results.ProcessSample{Step: "cpu", T: float64(s), Process: name, Host: host, PID: 100, CPUPct: cpu})
 				}
 			}
 			recs = append(recs, rec)

@@ -85,7 +85,7 @@ func (s *Summary) table() (header []string, rows [][]string) {
 		row = append(row, orDash(c.flags()))
 		var ps []string
 		for _, p := range c.Processes {
-			ps = append(ps, fmt.Sprintf("%s %.1f", p.Process, p.CPUPct))
+			ps = append(ps, fmt.Sprintf("%s %.1f", p.Label(), p.CPUPct))
 		}
 		if len(ps) == 0 {
 			ps = []string{"-"}
@@ -318,7 +318,7 @@ func (s *Summary) writeCSV(w io.Writer) error {
 		}
 		var ps []string
 		for _, p := range c.Processes {
-			ps = append(ps, fmt.Sprintf("%s=%.2f", p.Process, p.CPUPct))
+			ps = append(ps, fmt.Sprintf("%s=%.2f", p.Label(), p.CPUPct))
 		}
 		row = append(row, strings.Join(ps, ";"), c.RPS.Method)
 		if c.Baseline != nil {

@@ -121,6 +121,17 @@ type Cell struct {
 type ProcessCPU struct {
 	Process string  `json:"process"`
 	CPUPct  float64 `json:"cpu_pct"`
+	// Host is the machine it ran on (the host column), set only when the
+	// run sampled several machines (ssh hosts).
+	Host string `json:"host,omitempty"`
+}
+
+// Label is the process name, "nginx@10.0.0.2" with a host.
+func (p ProcessCPU) Label() string {
+	if p.Host == "" {
+		return p.Process
+	}
+	return p.Process + "@" + p.Host
 }
 
 // Label is "axis=value, …" (and the step when not the only one).
@@ -477,6 +488,7 @@ func processCPU(run *results.Run) (map[string]map[string]float64, error) {
 		}
 		clear(sums)
 	}
+	hosts := map[string]bool{}
 	err := run.EachProcess(func(p *results.ProcessRow) error {
 		if p.Role == "other" {
 			return nil // outside the run: in the verdict and the budget (explain.go)
@@ -491,13 +503,27 @@ func processCPU(run *results.Run) (map[string]map[string]float64, error) {
 			// process of the same name.
 			name += collect.OutsideRunSuffix
 		}
-		if sums[name] == nil {
-			sums[name] = map[float64]float64{}
+		// Per machine: samples of two hosts are not summed.
+		key := name + "\x00" + p.Host
+		hosts[p.Host] = true
+		if sums[key] == nil {
+			sums[key] = map[float64]float64{}
 		}
-		sums[name][p.TS] += p.CPUPct
+		sums[key][p.TS] += p.CPUPct
 		return nil
 	})
 	flush()
+	if len(hosts) <= 1 {
+		// One machine: names alone, as before the host column.
+		for t, m := range out {
+			byName := make(map[string]float64, len(m))
+			for k, v := range m {
+				name, _, _ := strings.Cut(k, "\x00")
+				byName[name] += v
+			}
+			out[t] = byName
+		}
+	}
 	return out, err
 }
 
@@ -510,13 +536,14 @@ func topProcesses(procs map[string]map[string]float64, trials []string, n int) [
 	}
 	var out []ProcessCPU
 	for p, v := range sum {
-		out = append(out, ProcessCPU{Process: p, CPUPct: v / float64(len(trials))})
+		name, host, _ := strings.Cut(p, "\x00")
+		out = append(out, ProcessCPU{Process: name, Host: host, CPUPct: v / float64(len(trials))})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].CPUPct != out[j].CPUPct {
 			return out[i].CPUPct > out[j].CPUPct
 		}
-		return out[i].Process < out[j].Process
+		return out[i].Label() < out[j].Label()
 	})
 	if len(out) > n {
 		out = out[:n]

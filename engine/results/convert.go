@@ -354,7 +354,7 @@ func fillExplanation(row *TrialRow, s *StepRecord) {
 		row.CPUIdlePct, row.CPUStealPct, row.CPUUnattributedPct = b.IdlePct, b.StealPct, b.UnattributedPct
 		row.CPUIRQInProcsPct = b.IRQInProcessesPct
 	}
-	row.Verdict, row.VerdictEvidence = s.Verdict, s.VerdictEvidence
+	row.Verdict, row.VerdictEvidence, row.VerdictHost = s.Verdict, s.VerdictEvidence, s.VerdictHost
 	if q := s.Quiet; q != nil {
 		row.QuietWindowS, row.QuietPct, row.QuietTop, row.BusyStart = q.WindowS, q.OtherPct, q.Top, q.Busy
 		row.QuietLoadAvg = q.LoadAvg

@@ -338,20 +338,20 @@ func rowsOf(runID string, rec *TrialRecord) (*trialData, error) {
 			RunID: runID, TrialID: rec.TrialID, Step: p.Step, TS: p.T, Process: p.Process, PID: int64(p.PID),
 			Role: p.Role, CPUPct: p.CPUPct, UserPct: p.UserPct, SystemPct: p.SystemPct, RSSBytes: p.RSSBytes,
 			Threads: p.Threads, CtxSwitchesVoluntary: p.CtxSwitchesVoluntary, CtxSwitchesNonvoluntary: p.CtxSwitchesNonvoluntary,
-			Container: p.Container, OutsideRun: p.OutsideRun,
+			Container: p.Container, OutsideRun: p.OutsideRun, Host: p.Host,
 		})
 	}
 	for _, s := range rec.System {
 		d.system = append(d.system, SystemRow{
 			RunID: runID, TrialID: rec.TrialID, Step: s.Step, TS: s.T, UserPct: s.UserPct, NicePct: s.NicePct,
 			SystemPct: s.SystemPct, IdlePct: s.IdlePct, IOWaitPct: s.IOWaitPct, IRQPct: s.IRQPct,
-			SoftIRQPct: s.SoftIRQPct, StealPct: s.StealPct,
+			SoftIRQPct: s.SoftIRQPct, StealPct: s.StealPct, Host: s.Host,
 		})
 	}
 	for _, n := range rec.Network {
 		d.network = append(d.network, NetworkRow{
 			RunID: runID, TrialID: rec.TrialID, Step: n.Step, TS: n.T, Interface: n.Interface,
-			RxBytes: n.RxBytes, TxBytes: n.TxBytes, RxPackets: n.RxPackets, TxPackets: n.TxPackets,
+			RxBytes: n.RxBytes, TxBytes: n.TxBytes, RxPackets: n.RxPackets, TxPackets: n.TxPackets, Host: n.Host,
 		})
 	}
 	return d, nil

@@ -48,8 +48,15 @@ func Environment(m *Manifest) map[string]string {
 	seen := map[string][]string{}
 	for _, t := range m.Trials {
 		for _, s := range t.Services {
+			// A machine of its own (an ssh host: ssh_host) is named by
+			// its provider block, so two runs on other addresses still
+			// compare host by host: "hosts.server.host_kernel".
+			perHost := s.Versions["ssh_host"] != ""
 			for k, v := range s.Versions {
 				f := "services." + s.Type + "." + k
+				if perHost {
+					f = "hosts." + s.Provider + "." + k
+				}
 				for _, part := range strings.Split(v, ", ") {
 					if part = strings.TrimSpace(part); part != "" && !slices.Contains(seen[f], part) {
 						seen[f] = append(seen[f], part)
@@ -98,6 +105,24 @@ var noise = map[string]bool{
 	// The load average is compared apart, with the quiet checks
 	// (MachineLoad): it always differs, and matters only when busy.
 	"load_average": true,
+}
+
+// hostNoise are the fields of a host (hosts.<provider>.<field>) that
+// differ between any two runs on other machines and explain nothing:
+// where it is and what it is called.
+var hostNoise = map[string]bool{"ssh_host": true, "host_name": true}
+
+// isNoise reports a field that differs between any two runs.
+func isNoise(field string) bool {
+	if noise[field] {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(field, "hosts."); ok {
+		if _, f, ok := strings.Cut(rest, "."); ok {
+			return hostNoise[f]
+		}
+	}
+	return false
 }
 
 // Difference is one recorded environment field that is not the same in
@@ -161,7 +186,7 @@ func Differences(a, b *Manifest) []Difference {
 	}
 	var out []Difference
 	for k := range keys {
-		if noise[k] || ea[k] == eb[k] {
+		if isNoise(k) || ea[k] == eb[k] {
 			continue
 		}
 		// Memory moves by a few MiB between boots: compare GiB.
@@ -223,7 +248,7 @@ func EnvironmentRows(m *Manifest) [][2]string {
 	add("Go", env["go_version"])
 	var tools []string
 	for k := range env {
-		if strings.HasPrefix(k, "tools.") || strings.HasPrefix(k, "services.") {
+		if strings.HasPrefix(k, "tools.") || strings.HasPrefix(k, "services.") || strings.HasPrefix(k, "hosts.") {
 			tools = append(tools, k)
 		}
 	}
@@ -289,6 +314,19 @@ func rankOf(field string) (rank, place int) {
 		}
 		return len(list)
 	}
+	if rest, ok := strings.CutPrefix(field, "hosts."); ok {
+		// Another machine's fields rank as this machine's alike.
+		_, f, _ := strings.Cut(rest, ".")
+		switch {
+		case f == "host_cpu" || f == "host_cores":
+			return RankCPU, 10
+		case f == "host_kernel" || f == "host_os":
+			return RankKernel, 10
+		case strings.HasPrefix(f, "host_sysctl."):
+			return RankOther, 2
+		}
+		return RankOther, 0
+	}
 	switch {
 	case strings.HasPrefix(field, "cpu_vulnerabilities."):
 		return RankOther, 1
@@ -349,7 +387,7 @@ func Changes(diffs []Difference) (out []Change, rounded int) {
 		case strings.HasPrefix(d.Field, "cpu_vulnerabilities."):
 			mit = append(mit, d)
 			continue
-		case strings.HasPrefix(d.Field, "sysctls.") && withinRounding(d.A, d.B):
+		case (strings.HasPrefix(d.Field, "sysctls.") || strings.HasPrefix(d.Field, "hosts.") && strings.Contains(d.Field, ".host_sysctl.")) && withinRounding(d.A, d.B):
 			rounded++
 			continue
 		}

@@ -158,3 +158,30 @@ func TestDifferencesHiddenBySandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferencesPerHost: the environment of each ssh host is compared
+// host by host, named by its provider block (the addresses differ by
+// design: a reader's own machines), its address and name left out.
+func TestDifferencesPerHost(t *testing.T) {
+	host := func(addr, kernel, nic, mtu string) ServiceEntry {
+		return ServiceEntry{Name: "nginx", Provider: "server", Type: "ssh", Versions: map[string]string{
+			"ssh_host": "bench@" + addr + ":22", "host_name": "h-" + addr, "host_kernel": kernel,
+			"host_nic_driver": nic, "host_nic_mtu": mtu, "host_sysctl.net.core.somaxconn": "4096"}}
+	}
+	a := &Manifest{Trials: []TrialEntry{{Services: []ServiceEntry{host("10.0.0.2", "6.1.0-27-amd64", "virtio_net", "1500")}}}}
+	b := &Manifest{Trials: []TrialEntry{{Services: []ServiceEntry{host("192.168.1.7", "6.1.0-28-amd64", "virtio_net", "9000")}}}}
+	var got []string
+	for _, d := range Differences(a, b) {
+		got = append(got, d.String())
+	}
+	want := []string{
+		"hosts.server.host_kernel: 6.1.0-27-amd64 → 6.1.0-28-amd64",
+		"hosts.server.host_nic_mtu: 1500 → 9000",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("differences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if r, _ := rankOf("hosts.server.host_kernel"); r != RankKernel {
+		t.Errorf("a host's kernel ranks %d, want RankKernel", r)
+	}
+}

@@ -86,6 +86,10 @@ type StepRecord struct {
 	// VerdictEvidence the numbers behind it; both empty without CPU.
 	Verdict         string
 	VerdictEvidence string
+	// VerdictHost is the machine the verdict names as the limit (its host
+	// column value) when the load was sampled on several machines (ssh
+	// hosts); empty otherwise.
+	VerdictHost string
 	// Quiet is the machine quiet check taken just before the step's load
 	// (nil when none was taken).
 	Quiet *QuietCheck
@@ -150,6 +154,9 @@ type ProcessSample struct {
 	// name that the run did not start (role "named"; docs/collect.md,
 	// "Whose process is it"): another's process of the same name.
 	OutsideRun bool
+	// Host is the machine the process ran on (docs/results.md, the host
+	// column): this machine's hostname, or an ssh host's address.
+	Host string
 }
 
 // SystemSample is one sample of /proc/stat (percent of all CPUs).
@@ -164,6 +171,7 @@ type SystemSample struct {
 	IRQPct     float64
 	SoftIRQPct float64
 	StealPct   float64
+	Host       string // the machine sampled, as ProcessSample.Host
 }
 
 // NetSample is one sample of one interface from /proc/net/dev (deltas since
@@ -176,4 +184,5 @@ type NetSample struct {
 	TxBytes   int64
 	RxPackets int64
 	TxPackets int64
+	Host      string // the machine sampled, as ProcessSample.Host
 }

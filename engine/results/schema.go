@@ -75,6 +75,7 @@ type TrialRow struct {
 	CPUIRQInProcsPct   float64
 	Verdict            string
 	VerdictEvidence    string
+	VerdictHost        string
 	// The quiet check before the load (StepRecord.Quiet).
 	QuietWindowS float64
 	QuietPct     float64
@@ -202,6 +203,7 @@ type ProcessRow struct {
 	CtxSwitchesNonvoluntary int64
 	Container               string
 	OutsideRun              bool
+	Host                    string
 }
 
 // SystemRow is one /proc/stat sample (system.parquet).
@@ -218,6 +220,7 @@ type SystemRow struct {
 	IRQPct     float64
 	SoftIRQPct float64
 	StealPct   float64
+	Host       string
 }
 
 // NetworkRow is one /proc/net/dev sample of one interface (network.parquet).
@@ -231,6 +234,7 @@ type NetworkRow struct {
 	TxBytes   int64
 	RxPackets int64
 	TxPackets int64
+	Host      string
 }
 
 // column describes one column of a table of rows R: its name, Arrow type,
@@ -480,6 +484,7 @@ var trialColumnsTail = []column[TrialRow]{
 	i64("intended", func(r *TrialRow) *int64 { return &r.Intended }),
 	i64("missed", func(r *TrialRow) *int64 { return &r.Missed }),
 	i64("errors_check", func(r *TrialRow) *int64 { return &r.ErrorsCheck }),
+	str("verdict_host", func(r *TrialRow) *string { return &r.VerdictHost }),
 }
 
 // ProbeRow is one row of probes.parquet: one probe of a capacity search
@@ -558,6 +563,7 @@ var processColumns = []column[ProcessRow]{
 	i64("ctx_switches_nonvoluntary", func(r *ProcessRow) *int64 { return &r.CtxSwitchesNonvoluntary }),
 	str("container", func(r *ProcessRow) *string { return &r.Container }),
 	boolean("outside_run", func(r *ProcessRow) *bool { return &r.OutsideRun }),
+	str("host", func(r *ProcessRow) *string { return &r.Host }),
 }
 
 var systemColumns = []column[SystemRow]{
@@ -573,6 +579,7 @@ var systemColumns = []column[SystemRow]{
 	f64("irq_pct", func(r *SystemRow) *float64 { return &r.IRQPct }),
 	f64("softirq_pct", func(r *SystemRow) *float64 { return &r.SoftIRQPct }),
 	f64("steal_pct", func(r *SystemRow) *float64 { return &r.StealPct }),
+	str("host", func(r *SystemRow) *string { return &r.Host }),
 }
 
 var networkColumns = []column[NetworkRow]{
@@ -585,6 +592,7 @@ var networkColumns = []column[NetworkRow]{
 	i64("tx_bytes", func(r *NetworkRow) *int64 { return &r.TxBytes }),
 	i64("rx_packets", func(r *NetworkRow) *int64 { return &r.RxPackets }),
 	i64("tx_packets", func(r *NetworkRow) *int64 { return &r.TxPackets }),
+	str("host", func(r *NetworkRow) *string { return &r.Host }),
 }
 
 // Param value kinds (the type of a param_<axis> column).

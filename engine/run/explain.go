@@ -27,6 +27,7 @@ func (tr *trialRun) collectConfig(name string, cc *pipeline.CollectConfig, quiet
 	c := collect.Config{
 		Step: name, Interval: interval, Names: cc.Processes, Loader: cc.Loader,
 		System:  cc.System == nil || *cc.System,
+		Host:    collect.LocalHost(),
 		Network: cc.Network == nil || *cc.Network,
 		Procs:   func(ctx context.Context) []providers.Process { return tr.serviceProcs(ctx, services) },
 		Machine: cc.Machine == nil || *cc.Machine,
@@ -76,14 +77,15 @@ func (tr *trialRun) relation() (infra []string, containers []providers.Container
 	return infra, collect.RelationOf(deps)
 }
 
-// explainStep records a load's CPU budget, quiet check and verdict.
-func explainStep(step *results.StepRecord, ex *collect.Explanation, res *measure.Record) {
+// explainStep records a load's CPU budget, quiet check and verdict, and
+// returns what the verdict knew of the load.
+func explainStep(step *results.StepRecord, ex *collect.Explanation, res *measure.Record) collect.LoadInfo {
 	if ex == nil {
-		return
+		return collect.LoadInfo{}
 	}
 	step.Quiet = ex.Quiet
 	if ex.Budget == nil {
-		return
+		return collect.LoadInfo{}
 	}
 	step.CPU = ex.Budget
 	info := collect.LoadInfo{LoaderCPUs: loaderCPUs()}
@@ -95,6 +97,7 @@ func explainStep(step *results.StepRecord, ex *collect.Explanation, res *measure
 	}
 	v := collect.Judge(collect.Evidence{Budget: *ex.Budget, Procs: ex.Procs, Load: info, Quiet: ex.Quiet})
 	step.Verdict, step.VerdictEvidence = v.Kind, v.Evidence
+	return info
 }
 
 // loaderCPUs is how many CPUs this process (the load generator) may run

@@ -422,6 +422,12 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		s    *collect.Sampler
 	}
 	var samplers []running
+	var hosts []*hostSampling // per sampler, its other machines
+	stopHosts := func() {
+		for _, h := range hosts {
+			h.stop(context.WithoutCancel(ctx), func(string, ...any) {})
+		}
+	}
 	machine := false // a sampler with machine accounting started
 	for _, cn := range collects {
 		cfg, d := tr.te.Step(cn.Step)
@@ -431,11 +437,18 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		cc := steps.CollectOf(cfg)
 		ccfg := tr.collectConfig(cn.Step.Name, cc, !machine)
 		machine = machine || ccfg.Machine
+		// The other machines of the trial, sampled alike, started with
+		// this one (each takes its quiet check at the same time), so no
+		// sampler's window holds another's quiet check.
+		hch := make(chan *hostSampling, 1)
+		go func() { hch <- tr.startHostSamplers(ctx, ccfg, c.Agents) }()
 		s, err := collect.Start(ctx, ccfg)
+		hosts = append(hosts, <-hch)
 		if err != nil {
 			for _, r := range samplers {
 				r.s.Stop()
 			}
+			stopHosts()
 			return err
 		}
 		samplers = append(samplers, running{cn.Step.Name, s})
@@ -493,10 +506,23 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		lerr = tooManyErrors(st.Name, res, c.MaxErrorRatio)
 	}
 	var ex *collect.Explanation
-	for _, r := range samplers {
+	var exHosts []*collect.HostResult
+	var exSampling *hostSampling
+	for i, r := range samplers {
 		ps, sys, nets := r.s.Stop()
+		hres := hosts[i].stop(context.WithoutCancel(ctx), func(f string, a ...any) {
+			tr.r.rep.Logf("trial %s: %s", tr.trial.ID, fmt.Sprintf(f, a...))
+		})
 		if ex == nil {
 			ex = r.s.Explain()
+			if ex != nil {
+				exHosts, exSampling = hres, hosts[i]
+			}
+		}
+		for _, h := range hres {
+			ps = append(ps, h.Processes...)
+			sys = append(sys, h.System...)
+			nets = append(nets, h.Network...)
 		}
 		tr.mu.Lock()
 		tr.rec.Processes = append(tr.rec.Processes, ps...)
@@ -508,7 +534,10 @@ func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadCo
 		}
 	}
 	step := results.StepRecord{Name: st.Name, Kind: st.Kind, Status: results.StatusOK, Result: res, Capacity: capacity, Agents: agents}
-	explainStep(&step, ex, res)
+	info := explainStep(&step, ex, res)
+	if exSampling != nil {
+		explainHosts(&step, ex, exHosts, exSampling, info)
+	}
 	judgeAgents(&step)
 	tr.logExplanation(&step)
 	if lerr != nil {

@@ -140,6 +140,17 @@ type agentGroup struct {
 
 func (g *agentGroup) URLs() []string { return g.urls }
 
+// Processes are the agents' processes where their host shares this
+// machine's kernel (Deployment.Processes), none otherwise.
+func (g *agentGroup) Processes(ctx context.Context) ([]providers.Process, error) {
+	var out []providers.Process
+	for _, d := range g.deps {
+		ps, _ := d.Processes(ctx)
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
 // Teardown stops every agent, copying its output into the log folder, and
 // removes its folder on the host.
 func (g *agentGroup) Teardown(ctx context.Context) error {

@@ -124,9 +124,11 @@ type helper struct {
 	owner string
 	self  string
 
-	mu      sync.Mutex
-	procs   map[int]*child
-	folders map[string]bool
+	mu       sync.Mutex
+	procs    map[int]*child
+	folders  map[string]bool
+	samplers map[int]*sampling // collect.go
+	nextSamp int
 }
 
 // child is a process the helper started.
@@ -135,6 +137,9 @@ type child struct {
 	done   chan struct{}
 	status *exitStatus
 	logs   [2]string // stderr, stdout
+	// run and service are its BENCHFLOW_RUN and BENCHFLOW_SERVICE: what
+	// collect reports it as (collect.go).
+	run, service string
 }
 
 func (h *helper) send(r response) {
@@ -183,7 +188,7 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		resp.Data = b
 		return resp
 	case opEnv:
-		return response{Env: readHostEnv()}
+		return response{Env: readHostEnv(r.IP)}
 	case opVersion:
 		out, err := envinfo.ServiceVersion(ctx, r.Argv)
 		resp := errResp(err)
@@ -197,6 +202,16 @@ func (h *helper) handle(ctx context.Context, r *request) response {
 		return response{Procs: out}
 	case opGC:
 		return h.gc(r.Base)
+	case opCollectStart:
+		id, err := h.collectStart(ctx, r.Collect)
+		resp := errResp(err)
+		resp.Sampler = id
+		return resp
+	case opCollectStop:
+		c, err := h.collectStop(r.Sampler, r.Offset)
+		resp := errResp(err)
+		resp.Collected = c
+		return resp
 	case opKill:
 		var left []string
 		for _, pid := range r.PIDs {
@@ -218,6 +233,7 @@ func (h *helper) hello() *hello {
 	hl := &hello{OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(), UID: os.Getuid(), Owner: h.self}
 	hl.Home, _ = os.UserHomeDir()
 	hl.Host, _ = os.Hostname()
+	hl.BootID = bootID()
 	if exe, err := os.Open("/proc/self/exe"); err == nil {
 		s := sha256.New()
 		if _, err := io.Copy(s, exe); err == nil {
@@ -324,7 +340,7 @@ func (h *helper) start(r *request) (int, error) {
 			f.Close()
 		}
 	}()
-	c := &child{done: make(chan struct{})}
+	c := &child{done: make(chan struct{}), run: r.Marker[EnvRun], service: r.Marker[EnvService]}
 	for i, suffix := range []string{".stderr.log", ".stdout.log"} {
 		f, err := os.OpenFile(r.Log+suffix, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
@@ -401,6 +417,7 @@ func lookPath(name string, env []string, dir string) (string, error) {
 // cleanup stops every process the helper started and removes every run
 // folder it made.
 func (h *helper) cleanup() {
+	h.stopSamplers()
 	h.mu.Lock()
 	var pids []int
 	for pid, c := range h.procs {
@@ -692,7 +709,7 @@ func tailLines(p string, n int) []string {
 }
 
 // readHostEnv reads the host's kernel, CPU, cores and memory.
-func readHostEnv() *hostEnv {
+func readHostEnv(ip string) *hostEnv {
 	e := &hostEnv{Cores: runtime.NumCPU()}
 	e.Hostname, _ = os.Hostname()
 	var u unix.Utsname
@@ -713,6 +730,17 @@ func readHostEnv() *hostEnv {
 				break
 			}
 		}
+	}
+	e.Sysctls = map[string]string{}
+	for _, k := range envinfo.Sysctls {
+		if b, err := os.ReadFile(filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/"))); err == nil {
+			e.Sysctls[k] = strings.Join(strings.Fields(string(b)), " ")
+		}
+	}
+	// The interface of the address benchflow reached; sshd's own record
+	// of it when that address is not the host's (a NAT).
+	if e.NIC = nicOf(ip); e.NIC == nil {
+		e.NIC = nicOf(sshServerIP())
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

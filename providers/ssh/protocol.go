@@ -29,6 +29,14 @@ type request struct {
 	StopMS int64 `json:"stop_ms,omitempty"`
 	// Base is the folder gc looks for run folders in.
 	Base string `json:"base,omitempty"`
+	// Collect is what collect_start samples; Sampler names the sampler
+	// collect_stop ends.
+	Collect *collectSpec `json:"collect,omitempty"`
+	Sampler int          `json:"sampler,omitempty"`
+	Offset  int          `json:"offset,omitempty"` // collect_stop: the rows already returned
+	// IP is env's: the host's address benchflow reached it at (its NIC
+	// is the one recorded).
+	IP string `json:"ip,omitempty"`
 }
 
 // response is one line the helper sends.
@@ -50,6 +58,10 @@ type response struct {
 	Leftover []leftover    `json:"leftover,omitempty"`
 	Folders  []runFolder   `json:"folders,omitempty"`
 	Helpers  []otherHelper `json:"helpers,omitempty"`
+	// Sampler is the id collect_start gave its sampler; Collected what
+	// collect_stop returns.
+	Sampler   int        `json:"sampler,omitempty"`
+	Collected *collected `json:"collected,omitempty"`
 }
 
 const (
@@ -69,6 +81,12 @@ const (
 	// opVersion runs Argv as envinfo.ServiceVersion does → Data (its
 	// output, also with Error).
 	opVersion = "version"
+	// opCollectStart starts sampling the host's /proc for a collect step
+	// (Collect) → Sampler; opCollectStop (Sampler, Offset) ends it →
+	// Collected, in pages (Collected.More). Nothing travels between the
+	// two: the rows come back at the end.
+	opCollectStart = "collect_start"
+	opCollectStop  = "collect_stop"
 )
 
 // maxRead bounds what read returns (the end of a log).
@@ -85,6 +103,10 @@ type hello struct {
 	Host   string `json:"host"` // hostname
 	// Owner is the helper's own "pid:start" (its BENCHFLOW_HELPER marker).
 	Owner string `json:"owner"`
+	// BootID is the host kernel's /proc/sys/kernel/random/boot_id: equal
+	// to this machine's when the host shares its kernel (a network
+	// namespace or a container on it).
+	BootID string `json:"boot_id,omitempty"`
 }
 
 // exitStatus is how a started process ended.
@@ -109,6 +131,10 @@ type hostEnv struct {
 	CPU      string `json:"cpu"`
 	Cores    int    `json:"cores"`
 	MemoryMB int64  `json:"memory_mb"`
+	// Sysctls are those the local manifest records (envinfo.Sysctls).
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// NIC holds the host's address of the SSH connection.
+	NIC *nicInfo `json:"nic,omitempty"`
 }
 
 // leftover is a process gc found: a service some helper started.

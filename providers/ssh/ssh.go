@@ -205,6 +205,7 @@ var (
 	_ providers.Deployment      = (*Deployment)(nil)
 	_ providers.Liveness        = (*Deployment)(nil)
 	_ providers.VersionReporter = (*Deployment)(nil)
+	_ providers.ProcessReporter = (*Deployment)(nil)
 )
 
 // New builds the provider named name; it contacts nothing.
@@ -342,6 +343,9 @@ type Deployment struct {
 
 	teardown    sync.Once
 	teardownErr error
+
+	procsOnce sync.Once // Processes (collect.go)
+	procs     []providers.Process
 }
 
 // Endpoint is the host's address on the service's first port.
@@ -385,7 +389,11 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	if rtt, err := medianConnect(ctx, d.p.t.addr(), 5); err == nil {
 		m["rtt_us"] = strconv.FormatInt(rtt.Microseconds(), 10)
 	}
-	r, err := d.c.call(ctx, &request{Op: opEnv})
+	var ip string
+	if a, ok := d.c.client.RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.IP.String()
+	}
+	r, err := d.c.call(ctx, &request{Op: opEnv, IP: ip})
 	if err != nil || r.Env == nil {
 		return m
 	}
@@ -393,6 +401,15 @@ func (d *Deployment) PlatformVersions(ctx context.Context) map[string]string {
 	m["host_name"], m["host_kernel"], m["host_os"], m["host_cpu"] = e.Hostname, e.Kernel, e.OS, e.CPU
 	m["host_cores"] = strconv.Itoa(e.Cores)
 	m["host_memory_mb"] = strconv.FormatInt(e.MemoryMB, 10)
+	for k, v := range e.Sysctls {
+		m["host_sysctl."+k] = v
+	}
+	e.NIC.record(m, "host_nic")
+	// This machine's end of the path: the interface of the connection's
+	// local address.
+	if a, ok := d.c.client.LocalAddr().(*net.TCPAddr); ok {
+		nicOf(a.IP.String()).record(m, "local_nic")
+	}
 	return m
 }
 
