@@ -32,6 +32,7 @@ import (
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 	"github.com/benchflow/benchflow/engine/sandbox"
+	"github.com/benchflow/benchflow/engine/sandbox/grant"
 	"github.com/benchflow/benchflow/engine/trust"
 )
 
@@ -82,7 +83,9 @@ everything it will do, asks before running anything, and runs it confined.
    Consul and APISIX addresses and the host network), tune (net.*,
    fs.file-max, fs.nr_open, fs.aio-max-nr, vm.max_map_count,
    vm.swappiness and the CPU governor; a bundle setting any other sysctl
-   is refused), host-network. A bundle that needs a grant not given
+   is refused), ssh (logging in to the hosts of its ssh providers, with
+   your ssh-agent and the keys and known_hosts they name: the plan lists
+   every host and every command run there), host-network. A bundle that needs a grant not given
    refuses before anything runs. The run has its own processes (and, as
    root, its own user namespace), no terminal (its output is shown with
    control characters escaped), only an allow-list of environment
@@ -243,6 +246,11 @@ with --exit-on none 0 otherwise.`,
 				tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
 			}
 			spec := sandboxSpec(absOut, stage, grants, vf.varFiles)
+			if len(tp.Missing(grants)) == 0 {
+				// The files the providers read here (an ssh key,
+				// known_hosts), once their grant is given.
+				spec.ReadOnly = append(spec.ReadOnly, tp.Reads...)
+			}
 			if noSandbox {
 				tp.Sandbox = []string{"NONE (--no-sandbox): every command runs as you, with your files, your network and your privileges"}
 			} else {
@@ -375,7 +383,7 @@ with --exit-on none 0 otherwise.`,
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "run without asking (needed without a terminal): consent to the plan printed")
 	cmd.Flags().BoolVar(&planOnly, "plan", false, "print the plan and stop: run nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with --plan: print the plan as JSON")
-	cmd.Flags().StringArrayVar(&allow, "allow", nil, "grant the run something beyond the sandbox: docker, k8s, nomad, tune, host-network (repeatable, or a comma list)")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "grant the run something beyond the sandbox: "+sandbox.GrantNames()+" (repeatable, or a comma list)")
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run unconfined, as you, with your files and network (after the plan and consent still)")
 	cmd.Flags().StringVar(&allowedSigners, "allowed-signers", "", "an allowed-signers file (as ssh-keygen -Y verify reads it): the bundle must be signed by a key it lists")
 	rootCmd.AddCommand(cmd)
@@ -457,16 +465,14 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 			s.ReadOnly = append(s.ReadOnly, abs)
 		}
 	}
-	has := func(g sandbox.Grant) bool {
-		for _, h := range grants {
-			if h == g {
-				return true
-			}
+	var specs []grant.Spec
+	for _, g := range grants {
+		if sp, ok := grant.Lookup(g); ok {
+			specs = append(specs, sp)
 		}
-		return false
 	}
 	state := "/tmp/benchflow-state"
-	if has(sandbox.GrantTune) {
+	if slices.Contains(grants, sandbox.GrantTune) {
 		// Not the machine's state folder: a journal written there is
 		// restored, unchecked, by the next gc as root — a bundle could
 		// write one setting kernel.core_pattern. A folder of the private
@@ -476,20 +482,25 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
 	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state, "BENCHFLOW_SANDBOX=" + sandboxNote(grants)}
-	if has(sandbox.GrantDocker) || has(sandbox.GrantK8s) || has(sandbox.GrantNomad) {
+	if slices.ContainsFunc(specs, func(sp grant.Spec) bool { return sp.ServicesOutside }) {
 		// A daemon outside the sandbox (dockerd) mounts the services'
 		// files by their host path: they cannot be in the private /tmp.
 		s.Env = append(s.Env, "BENCHFLOW_TMPDIR="+servicesDir(out))
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if sandboxEnvKept(k, has) {
+		if sandboxEnvKept(k, specs) {
 			s.Env = append(s.Env, kv)
 		}
 	}
-	if has(sandbox.GrantK8s) && os.Getenv("KUBECONFIG") == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			s.Env = append(s.Env, "KUBECONFIG="+filepath.Join(h, ".kube", "config"))
+	for _, sp := range specs {
+		if sp.SetEnv == nil {
+			continue
+		}
+		for _, kv := range sp.SetEnv(os.Getenv) {
+			k, _, _ := strings.Cut(kv, "=")
+			s.Env = slices.DeleteFunc(s.Env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+			s.Env = append(s.Env, kv)
 		}
 	}
 	return s
@@ -506,20 +517,18 @@ var sandboxEnv = map[string]bool{
 	"BENCHFLOW_LOAD_ENGINE": true,
 }
 
-// sandboxEnvKept says whether the variable k goes into the sandbox, has
-// telling the grants: LC_* always; DOCKER_HOST with docker; KUBECONFIG
-// with k8s; NOMAD_*, CONSUL_* and APISIX_* (their addresses and tokens)
-// with nomad.
-func sandboxEnvKept(k string, has func(sandbox.Grant) bool) bool {
-	switch {
-	case sandboxEnv[k], strings.HasPrefix(k, "LC_"):
+// sandboxEnvKept says whether the variable k goes into the sandbox given
+// the grants' declarations: LC_* always; what a grant's Env keeps with it
+// (DOCKER_HOST with docker, KUBECONFIG with k8s, NOMAD_*, CONSUL_* and
+// APISIX_* with nomad, SSH_AUTH_SOCK with ssh).
+func sandboxEnvKept(k string, specs []grant.Spec) bool {
+	if sandboxEnv[k] || strings.HasPrefix(k, "LC_") {
 		return true
-	case k == "DOCKER_HOST":
-		return has(sandbox.GrantDocker)
-	case k == "KUBECONFIG":
-		return has(sandbox.GrantK8s)
-	case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
-		return has(sandbox.GrantNomad)
+	}
+	for _, sp := range specs {
+		if sp.Env != nil && sp.Env(k) {
+			return true
+		}
 	}
 	return false
 }
@@ -533,8 +542,7 @@ func sandboxNote(grants []sandbox.Grant) string {
 	network := "own"
 	for i, g := range grants {
 		names[i] = string(g)
-		switch g {
-		case sandbox.GrantHostNetwork, sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
+		if sp, ok := grant.Lookup(g); ok && sp.HostNetwork {
 			network = "host"
 		}
 	}

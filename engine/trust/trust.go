@@ -22,6 +22,7 @@ import (
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/sandbox"
 	"github.com/benchflow/benchflow/engine/steps"
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Plan is what a pipeline will do, and (filled by the caller) how it will
@@ -45,6 +46,13 @@ type Plan struct {
 	// Needs are the grants the run needs beyond the sandbox, each with
 	// the reasons, in sandbox.Grants order.
 	Needs []Need `json:"needs"`
+	// Hosts are the other machines the run logs in to (the ssh
+	// provider's), each with every command run there, in the order the
+	// services and steps reach them.
+	Hosts []Host `json:"hosts,omitempty"`
+	// Reads are the local files the providers read (an identity file,
+	// known_hosts): readable in the sandbox with their grant.
+	Reads []string `json:"reads,omitempty"`
 	// Sandbox are the confinement's facts (sandbox.Spec.Describe), or
 	// one line saying the run is not confined.
 	Sandbox []string `json:"sandbox"`
@@ -120,6 +128,13 @@ type Target struct {
 	Reach string `json:"reach"`
 }
 
+// Host is another machine the run logs in to, and what runs there.
+type Host struct {
+	Host     string   `json:"host"`     // user@address:port
+	Provider string   `json:"provider"` // the provider block's name
+	Commands []string `json:"commands"`
+}
+
 // Need is one grant the run needs.
 type Need struct {
 	Grant sandbox.Grant `json:"grant"`
@@ -170,6 +185,27 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 		}
 		m[i] = append(m[i], c)
 	}
+	hostIndex := map[string]int{}
+	onHost := func(host, provider string, cmds ...string) {
+		i, ok := hostIndex[host]
+		if !ok {
+			i = len(out.Hosts)
+			hostIndex[host] = i
+			out.Hosts = append(out.Hosts, Host{Host: host, Provider: provider, Commands: []string{}})
+		}
+		for _, c := range cmds {
+			if c != "" && !slices.Contains(out.Hosts[i].Commands, c) {
+				out.Hosts[i].Commands = append(out.Hosts[i].Commands, c)
+			}
+		}
+	}
+	reads := func(r *providers.Remote) {
+		for _, f := range r.Reads {
+			if !slices.Contains(out.Reads, f) {
+				out.Reads = append(out.Reads, f)
+			}
+		}
+	}
 	targets := map[string]bool{}
 	fixed := map[string]bool{} // host ports the services are given by number
 	addTarget := func(u string) string {
@@ -190,7 +226,13 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 			sv := Service{Name: s.Name, Dir: "its own folder under the private /tmp"}
 			sp, d := te.ServiceProvider(s)
 			var at plan.Placement
+			var typ *providers.Type
+			var remote *providers.Remote
 			if sp != nil && !d.HasErrors() {
+				typ = sp.Type
+				if typ.Remote != nil && sp.Config != nil {
+					remote = typ.Remote(sp.Config)
+				}
 				sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
 				at.Provider = sp.Provider
 				if sp.Config != nil {
@@ -237,15 +279,20 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 				}
 				sv.Files = append(sv.Files, fmt.Sprintf("%s (%s) -> %s", f.Name, f.From, where))
 			}
-			switch sandbox.Grant(sv.ProviderType) {
-			case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
-				need(sandbox.Grant(sv.ProviderType), fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType))
+			if remote != nil && remote.Services != "" {
+				onHost(remote.Services, sv.Provider, remote.Commands...)
+				onHost(remote.Services, sv.Provider, argv(sv.Command))
+				if len(sv.VersionCommand) > 0 {
+					onHost(remote.Services, sv.Provider, argv(sv.VersionCommand))
+				}
+				reads(remote)
 			}
-			if sv.ProviderType == "ssh" {
-				// Another machine: the sandbox's own loopback cannot reach
-				// it. (A grant of its own, binding the key, known_hosts
-				// and the agent's socket, is still to come.)
-				need(sandbox.GrantHostNetwork, fmt.Sprintf("service %s runs on provider %s (ssh), on another machine", s.Name, sv.Provider))
+			if typ != nil && typ.Grant != nil {
+				why := fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType)
+				if remote != nil && remote.Services != "" {
+					why += ", on " + remote.Services
+				}
+				need(typ.Grant.Name, why)
 			}
 			key := keyOf(sv)
 			if i, ok := svcIndex[key]; ok {
@@ -308,13 +355,25 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 					asp, d := te.AgentsProvider(a)
 					typ := "local"
 					name := a.Provider
+					var at *providers.Type
 					if asp != nil && !d.HasErrors() {
-						typ, name = asp.Type.Name, asp.Name
+						typ, name, at = asp.Type.Name, asp.Name, asp.Type
 					}
 					ss.Agents = fmt.Sprintf("%d benchflow agent(s) on provider %s (%s)", a.Count, name, typ)
-					switch sandbox.Grant(typ) {
-					case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
-						need(sandbox.Grant(typ), fmt.Sprintf("%s runs its agents on provider %s (%s)", st.Addr(), name, typ))
+					why := fmt.Sprintf("%s runs its agents on provider %s (%s)", st.Addr(), name, typ)
+					if at != nil && at.Remote != nil && asp.Config != nil {
+						if r := at.Remote(asp.Config); r != nil && len(r.Agents) > 0 {
+							for i := 0; i < a.Count; i++ {
+								h := r.Agents[i%len(r.Agents)]
+								onHost(h, name, r.Commands...)
+								onHost(h, name, fmt.Sprintf("~/.cache/benchflow/bin/<sha256>/benchflow agent --listen 0.0.0.0:0 --index %d  (%s)", i, st.Addr()))
+							}
+							why += ", on " + strings.Join(r.Agents, ", ")
+							reads(r)
+						}
+					}
+					if at != nil && at.Grant != nil {
+						need(at.Grant.Name, why)
 					}
 				}
 			default:
@@ -345,7 +404,7 @@ func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
 	for _, r := range runtimeShapes(pl.Pipeline) {
 		refuse(r)
 	}
-	for _, g := range sandbox.Grants {
+	for _, g := range sandbox.Grants() {
 		if len(needs[g]) > 0 {
 			out.Needs = append(out.Needs, Need{Grant: g, Why: needs[g]})
 		}
