@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/run"
+	"github.com/benchflow/benchflow/engine/starconf/script"
 )
 
 func init() {
@@ -72,6 +73,10 @@ interrupted.`,
 func applyPlan(pl *plan.Plan, opts run.Options, quiet, verbose bool) (*run.Summary, error) {
 	console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
 	opts.Version, opts.Reporter = version, console
+	if opts.Requesters == nil {
+		// Load steps with script = "…" use Starlark request scripts.
+		opts.Requesters = script.NewRequester
+	}
 	runner := run.New(pl, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -34,6 +34,10 @@ type Options struct {
 	Resume  string // an existing run directory to complete
 	Force   bool   // resume even if the pipeline or variables changed
 	Version string // benchflow version recorded in the manifest
+	// Requesters builds the requester of a load step's request script
+	// (script = "…"); nil: such a step fails, saying request scripts are
+	// not available in this build.
+	Requesters RequesterFactory
 	// Reporter receives progress; nil means silent.
 	Reporter Reporter
 	// NoGC skips removing leftovers of crashed runs before starting.

@@ -34,9 +34,10 @@ import (
 var errSkipped = errors.New("skipped: a step it waits for failed")
 
 // RequesterFactory builds a request-script requester for load steps with
-// script = "…". The command wires engine/starconf/script.NewRequester in
-// (cmd/benchflow/wiring.go), so engine/run does not import Starlark.
-var RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
+// script = "…": Options.Requesters. The command passes
+// engine/starconf/script.NewRequester, so engine/run does not import
+// Starlark.
+type RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
 
 // watchServices cancels the trial when a provisioned service dies while
 // steps run, recording why (the provider's Alive error quotes its output).
@@ -244,7 +245,7 @@ func (tr *trialRun) tune(ctx context.Context, c *pipeline.TuneConfig) error {
 	if err != nil {
 		return err
 	}
-	s := tune.Settings{Sysctl: c.Sysctl, Rlimits: rl, Nice: c.Nice, Optional: c.Optional}
+	s := tune.Settings{Sysctl: c.Sysctl, Rlimits: rl, Nice: c.Nice, Optional: c.Optional, Owner: journalOwner(), Alive: journalAlive}
 	if c.ServiceCPUs != "" {
 		if s.ServiceCPUs, err = tune.ParseCPUList(c.ServiceCPUs); err != nil {
 			return err
@@ -411,21 +412,22 @@ func (t *tailBuffer) String() string {
 }
 
 // LoadOptions converts a load or warm step's config into load options
-// (steps.LoadOptions), adding the request script's requester.
-func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
+// (steps.LoadOptions), adding the request script's requester, built by
+// requesters (nil: request scripts are not available).
+func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS, requesters RequesterFactory) (load.Options, error) {
 	o, err := steps.LoadOptions(kind, c, fsys)
 	if err != nil {
 		return o, err
 	}
 	if c.Script != "" {
-		if RequesterFactory == nil {
+		if requesters == nil {
 			return o, errors.New("script: request scripts are not available in this build")
 		}
 		base := c.Target
 		if base == "" && len(c.URLs) > 0 {
 			base = c.URLs[0].URL
 		}
-		req, err := RequesterFactory(fsys, c.Script, base)
+		req, err := requesters(fsys, c.Script, base)
 		if err != nil {
 			return o, fmt.Errorf("script %s: %w", c.Script, err)
 		}
@@ -435,7 +437,7 @@ func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, er
 }
 
 func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, collects []*plan.StepNode) error {
-	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS)
+	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS, tr.r.opts.Requesters)
 	if err != nil {
 		return err
 	}

@@ -546,29 +546,7 @@ func (s Spec) args() ([]string, error) {
 			hidden = append(hidden, d)
 		}
 	}
-	var grantBinds []bind
-	if s.hostNetwork() {
-		// /etc/resolv.conf may be a link into /run (systemd-resolved):
-		// keep the file it names readable.
-		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
-			grantBinds = append(grantBinds, bind{r, r, false})
-		}
-	}
-	for _, sp := range s.specs() {
-		if sp.Binds == nil {
-			continue
-		}
-		for _, gb := range sp.Binds(s.env) {
-			r, err := filepath.EvalSymlinks(gb.Path)
-			if gb.Path == "" || err != nil {
-				continue
-			}
-			grantBinds = append(grantBinds, bind{r, r, gb.Write})
-			if gb.AtGiven && r != gb.Path {
-				grantBinds = append(grantBinds, bind{r, gb.Path, gb.Write})
-			}
-		}
-	}
+	grantBinds := s.grantBinds()
 	made := map[string]bool{}
 	var bound []string
 	for _, b := range append(grantBinds, binds...) {
@@ -607,6 +585,35 @@ func (s Spec) args() ([]string, error) {
 		a = append(a, "--cap-add", c)
 	}
 	return a, nil
+}
+
+// grantBinds are what s's grants bind in: /etc/resolv.conf's target in
+// /run with the host's network, and each grant's Binds.
+func (s Spec) grantBinds() []bind {
+	var grantBinds []bind
+	if s.hostNetwork() {
+		// /etc/resolv.conf may be a link into /run (systemd-resolved):
+		// keep the file it names readable.
+		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
+			grantBinds = append(grantBinds, bind{r, r, false})
+		}
+	}
+	for _, sp := range s.specs() {
+		if sp.Binds == nil {
+			continue
+		}
+		for _, gb := range sp.Binds(s.env) {
+			r, err := filepath.EvalSymlinks(gb.Path)
+			if gb.Path == "" || err != nil {
+				continue
+			}
+			grantBinds = append(grantBinds, bind{r, r, gb.Write})
+			if gb.AtGiven && r != gb.Path {
+				grantBinds = append(grantBinds, bind{r, gb.Path, gb.Write})
+			}
+		}
+	}
+	return grantBinds
 }
 
 // caps are the capabilities the child keeps: keptCaps, CAP_SYS_NICE with
