@@ -159,21 +159,19 @@ func (tr *trialRun) runStep(ctx context.Context, n *plan.StepNode, collects []*p
 	if d.HasErrors() {
 		return diag.Err(d)
 	}
-	kind := steps.Lookup(n.Step.Kind)
-	if kind == nil || kind.Run == nil {
+	run := executors[n.Step.Kind]
+	if run == nil {
 		return fmt.Errorf("step kind %q cannot run on its own", n.Step.Kind)
 	}
-	return kind.Run(ctx, stepTrial{tr, collects}, n.Step, cfg)
+	return run(ctx, stepTrial{tr, collects}, n.Step, cfg)
 }
 
-// stepTrial is what a step kind's Run sees of the trial (steps.Trial):
-// the trial plus the collect steps that run during this step.
+// stepTrial is what a step kind's executor sees of the trial: the trial
+// plus the collect steps that run during this step.
 type stepTrial struct {
 	tr       *trialRun
 	collects []*plan.StepNode
 }
-
-var _ steps.Trial = stepTrial{}
 
 func (t stepTrial) Provision(ctx context.Context, names []string) error {
 	for _, name := range names {
