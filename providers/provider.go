@@ -44,6 +44,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/benchflow/benchflow/engine/sandbox/grant"
 )
 
 // Type describes one provider type for the registry.
@@ -90,6 +92,31 @@ type Type struct {
 	// and where the docs say how to get it; the run then does not start.
 	// It changes nothing and is bounded in time.
 	Preflight func(ctx context.Context, req *GCRequest) error
+	// Grant, when set, is what the type's providers need from reproduce's
+	// sandbox beyond what it gives every run: the grant a bundle using
+	// the type must be given (--allow NAME), what it opens and binds.
+	// Register registers it (engine/sandbox/grant); the sandbox, the
+	// trust plan and reproduce find it there and by the type, and name
+	// no provider. nil: the type runs in the sandbox as it is (local).
+	Grant *grant.Spec
+	// Remote, when set, says which other machines a provider block of
+	// the type (its decoded config) reaches, what it runs there itself
+	// and which local files it reads, for reproduce's plan.
+	Remote func(cfg any) *Remote
+}
+
+// Remote is where a provider runs things on other machines.
+type Remote struct {
+	// Services is the host the services run on ("user@host:port"), ""
+	// when none; Agents are the hosts load agents run on.
+	Services string
+	Agents   []string
+	// Commands are what the provider itself runs on each host it
+	// reaches, before the services' commands and the agents.
+	Commands []string
+	// Reads are the local files it reads (an identity file,
+	// known_hosts): readable in the sandbox with its grant.
+	Reads []string
 }
 
 // NewRequest carries what New needs.
@@ -342,6 +369,9 @@ func Register(t *Type) {
 		panic("providers: duplicate provider type " + t.Name)
 	}
 	types[t.Name] = t
+	if t.Grant != nil {
+		grant.Register(*t.Grant)
+	}
 }
 
 // Lookup returns the registered type with that name.

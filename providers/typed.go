@@ -3,6 +3,8 @@ package providers
 import (
 	"context"
 	"fmt"
+
+	"github.com/benchflow/benchflow/engine/sandbox/grant"
 )
 
 // Spec declares a provider type whose block decodes into a C (a struct
@@ -21,8 +23,11 @@ type Spec[C any] struct {
 	GC     func(ctx context.Context, req *GCRequest) ([]string, error)
 	Agents bool
 	Infra  []string
-	// Preflight is the Type's field of the same name.
+	// Preflight and Grant are the Type's fields of the same names.
 	Preflight func(ctx context.Context, req *GCRequest) error
+	Grant     *grant.Spec
+	// Remote is the Type's Remote, given the decoded *C.
+	Remote func(c *C) *Remote
 }
 
 // TypeOf builds the Type of s. It owns the three things every provider
@@ -36,6 +41,16 @@ func TypeOf[C any, P interface {
 	*C
 	Validator
 }](s Spec[C]) *Type {
+	var remote func(any) *Remote
+	if s.Remote != nil {
+		remote = func(cfg any) *Remote {
+			c, err := ConfigOf[C](s.Name, &NewRequest{Config: cfg})
+			if err != nil {
+				return nil
+			}
+			return s.Remote(c)
+		}
+	}
 	return &Type{
 		Name:      s.Name,
 		NewConfig: func() any { return P(new(C)) },
@@ -51,6 +66,8 @@ func TypeOf[C any, P interface {
 		Agents:    s.Agents,
 		Infra:     s.Infra,
 		Preflight: s.Preflight,
+		Grant:     s.Grant,
+		Remote:    remote,
 	}
 }
 

@@ -17,7 +17,10 @@ import (
 	"github.com/benchflow/benchflow/engine/units"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newAgentCmd()) }
+
+// newAgentCmd builds `benchflow agent`.
+func newAgentCmd() *cobra.Command {
 	var (
 		listen    string
 		index     int
@@ -112,7 +115,7 @@ hand with a controller that uses engine/agent's TLSFiles.Client.`,
 	f.StringVar(&tlsFiles.Cert, "tls-cert", "", "mutual TLS: the agent's certificate (PEM), signed by --tls-ca")
 	f.StringVar(&tlsFiles.Key, "tls-key", "", "mutual TLS: the agent's private key (PEM)")
 	f.BoolVar(&insecure, "insecure", false, "serve without a token: anyone who reaches the port commands the agent (local experiments only)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // agentSecrets reads the agent's token (the --token-file flag, else the

@@ -12,9 +12,13 @@ import (
 
 	"github.com/benchflow/benchflow/engine/plan"
 	"github.com/benchflow/benchflow/engine/run"
+	"github.com/benchflow/benchflow/engine/starconf/script"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newApplyCmd()) }
+
+// newApplyCmd builds `benchflow apply`.
+func newApplyCmd() *cobra.Command {
 	var vf varFlags
 	var out, resume string
 	var force, quiet, verbose, noGC bool
@@ -63,7 +67,7 @@ interrupted.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
 	cmd.Flags().BoolVar(&noGC, "no-gc", false, "do not remove leftovers of crashed runs before starting")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of each load at http://`ADDR`/metrics, trial by trial (labels run, trial, step); port 0 picks a free one, printed on stderr")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // applyPlan runs a plan as apply does (console, Ctrl-C handling, exit
@@ -72,6 +76,10 @@ interrupted.`,
 func applyPlan(pl *plan.Plan, opts run.Options, quiet, verbose bool) (*run.Summary, error) {
 	console := &Console{W: stderr, TTY: isTerminal(os.Stderr), Quiet: quiet, Verbose: verbose}
 	opts.Version, opts.Reporter = version, console
+	if opts.Requesters == nil {
+		// Load steps with script = "…" use Starlark request scripts.
+		opts.Requesters = script.NewRequester
+	}
 	runner := run.New(pl, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

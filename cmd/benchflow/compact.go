@@ -10,7 +10,10 @@ import (
 	"github.com/benchflow/benchflow/engine/results"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newCompactCmd()) }
+
+// newCompactCmd builds `benchflow compact`.
+func newCompactCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compact RUN...",
 		Short: "Merge a killed run's per-trial part files into its tables",
@@ -74,5 +77,5 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 			return nil
 		},
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/benchflow/benchflow/engine/units"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newCompareCmd()) }
+
+// newCompareCmd builds `benchflow compare`.
+func newCompareCmd() *cobra.Command {
 	var (
 		format    string
 		raw       bool
@@ -70,7 +73,7 @@ threshold: use it in CI.`,
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, markdown, csv or json")
 	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().StringVar(&failAbove, "fail-above", "", "exit 2 when a cell regresses by more than this `PERCENT` (e.g. 5%)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // parsePercent reads "5%" or "5" as 0.05 (units.ParsePercentAny: 0 and

@@ -21,7 +21,10 @@ import (
 	"github.com/benchflow/benchflow/engine/scratch"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newExportCmd()) }
+
+// newExportCmd builds `benchflow export`.
+func newExportCmd() *cobra.Command {
 	var (
 		table   string
 		format  string
@@ -108,7 +111,7 @@ RUN is a run directory (results/<run-id>) or a results folder, whose
 	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().BoolVar(&all, "all-attempts", false, "also print the rows of attempts discarded because the machine was busy (left out by default, as report leaves them out of its estimates)")
 	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to `FILE` instead of standard output (a regular file is replaced atomically; a device or FIFO such as /dev/null is written, never replaced)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // dropDiscarded removes from t the rows of the attempts discarded because

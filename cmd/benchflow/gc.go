@@ -13,7 +13,10 @@ import (
 	"github.com/benchflow/benchflow/providers/k8s"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newGCCmd()) }
+
+// newGCCmd builds `benchflow gc`.
+func newGCCmd() *cobra.Command {
 	var runID string
 	var only []string
 	var timeout time.Duration
@@ -111,5 +114,5 @@ naming that backend, or for a backend the pipeline FILE configures.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the objects kept because their run is alive, and the backends skipped because they cannot be reached")
 	cmd.Flags().StringVarP(&outDir, "out", "o", "", "results folder to clean of unfinished writes of killed runs (default: the pipeline's output dir, or \"results\")")
 	vf.registerVars(cmd)
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

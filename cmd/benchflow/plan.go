@@ -6,7 +6,10 @@ import (
 	"github.com/benchflow/benchflow/engine/diag"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newPlanCmd()) }
+
+// newPlanCmd builds `benchflow plan`.
+func newPlanCmd() *cobra.Command {
 	var vf varFlags
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -37,5 +40,5 @@ including each trial's evaluated service and step settings.`,
 	}
 	vf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

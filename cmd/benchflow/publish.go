@@ -11,7 +11,10 @@ import (
 	"github.com/benchflow/benchflow/engine/report"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newPublishCmd()) }
+
+// newPublishCmd builds `benchflow publish`.
+func newPublishCmd() *cobra.Command {
 	var opts bundle.Options
 	var baseline string
 	cmd := &cobra.Command{
@@ -104,7 +107,7 @@ the bundle: a re-publish without --sign is unsigned.`,
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace DIR when it is a bundle already")
 	cmd.Flags().StringVar(&opts.Sign, "sign", "", "sign SHA256SUMS with the SSH private key file `KEY` into "+bundle.SigFile+" (OpenSSH's format, namespace "+bundle.SigNamespace+")")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "report.md and report.html show each cell's req/s ratio to the cell with axis=value")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // fmtBytes prints a size in B, KiB or MiB.

@@ -15,7 +15,10 @@ import (
 // remote-helper is the ssh provider's other end: the controller copies
 // this binary to a host and runs it there in an SSH session, driving it
 // over stdin and stdout (providers/ssh). Not for people: hidden.
-func init() {
+func init() { rootCmd.AddCommand(newRemoteHelperCmd()) }
+
+// newRemoteHelperCmd builds `benchflow remote-helper`.
+func newRemoteHelperCmd() *cobra.Command {
 	var owner string
 	var idle time.Duration
 	cmd := &cobra.Command{
@@ -35,5 +38,5 @@ func init() {
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "the benchflow process driving this helper")
 	cmd.Flags().DurationVar(&idle, "idle", time.Minute, "stop everything and exit after this long without a request")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -6,7 +6,10 @@ import (
 	"github.com/benchflow/benchflow/engine/run"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newRenderCmd()) }
+
+// newRenderCmd builds `benchflow render`.
+func newRenderCmd() *cobra.Command {
 	var vf varFlags
 	var provider, trial string
 	cmd := &cobra.Command{
@@ -35,5 +38,5 @@ k8s the Kubernetes manifests, for nomad the job (JSON).`,
 	vf.register(cmd)
 	cmd.Flags().StringVar(&provider, "provider", "", "only services deployed by this provider type or name (e.g. k8s)")
 	cmd.Flags().StringVar(&trial, "trial", "", "the trial to render (default: the first in execution order)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -14,7 +14,10 @@ import (
 	"github.com/benchflow/benchflow/engine/scratch"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newReportCmd()) }
+
+// newReportCmd builds `benchflow report`.
+func newReportCmd() *cobra.Command {
 	var (
 		format   string
 		raw      bool
@@ -138,7 +141,7 @@ exits 1 naming each section that differs (for tests and CI).`,
 	cmd.Flags().StringArrayVar(&update, "update", nil, "regenerate the benchflow sections of this Markdown `FILE` from their bundles (repeatable; no DIR)")
 	cmd.Flags().BoolVar(&raw, "raw", false, "with --format csv: write cells as they are, for programs (default: a cell beginning with =, +, -, @, a tab or a carriage return that is not a number gets a ' in front, so that a spreadsheet shows it as text instead of running it as a formula)")
 	cmd.Flags().BoolVar(&check, "check", false, "with --update: write nothing, exit 1 when a section differs")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func validFormat(f string) bool {

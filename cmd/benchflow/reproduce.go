@@ -32,6 +32,7 @@ import (
 	"github.com/benchflow/benchflow/engine/results"
 	"github.com/benchflow/benchflow/engine/run"
 	"github.com/benchflow/benchflow/engine/sandbox"
+	"github.com/benchflow/benchflow/engine/sandbox/grant"
 	"github.com/benchflow/benchflow/engine/trust"
 )
 
@@ -43,15 +44,17 @@ var afterSnapshot func(dir string)
 // before apply).
 const consentPrompt = "Do you want to run this bundle here? Only 'yes' will be accepted: "
 
-func init() {
-	var vf varFlags
-	var out, exitOn, format, allowedSigners string
-	var allow []string
-	var quiet, verbose, yes, planOnly, asJSON, noSandbox bool
-	cmd := &cobra.Command{
-		Use:   "reproduce DIR",
-		Short: "Show what a published bundle will run, ask, then rerun it in a sandbox and say which claims and cells reproduced",
-		Long: `A bundle is code: its services, exec steps and tune steps run commands on
+func init() { rootCmd.AddCommand(newReproduceCmd()) }
+
+// reproduceFlags are reproduce's flags.
+type reproduceFlags struct {
+	vf                                               varFlags
+	out, exitOn, format, allowedSigners              string
+	allow                                            []string
+	quiet, verbose, yes, planOnly, asJSON, noSandbox bool
+}
+
+const reproduceLong = `A bundle is code: its services, exec steps and tune steps run commands on
 this machine. reproduce therefore checks the bundle, prints a plan of
 everything it will do, asks before running anything, and runs it confined.
 
@@ -82,7 +85,9 @@ everything it will do, asks before running anything, and runs it confined.
    Consul and APISIX addresses and the host network), tune (net.*,
    fs.file-max, fs.nr_open, fs.aio-max-nr, vm.max_map_count,
    vm.swappiness and the CPU governor; a bundle setting any other sysctl
-   is refused), host-network. A bundle that needs a grant not given
+   is refused), ssh (logging in to the hosts of its ssh providers, with
+   your ssh-agent and the keys and known_hosts they name: the plan lists
+   every host and every command run there), host-network. A bundle that needs a grant not given
    refuses before anything runs. The run has its own processes (and, as
    root, its own user namespace), no terminal (its output is shown with
    control characters escaped), only an allow-list of environment
@@ -115,270 +120,343 @@ pipeline is invalid, consent was not given, a grant is missing, or a trial
 failed; 130 when interrupted; with --exit-on claims (the default) 3 when a
 claim fails here (inconclusive is not a failure), as report
 --fail-on-claims; with --exit-on cells 2 when a cell did not reproduce;
-with --exit-on none 0 otherwise.`,
+with --exit-on none 0 otherwise.`
+
+// newReproduceCmd builds `benchflow reproduce`.
+func newReproduceCmd() *cobra.Command {
+	f := &reproduceFlags{}
+	cmd := &cobra.Command{
+		Use:   "reproduce DIR",
+		Short: "Show what a published bundle will run, ask, then rerun it in a sandbox and say which claims and cells reproduced",
+		Long:  reproduceLong,
 		Example: `  benchflow reproduce examples/quickstart/bundle --plan      # what it would do; runs nothing
   benchflow reproduce examples/quickstart/bundle               # the plan, then asks
   benchflow reproduce examples/quickstart/bundle --yes --var duration=1s
   benchflow reproduce studies/nat --allow docker --yes --out /tmp/results
   benchflow reproduce studies/nat --allowed-signers ~/.ssh/allowed_signers --plan --json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if quiet && verbose {
-				return &exitError{code: 1, err: errors.New("--quiet and --verbose cannot be used together")}
-			}
-			switch exitOn {
-			case "claims", "cells", "none":
-			default:
-				return &exitError{code: 1, err: fmt.Errorf("unknown --exit-on %q (want claims, cells or none)", exitOn)}
-			}
-			switch format {
-			case "text", "markdown", "md", "json":
-			default:
-				return &exitError{code: 1, err: fmt.Errorf("unknown --format %q (want text, markdown or json)", format)}
-			}
-			if asJSON && !planOnly {
-				return &exitError{code: 1, err: errors.New("--json goes with --plan (the verdict's format is --format)")}
-			}
-			var grants []sandbox.Grant
-			for _, a := range allow {
-				for _, name := range strings.Split(a, ",") {
-					g, err := sandbox.ParseGrant(strings.TrimSpace(name))
-					if err != nil {
-						return &exitError{code: 1, err: fmt.Errorf("--allow: %w", err)}
-					}
-					grants = append(grants, g)
-				}
-			}
-			if noSandbox && len(grants) > 0 {
-				return &exitError{code: 1, err: errors.New("--allow and --no-sandbox cannot be used together (unconfined, everything is allowed)")}
-			}
-			dir := args[0]
-			var checks []trust.Check
-			// The bundle is checked as it is (each problem named), then
-			// copied into a private folder, each file opened once and not
-			// followed, and checked again there: the copy is what the
-			// signature, the pipeline's sha256 and the plan are checked
-			// against, and what runs.
-			if _, err := bundle.Verify(dir); err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			stage, done, err := bundle.TempDir("benchflow-reproduce-")
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			defer done()
-			copied := filepath.Join(stage, "bundle")
-			if err := bundle.Snapshot(dir, copied, 0); err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			if afterSnapshot != nil {
-				afterSnapshot(dir)
-			}
-			n, err := bundle.Verify(copied)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("bundle %s changed while it was being read: %w; refusing it", dir, err)}
-			}
-			checks = append(checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted (checked in a private copy, which is what runs)", n, bundle.SumsFile)})
-			sig, err := bundle.CheckSignature(copied, allowedSigners)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("%w: refusing the bundle", err)}
-			}
-			switch {
-			case !sig.Present && allowedSigners != "":
-				return &exitError{code: 1, err: fmt.Errorf("bundle %s is not signed (no %s), and --allowed-signers %s asks for a signer: refusing it", dir, bundle.SigFile, allowedSigners)}
-			case !sig.Present:
-				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: "unsigned: nothing says who published it"})
-			case sig.Checked:
-				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s, allowed by %s", sig.Signer(), allowedSigners)})
-			default:
-				checks = append(checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s %s, a key it carries itself: --allowed-signers FILE checks whose it is", sig.KeyType, sig.Fingerprint)})
-			}
-			published, err := results.ReadRun(copied)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)}
-			}
-			m := published.Manifest
-			file, err := bundle.Stage(published.Dir, m, filepath.Join(stage, "pipeline"))
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			// The bundle's variables first, then this command's --var.
-			vars, _ := bundle.Vars(m)
-			in := vf
-			in.vars = nil
-			for _, k := range sortedNames(vars) {
-				in.vars = append(in.vars, k+"="+vars[k])
-			}
-			in.vars = append(in.vars, vf.vars...)
-			if !cmd.Flags().Changed("repetitions") && m.Adaptive == nil && m.Repetitions > 0 {
-				in.reps = m.Repetitions
-			}
-			if !cmd.Flags().Changed("seed") && m.Order == "random" && m.Seed != 0 {
-				in.seed = m.Seed
-			}
-			pl, _, err := buildPlan(stderr, file, &in, false)
-			if err != nil {
-				return err
-			}
-			if got := run.PipelineSHA256(pl.Pipeline); got != m.Pipeline.SHA256 {
-				return &exitError{code: 1, err: fmt.Errorf("bundle %s: its pipeline %s has sha256 %.12s…, but manifest.json records %.12s… for the pipeline that ran: refusing it", dir, bundle.PipelineFile(m), got, orDash(m.Pipeline.SHA256))}
-			}
-			checks = append(checks, trust.Check{Name: "pipeline", OK: true, Detail: fmt.Sprintf("%s has the sha256 manifest.json records (%.12s…)", bundle.PipelineFile(m), m.Pipeline.SHA256)})
-
-			if out == "" {
-				out = bundle.ReproduceDir(pl.Pipeline.Name)
-			}
-			absOut, err := filepath.Abs(out)
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			red, own := readerSensitive(pl, vf)
-			tp := trust.InspectRedacting(pl, red)
-			tp.Bundle, tp.Checks = dir, checks
-			for _, name := range own {
-				tp.Notes = append(tp.Notes, fmt.Sprintf("sensitive variable %s: its value is the bundle's own default (in its pipeline, as public as the rest), shown in the plan; --var %s=… gives yours", name, name))
-			}
-			tp.Notes = append(tp.Notes, "results: only under "+out+" (--out)")
-			if d := pl.Pipeline.Output.Dir; d != "" && d != "results" {
-				tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
-			}
-			spec := sandboxSpec(absOut, stage, grants, vf.varFiles)
-			if noSandbox {
-				tp.Sandbox = []string{"NONE (--no-sandbox): every command runs as you, with your files, your network and your privileges"}
-			} else {
-				tp.Sandbox = spec.Describe()
-			}
-			missing := tp.Missing(grants)
-			if noSandbox {
-				missing = nil
-			}
-			// The plan is redacted by red (the reader's own sensitive
-			// values), not by the process-wide set, which holds the
-			// bundle's defaults too.
-			planOut, planErr := cmd.OutOrStdout(), io.Writer(stderr)
-			if planOut == stdout {
-				planOut = os.Stdout
-			}
-			if planErr == stderr {
-				planErr = os.Stderr
-			}
-			if planOnly {
-				if asJSON || format == "json" {
-					return tp.WriteJSON(planOut)
-				}
-				if err := tp.WriteText(planOut); err != nil {
-					return err
-				}
-				if len(missing) > 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "\n"+missingText(missing))
-				}
-				return nil
-			}
-			// -q prints only the verdict: the plan is shown when consent is
-			// asked for (or refused), not when --yes gave it.
-			if !quiet || !yes {
-				if err := tp.WriteText(planErr); err != nil {
-					return err
-				}
-			}
-			if len(missing) > 0 {
-				return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
-			}
-			if len(tp.Refused) > 0 && !noSandbox {
-				return &exitError{code: 1, err: fmt.Errorf("this bundle does what the sandbox never allows: %s; nothing ran (--no-sandbox runs it unconfined, once you accept that)", escape.Terminal(strings.Join(tp.Refused, "; ")))}
-			}
-			if !noSandbox {
-				if err := sandbox.Available(); err != nil {
-					return &exitError{code: 1, err: fmt.Errorf("%w; nothing ran", err)}
-				}
-			}
-			if err := consent(yes); err != nil {
-				return err
-			}
-
-			var sum *run.Summary
-			var runErr error
-			if noSandbox {
-				if quiet {
-					f := &runSummaryFilter{w: stderr}
-					saved := stderr
-					stderr = f
-					defer func() { f.Flush(); stderr = saved }()
-				}
-				sum, runErr = applyPlan(pl, run.Options{OutDir: absOut}, quiet, verbose)
-				var ee *exitError
-				if errors.As(runErr, &ee) && ee.code == 130 || sum == nil || sum.Dir == "" {
-					return runErr
-				}
-			} else {
-				var runDir string
-				runDir, runErr = applyConfined(spec, file, absOut, &in, quiet, verbose)
-				var ee *exitError
-				if errors.As(runErr, &ee) && ee.code == 130 || runDir == "" {
-					return runErr
-				}
-				sum = &run.Summary{Dir: runDir}
-			}
-			here, err := results.ReadRun(sum.Dir)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("reading the new run: %w", err)}
-			}
-			claimsA, err := claimsOf(published)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("reading the bundle's claims: %w", err)}
-			}
-			claimsB, err := claimsOf(here)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("judging the claims here: %w", err)}
-			}
-			v, err := bundle.Judge(dir, published, here, claimsA, claimsB)
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			// The verdict quotes the bundle (claims, cells, environment
-			// fields): on a terminal its control characters are shown,
-			// not sent (JSON escapes them itself).
-			vw := io.Writer(cmd.OutOrStdout())
-			var tw *escape.TerminalWriter
-			if format != "json" {
-				tw = &escape.TerminalWriter{W: vw}
-				vw = tw
-			}
-			if err := v.Write(vw, format); err != nil {
-				return err
-			}
-			if tw != nil {
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			if err := saveVerdict(sum.Dir, v); err != nil {
-				fmt.Fprintf(stderr, "warning: %v\n", err)
-			}
-			switch {
-			case runErr != nil:
-				return runErr
-			case exitOn == "claims" && v.ClaimsFailed() > 0:
-				return &exitError{code: 3, err: fmt.Errorf("%d claim(s) fail here", v.ClaimsFailed())}
-			case exitOn == "cells" && v.CellsNotReproduced() > 0:
-				return &exitError{code: 2, err: fmt.Errorf("%d cell(s) did not reproduce", v.CellsNotReproduced())}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runReproduce(cmd, f, args[0]) },
 	}
-	vf.register(cmd)
-	cmd.Flags().StringVarP(&out, "out", "o", "", "results directory of the new run (default: reproduce-<pipeline name> in the current folder; the bundle's output dir is ignored)")
-	cmd.Flags().StringVar(&exitOn, "exit-on", "claims", "what makes the exit status non-zero: claims (3 when a claim fails here), cells (2 when a cell did not reproduce) or none")
-	cmd.Flags().StringVar(&format, "format", "text", "verdict format: text, markdown or json (with --plan, json prints the plan as JSON)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the verdict, and the run's warnings and failures (the plan only when asking for consent, without --yes)")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step and provider action")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "run without asking (needed without a terminal): consent to the plan printed")
-	cmd.Flags().BoolVar(&planOnly, "plan", false, "print the plan and stop: run nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with --plan: print the plan as JSON")
-	cmd.Flags().StringArrayVar(&allow, "allow", nil, "grant the run something beyond the sandbox: docker, k8s, nomad, tune, host-network (repeatable, or a comma list)")
-	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run unconfined, as you, with your files and network (after the plan and consent still)")
-	cmd.Flags().StringVar(&allowedSigners, "allowed-signers", "", "an allowed-signers file (as ssh-keygen -Y verify reads it): the bundle must be signed by a key it lists")
-	rootCmd.AddCommand(cmd)
+	f.vf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.out, "out", "o", "", "results directory of the new run (default: reproduce-<pipeline name> in the current folder; the bundle's output dir is ignored)")
+	fl.StringVar(&f.exitOn, "exit-on", "claims", "what makes the exit status non-zero: claims (3 when a claim fails here), cells (2 when a cell did not reproduce) or none")
+	fl.StringVar(&f.format, "format", "text", "verdict format: text, markdown or json (with --plan, json prints the plan as JSON)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict, and the run's warnings and failures (the plan only when asking for consent, without --yes)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print every step and provider action")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "run without asking (needed without a terminal): consent to the plan printed")
+	fl.BoolVar(&f.planOnly, "plan", false, "print the plan and stop: run nothing")
+	fl.BoolVar(&f.asJSON, "json", false, "with --plan: print the plan as JSON")
+	fl.StringArrayVar(&f.allow, "allow", nil, "grant the run something beyond the sandbox: "+sandbox.GrantNames()+" (repeatable, or a comma list)")
+	fl.BoolVar(&f.noSandbox, "no-sandbox", false, "run unconfined, as you, with your files and network (after the plan and consent still)")
+	fl.StringVar(&f.allowedSigners, "allowed-signers", "", "an allowed-signers file (as ssh-keygen -Y verify reads it): the bundle must be signed by a key it lists")
+	return cmd
+}
+
+// grants checks f's flags against each other and returns the grants
+// --allow names.
+func (f *reproduceFlags) grants() ([]sandbox.Grant, error) {
+	if f.quiet && f.verbose {
+		return nil, &exitError{code: 1, err: errors.New("--quiet and --verbose cannot be used together")}
+	}
+	switch f.exitOn {
+	case "claims", "cells", "none":
+	default:
+		return nil, &exitError{code: 1, err: fmt.Errorf("unknown --exit-on %q (want claims, cells or none)", f.exitOn)}
+	}
+	switch f.format {
+	case "text", "markdown", "md", "json":
+	default:
+		return nil, &exitError{code: 1, err: fmt.Errorf("unknown --format %q (want text, markdown or json)", f.format)}
+	}
+	if f.asJSON && !f.planOnly {
+		return nil, &exitError{code: 1, err: errors.New("--json goes with --plan (the verdict's format is --format)")}
+	}
+	var grants []sandbox.Grant
+	for _, a := range f.allow {
+		for _, name := range strings.Split(a, ",") {
+			g, err := sandbox.ParseGrant(strings.TrimSpace(name))
+			if err != nil {
+				return nil, &exitError{code: 1, err: fmt.Errorf("--allow: %w", err)}
+			}
+			grants = append(grants, g)
+		}
+	}
+	if f.noSandbox && len(grants) > 0 {
+		return nil, &exitError{code: 1, err: errors.New("--allow and --no-sandbox cannot be used together (unconfined, everything is allowed)")}
+	}
+	return grants, nil
+}
+
+// stagedBundle is a bundle copied into a private folder and checked
+// there: what the plan is built from and what runs.
+type stagedBundle struct {
+	stage     string // the private folder
+	published *results.Run
+	checks    []trust.Check
+}
+
+// stageBundle checks the bundle dir as it is (each problem named), then
+// copies it into a private folder, each file opened once and not
+// followed, and checks it again there, with its signature: the copy is
+// what the signature, the pipeline's sha256 and the plan are checked
+// against, and what runs. done removes the folder.
+func stageBundle(dir, allowedSigners string) (*stagedBundle, func(), error) {
+	if _, err := bundle.Verify(dir); err != nil {
+		return nil, nil, &exitError{code: 1, err: err}
+	}
+	stage, done, err := bundle.TempDir("benchflow-reproduce-")
+	if err != nil {
+		return nil, nil, &exitError{code: 1, err: err}
+	}
+	sb := &stagedBundle{stage: stage}
+	fail := func(err error) (*stagedBundle, func(), error) {
+		done()
+		return nil, nil, err
+	}
+	copied := filepath.Join(stage, "bundle")
+	if err := bundle.Snapshot(dir, copied, 0); err != nil {
+		return fail(&exitError{code: 1, err: err})
+	}
+	if afterSnapshot != nil {
+		afterSnapshot(dir)
+	}
+	n, err := bundle.Verify(copied)
+	if err != nil {
+		return fail(&exitError{code: 1, err: fmt.Errorf("bundle %s changed while it was being read: %w; refusing it", dir, err)})
+	}
+	sb.checks = append(sb.checks, trust.Check{Name: "checksums", OK: true, Detail: fmt.Sprintf("%d files match %s, no file unlisted (checked in a private copy, which is what runs)", n, bundle.SumsFile)})
+	sig, err := bundle.CheckSignature(copied, allowedSigners)
+	if err != nil {
+		return fail(&exitError{code: 1, err: fmt.Errorf("%w: refusing the bundle", err)})
+	}
+	switch {
+	case !sig.Present && allowedSigners != "":
+		return fail(&exitError{code: 1, err: fmt.Errorf("bundle %s is not signed (no %s), and --allowed-signers %s asks for a signer: refusing it", dir, bundle.SigFile, allowedSigners)})
+	case !sig.Present:
+		sb.checks = append(sb.checks, trust.Check{Name: "signature", OK: true, Detail: "unsigned: nothing says who published it"})
+	case sig.Checked:
+		sb.checks = append(sb.checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s, allowed by %s", sig.Signer(), allowedSigners)})
+	default:
+		sb.checks = append(sb.checks, trust.Check{Name: "signature", OK: true, Detail: fmt.Sprintf("signed by %s %s, a key it carries itself: --allowed-signers FILE checks whose it is", sig.KeyType, sig.Fingerprint)})
+	}
+	if sb.published, err = results.ReadRun(copied); err != nil {
+		return fail(&exitError{code: 1, err: fmt.Errorf("reading the bundle: %w", err)})
+	}
+	return sb, done, nil
+}
+
+// reproducePlan builds the staged bundle's plan with its variables (then
+// --var's), checks its pipeline against the manifest's sha256, and
+// returns it with the staged pipeline's file and the flags it ran with.
+func reproducePlan(cmd *cobra.Command, f *reproduceFlags, dir string, sb *stagedBundle) (*plan.Plan, string, varFlags, error) {
+	m := sb.published.Manifest
+	file, err := bundle.Stage(sb.published.Dir, m, filepath.Join(sb.stage, "pipeline"))
+	if err != nil {
+		return nil, "", varFlags{}, &exitError{code: 1, err: err}
+	}
+	// The bundle's variables first, then this command's --var.
+	vars, _ := bundle.Vars(m)
+	in := f.vf
+	in.vars = nil
+	for _, k := range sortedNames(vars) {
+		in.vars = append(in.vars, k+"="+vars[k])
+	}
+	in.vars = append(in.vars, f.vf.vars...)
+	if !cmd.Flags().Changed("repetitions") && m.Adaptive == nil && m.Repetitions > 0 {
+		in.reps = m.Repetitions
+	}
+	if !cmd.Flags().Changed("seed") && m.Order == "random" && m.Seed != 0 {
+		in.seed = m.Seed
+	}
+	pl, _, err := buildPlan(stderr, file, &in, false)
+	if err != nil {
+		return nil, "", in, err
+	}
+	if got := run.PipelineSHA256(pl.Pipeline); got != m.Pipeline.SHA256 {
+		return nil, "", in, &exitError{code: 1, err: fmt.Errorf("bundle %s: its pipeline %s has sha256 %.12s…, but manifest.json records %.12s… for the pipeline that ran: refusing it", dir, bundle.PipelineFile(m), got, orDash(m.Pipeline.SHA256))}
+	}
+	sb.checks = append(sb.checks, trust.Check{Name: "pipeline", OK: true, Detail: fmt.Sprintf("%s has the sha256 manifest.json records (%.12s…)", bundle.PipelineFile(m), m.Pipeline.SHA256)})
+	return pl, file, in, nil
+}
+
+// trustPlan is what reproduce shows of pl before it runs, and the
+// sandbox it would run in, writing into out.
+func trustPlan(f *reproduceFlags, dir, out string, pl *plan.Plan, sb *stagedBundle, grants []sandbox.Grant) (*trust.Plan, sandbox.Spec) {
+	red, own := readerSensitive(pl, f.vf)
+	tp := trust.InspectRedacting(pl, red)
+	tp.Bundle, tp.Checks = dir, sb.checks
+	for _, name := range own {
+		tp.Notes = append(tp.Notes, fmt.Sprintf("sensitive variable %s: its value is the bundle's own default (in its pipeline, as public as the rest), shown in the plan; --var %s=… gives yours", name, name))
+	}
+	tp.Notes = append(tp.Notes, "results: only under "+f.out+" (--out)")
+	if d := pl.Pipeline.Output.Dir; d != "" && d != "results" {
+		tp.Notes = append(tp.Notes, fmt.Sprintf("the bundle's output { dir = %q } is ignored: a bundle does not choose where results go", d))
+	}
+	spec := sandboxSpec(out, sb.stage, grants, f.vf.varFiles)
+	if len(tp.Missing(grants)) == 0 {
+		// The files the providers read here (an ssh key, known_hosts),
+		// once their grant is given.
+		spec.ReadOnly = append(spec.ReadOnly, tp.Reads...)
+	}
+	if f.noSandbox {
+		tp.Sandbox = []string{"NONE (--no-sandbox): every command runs as you, with your files, your network and your privileges"}
+	} else {
+		tp.Sandbox = spec.Describe()
+	}
+	return tp, spec
+}
+
+// runReproduce is reproduce: the bundle checked and staged, its plan
+// shown, consent, the run (confined unless --no-sandbox) and the verdict.
+func runReproduce(cmd *cobra.Command, f *reproduceFlags, dir string) error {
+	grants, err := f.grants()
+	if err != nil {
+		return err
+	}
+	sb, done, err := stageBundle(dir, f.allowedSigners)
+	if err != nil {
+		return err
+	}
+	defer done()
+	pl, file, in, err := reproducePlan(cmd, f, dir, sb)
+	if err != nil {
+		return err
+	}
+	if f.out == "" {
+		f.out = bundle.ReproduceDir(pl.Pipeline.Name)
+	}
+	absOut, err := filepath.Abs(f.out)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	tp, spec := trustPlan(f, dir, absOut, pl, sb, grants)
+	missing := tp.Missing(grants)
+	if f.noSandbox {
+		missing = nil
+	}
+	// The plan is redacted by red (the reader's own sensitive values),
+	// not by the process-wide set, which holds the bundle's defaults too.
+	planOut, planErr := cmd.OutOrStdout(), io.Writer(stderr)
+	if planOut == stdout {
+		planOut = os.Stdout
+	}
+	if planErr == stderr {
+		planErr = os.Stderr
+	}
+	if f.planOnly {
+		if f.asJSON || f.format == "json" {
+			return tp.WriteJSON(planOut)
+		}
+		if err := tp.WriteText(planOut); err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "\n"+missingText(missing))
+		}
+		return nil
+	}
+	// -q prints only the verdict: the plan is shown when consent is asked
+	// for (or refused), not when --yes gave it.
+	if !f.quiet || !f.yes {
+		if err := tp.WriteText(planErr); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return &exitError{code: 1, err: errors.New(missingText(missing) + "; nothing ran")}
+	}
+	if len(tp.Refused) > 0 && !f.noSandbox {
+		return &exitError{code: 1, err: fmt.Errorf("this bundle does what the sandbox never allows: %s; nothing ran (--no-sandbox runs it unconfined, once you accept that)", escape.Terminal(strings.Join(tp.Refused, "; ")))}
+	}
+	if !f.noSandbox {
+		if err := sandbox.Available(); err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("%w; nothing ran", err)}
+		}
+	}
+	if err := consent(f.yes); err != nil {
+		return err
+	}
+	if f.noSandbox && f.quiet {
+		ft := &runSummaryFilter{w: stderr}
+		saved := stderr
+		stderr = ft
+		defer func() { ft.Flush(); stderr = saved }()
+	}
+	runDir, runErr := reproduceRun(f, spec, pl, file, absOut, &in)
+	if runDir == "" {
+		return runErr
+	}
+	return judgeReproduction(cmd, f, dir, sb.published, runDir, runErr)
+}
+
+// reproduceRun runs the plan, confined by spec unless --no-sandbox, and
+// returns the folder of the run it wrote ("" when there is none to judge:
+// none written, or interrupted) and the run's error.
+func reproduceRun(f *reproduceFlags, spec sandbox.Spec, pl *plan.Plan, file, absOut string, in *varFlags) (string, error) {
+	var ee *exitError
+	if !f.noSandbox {
+		runDir, runErr := applyConfined(spec, file, absOut, in, f.quiet, f.verbose)
+		if errors.As(runErr, &ee) && ee.code == 130 {
+			return "", runErr
+		}
+		return runDir, runErr
+	}
+	sum, runErr := applyPlan(pl, run.Options{OutDir: absOut}, f.quiet, f.verbose)
+	if errors.As(runErr, &ee) && ee.code == 130 || sum == nil {
+		return "", runErr
+	}
+	return sum.Dir, runErr
+}
+
+// judgeReproduction writes the verdict of the run in runDir against the
+// bundle, saves it into the run, and returns the exit the flags ask for.
+func judgeReproduction(cmd *cobra.Command, f *reproduceFlags, dir string, published *results.Run, runDir string, runErr error) error {
+	here, err := results.ReadRun(runDir)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("reading the new run: %w", err)}
+	}
+	claimsA, err := claimsOf(published)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("reading the bundle's claims: %w", err)}
+	}
+	claimsB, err := claimsOf(here)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("judging the claims here: %w", err)}
+	}
+	v, err := bundle.Judge(dir, published, here, claimsA, claimsB)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	// The verdict quotes the bundle (claims, cells, environment fields):
+	// on a terminal its control characters are shown, not sent (JSON
+	// escapes them itself).
+	vw := io.Writer(cmd.OutOrStdout())
+	var tw *escape.TerminalWriter
+	if f.format != "json" {
+		tw = &escape.TerminalWriter{W: vw}
+		vw = tw
+	}
+	if err := v.Write(vw, f.format); err != nil {
+		return err
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := saveVerdict(runDir, v); err != nil {
+		fmt.Fprintf(stderr, "warning: %v\n", err)
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case f.exitOn == "claims" && v.ClaimsFailed() > 0:
+		return &exitError{code: 3, err: fmt.Errorf("%d claim(s) fail here", v.ClaimsFailed())}
+	case f.exitOn == "cells" && v.CellsNotReproduced() > 0:
+		return &exitError{code: 2, err: fmt.Errorf("%d cell(s) did not reproduce", v.CellsNotReproduced())}
+	}
+	return nil
 }
 
 // readerSensitive returns the values the plan redacts — those of the
@@ -457,16 +535,14 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 			s.ReadOnly = append(s.ReadOnly, abs)
 		}
 	}
-	has := func(g sandbox.Grant) bool {
-		for _, h := range grants {
-			if h == g {
-				return true
-			}
+	var specs []grant.Spec
+	for _, g := range grants {
+		if sp, ok := grant.Lookup(g); ok {
+			specs = append(specs, sp)
 		}
-		return false
 	}
 	state := "/tmp/benchflow-state"
-	if has(sandbox.GrantTune) {
+	if slices.Contains(grants, sandbox.GrantTune) {
 		// Not the machine's state folder: a journal written there is
 		// restored, unchecked, by the next gc as root — a bundle could
 		// write one setting kernel.core_pattern. A folder of the private
@@ -476,20 +552,25 @@ func sandboxSpec(out, stage string, grants []sandbox.Grant, varFiles []string) s
 		s.ReadWrite = append(s.ReadWrite, state)
 	}
 	s.Env = []string{"HOME=/tmp", "BENCHFLOW_STATE_DIR=" + state, "BENCHFLOW_SANDBOX=" + sandboxNote(grants)}
-	if has(sandbox.GrantDocker) || has(sandbox.GrantK8s) || has(sandbox.GrantNomad) {
+	if slices.ContainsFunc(specs, func(sp grant.Spec) bool { return sp.ServicesOutside }) {
 		// A daemon outside the sandbox (dockerd) mounts the services'
 		// files by their host path: they cannot be in the private /tmp.
 		s.Env = append(s.Env, "BENCHFLOW_TMPDIR="+servicesDir(out))
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if sandboxEnvKept(k, has) {
+		if sandboxEnvKept(k, specs) {
 			s.Env = append(s.Env, kv)
 		}
 	}
-	if has(sandbox.GrantK8s) && os.Getenv("KUBECONFIG") == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			s.Env = append(s.Env, "KUBECONFIG="+filepath.Join(h, ".kube", "config"))
+	for _, sp := range specs {
+		if sp.SetEnv == nil {
+			continue
+		}
+		for _, kv := range sp.SetEnv(os.Getenv) {
+			k, _, _ := strings.Cut(kv, "=")
+			s.Env = slices.DeleteFunc(s.Env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+			s.Env = append(s.Env, kv)
 		}
 	}
 	return s
@@ -506,20 +587,18 @@ var sandboxEnv = map[string]bool{
 	"BENCHFLOW_LOAD_ENGINE": true,
 }
 
-// sandboxEnvKept says whether the variable k goes into the sandbox, has
-// telling the grants: LC_* always; DOCKER_HOST with docker; KUBECONFIG
-// with k8s; NOMAD_*, CONSUL_* and APISIX_* (their addresses and tokens)
-// with nomad.
-func sandboxEnvKept(k string, has func(sandbox.Grant) bool) bool {
-	switch {
-	case sandboxEnv[k], strings.HasPrefix(k, "LC_"):
+// sandboxEnvKept says whether the variable k goes into the sandbox given
+// the grants' declarations: LC_* always; what a grant's Env keeps with it
+// (DOCKER_HOST with docker, KUBECONFIG with k8s, NOMAD_*, CONSUL_* and
+// APISIX_* with nomad, SSH_AUTH_SOCK with ssh).
+func sandboxEnvKept(k string, specs []grant.Spec) bool {
+	if sandboxEnv[k] || strings.HasPrefix(k, "LC_") {
 		return true
-	case k == "DOCKER_HOST":
-		return has(sandbox.GrantDocker)
-	case k == "KUBECONFIG":
-		return has(sandbox.GrantK8s)
-	case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"), strings.HasPrefix(k, "APISIX_"):
-		return has(sandbox.GrantNomad)
+	}
+	for _, sp := range specs {
+		if sp.Env != nil && sp.Env(k) {
+			return true
+		}
 	}
 	return false
 }
@@ -533,8 +612,7 @@ func sandboxNote(grants []sandbox.Grant) string {
 	network := "own"
 	for i, g := range grants {
 		names[i] = string(g)
-		switch g {
-		case sandbox.GrantHostNetwork, sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
+		if sp, ok := grant.Lookup(g); ok && sp.HostNetwork {
 			network = "host"
 		}
 	}

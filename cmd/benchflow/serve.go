@@ -15,7 +15,10 @@ import (
 	"github.com/benchflow/benchflow/engine/units"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newServeCmd()) }
+
+// newServeCmd builds `benchflow serve`.
+func newServeCmd() *cobra.Command {
 	var (
 		cfg    serve.Config
 		size   string
@@ -154,5 +157,5 @@ what it speaks on stderr, and stops gracefully on SIGINT or SIGTERM.`,
 	f.DurationVar(&bodyTimeout, "body-timeout", serve.DefaultBodyTimeout, "answer 408 and close a connection whose request body takes longer than `DUR` to arrive (0: no limit)")
 	f.StringVar(&maxBody, "max-body", "64MiB", "answer 413 and close a connection whose request body is longer than `SIZE` (0: no limit)")
 	f.StringVar(&maxHeader, "max-header", "1MiB", "refuse a request whose headers are longer than `SIZE` (431; 1KiB to 64MiB)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -9,7 +9,10 @@ import (
 	"github.com/benchflow/benchflow/engine/diag"
 )
 
-func init() {
+func init() { rootCmd.AddCommand(newValidateCmd()) }
+
+// newValidateCmd builds `benchflow validate`.
+func newValidateCmd() *cobra.Command {
 	var vf varFlags
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -53,5 +56,5 @@ sentence of detail and the offending line.`,
 	}
 	vf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print diagnostics as JSON")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -193,41 +193,9 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 			diags = append(diags, checkBody(b.Body, &pipeline.ServiceConfig{})...)
 			p.Services = append(p.Services, &pipeline.Service{Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange})
 		case "step":
-			kind, name := b.Labels[0], b.Labels[1]
-			cfg := steps.NewConfig(kind)
-			if cfg == nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Unknown step kind",
-					Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, diag.Suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
-					Subject:  b.LabelRanges[0].Ptr(),
-				})
-				continue
-			}
-			if !validName(name) {
-				diags = append(diags, badName("step", name, b.LabelRanges[1]))
-				continue
-			}
-			if dup("step", name, b.DefRange) {
-				continue
-			}
-			diags = append(diags, checkBody(b.Body, cfg)...)
-			p.Steps = append(p.Steps, &pipeline.Step{Kind: kind, Name: name, Body: b.Body, DeclRange: b.DefRange})
+			diags = append(diags, decodeStepBlock(p, b, dup)...)
 		case "claim":
-			if !ValidClaimName(b.Labels[0]) {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid claim name",
-					Detail:  fmt.Sprintf("%q is not a valid claim name: use letters, digits, underscores and dashes, starting with a letter or a digit (1M-requests).", b.Labels[0]),
-					Subject: b.LabelRanges[0].Ptr()})
-				continue
-			}
-			if dup("claim", b.Labels[0], b.DefRange) {
-				continue
-			}
-			c, d := claims.Decode(b.Labels[0], b.DefRange, b.Body)
-			diags = append(diags, d...)
-			if c != nil {
-				p.Claims = append(p.Claims, c)
-			}
+			diags = append(diags, decodeClaimBlock(p, b, dup)...)
 		case "output":
 			if gotOutput {
 				diags = append(diags, singleBlock("output", b))
@@ -254,6 +222,51 @@ func ParseSource(fsys fs.FS, display string, src []byte) (p *pipeline.Pipeline, 
 		})
 	}
 	return p, diags
+}
+
+// decodeStepBlock decodes a step block into p; dup reports (into the
+// caller's diagnostics) a name already declared.
+func decodeStepBlock(p *pipeline.Pipeline, b *hcl.Block, dup func(kind, key string, rng hcl.Range) bool) (diags hcl.Diagnostics) {
+	kind, name := b.Labels[0], b.Labels[1]
+	cfg := steps.NewConfig(kind)
+	if cfg == nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unknown step kind",
+			Detail:   fmt.Sprintf("There is no step kind %q.%s Step kinds are %s.", kind, diag.Suggest(kind, steps.Names()), strings.Join(steps.Names(), ", ")),
+			Subject:  b.LabelRanges[0].Ptr(),
+		})
+		return diags
+	}
+	if !validName(name) {
+		diags = append(diags, badName("step", name, b.LabelRanges[1]))
+		return diags
+	}
+	if dup("step", name, b.DefRange) {
+		return diags
+	}
+	diags = append(diags, checkBody(b.Body, cfg)...)
+	p.Steps = append(p.Steps, &pipeline.Step{Kind: kind, Name: name, Body: b.Body, DeclRange: b.DefRange})
+	return diags
+}
+
+// decodeClaimBlock decodes a claim block into p, as decodeStepBlock.
+func decodeClaimBlock(p *pipeline.Pipeline, b *hcl.Block, dup func(kind, key string, rng hcl.Range) bool) (diags hcl.Diagnostics) {
+	if !ValidClaimName(b.Labels[0]) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid claim name",
+			Detail:  fmt.Sprintf("%q is not a valid claim name: use letters, digits, underscores and dashes, starting with a letter or a digit (1M-requests).", b.Labels[0]),
+			Subject: b.LabelRanges[0].Ptr()})
+		return diags
+	}
+	if dup("claim", b.Labels[0], b.DefRange) {
+		return diags
+	}
+	c, d := claims.Decode(b.Labels[0], b.DefRange, b.Body)
+	diags = append(diags, d...)
+	if c != nil {
+		p.Claims = append(p.Claims, c)
+	}
+	return diags
 }
 
 func decodePipeline(p *pipeline.Pipeline, b *hcl.Block) hcl.Diagnostics {

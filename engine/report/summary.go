@@ -244,21 +244,7 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			c.InvalidWhy = append(c.InvalidWhy, fmt.Sprintf("trial %s: %s", t.TrialID, strings.Join(bad, ", ")))
 			return nil
 		}
-		c.N++
-		c.RepRPS = append(c.RepRPS, t.RPS)
-		c.RepP99US = append(c.RepP99US, t.LatencyP99US)
-		c.TrialIDs = append(c.TrialIDs, t.TrialID)
-		sm := Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US}
-		if t.Unsteady() {
-			sm.Unsteady, sm.Excluded = t.SteadyReason, s.ExcludeUnsteady
-		}
-		c.Samples = append(c.Samples, sm)
-		c.Requests += t.Requests
-		c.Errors += t.Errors
-		if t.TargetRate > 0 {
-			c.offered = append(c.offered, t.TargetRate)
-		}
-		c.addCapacity(t)
+		c.addRow(t, s.ExcludeUnsteady)
 		k := [2]string{t.TrialID, t.Step}
 		cellOf[k] = c
 		c.MaxUS = math.Max(c.MaxUS, t.LatencyMaxUS)
@@ -307,8 +293,54 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// A trial without a step row failed before measuring: count it as a
-	// failed repetition of every cell with its parameters.
+	order = addStepless(cells, order, stepless)
+	s.multiStep = len(steps) > 1
+	top := opts.TopProcesses
+	if top == 0 {
+		top = 3
+	}
+	procs, err := processCPU(run)
+	if err != nil {
+		return nil, err
+	}
+	s.finishCells(order, merged, facts, noHist, procs, top)
+	sortCells(order, s.Axes, run)
+	s.Cells = order
+	s.explain(run, facts, procs)
+	if opts.Baseline != "" {
+		if err := s.applyBaseline(opts.Baseline); err != nil {
+			return nil, err
+		}
+		s.noteUnexplained()
+	}
+	s.evaluateClaims(run, facts)
+	return s, nil
+}
+
+// addRow adds a successful trials row with valid figures to c: one
+// repetition (left out of the figures when unsteady and exclude).
+func (c *Cell) addRow(t *results.TrialRow, exclude bool) {
+	c.N++
+	c.RepRPS = append(c.RepRPS, t.RPS)
+	c.RepP99US = append(c.RepP99US, t.LatencyP99US)
+	c.TrialIDs = append(c.TrialIDs, t.TrialID)
+	sm := Sample{TrialID: t.TrialID, Round: int(t.Repetition), RPS: t.RPS, P99US: t.LatencyP99US}
+	if t.Unsteady() {
+		sm.Unsteady, sm.Excluded = t.SteadyReason, exclude
+	}
+	c.Samples = append(c.Samples, sm)
+	c.Requests += t.Requests
+	c.Errors += t.Errors
+	if t.TargetRate > 0 {
+		c.offered = append(c.offered, t.TargetRate)
+	}
+	c.addCapacity(t)
+}
+
+// addStepless counts a trial without a step row — it failed before
+// measuring — as a failed repetition of every cell with its parameters (a
+// cell of its own when there is none), and returns order with those cells.
+func addStepless(cells map[string]*Cell, order []*Cell, stepless [][]results.Param) []*Cell {
 	for _, ps := range stepless {
 		probe := &Cell{Params: ps}
 		found := false
@@ -324,15 +356,12 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			order = append(order, probe)
 		}
 	}
-	s.multiStep = len(steps) > 1
-	top := opts.TopProcesses
-	if top == 0 {
-		top = 3
-	}
-	procs, err := processCPU(run)
-	if err != nil {
-		return nil, err
-	}
+	return order
+}
+
+// finishCells computes each cell's figures once every table is read, and
+// the warnings about the repetitions left out.
+func (s *Summary) finishCells(order []*Cell, merged map[*Cell]results.Histogram, facts *trialFacts, noHist bool, procs map[string]map[string]float64, top int) {
 	for _, c := range order {
 		c.flagSamples()
 		c.RPS = stats.PositiveCI(c.usedRPS())
@@ -356,17 +385,6 @@ func Summarize(run *results.Run, opts Options) (*Summary, error) {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: invalid values (NaN, ±Inf or negative), left out of every figure; no claim or comparison of the cell is judged: %s", c.Label(), strings.Join(c.InvalidWhy, "; ")))
 		}
 	}
-	sortCells(order, s.Axes, run)
-	s.Cells = order
-	s.explain(run, facts, procs)
-	if opts.Baseline != "" {
-		if err := s.applyBaseline(opts.Baseline); err != nil {
-			return nil, err
-		}
-		s.noteUnexplained()
-	}
-	s.evaluateClaims(run, facts)
-	return s, nil
 }
 
 // sortCells orders cells by the matrix declaration order of each axis

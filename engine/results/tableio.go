@@ -440,28 +440,7 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		return cs, idx
 	}
 	if format == FormatArrow {
-		r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
-		if err != nil {
-			return true, fmt.Errorf("reading %s: %w", path, err)
-		}
-		defer r.Close()
-		if err := check(r.Schema()); err != nil {
-			return true, err
-		}
-		if emit == nil {
-			return true, nil
-		}
-		cs, idx := resolve(r.Schema())
-		for i := 0; i < r.NumRecords(); i++ {
-			rec, err := r.RecordBatch(i)
-			if err != nil {
-				return true, fmt.Errorf("reading %s: %w", path, err)
-			}
-			if err := each(rec, cs, idx); err != nil {
-				return true, err
-			}
-		}
-		return true, nil
+		return true, scanArrow(mem, f, path, check, resolve, each, emit == nil)
 	}
 	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
@@ -536,6 +515,33 @@ func scanTable[R any](mem memory.Allocator, path, format string, cols func(*arro
 		}
 	}
 	return true, nil
+}
+
+// scanArrow is scanTable for an Arrow IPC file f: its schema checked,
+// then (unless checkOnly) each record batch passed to each.
+func scanArrow[R any](mem memory.Allocator, f *os.File, path string, check func(*arrow.Schema) error, resolve func(*arrow.Schema) ([]column[R], []int), each func(arrow.RecordBatch, []column[R], []int) error, checkOnly bool) error {
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer r.Close()
+	if err := check(r.Schema()); err != nil {
+		return err
+	}
+	if checkOnly {
+		return nil
+	}
+	cs, idx := resolve(r.Schema())
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.RecordBatch(i)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if err := each(rec, cs, idx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func fixed[R any](cols []column[R]) func(*arrow.Schema) []column[R] {

@@ -21,8 +21,9 @@
 // (gc.go) removes what killed runs left, reaching the backends through
 // the pipeline's provider configs (ProviderConfigs).
 //
-// Each step runs through its kind's Run (engine/steps), which calls back
-// into the trial through steps.Trial (stepTrial in steps.go). A load or
+// Each step runs through its kind's executor (executors.go: one per step
+// kind of engine/steps, which only declares them), which calls into the
+// trial through stepTrial (steps.go). A load or
 // warm step with an agents block runs on agents (agents.go): the
 // provider's AgentLauncher starts them and engine/agent synchronises, runs
 // and merges them. The pieces it calls: engine/plan (evaluation),

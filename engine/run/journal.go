@@ -5,13 +5,11 @@ import (
 	"github.com/benchflow/benchflow/providers"
 )
 
-func init() {
-	// Journal entries name this process the way provider objects do, so
-	// gc tells a killed run's changes from a live one's, and a tune step
-	// refuses a sysctl another live run has changed.
-	tune.JournalOwner = func() map[string]string { return providers.SelfOwner().Labels() }
-	tune.JournalAlive = journalAlive
-}
+// journalOwner labels the tune journal's entries the way provider objects
+// are labelled (tune.Settings.Owner), so gc tells a killed run's changes
+// from a live one's, and a tune step refuses a sysctl another live run has
+// changed.
+func journalOwner() map[string]string { return providers.SelfOwner().Labels() }
 
 // journalAlive: a journal's process still runs, or ran on another host.
 func journalAlive(labels map[string]string) bool {

@@ -34,6 +34,10 @@ type Options struct {
 	Resume  string // an existing run directory to complete
 	Force   bool   // resume even if the pipeline or variables changed
 	Version string // benchflow version recorded in the manifest
+	// Requesters builds the requester of a load step's request script
+	// (script = "…"); nil: such a step fails, saying request scripts are
+	// not available in this build.
+	Requesters RequesterFactory
 	// Reporter receives progress; nil means silent.
 	Reporter Reporter
 	// NoGC skips removing leftovers of crashed runs before starting.
@@ -266,7 +270,6 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 	s := &Summary{RunID: m.RunID, Dir: w.Dir(), Trials: len(pl.Trials)}
 	rep.RunStart(m.RunID, w.Dir(), len(pl.Trials))
 
-	status := results.RunOK
 	interrupted, aborted := false, false
 	// busyRun counts the attempts in a row that found the machine busy;
 	// giveUp is set once they reach busy_give_up.
@@ -349,23 +352,7 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			failed = w.CommitTrial(rec)
 		}
 		if err := failed; err != nil {
-			// Results that cannot be written (a full disk, say) make
-			// further trials pointless: stop here. The trial is reported
-			// as what it is: not recorded.
-			rec.Status = results.StatusFailed
-			rec.Error = redact.Default.String("recording the trial: " + err.Error())
-			rep.TrialDone(t, rec, elapsed)
-			s.Failed++
-			r.releaseKept()
-			// The manifest still says so (failed trial, failed run),
-			// in place when the disk has no room for a new one.
-			w.MarkUnrecorded(rec)
-			if ferr := w.Finish(results.RunFailed, time.Now().UTC()); ferr != nil {
-				rep.Warnf("the manifest still says running: %v (gc marks the run interrupted once there is room)", ferr)
-			}
-			s.Status = results.RunFailed
-			rep.RunDone(s)
-			return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
+			return r.stopUnrecorded(t, rec, elapsed, s, err)
 		}
 		rep.TrialDone(t, rec, elapsed)
 		if ad != nil {
@@ -404,6 +391,40 @@ func (r *Runner) runTrials(ctx context.Context) (*Summary, error) {
 			r.addRound(ctx, ad, s)
 		}
 	}
+	return r.finish(ctx, s, ad, interrupted, aborted)
+}
+
+// stopUnrecorded ends the run at trial t, whose record rec could not be
+// written (err): results that cannot be written (a full disk, say) make
+// further trials pointless. The trial is reported as what it is: not
+// recorded.
+func (r *Runner) stopUnrecorded(t *plan.Trial, rec *results.TrialRecord, elapsed time.Duration, s *Summary, err error) (*Summary, error) {
+	pl, rep, w := r.plan, r.rep, r.w
+	// Results that cannot be written (a full disk, say) make
+	// further trials pointless: stop here. The trial is reported
+	// as what it is: not recorded.
+	rec.Status = results.StatusFailed
+	rec.Error = redact.Default.String("recording the trial: " + err.Error())
+	rep.TrialDone(t, rec, elapsed)
+	s.Failed++
+	r.releaseKept()
+	// The manifest still says so (failed trial, failed run),
+	// in place when the disk has no room for a new one.
+	w.MarkUnrecorded(rec)
+	if ferr := w.Finish(results.RunFailed, time.Now().UTC()); ferr != nil {
+		rep.Warnf("the manifest still says running: %v (gc marks the run interrupted once there is room)", ferr)
+	}
+	s.Status = results.RunFailed
+	rep.RunDone(s)
+	return s, fmt.Errorf("recording trial %s: %w; the run stopped after %d of %d trials (completed trials are kept in %s)", t.ID, err, s.OK+s.Failed, len(pl.Trials), w.Dir())
+}
+
+// finish records how the run ended (the adaptive rounds' record, the
+// status), saves the sources, finishes the manifest and judges the claims.
+func (r *Runner) finish(ctx context.Context, s *Summary, ad *adaptive, interrupted, aborted bool) (*Summary, error) {
+	pl, opts, rep, w := r.plan, r.opts, r.rep, r.w
+	m := w.Manifest()
+	status := results.RunOK
 	if ad != nil {
 		switch {
 		case interrupted || ctx.Err() != nil:

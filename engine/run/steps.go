@@ -35,9 +35,10 @@ import (
 var errSkipped = errors.New("skipped: a step it waits for failed")
 
 // RequesterFactory builds a request-script requester for load steps with
-// script = "…". The command wires engine/starconf/script.NewRequester in
-// (cmd/benchflow/wiring.go), so engine/run does not import Starlark.
-var RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
+// script = "…": Options.Requesters. The command passes
+// engine/starconf/script.NewRequester, so engine/run does not import
+// Starlark.
+type RequesterFactory func(fsys fs.FS, path string, base string) (load.Requester, error)
 
 // watchServices cancels the trial when a provisioned service dies while
 // steps run, recording why (the provider's Alive error quotes its output).
@@ -159,21 +160,19 @@ func (tr *trialRun) runStep(ctx context.Context, n *plan.StepNode, collects []*p
 	if d.HasErrors() {
 		return diag.Err(d)
 	}
-	kind := steps.Lookup(n.Step.Kind)
-	if kind == nil || kind.Run == nil {
+	run := executors[n.Step.Kind]
+	if run == nil {
 		return fmt.Errorf("step kind %q cannot run on its own", n.Step.Kind)
 	}
-	return kind.Run(ctx, stepTrial{tr, collects}, n.Step, cfg)
+	return run(ctx, stepTrial{tr, collects}, n.Step, cfg)
 }
 
-// stepTrial is what a step kind's Run sees of the trial (steps.Trial):
-// the trial plus the collect steps that run during this step.
+// stepTrial is what a step kind's executor sees of the trial: the trial
+// plus the collect steps that run during this step.
 type stepTrial struct {
 	tr       *trialRun
 	collects []*plan.StepNode
 }
-
-var _ steps.Trial = stepTrial{}
 
 func (t stepTrial) Provision(ctx context.Context, names []string) error {
 	for _, name := range names {
@@ -245,7 +244,7 @@ func (tr *trialRun) tune(ctx context.Context, c *pipeline.TuneConfig) error {
 	if err != nil {
 		return err
 	}
-	s := tune.Settings{Sysctl: c.Sysctl, Rlimits: rl, Nice: c.Nice, Optional: c.Optional}
+	s := tune.Settings{Sysctl: c.Sysctl, Rlimits: rl, Nice: c.Nice, Optional: c.Optional, Owner: journalOwner(), Alive: journalAlive}
 	if c.ServiceCPUs != "" {
 		if s.ServiceCPUs, err = tune.ParseCPUList(c.ServiceCPUs); err != nil {
 			return err
@@ -386,21 +385,22 @@ func (tr *trialRun) exec(ctx context.Context, name string, c *pipeline.ExecConfi
 }
 
 // LoadOptions converts a load or warm step's config into load options
-// (steps.LoadOptions), adding the request script's requester.
-func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, error) {
+// (steps.LoadOptions), adding the request script's requester, built by
+// requesters (nil: request scripts are not available).
+func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS, requesters RequesterFactory) (load.Options, error) {
 	o, err := steps.LoadOptions(kind, c, fsys)
 	if err != nil {
 		return o, err
 	}
 	if c.Script != "" {
-		if RequesterFactory == nil {
+		if requesters == nil {
 			return o, errors.New("script: request scripts are not available in this build")
 		}
 		base := c.Target
 		if base == "" && len(c.URLs) > 0 {
 			base = c.URLs[0].URL
 		}
-		req, err := RequesterFactory(fsys, c.Script, base)
+		req, err := requesters(fsys, c.Script, base)
 		if err != nil {
 			return o, fmt.Errorf("script %s: %w", c.Script, err)
 		}
@@ -410,7 +410,7 @@ func LoadOptions(c *steps.LoadConfig, kind string, fsys fs.FS) (load.Options, er
 }
 
 func (tr *trialRun) load(ctx context.Context, st *pipeline.Step, c *steps.LoadConfig, collects []*plan.StepNode) error {
-	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS)
+	opts, err := LoadOptions(c, st.Kind, tr.r.plan.Pipeline.FS, tr.r.opts.Requesters)
 	if err != nil {
 		return err
 	}

@@ -52,23 +52,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/benchflow/benchflow/engine/procfs"
+	"github.com/benchflow/benchflow/engine/sandbox/grant"
 )
 
-// Grant opens one thing beyond the sandbox.
-type Grant string
+// Grant opens one thing beyond the sandbox: a name of the grant
+// registry (engine/sandbox/grant), where the sandbox declares its own
+// (GrantTune, GrantHostNetwork) and each provider type the one its
+// providers need (docker, k8s, nomad, ssh: providers.Spec's Grant).
+type Grant = grant.Name
 
-// The grants a reproduction may ask for (reproduce --allow NAME).
+// The sandbox's own grants (reproduce --allow NAME).
 const (
-	// GrantDocker binds the Docker socket and shares the host's network
-	// (a container's published ports live in the host's namespace). The
-	// socket is root-equivalent on the machine.
-	GrantDocker Grant = "docker"
-	// GrantK8s shares the host's network and keeps the kubeconfig
-	// ($KUBECONFIG, else ~/.kube/config) readable.
-	GrantK8s Grant = "k8s"
-	// GrantNomad shares the host's network (the NOMAD_/CONSUL_/APISIX_
-	// addresses are in the caller's Env).
-	GrantNomad Grant = "nomad"
 	// GrantTune lets the sysctls of TuneSysctls and the CPU frequency
 	// governor be written (those files of /proc/sys and
 	// /sys/devices/system/cpu/cpufreq bound read-write, every other one
@@ -82,6 +76,11 @@ const (
 	// GrantHostNetwork shares the host's network.
 	GrantHostNetwork Grant = "host-network"
 )
+
+func init() {
+	grant.Register(grant.Spec{Name: GrantTune, Meaning: "sysctls and scheduling as root", Sandbox: true})
+	grant.Register(grant.Spec{Name: GrantHostNetwork, Meaning: "the host network", HostNetwork: true, Sandbox: true})
+}
 
 // TuneSysctls are the sysctls GrantTune lets a reproduction write: the
 // network's (net.*, but net.core.bpf_*: the BPF JIT's hardening), the
@@ -167,22 +166,59 @@ func cpufreqPaths() []string {
 	return ps
 }
 
-// Grants lists every known grant, in the order the plan names them.
-var Grants = []Grant{GrantDocker, GrantK8s, GrantNomad, GrantTune, GrantHostNetwork}
+// Grants lists every registered grant, in the order the plan names them:
+// the providers' (docker, k8s, nomad, ssh with the standard providers
+// linked), then tune and host-network.
+func Grants() []Grant { return grant.Names() }
 
-// ParseGrant returns the grant named s ("docker", "k8s", "nomad", "tune",
-// "host-network"), or an error listing the known ones.
+// GrantNames is Grants as text: "docker, k8s, …, host-network".
+func GrantNames() string {
+	var names []string
+	for _, g := range Grants() {
+		names = append(names, string(g))
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseGrant returns the grant named s, or an error listing the known
+// ones.
 func ParseGrant(s string) (Grant, error) {
-	for _, g := range Grants {
-		if string(g) == s {
-			return g, nil
+	if _, ok := grant.Lookup(Grant(s)); ok {
+		return Grant(s), nil
+	}
+	return "", fmt.Errorf("unknown grant %q (known: %s)", s, GrantNames())
+}
+
+// GrantMeaning says in a few words what a grant opens: its declaration's
+// Meaning, or its name for an unknown one.
+func GrantMeaning(g Grant) string {
+	if s, ok := grant.Lookup(g); ok && s.Meaning != "" {
+		return s.Meaning
+	}
+	return string(g)
+}
+
+// specs are the declarations of s's grants, in the plan's order.
+func (s Spec) specs() []grant.Spec {
+	var out []grant.Spec
+	for _, g := range Grants() {
+		if sp, ok := grant.Lookup(g); ok && s.has(g) {
+			out = append(out, sp)
 		}
 	}
-	names := make([]string, len(Grants))
-	for i, g := range Grants {
-		names[i] = string(g)
+	return out
+}
+
+// implied lists the providers' grants of s for which want holds (the
+// host network, the machine's pids).
+func (s Spec) implied(want func(grant.Spec) bool) []string {
+	var gs []string
+	for _, sp := range s.specs() {
+		if !sp.Sandbox && want(sp) {
+			gs = append(gs, string(sp.Name))
+		}
 	}
-	return "", fmt.Errorf("unknown grant %q (known: %s)", s, strings.Join(names, ", "))
+	return gs
 }
 
 // Spec is one confinement.
@@ -295,15 +331,25 @@ func (s Spec) has(g Grant) bool {
 
 // SharesPIDs says whether the child shares the machine's pid namespace
 // (and, as root, its user namespace): with the grants whose providers
-// find their containers' processes in the machine's /proc (docker, k8s,
-// nomad). Otherwise the child sees only its own processes.
+// find their containers' processes in the machine's /proc (SharesPIDs:
+// docker, k8s, nomad). Otherwise the child sees only its own processes.
 func (s Spec) SharesPIDs() bool {
-	return s.has(GrantDocker) || s.has(GrantK8s) || s.has(GrantNomad)
+	for _, sp := range s.specs() {
+		if sp.SharesPIDs {
+			return true
+		}
+	}
+	return false
 }
 
 // hostNetwork says whether the child shares the host's network.
 func (s Spec) hostNetwork() bool {
-	return s.has(GrantHostNetwork) || s.has(GrantDocker) || s.has(GrantK8s) || s.has(GrantNomad)
+	for _, sp := range s.specs() {
+		if sp.HostNetwork {
+			return true
+		}
+	}
+	return false
 }
 
 func (s Spec) env(name string) string {
@@ -344,32 +390,6 @@ func within(p string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// dockerSockets are the Docker socket's paths GrantDocker binds: the
-// DOCKER_HOST of the child's environment when it is a unix:// address,
-// else /run/docker.sock (/var/run/docker.sock is a link to it on Debian).
-func (s Spec) dockerSockets() []string {
-	if h := s.env("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
-		return []string{strings.TrimPrefix(h, "unix://")}
-	}
-	return []string{"/run/docker.sock", "/var/run/docker.sock"}
-}
-
-// kubeconfigs are the files GrantK8s keeps readable: $KUBECONFIG's (a
-// list, as kubectl reads it), else ~/.kube/config.
-func (s Spec) kubeconfigs() []string {
-	if kc := s.env("KUBECONFIG"); kc != "" {
-		return filepath.SplitList(kc)
-	}
-	home := s.env("HOME")
-	if home == "" {
-		home = os.Getenv("HOME")
-	}
-	if home == "" {
-		return nil
-	}
-	return []string{filepath.Join(home, ".kube", "config")}
 }
 
 type bind struct {
@@ -526,43 +546,7 @@ func (s Spec) args() ([]string, error) {
 			hidden = append(hidden, d)
 		}
 	}
-	var grantBinds []bind
-	if s.hostNetwork() {
-		// /etc/resolv.conf may be a link into /run (systemd-resolved):
-		// keep the file it names readable.
-		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
-			grantBinds = append(grantBinds, bind{r, r, false})
-		}
-	}
-	if s.has(GrantDocker) {
-		for _, p := range s.dockerSockets() {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				grantBinds = append(grantBinds, bind{r, r, true})
-			}
-		}
-	}
-	if s.has(GrantK8s) {
-		for _, p := range s.kubeconfigs() {
-			if r, err := filepath.EvalSymlinks(p); p != "" && err == nil {
-				grantBinds = append(grantBinds, bind{r, r, false})
-				if r != p {
-					grantBinds = append(grantBinds, bind{r, p, false})
-				}
-			}
-		}
-	}
-	if s.has(GrantNomad) {
-		// APISIX's pid file: the nomad provider finds the gateway's
-		// nginx by it where their sockets cannot be read, as here.
-		if p := s.env("APISIX_PID_FILE"); filepath.IsAbs(p) {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				grantBinds = append(grantBinds, bind{r, r, false})
-				if r != p {
-					grantBinds = append(grantBinds, bind{r, p, false})
-				}
-			}
-		}
-	}
+	grantBinds := s.grantBinds()
 	made := map[string]bool{}
 	var bound []string
 	for _, b := range append(grantBinds, binds...) {
@@ -601,6 +585,35 @@ func (s Spec) args() ([]string, error) {
 		a = append(a, "--cap-add", c)
 	}
 	return a, nil
+}
+
+// grantBinds are what s's grants bind in: /etc/resolv.conf's target in
+// /run with the host's network, and each grant's Binds.
+func (s Spec) grantBinds() []bind {
+	var grantBinds []bind
+	if s.hostNetwork() {
+		// /etc/resolv.conf may be a link into /run (systemd-resolved):
+		// keep the file it names readable.
+		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, []string{"/run"}) {
+			grantBinds = append(grantBinds, bind{r, r, false})
+		}
+	}
+	for _, sp := range s.specs() {
+		if sp.Binds == nil {
+			continue
+		}
+		for _, gb := range sp.Binds(s.env) {
+			r, err := filepath.EvalSymlinks(gb.Path)
+			if gb.Path == "" || err != nil {
+				continue
+			}
+			grantBinds = append(grantBinds, bind{r, r, gb.Write})
+			if gb.AtGiven && r != gb.Path {
+				grantBinds = append(grantBinds, bind{r, gb.Path, gb.Write})
+			}
+		}
+	}
+	return grantBinds
 }
 
 // caps are the capabilities the child keeps: keptCaps, CAP_SYS_NICE with
@@ -908,28 +921,19 @@ func (s Spec) Describe() []string {
 		"home folders: hidden (/root, /home and $HOME are empty)",
 		"secrets: /etc/shadow, /etc/gshadow and /etc/ssl/private hidden; every other file is readable as the user running it",
 	)
-	switch {
+	switch implied := s.implied(func(sp grant.Spec) bool { return sp.HostNetwork }); {
 	case s.has(GrantHostNetwork):
 		d = append(d, "network: the host's (granted host-network): the machine's local services, the LAN and the internet are reachable")
-	case s.has(GrantDocker), s.has(GrantK8s), s.has(GrantNomad):
-		d = append(d, "network: the host's (implied by "+strings.Join(s.hostNetGrants(), ", ")+"): the machine's local services, the LAN and the internet are reachable")
+	case len(implied) > 0:
+		d = append(d, "network: the host's (implied by "+strings.Join(implied, ", ")+"): the machine's local services, the LAN and the internet are reachable")
 	default:
 		d = append(d, "network: its own loopback only (127.0.0.1 inside); the machine's local services, the LAN and the internet are not reachable")
 	}
-	if s.has(GrantDocker) {
-		d = append(d, "docker (granted): the Docker socket ("+s.dockerSockets()[0]+") is reachable; it is root on this machine (a container may mount any folder and run privileged)")
-	} else {
-		d = append(d, "docker: the Docker socket and other daemons' sockets in /run are not reachable")
-	}
-	if s.has(GrantK8s) {
-		d = append(d, "k8s (granted): the kubeconfig "+strings.Join(s.kubeconfigs(), ", ")+" is readable, and the cluster it names reachable with its credentials")
-	}
-	if s.has(GrantNomad) {
-		w := "nomad (granted): the Nomad, Consul and APISIX addresses in its environment are reachable with their tokens"
-		if p := s.env("APISIX_PID_FILE"); filepath.IsAbs(p) {
-			w += ", and APISIX's pid file " + p + " is readable"
+	d = append(d, "daemons: the Docker socket and other daemons' sockets in /run are not reachable, but for what a grant below binds")
+	for _, sp := range s.specs() {
+		if sp.Describe != nil && !sp.Sandbox {
+			d = append(d, sp.Describe(s.env))
 		}
-		d = append(d, w)
 	}
 	var words []string
 	for _, c := range s.caps() {
@@ -959,21 +963,11 @@ func (s Spec) Describe() []string {
 // processes is Describe's line about processes.
 func (s Spec) processes() string {
 	if s.SharesPIDs() {
-		return "processes: the machine's are visible in /proc (same pids; implied by " + strings.Join(s.hostNetGrants(), ", ") + ", whose containers run there) and can be signalled as its capabilities allow; its own end with it; no terminal (input closed, output through a pipe, control characters escaped)"
+		return "processes: the machine's are visible in /proc (same pids; implied by " + strings.Join(s.implied(func(sp grant.Spec) bool { return sp.SharesPIDs }), ", ") + ", whose containers run there) and can be signalled as its capabilities allow; its own end with it; no terminal (input closed, output through a pipe, control characters escaped)"
 	}
 	ns := "a pid namespace of its own"
 	if os.Geteuid() == 0 {
 		ns += ", and a user namespace of its own: its capabilities do not apply to the machine's processes, mounts or sysctls"
 	}
 	return "processes: only its own are visible (" + ns + "); every one of them, daemons included, is killed when the run ends, fails or is interrupted; no terminal (input closed, output through a pipe, control characters escaped)"
-}
-
-func (s Spec) hostNetGrants() []string {
-	var gs []string
-	for _, g := range []Grant{GrantDocker, GrantK8s, GrantNomad} {
-		if s.has(g) {
-			gs = append(gs, string(g))
-		}
-	}
-	return gs
 }

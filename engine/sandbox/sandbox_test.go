@@ -280,7 +280,7 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{ReadWrite: []string{missing}}, "read-write path \"" + missing + "\" must exist"},
 		{Spec{ReadOnly: []string{missing}}, "read-only path \"" + missing + "\" must exist"},
 		{Spec{ReadOnly: []string{""}}, "empty read-only path"},
-		{Spec{Grants: []Grant{"dockr"}}, `unknown grant "dockr" (known: docker, k8s, nomad, tune, host-network)`},
+		{Spec{Grants: []Grant{"dockr"}}, `unknown grant "dockr" (known: docker, k8s, nomad, ssh, tune, host-network)`},
 	} {
 		if _, err := c.s.Command(context.Background(), []string{"true"}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.s, err, c.want)
@@ -555,7 +555,7 @@ func TestDescribe(t *testing.T) {
 	if !strings.Contains(d, "net.* sysctls apply to the host's network") {
 		t.Errorf("tune with the host network:\n%s", d)
 	}
-	for _, g := range Grants {
+	for _, g := range Grants() {
 		if got, err := ParseGrant(string(g)); err != nil || got != g {
 			t.Errorf("ParseGrant(%q) = %q, %v", g, got, err)
 		}

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 
@@ -16,9 +15,6 @@ var checkKind = KindOf(Spec[pipeline.CheckConfig]{
 	Name:     pipeline.KindCheck,
 	Phase:    2,
 	Validate: validateCheck,
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.CheckConfig) error {
-		return t.Check(ctx, c)
-	},
 })
 
 func validateCheck(st *pipeline.Step, c *pipeline.CheckConfig) hcl.Diagnostics {

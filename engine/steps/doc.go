@@ -8,9 +8,10 @@
 //     engine/hclconf and engine/starconf check bodies against it;
 //   - Validate, run by engine/plan for every trial, returning diagnostics
 //     with source ranges (AttrErr, CheckDuration, CheckURL help);
-//   - Refs, the services and files a body names, which plan checks exist;
-//   - Run, called by engine/run with a Trial (provision, tune, check,
-//     exec, load), nil for collect, which runs during a load.
+//   - Refs, the services and files a body names, which plan checks exist.
+//
+// How a kind runs is not declared here: engine/run registers one executor
+// per kind (executors.go), but for collect, which runs during a load.
 //
 // Entry points: Lookup, Names, NewConfig. LoadOptions maps a load or warm
 // step's body to engine/load's Options, whose Validate is the one rule for

@@ -1,8 +1,6 @@
 package steps
 
 import (
-	"context"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
@@ -19,8 +17,5 @@ var execKind = KindOf(Spec[pipeline.ExecConfig]{
 			diags.add(AttrErr(st.Body, "command", "Empty command", "command needs at least the program to run."))
 		}
 		return hcl.Diagnostics(diags)
-	},
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.ExecConfig) error {
-		return t.Exec(ctx, st.Name, c)
 	},
 })

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,7 +28,6 @@ var loadKind = KindOf(Spec[LoadConfig]{
 	Behaviour: Behaviour{Drives: true, Measures: true},
 	Validate:  validateLoad,
 	Refs:      loadRefs,
-	Run:       runLoad,
 })
 
 // warmKind is `step "warm"`: a load before the measured ones whose results
@@ -42,7 +40,6 @@ var warmKind = KindOf(Spec[LoadConfig]{
 	Behaviour: Behaviour{Drives: true},
 	Validate:  validateLoad,
 	Refs:      loadRefs,
-	Run:       runLoad,
 })
 
 // LoadConfig is the body of `step "load"` and `step "warm"`: the schema
@@ -219,10 +216,6 @@ func loadRefs(c *LoadConfig) Refs {
 		}
 	}
 	return r
-}
-
-func runLoad(ctx context.Context, t Trial, st *pipeline.Step, c *LoadConfig) error {
-	return t.Load(ctx, st, c)
 }
 
 // This file maps the body of a load or warm step (LoadConfig) to

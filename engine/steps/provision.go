@@ -1,8 +1,6 @@
 package steps
 
 import (
-	"context"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/benchflow/benchflow/engine/pipeline"
@@ -22,7 +20,4 @@ var provisionKind = KindOf(Spec[pipeline.ProvisionConfig]{
 	},
 	Refs:    func(c *pipeline.ProvisionConfig) Refs { return Refs{Services: c.Services} },
 	Deploys: func(c *pipeline.ProvisionConfig) []string { return c.Services },
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.ProvisionConfig) error {
-		return t.Provision(ctx, c.Services)
-	},
 })

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,7 +9,8 @@ import (
 )
 
 // Kind declares one step kind: everything the front ends, engine/plan and
-// engine/run need to know about it. Each kind lives in its own file of
+// engine/run need to know about it — declaration only: how a kind runs is
+// engine/run's (one executor per kind, engine/run/executors.go). Each kind lives in its own file of
 // this package, is built by KindOf from its typed Spec and is listed once
 // in kinds below. The functions of a Kind take the config as any (its
 // callers handle every kind alike); KindOf writes the one assertion.
@@ -39,9 +39,6 @@ type Kind struct {
 	// Refs reports what a decoded body names outside the step (services,
 	// files), which plan checks exist; nil when it names nothing.
 	Refs func(cfg any) Refs
-	// Run runs the step in a trial; nil for kinds that do not run on
-	// their own (collect runs during the load it names).
-	Run func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error
 	// Deploys reports the services a decoded body deploys when the step
 	// runs (a provision step's services); nil when the kind deploys none.
 	// Services no such step names are deployed before all other steps.
@@ -79,14 +76,12 @@ type Spec[C any] struct {
 	Validate func(st *pipeline.Step, c *C) hcl.Diagnostics
 	// Refs reports what the body names outside the step (nil: nothing).
 	Refs func(c *C) Refs
-	// Run runs the step (nil for kinds that run during another step).
-	Run func(ctx context.Context, t Trial, st *pipeline.Step, c *C) error
 	// Deploys reports the services the step deploys (nil: none).
 	Deploys func(c *C) []string
 }
 
 // KindOf builds the Kind of s: NewConfig returns a fresh *C, and Validate,
-// Refs and Run assert the config they are given to *C once, here, before
+// Refs and Deploys assert the config they are given to *C once, here, before
 // calling s's typed functions. A config of another type is a programming
 // error in the caller (the config did not come from this kind's
 // NewConfig) and panics with both types named.
@@ -109,11 +104,6 @@ func KindOf[C any](s Spec[C]) *Kind {
 	}
 	if s.Deploys != nil {
 		k.Deploys = func(cfg any) []string { return s.Deploys(configOf[C](s.Name, cfg)) }
-	}
-	if s.Run != nil {
-		k.Run = func(ctx context.Context, t Trial, st *pipeline.Step, cfg any) error {
-			return s.Run(ctx, t, st, configOf[C](s.Name, cfg))
-		}
 	}
 	return k
 }
@@ -147,22 +137,6 @@ type Refs struct {
 type FileRef struct {
 	Attr, Path string
 	Check      func(data []byte) error
-}
-
-// Trial is what a running trial offers its steps (engine/run implements
-// it).
-type Trial interface {
-	// Provision deploys the named services now (a provision step).
-	Provision(ctx context.Context, services []string) error
-	// Tune applies host and process settings, undone when the trial ends.
-	Tune(ctx context.Context, c *pipeline.TuneConfig) error
-	// Check sends one request and matches its response.
-	Check(ctx context.Context, c *pipeline.CheckConfig) error
-	// Exec runs a command on the host.
-	Exec(ctx context.Context, name string, c *pipeline.ExecConfig) error
-	// Load drives a load or warm step (with the collect steps that run
-	// during it) and records its results.
-	Load(ctx context.Context, st *pipeline.Step, c *LoadConfig) error
 }
 
 // kinds lists every step kind, in the order messages name them. A new

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -18,9 +17,6 @@ var tuneKind = KindOf(Spec[pipeline.TuneConfig]{
 	Phase:    1,
 	Validate: validateTune,
 	Refs:     func(c *pipeline.TuneConfig) Refs { return Refs{Services: c.Services} },
-	Run: func(ctx context.Context, t Trial, st *pipeline.Step, c *pipeline.TuneConfig) error {
-		return t.Tune(ctx, c)
-	},
 })
 
 func validateTune(st *pipeline.Step, c *pipeline.TuneConfig) hcl.Diagnostics {

@@ -109,6 +109,18 @@ func (p *Plan) WriteText(w io.Writer) error {
 		what := map[string]string{"service": "a service of this run", "loopback": "a service's port on the run's own loopback", "host-loopback": "this machine's loopback OUTSIDE the sandbox: needs --allow host-network", "outside": "OUTSIDE the sandbox: needs --allow host-network"}[t.Reach]
 		fmt.Fprintf(&b, "  %s  (%s)\n", t.URL, what)
 	}
+	if len(p.Hosts) > 0 {
+		b.WriteString("\nremote hosts (logged in to; every command run there)\n")
+		for _, h := range p.Hosts {
+			fmt.Fprintf(&b, "  %s  (provider %s)\n", h.Host, h.Provider)
+			for _, c := range h.Commands {
+				fmt.Fprintf(&b, "    %s\n", c)
+			}
+		}
+		if len(p.Reads) > 0 {
+			fmt.Fprintf(&b, "  reads here: %s\n", strings.Join(p.Reads, ", "))
+		}
+	}
 	b.WriteString("\nneeds beyond the sandbox\n")
 	if len(p.Needs) == 0 {
 		b.WriteString("  nothing\n")
@@ -139,22 +151,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	return err
 }
 
-// GrantMeaning says in a few words what a grant opens.
-func GrantMeaning(g sandbox.Grant) string {
-	switch g {
-	case sandbox.GrantDocker:
-		return "the Docker socket (root on this machine) and the host network"
-	case sandbox.GrantK8s:
-		return "your kubeconfig and the host network"
-	case sandbox.GrantNomad:
-		return "the Nomad, Consul and APISIX addresses and the host network"
-	case sandbox.GrantTune:
-		return "sysctls and scheduling as root"
-	case sandbox.GrantHostNetwork:
-		return "the host network"
-	}
-	return string(g)
-}
+// GrantMeaning says in a few words what a grant opens: what its
+// declaration says (sandbox.GrantMeaning).
+func GrantMeaning(g sandbox.Grant) string { return sandbox.GrantMeaning(g) }
 
 // trials says how many trials, and which cells, an entry is for when not
 // all (at most three cells named).

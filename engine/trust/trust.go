@@ -22,6 +22,7 @@ import (
 	"github.com/benchflow/benchflow/engine/redact"
 	"github.com/benchflow/benchflow/engine/sandbox"
 	"github.com/benchflow/benchflow/engine/steps"
+	"github.com/benchflow/benchflow/providers"
 )
 
 // Plan is what a pipeline will do, and (filled by the caller) how it will
@@ -45,6 +46,13 @@ type Plan struct {
 	// Needs are the grants the run needs beyond the sandbox, each with
 	// the reasons, in sandbox.Grants order.
 	Needs []Need `json:"needs"`
+	// Hosts are the other machines the run logs in to (the ssh
+	// provider's), each with every command run there, in the order the
+	// services and steps reach them.
+	Hosts []Host `json:"hosts,omitempty"`
+	// Reads are the local files the providers read (an identity file,
+	// known_hosts): readable in the sandbox with their grant.
+	Reads []string `json:"reads,omitempty"`
 	// Sandbox are the confinement's facts (sandbox.Spec.Describe), or
 	// one line saying the run is not confined.
 	Sandbox []string `json:"sandbox"`
@@ -120,6 +128,13 @@ type Target struct {
 	Reach string `json:"reach"`
 }
 
+// Host is another machine the run logs in to, and what runs there.
+type Host struct {
+	Host     string   `json:"host"`     // user@address:port
+	Provider string   `json:"provider"` // the provider block's name
+	Commands []string `json:"commands"`
+}
+
 // Need is one grant the run needs.
 type Need struct {
 	Grant sandbox.Grant `json:"grant"`
@@ -143,213 +158,286 @@ func Inspect(pl *plan.Plan) *Plan { return InspectRedacting(pl, redact.Default) 
 // carries in its pipeline (public, and maybe the command itself: hiding
 // them would hide what runs).
 func InspectRedacting(pl *plan.Plan, red *redact.Set) *Plan {
-	out := &Plan{Pipeline: pl.Pipeline.Name, Trials: len(pl.Trials), Services: []Service{}, Steps: []Step{}, Targets: []Target{}, Needs: []Need{}}
-	needs := map[sandbox.Grant][]string{}
-	need := func(g sandbox.Grant, why string) {
-		for _, w := range needs[g] {
-			if w == why {
-				return
-			}
-		}
-		needs[g] = append(needs[g], why)
+	in := &inspector{
+		out:      &Plan{Pipeline: pl.Pipeline.Name, Trials: len(pl.Trials), Services: []Service{}, Steps: []Step{}, Targets: []Target{}, Needs: []Need{}},
+		red:      red,
+		needs:    map[sandbox.Grant][]string{},
+		svcIndex: map[string]int{}, stepIndex: map[string]int{},
+		svcCells: map[int][]string{}, stepCells: map[int][]string{},
+		hostIndex: map[string]int{},
+		targets:   map[string]bool{},
+		fixed:     map[string]bool{},
 	}
-	refuse := func(why string) {
-		if !slices.Contains(out.Refused, why) {
-			out.Refused = append(out.Refused, why)
-		}
-	}
-	svcIndex := map[string]int{}
-	stepIndex := map[string]int{}
-	svcCells := map[int][]string{}
-	stepCells := map[int][]string{}
-	addCell := func(m map[int][]string, i int, c string) {
-		for _, x := range m[i] {
-			if x == c {
-				return
-			}
-		}
-		m[i] = append(m[i], c)
-	}
-	targets := map[string]bool{}
-	fixed := map[string]bool{} // host ports the services are given by number
-	addTarget := func(u string) string {
-		u = red.String(u)
-		if !targets[u] {
-			targets[u] = true
-			t := Target{URL: u, Reach: reach(u, fixed)}
-			out.Targets = append(out.Targets, t)
-			if t.Reach == "outside" || t.Reach == "host-loopback" {
-				need(sandbox.GrantHostNetwork, "reaches "+u)
-			}
-		}
-		return u
-	}
+	out := in.out
 	for _, t := range pl.Trials {
 		te := pl.NewTrialEval(t, true)
 		for _, s := range pl.Pipeline.Services {
-			sv := Service{Name: s.Name, Dir: "its own folder under the private /tmp"}
-			sp, d := te.ServiceProvider(s)
-			var at plan.Placement
-			if sp != nil && !d.HasErrors() {
-				sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
-				at.Provider = sp.Provider
-				if sp.Config != nil {
-					sv.ProviderSettings = redactSettings(plan.Settings(sp.Config), red)
-				}
-			}
-			ps, _ := te.PrepareService(s, at)
-			if ps == nil {
-				continue
-			}
-			sv.Image = ps.Spec.Image
-			command, version := portsShown(te, s, at, ps)
-			for _, a := range command {
-				sv.Command = append(sv.Command, red.String(a))
-			}
-			for _, a := range version {
-				sv.VersionCommand = append(sv.VersionCommand, red.String(a))
-			}
-			if sv.ProviderType != "local" {
-				sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
-			} else if wd, ok := sv.ProviderSettings["work_dir"].(string); ok && wd != "" {
-				sv.Dir = wd
-			}
-			for _, pc := range ps.Ports {
-				if pc.Host != "" && pc.Host != "auto" {
-					fixed[pc.Host] = true
-				}
-			}
-			for _, p := range ps.Spec.Ports {
-				txt := p.Name + " (a free loopback port)"
-				if p.Container > 0 {
-					txt = fmt.Sprintf("%s (container %d)", p.Name, p.Container)
-				}
-				sv.Ports = append(sv.Ports, txt)
-			}
-			sv.Env = names(ps.Spec.Env)
-			for _, f := range ps.Files {
-				where := "its folder"
-				if f.Mount != "" && sv.ProviderType != "local" {
-					where = f.Mount
-				} else if sv.ProviderType != "local" {
-					where = ps.SelfDir + "/" + f.Name
-				}
-				sv.Files = append(sv.Files, fmt.Sprintf("%s (%s) -> %s", f.Name, f.From, where))
-			}
-			switch sandbox.Grant(sv.ProviderType) {
-			case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
-				need(sandbox.Grant(sv.ProviderType), fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType))
-			}
-			if sv.ProviderType == "ssh" {
-				// Another machine: the sandbox's own loopback cannot reach
-				// it. (A grant of its own, binding the key, known_hosts
-				// and the agent's socket, is still to come.)
-				need(sandbox.GrantHostNetwork, fmt.Sprintf("service %s runs on provider %s (ssh), on another machine", s.Name, sv.Provider))
-			}
-			key := keyOf(sv)
-			if i, ok := svcIndex[key]; ok {
-				out.Services[i].TrialCount++
-				addCell(svcCells, i, t.ParamString())
-				continue
-			}
-			sv.TrialCount = 1
-			svcIndex[key] = len(out.Services)
-			addCell(svcCells, len(out.Services), t.ParamString())
-			out.Services = append(out.Services, sv)
+			in.service(t, te, s)
 		}
 		for _, st := range pl.Pipeline.Steps {
-			cfg, d := te.Step(st)
-			if d.HasErrors() || cfg == nil {
-				continue
-			}
-			ss := Step{Address: st.Addr(), Kind: st.Kind}
-			switch c := cfg.(type) {
-			case *pipeline.ExecConfig:
-				for _, a := range c.Command {
-					ss.Command = append(ss.Command, red.String(a))
-				}
-				ss.Dir = c.Dir
-				if ss.Dir == "" {
-					ss.Dir = "the pipeline's folder"
-				}
-				ss.Env = names(c.Env)
-			case *pipeline.TuneConfig:
-				ss.Sysctl, ss.Rlimits = c.Sysctl, c.Rlimits
-				if c.Nofile > 0 {
-					if ss.Rlimits == nil {
-						ss.Rlimits = map[string]string{}
-					}
-					ss.Rlimits = copyMap(ss.Rlimits)
-					ss.Rlimits["nofile"] = fmt.Sprint(c.Nofile)
-				}
-				ss.ServiceCPUs, ss.LoaderCPUs, ss.Nice = c.ServiceCPUs, c.LoaderCPUs, c.Nice
-				if len(c.Sysctl) > 0 {
-					need(sandbox.GrantTune, st.Addr()+" writes sysctls (as root)")
-				}
-				for _, k := range sortedKeys(c.Sysctl) {
-					if !sandbox.TuneSysctlAllowed(k) {
-						refuse(fmt.Sprintf("%s sets sysctl %s, which the sandbox never allows (--allow tune writes only %s)", st.Addr(), k, sandbox.TuneSysctlsText()))
-					}
-				}
-				if c.Nice != nil && *c.Nice < 0 {
-					need(sandbox.GrantTune, st.Addr()+" raises the services' priority (nice < 0)")
-				}
-			case *pipeline.CheckConfig:
-				ss.Targets = []string{addTarget(c.URL)}
-			case *steps.LoadConfig:
-				if c.Target != "" {
-					ss.Targets = append(ss.Targets, addTarget(c.Target))
-				}
-				for _, u := range c.URLs {
-					ss.Targets = append(ss.Targets, addTarget(u.URL))
-				}
-				if a := c.Agents; a != nil {
-					asp, d := te.AgentsProvider(a)
-					typ := "local"
-					name := a.Provider
-					if asp != nil && !d.HasErrors() {
-						typ, name = asp.Type.Name, asp.Name
-					}
-					ss.Agents = fmt.Sprintf("%d benchflow agent(s) on provider %s (%s)", a.Count, name, typ)
-					switch sandbox.Grant(typ) {
-					case sandbox.GrantDocker, sandbox.GrantK8s, sandbox.GrantNomad:
-						need(sandbox.Grant(typ), fmt.Sprintf("%s runs its agents on provider %s (%s)", st.Addr(), name, typ))
-					}
-				}
-			default:
-				continue // collect, provision: they read, run nothing
-			}
-			key := keyOf(ss)
-			if i, ok := stepIndex[key]; ok {
-				out.Steps[i].TrialCount++
-				addCell(stepCells, i, t.ParamString())
-				continue
-			}
-			ss.TrialCount = 1
-			stepIndex[key] = len(out.Steps)
-			addCell(stepCells, len(out.Steps), t.ParamString())
-			out.Steps = append(out.Steps, ss)
+			in.step(t, te, st)
 		}
 	}
 	for i := range out.Services {
 		if out.Services[i].TrialCount < out.Trials {
-			out.Services[i].Cells = svcCells[i]
+			out.Services[i].Cells = in.svcCells[i]
 		}
 	}
 	for i := range out.Steps {
 		if out.Steps[i].TrialCount < out.Trials {
-			out.Steps[i].Cells = stepCells[i]
+			out.Steps[i].Cells = in.stepCells[i]
 		}
 	}
 	for _, r := range runtimeShapes(pl.Pipeline) {
-		refuse(r)
+		in.refuse(r)
 	}
-	for _, g := range sandbox.Grants {
-		if len(needs[g]) > 0 {
-			out.Needs = append(out.Needs, Need{Grant: g, Why: needs[g]})
+	for _, g := range sandbox.Grants() {
+		if len(in.needs[g]) > 0 {
+			out.Needs = append(out.Needs, Need{Grant: g, Why: in.needs[g]})
 		}
 	}
 	return out
+}
+
+// inspector builds a Plan over the trials.
+type inspector struct {
+	out   *Plan
+	red   *redact.Set
+	needs map[sandbox.Grant][]string
+	// the index in out of a service's or step's distinct evaluation, and
+	// the cells of each
+	svcIndex, stepIndex map[string]int
+	svcCells, stepCells map[int][]string
+	hostIndex           map[string]int // in out.Hosts
+	targets             map[string]bool
+	fixed               map[string]bool // host ports the services are given by number
+}
+
+func (in *inspector) need(g sandbox.Grant, why string) {
+	if !slices.Contains(in.needs[g], why) {
+		in.needs[g] = append(in.needs[g], why)
+	}
+}
+
+func (in *inspector) refuse(why string) {
+	if !slices.Contains(in.out.Refused, why) {
+		in.out.Refused = append(in.out.Refused, why)
+	}
+}
+
+func addCell(m map[int][]string, i int, c string) {
+	if !slices.Contains(m[i], c) {
+		m[i] = append(m[i], c)
+	}
+}
+
+// onHost records commands run on host.
+func (in *inspector) onHost(host, provider string, cmds ...string) {
+	i, ok := in.hostIndex[host]
+	if !ok {
+		i = len(in.out.Hosts)
+		in.hostIndex[host] = i
+		in.out.Hosts = append(in.out.Hosts, Host{Host: host, Provider: provider, Commands: []string{}})
+	}
+	for _, c := range cmds {
+		if c != "" && !slices.Contains(in.out.Hosts[i].Commands, c) {
+			in.out.Hosts[i].Commands = append(in.out.Hosts[i].Commands, c)
+		}
+	}
+}
+
+// reads records the local files a provider reads.
+func (in *inspector) reads(r *providers.Remote) {
+	for _, f := range r.Reads {
+		if !slices.Contains(in.out.Reads, f) {
+			in.out.Reads = append(in.out.Reads, f)
+		}
+	}
+}
+
+// addTarget records a URL reached, redacted, and returns it.
+func (in *inspector) addTarget(u string) string {
+	u = in.red.String(u)
+	if !in.targets[u] {
+		in.targets[u] = true
+		t := Target{URL: u, Reach: reach(u, in.fixed)}
+		in.out.Targets = append(in.out.Targets, t)
+		if t.Reach == "outside" || t.Reach == "host-loopback" {
+			in.need(sandbox.GrantHostNetwork, "reaches "+u)
+		}
+	}
+	return u
+}
+
+// service records service s of trial t.
+func (in *inspector) service(t *plan.Trial, te *plan.TrialEval, s *pipeline.Service) {
+	sv := Service{Name: s.Name, Dir: "its own folder under the private /tmp"}
+	sp, d := te.ServiceProvider(s)
+	var at plan.Placement
+	var typ *providers.Type
+	var remote *providers.Remote
+	if sp != nil && !d.HasErrors() {
+		typ = sp.Type
+		if typ.Remote != nil && sp.Config != nil {
+			remote = typ.Remote(sp.Config)
+		}
+		sv.Provider, sv.ProviderType = sp.Name, sp.Type.Name
+		at.Provider = sp.Provider
+		if sp.Config != nil {
+			sv.ProviderSettings = redactSettings(plan.Settings(sp.Config), in.red)
+		}
+	}
+	ps, _ := te.PrepareService(s, at)
+	if ps == nil {
+		return
+	}
+	sv.Image = ps.Spec.Image
+	command, version := portsShown(te, s, at, ps)
+	for _, a := range command {
+		sv.Command = append(sv.Command, in.red.String(a))
+	}
+	for _, a := range version {
+		sv.VersionCommand = append(sv.VersionCommand, in.red.String(a))
+	}
+	if sv.ProviderType != "local" {
+		sv.Dir = ps.SelfDir + " (its files, mounted read-only)"
+	} else if wd, ok := sv.ProviderSettings["work_dir"].(string); ok && wd != "" {
+		sv.Dir = wd
+	}
+	for _, pc := range ps.Ports {
+		if pc.Host != "" && pc.Host != "auto" {
+			in.fixed[pc.Host] = true
+		}
+	}
+	for _, p := range ps.Spec.Ports {
+		txt := p.Name + " (a free loopback port)"
+		if p.Container > 0 {
+			txt = fmt.Sprintf("%s (container %d)", p.Name, p.Container)
+		}
+		sv.Ports = append(sv.Ports, txt)
+	}
+	sv.Env = names(ps.Spec.Env)
+	for _, f := range ps.Files {
+		where := "its folder"
+		if f.Mount != "" && sv.ProviderType != "local" {
+			where = f.Mount
+		} else if sv.ProviderType != "local" {
+			where = ps.SelfDir + "/" + f.Name
+		}
+		sv.Files = append(sv.Files, fmt.Sprintf("%s (%s) -> %s", f.Name, f.From, where))
+	}
+	if remote != nil && remote.Services != "" {
+		in.onHost(remote.Services, sv.Provider, remote.Commands...)
+		in.onHost(remote.Services, sv.Provider, argv(sv.Command))
+		if len(sv.VersionCommand) > 0 {
+			in.onHost(remote.Services, sv.Provider, argv(sv.VersionCommand))
+		}
+		in.reads(remote)
+	}
+	if typ != nil && typ.Grant != nil {
+		why := fmt.Sprintf("service %s runs on provider %s (%s)", s.Name, sv.Provider, sv.ProviderType)
+		if remote != nil && remote.Services != "" {
+			why += ", on " + remote.Services
+		}
+		in.need(typ.Grant.Name, why)
+	}
+	key := keyOf(sv)
+	if i, ok := in.svcIndex[key]; ok {
+		in.out.Services[i].TrialCount++
+		addCell(in.svcCells, i, t.ParamString())
+		return
+	}
+	sv.TrialCount = 1
+	in.svcIndex[key] = len(in.out.Services)
+	addCell(in.svcCells, len(in.out.Services), t.ParamString())
+	in.out.Services = append(in.out.Services, sv)
+}
+
+// step records step st of trial t when it runs or reaches something.
+func (in *inspector) step(t *plan.Trial, te *plan.TrialEval, st *pipeline.Step) {
+	cfg, d := te.Step(st)
+	if d.HasErrors() || cfg == nil {
+		return
+	}
+	ss := Step{Address: st.Addr(), Kind: st.Kind}
+	switch c := cfg.(type) {
+	case *pipeline.ExecConfig:
+		for _, a := range c.Command {
+			ss.Command = append(ss.Command, in.red.String(a))
+		}
+		ss.Dir = c.Dir
+		if ss.Dir == "" {
+			ss.Dir = "the pipeline's folder"
+		}
+		ss.Env = names(c.Env)
+	case *pipeline.TuneConfig:
+		ss.Sysctl, ss.Rlimits = c.Sysctl, c.Rlimits
+		if c.Nofile > 0 {
+			if ss.Rlimits == nil {
+				ss.Rlimits = map[string]string{}
+			}
+			ss.Rlimits = copyMap(ss.Rlimits)
+			ss.Rlimits["nofile"] = fmt.Sprint(c.Nofile)
+		}
+		ss.ServiceCPUs, ss.LoaderCPUs, ss.Nice = c.ServiceCPUs, c.LoaderCPUs, c.Nice
+		if len(c.Sysctl) > 0 {
+			in.need(sandbox.GrantTune, st.Addr()+" writes sysctls (as root)")
+		}
+		for _, k := range sortedKeys(c.Sysctl) {
+			if !sandbox.TuneSysctlAllowed(k) {
+				in.refuse(fmt.Sprintf("%s sets sysctl %s, which the sandbox never allows (--allow tune writes only %s)", st.Addr(), k, sandbox.TuneSysctlsText()))
+			}
+		}
+		if c.Nice != nil && *c.Nice < 0 {
+			in.need(sandbox.GrantTune, st.Addr()+" raises the services' priority (nice < 0)")
+		}
+	case *pipeline.CheckConfig:
+		ss.Targets = []string{in.addTarget(c.URL)}
+	case *steps.LoadConfig:
+		if c.Target != "" {
+			ss.Targets = append(ss.Targets, in.addTarget(c.Target))
+		}
+		for _, u := range c.URLs {
+			ss.Targets = append(ss.Targets, in.addTarget(u.URL))
+		}
+		if a := c.Agents; a != nil {
+			asp, d := te.AgentsProvider(a)
+			typ := "local"
+			name := a.Provider
+			var at *providers.Type
+			if asp != nil && !d.HasErrors() {
+				typ, name, at = asp.Type.Name, asp.Name, asp.Type
+			}
+			ss.Agents = fmt.Sprintf("%d benchflow agent(s) on provider %s (%s)", a.Count, name, typ)
+			why := fmt.Sprintf("%s runs its agents on provider %s (%s)", st.Addr(), name, typ)
+			if at != nil && at.Remote != nil && asp.Config != nil {
+				if r := at.Remote(asp.Config); r != nil && len(r.Agents) > 0 {
+					for i := 0; i < a.Count; i++ {
+						h := r.Agents[i%len(r.Agents)]
+						in.onHost(h, name, r.Commands...)
+						in.onHost(h, name, fmt.Sprintf("~/.cache/benchflow/bin/<sha256>/benchflow agent --listen 0.0.0.0:0 --index %d  (%s)", i, st.Addr()))
+					}
+					why += ", on " + strings.Join(r.Agents, ", ")
+					in.reads(r)
+				}
+			}
+			if at != nil && at.Grant != nil {
+				in.need(at.Grant.Name, why)
+			}
+		}
+	default:
+		return // collect, provision: they read, run nothing
+	}
+	key := keyOf(ss)
+	if i, ok := in.stepIndex[key]; ok {
+		in.out.Steps[i].TrialCount++
+		addCell(in.stepCells, i, t.ParamString())
+		return
+	}
+	ss.TrialCount = 1
+	in.stepIndex[key] = len(in.out.Steps)
+	addCell(in.stepCells, len(in.out.Steps), t.ParamString())
+	in.out.Steps = append(in.out.Steps, ss)
 }
 
 // Missing returns the grants p needs that allowed does not hold.

@@ -30,11 +30,11 @@ func TestReach(t *testing.T) {
 }
 
 func TestMissing(t *testing.T) {
-	p := &Plan{Needs: []Need{{Grant: sandbox.GrantDocker}, {Grant: sandbox.GrantTune}}}
-	if m := p.Missing([]sandbox.Grant{sandbox.GrantTune}); len(m) != 1 || m[0].Grant != sandbox.GrantDocker {
+	p := &Plan{Needs: []Need{{Grant: sandbox.Grant("docker")}, {Grant: sandbox.GrantTune}}}
+	if m := p.Missing([]sandbox.Grant{sandbox.GrantTune}); len(m) != 1 || m[0].Grant != sandbox.Grant("docker") {
 		t.Errorf("Missing = %v, want docker", m)
 	}
-	if m := p.Missing([]sandbox.Grant{sandbox.GrantDocker, sandbox.GrantTune}); len(m) != 0 {
+	if m := p.Missing([]sandbox.Grant{sandbox.Grant("docker"), sandbox.GrantTune}); len(m) != 0 {
 		t.Errorf("Missing = %v, want none", m)
 	}
 }

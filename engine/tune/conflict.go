@@ -21,11 +21,6 @@ import (
 // benchflow process has changed a sysctl and not yet restored it.
 var ErrTunedElsewhere = errors.New("another benchflow process changed this sysctl and has not restored it")
 
-// JournalAlive tells, from a journal's owner labels, whether the process
-// that wrote it may still run (set by the executor; nil: every other
-// journal counts as a live one).
-var JournalAlive func(owner map[string]string) bool
-
 // lockJournals takes an exclusive flock(2) on the journal folder (made if
 // missing) and returns its release.
 func lockJournals() (func(), error) {
@@ -49,8 +44,9 @@ func lockJournals() (func(), error) {
 
 // tunedElsewhere reports, as an error naming the process, a journal of
 // another process that holds path (a net.* sysctl only in this network
-// namespace: another namespace has its own).
-func tunedElsewhere(path string) error {
+// namespace: another namespace has its own). alive tells a live process's
+// journal from a killed one's (nil: every one is live).
+func tunedElsewhere(path string, alive func(map[string]string) bool) error {
 	files, err := filepath.Glob(filepath.Join(journalDir(), "*.json"))
 	if err != nil {
 		return err
@@ -76,7 +72,7 @@ func tunedElsewhere(path string) error {
 			if pid == "" {
 				pid = strings.TrimSuffix(filepath.Base(f), ".json")
 			}
-			if JournalAlive == nil || JournalAlive(j.Owner) {
+			if alive == nil || alive(j.Owner) {
 				return fmt.Errorf("%w: benchflow pid %s changed it from %s (journal %s); two runs tuning the same sysctl restore it under each other, so run them one after the other", ErrTunedElsewhere, pid, e.Original, f)
 			}
 			return fmt.Errorf("%w: a killed benchflow (pid %s) changed it from %s (journal %s); `benchflow gc` restores it", ErrTunedElsewhere, pid, e.Original, f)

@@ -24,11 +24,6 @@ import (
 // The state folder is $BENCHFLOW_STATE_DIR, else /var/lib/benchflow for
 // root, else $XDG_STATE_HOME/benchflow (~/.local/state/benchflow).
 
-// JournalOwner labels the journal's entries with the process that wrote
-// them (providers.SelfOwner().Labels(), set by the executor); nil records
-// only the pid.
-var JournalOwner func() map[string]string
-
 // StateDir is the folder benchflow keeps machine state in.
 func StateDir() string {
 	if d := os.Getenv("BENCHFLOW_STATE_DIR"); d != "" {
@@ -131,8 +126,9 @@ func writeJournal(p string, j journalFile) error {
 // path already recorded keeps its first (true) original. A path another
 // process's journal holds is refused (ErrTunedElsewhere): the check and the
 // record are one step under a lock of the journal folder, so of two runs
-// tuning the same sysctl only the first changes it.
-func journalChange(path, original string) error {
+// tuning the same sysctl only the first changes it. owner and alive are
+// Settings' Owner and Alive.
+func journalChange(path, original string, owner map[string]string, alive func(map[string]string) bool) error {
 	journalMu.Lock()
 	defer journalMu.Unlock()
 	unlock, err := lockJournals()
@@ -140,7 +136,7 @@ func journalChange(path, original string) error {
 		return fmt.Errorf("journaling the original value: %w", err)
 	}
 	defer unlock()
-	if err := tunedElsewhere(path); err != nil {
+	if err := tunedElsewhere(path, alive); err != nil {
 		return err
 	}
 	p := ownJournal()
@@ -153,8 +149,8 @@ func journalChange(path, original string) error {
 			return nil
 		}
 	}
-	if JournalOwner != nil {
-		j.Owner = JournalOwner()
+	if owner != nil {
+		j.Owner = owner
 	} else {
 		j.Owner = map[string]string{"dev.benchflow.pid": strconv.Itoa(os.Getpid())}
 	}

@@ -27,6 +27,15 @@ type Settings struct {
 	Nice        *int              // setpriority for PIDs
 	PIDs        []int             // the service processes (host pids) the provider reported
 	Optional    bool              // a setting that cannot be applied becomes a warning instead of an error
+	// Owner labels the sysctl journal's entries with the process that
+	// wrote them (the executor passes providers.SelfOwner().Labels()), so
+	// gc tells a killed run's changes from a live one's; nil records only
+	// the pid.
+	Owner map[string]string
+	// Alive tells, from another journal's owner labels, whether the
+	// process that wrote it may still run (the refusal then says it is
+	// live rather than killed); nil: every other journal counts as live.
+	Alive func(owner map[string]string) bool
 }
 
 // hint is appended to errors caused by missing privileges.
@@ -201,7 +210,7 @@ func Apply(ctx context.Context, s Settings, warn func(string)) (*Undo, error) {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		if err := step(applySysctl(u, k, s.Sysctl[k])); err != nil {
+		if err := step(applySysctl(u, k, s.Sysctl[k], s.Owner, s.Alive)); err != nil {
 			return fail(err)
 		}
 	}
@@ -345,7 +354,7 @@ func writeSysctl(path, v string) error {
 	return f.Close()
 }
 
-func applySysctl(u *Undo, key, value string) error {
+func applySysctl(u *Undo, key, value string, owner map[string]string, alive func(map[string]string) bool) error {
 	setting := fmt.Sprintf("sysctl %s=%s", key, value)
 	p, err := sysctlPath(key)
 	if err != nil {
@@ -365,7 +374,7 @@ func applySysctl(u *Undo, key, value string) error {
 	}
 	// Journaled before it changes, so that gc can restore it after a
 	// SIGKILL.
-	if err := journalChange(p, old); err != nil {
+	if err := journalChange(p, old, owner, alive); err != nil {
 		return &SettingError{Setting: setting, Err: err}
 	}
 	if err := writeSysctl(p, want); err != nil {

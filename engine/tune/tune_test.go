@@ -601,9 +601,10 @@ func TestNotRoot(t *testing.T) {
 // net.* sysctl of another network namespace is that namespace's own.
 func TestSysctlTunedElsewhereRefused(t *testing.T) {
 	dir := t.TempDir()
-	oldRoot, oldAlive := procfs.Root, JournalAlive
+	oldRoot := procfs.Root
 	procfs.Root = dir
-	t.Cleanup(func() { procfs.Root, JournalAlive = oldRoot, oldAlive })
+	t.Cleanup(func() { procfs.Root = oldRoot })
+	var alive func(map[string]string) bool
 	p := filepath.Join(dir, "sys", "net", "core", "somaxconn")
 	k := filepath.Join(dir, "sys", "kernel", "threads-max")
 	for _, f := range []string{p, k} {
@@ -622,15 +623,15 @@ func TestSysctlTunedElsewhereRefused(t *testing.T) {
 		}
 	}
 	apply := func(key string) (*Undo, error) {
-		return Apply(context.Background(), Settings{Sysctl: map[string]string{key: "8192"}}, nil)
+		return Apply(context.Background(), Settings{Sysctl: map[string]string{key: "8192"}, Alive: alive}, nil)
 	}
 	write(netNS(), p, k)
-	for alive, want := range map[bool]string{true: "benchflow pid 999999 changed it from 128", false: "a killed benchflow (pid 999999) changed it from 128"} {
-		JournalAlive = func(map[string]string) bool { return alive }
+	for live, want := range map[bool]string{true: "benchflow pid 999999 changed it from 128", false: "a killed benchflow (pid 999999) changed it from 128"} {
+		alive = func(map[string]string) bool { return live }
 		for _, key := range []string{"net.core.somaxconn", "kernel.threads-max"} {
 			u, err := apply(key)
 			if !errors.Is(err, ErrTunedElsewhere) || !strings.Contains(err.Error(), want) {
-				t.Errorf("alive=%v %s: %v, want ErrTunedElsewhere with %q", alive, key, err, want)
+				t.Errorf("alive=%v %s: %v, want ErrTunedElsewhere with %q", live, key, err, want)
 			}
 			if u != nil && len(u.Applied()) != 0 {
 				t.Errorf("applied %q", u.Applied())
@@ -641,7 +642,7 @@ func TestSysctlTunedElsewhereRefused(t *testing.T) {
 		}
 	}
 	// Another network namespace's journal: net.* is free, kernel.* is not.
-	JournalAlive = func(map[string]string) bool { return true }
+	alive = func(map[string]string) bool { return true }
 	write("net:[1]", p, k)
 	u, err := apply("net.core.somaxconn")
 	if err != nil {

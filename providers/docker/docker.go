@@ -44,6 +44,7 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Name:  TypeName,
 	New:   newFromConfig,
 	GC:    GC,
+	Grant: Grant,
 	Attrs: []string{"container_id", "container_name", "container_ip", "network"},
 })
 

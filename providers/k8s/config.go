@@ -168,6 +168,44 @@ func (c Config) validate() (*settings, error) {
 		bad("service_type", "expose = %q needs a NodePort or LoadBalancer service, not ClusterIP", ExposeNodePort)
 	}
 
+	c.validateIngress(s, bad)
+	c.validateResources(s, bad)
+
+	s.readyTimeout = DefaultReadyTimeout
+	if c.ReadyTimeout != "" {
+		d, err := units.ParseDuration(c.ReadyTimeout)
+		if err != nil || d <= 0 {
+			bad("ready_timeout", "%q is not a positive duration such as \"90s\"", c.ReadyTimeout)
+		} else {
+			s.readyTimeout = d
+		}
+	}
+
+	switch c.ImagePullPolicy {
+	case "":
+	case string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever):
+		s.pullPolicy = corev1.PullPolicy(c.ImagePullPolicy)
+	default:
+		oneOf("image_pull_policy", c.ImagePullPolicy, string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever))
+	}
+
+	if c.FilesDir == "" {
+		s.FilesDir = DefaultFilesDir
+	} else if !path.IsAbs(c.FilesDir) || path.Clean(c.FilesDir) == "/" {
+		bad("files_dir", "%q must be an absolute path other than \"/\"", c.FilesDir)
+	} else {
+		s.FilesDir = path.Clean(c.FilesDir)
+	}
+
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// validateIngress is validate's part for the ingress attributes (and
+// node_address, which expose also rules), reporting through bad.
+func (c Config) validateIngress(s *settings, bad func(attr, format string, args ...any)) {
 	ingressOnly := map[string]string{
 		"ingress_class": c.IngressClass, "ingress_host": c.IngressHost,
 		"ingress_path": c.IngressPath, "ingress_address": c.IngressAddress,
@@ -213,7 +251,11 @@ func (c Config) validate() (*settings, error) {
 	if c.NodeAddress != "" && s.Expose != ExposeNodePort {
 		bad("node_address", "only applies with expose = %q", ExposeNodePort)
 	}
+}
 
+// validateResources is validate's part for replicas, cpu, memory and
+// node_selector, reporting through bad.
+func (c Config) validateResources(s *settings, bad func(attr, format string, args ...any)) {
 	if c.Replicas < 0 {
 		bad("replicas", "%d is negative", c.Replicas)
 	}
@@ -246,37 +288,6 @@ func (c Config) validate() (*settings, error) {
 			bad("node_selector", "value %q of %q: %s", c.NodeSelector[k], k, m)
 		}
 	}
-
-	s.readyTimeout = DefaultReadyTimeout
-	if c.ReadyTimeout != "" {
-		d, err := units.ParseDuration(c.ReadyTimeout)
-		if err != nil || d <= 0 {
-			bad("ready_timeout", "%q is not a positive duration such as \"90s\"", c.ReadyTimeout)
-		} else {
-			s.readyTimeout = d
-		}
-	}
-
-	switch c.ImagePullPolicy {
-	case "":
-	case string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever):
-		s.pullPolicy = corev1.PullPolicy(c.ImagePullPolicy)
-	default:
-		oneOf("image_pull_policy", c.ImagePullPolicy, string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever))
-	}
-
-	if c.FilesDir == "" {
-		s.FilesDir = DefaultFilesDir
-	} else if !path.IsAbs(c.FilesDir) || path.Clean(c.FilesDir) == "/" {
-		bad("files_dir", "%q must be an absolute path other than \"/\"", c.FilesDir)
-	} else {
-		s.FilesDir = path.Clean(c.FilesDir)
-	}
-
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // suggest is diag.Suggest ignoring case ("Ingress" → "ingress",

@@ -25,6 +25,7 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Attrs:  EndpointAttrs,
 	GC:     GC,
 	Agents: true,
+	Grant:  Grant,
 	Infra:  Infra,
 })
 

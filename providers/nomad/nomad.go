@@ -32,6 +32,7 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Agents:    true,
 	Infra:     Infra,
 	Preflight: Preflight,
+	Grant:     Grant,
 })
 
 // Infra are the processes of a Nomad deployment on this machine: the

@@ -54,6 +54,8 @@ var Type = providers.TypeOf(providers.Spec[Config]{
 	Attrs:  []string{"pid", "host", "dir"},
 	GC:     GC,
 	Agents: true,
+	Grant:  Grant,
+	Remote: remote,
 })
 
 func init() { providers.Register(Type) }
