@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/benchflow/benchflow/engine/procfs/procfstest"
+	"github.com/benchflow/benchflow/providers"
 )
 
 // TestProcesses lays out a /proc as a node on this host shows it: the
@@ -43,7 +45,7 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(ps); got != "[{4101 nginx service} {4102 nginx service}]" {
+	if got := procList(ps); got != "[{4101 nginx service} {4102 nginx service}]" {
 		t.Errorf("Processes = %s, want the two nginx processes of the pod's container", got)
 	}
 }
@@ -79,7 +81,25 @@ func TestIngressControllerProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(ps); got != "[{4101 nginx service} {300 traefik infra} {301 nginx-ingress-controller infra}]" {
+	if got := procList(ps); got != "[{4101 nginx service} {300 traefik infra} {301 nginx-ingress-controller infra}]" {
 		t.Errorf("Processes = %s, want the pod's nginx and both controllers", got)
 	}
+}
+
+// procList prints processes as "[{pid name role} …]" (their Host, for
+// processes of other hosts, is always empty here).
+func procList(ps []providers.Process) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "{%d %s %s}", p.PID, p.Name, p.Role)
+		if p.Host != "" {
+			fmt.Fprintf(&b, "@%s", p.Host)
+		}
+	}
+	b.WriteString("]")
+	return b.String()
 }
