@@ -144,7 +144,20 @@ func (c *conn) release() {
 
 func (c *conn) close() {
 	if c.stdin != nil {
+		// Never beside a write: x/crypto/ssh's CloseWrite and Write share
+		// the channel's EOF flag without a lock. A write blocked by a dead
+		// link holds wmu until the connection drops, so after a while the
+		// connection is dropped first (the write then fails and lets go).
+		locked := make(chan struct{})
+		go func() { c.wmu.Lock(); close(locked) }()
+		select {
+		case <-locked:
+		case <-time.After(5 * time.Second):
+			c.client.Close()
+			<-locked
+		}
 		c.stdin.Close() // the helper cleans up and exits on EOF
+		c.wmu.Unlock()
 	}
 	if c.sess != nil {
 		// Give it the moment it needs, then drop the connection.
